@@ -1,0 +1,102 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "tokenpin",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "tokenpin", targets: ["tokenpin"]),
+        .library(name: "TokenpinCore", targets: ["TokenpinCore"]),
+        .library(name: "TokenpinAPDU", targets: ["TokenpinAPDU"]),
+    ],
+    targets: [
+        // C libraries, one system library target each.
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
+        .systemLibrary(
+            name: "CPCSCLite",
+            pkgConfig: "libpcsclite",
+            providers: [.apt(["libpcsclite-dev"])]
+        ),
+        .target(name: "CTokenpinShims"),
+
+        // The domain: secrets, PIN policy, key slots, record, store, counter, events.
+        .target(
+            name: "TokenpinCore",
+            dependencies: ["CSodium", "CTokenpinShims"],
+            swiftSettings: strictSettings
+        ),
+        // APDUs, status words, BER-TLV and the CardConnection protocol.
+        .target(name: "TokenpinAPDU", swiftSettings: strictSettings),
+        // PC/SC over libpcsclite: readers, connections, transactions, status monitoring.
+        .target(
+            name: "TokenpinPCSC",
+            dependencies: ["CPCSCLite", "TokenpinAPDU"],
+            swiftSettings: strictSettings
+        ),
+        // The OpenPGP card application session over any CardConnection.
+        .target(
+            name: "TokenpinOpenPGP",
+            dependencies: ["TokenpinAPDU", "TokenpinCore"],
+            swiftSettings: strictSettings
+        ),
+        // The virtual OpenPGP card (a deliverable of its own, under Simulator/).
+        .target(
+            name: "TokenpinSimulator",
+            dependencies: ["TokenpinAPDU", "TokenpinCore"],
+            path: "Simulator/Sources/TokenpinSimulator",
+            swiftSettings: strictSettings
+        ),
+        // (simulator executables go here)
+
+        // The operations joining core and token.
+        .target(
+            name: "TokenpinService",
+            dependencies: ["TokenpinCore"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "tokenpin",
+            dependencies: ["TokenpinService", "TokenpinCore", "CTokenpinShims"],
+            swiftSettings: strictSettings
+        ),
+
+        .testTarget(name: "TokenpinCoreTests", dependencies: ["TokenpinCore"], swiftSettings: strictSettings),
+        .testTarget(name: "TokenpinAPDUTests", dependencies: ["TokenpinAPDU"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "TokenpinPCSCTests",
+            dependencies: ["TokenpinPCSC", "TokenpinAPDU"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenpinOpenPGPTests",
+            dependencies: ["TokenpinOpenPGP", "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenpinSimulatorTests",
+            dependencies: ["TokenpinSimulator", "TokenpinAPDU", "TokenpinCore"],
+            path: "Simulator/Tests/TokenpinSimulatorTests",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenpinServiceTests",
+            dependencies: ["TokenpinService", "TokenpinCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenpinCLITests",
+            dependencies: ["tokenpin"],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

@@ -1,0 +1,2 @@
+// The CLI entry point; the command layer lands with the PIN core.
+import TokenpinCore
