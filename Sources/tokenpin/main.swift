@@ -1,2 +1,143 @@
-// The CLI entry point; the command layer lands with the PIN core.
+import Foundation
 import TokenpinCore
+import TokenpinService
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Parses the command line into a command, or a usage error.
+func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command)? {
+    guard let name = parsed.command else { return nil }
+    func noArguments() throws(UsageError) {
+        guard parsed.arguments.isEmpty else {
+            throw UsageError(message: "unexpected argument '\(parsed.arguments[0])'", command: name)
+        }
+    }
+    switch name {
+    case "enrol", "enroll":
+        try noArguments()
+        return EnrolCommand(recoveryKeyFile: parsed.options["--recovery-key-file"])
+    case "verify":
+        try noArguments()
+        var method: VerificationMethod?
+        if let value = parsed.options["--method"] {
+            guard value == "pin" || value == "token" else {
+                throw UsageError(message: "--method must be pin or token, not '\(value)'", command: name)
+            }
+            method = VerificationMethod(rawValue: value)
+        }
+        return VerifyCommand(method: method)
+    case "change":
+        try noArguments()
+        return ChangeCommand()
+    case "reset":
+        try noArguments()
+        return ResetCommand()
+    case "types":
+        try noArguments()
+        return TypesCommand()
+    case "status":
+        try noArguments()
+        return StatusCommand()
+    case "toggle":
+        guard parsed.arguments.count >= 2 else {
+            throw UsageError(message: "missing \(parsed.arguments.isEmpty ? "<type>" : "on|off")", command: name)
+        }
+        guard parsed.arguments.count == 2 else {
+            throw UsageError(message: "unexpected argument '\(parsed.arguments[2])'", command: name)
+        }
+        guard let type = AuthenticationType(rawValue: parsed.arguments[0]) else {
+            throw UsageError(message: "unknown type '\(parsed.arguments[0])' (types: pin, token)", command: name)
+        }
+        let state = parsed.arguments[1]
+        guard state == "on" || state == "off" else {
+            throw UsageError(message: "expected on or off, not '\(state)'", command: name)
+        }
+        return ToggleCommand(type: type, on: state == "on")
+    case "bench":
+        try noArguments()
+        var iterations = 5
+        if let value = parsed.options["--iterations"] {
+            guard let number = Int(value), (1...1000).contains(number) else {
+                throw UsageError(message: "--iterations must be a number from 1 to 1000", command: name)
+            }
+            iterations = number
+        }
+        return BenchCommand(iterations: iterations)
+    case "demo":
+        try noArguments()
+        return DemoCommand()
+    case "help":
+        return HelpCommand(topic: parsed.arguments.first)
+    default:
+        throw UsageError(message: "unknown command '\(name)'", command: nil)
+    }
+}
+
+struct HelpCommand: Command {
+    var topic: String?
+
+    func run(_ context: Context) -> ExitCode {
+        HelpCommand.print(topic)
+    }
+
+    static func print(_ topic: String?) -> ExitCode {
+        guard let topic else {
+            Console.write(1, Help.main + "\n")
+            return .success
+        }
+        guard let entry = Help.entry(topic) else {
+            Console.write(2, "error: unknown command '\(topic)'\nhint: see 'tokenpin help'\n")
+            return .usage
+        }
+        Console.write(1, Help.text(for: entry))
+        return .success
+    }
+}
+
+func runMain() -> ExitCode {
+    let argv = Array(CommandLine.arguments.dropFirst())
+    let parsed: ParsedCommandLine
+    do {
+        parsed = try ArgumentParser.parse(argv)
+    } catch {
+        let json = argv.contains("--json")
+        let console = Console(json: json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+                              err: Style(enabled: false, appearance: Appearance()))
+        let usage = error.command.flatMap { Help.entry($0)?.usage } ?? "tokenpin [<options>] <subcommand>"
+        return console.fail(.usage, errorCode: "usage", message: error.message, hint: "usage: \(usage); see 'tokenpin help'")
+    }
+    if parsed.wantsVersion && parsed.command == nil {
+        Console.write(1, "tokenpin \(tokenpinVersion)\n")
+        return .success
+    }
+    if parsed.wantsHelp || parsed.command == nil {
+        if parsed.command == nil && !parsed.wantsHelp {
+            Console.write(2, Help.main + "\n")
+            return .usage
+        }
+        return HelpCommand.print(parsed.command)
+    }
+    let command: any Command
+    do {
+        guard let made = try makeCommand(parsed) else { return .usage }
+        command = made
+    } catch {
+        let console = Console(json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+                              err: Style(enabled: false, appearance: Appearance()))
+        let usage = error.command.flatMap { Help.entry($0)?.usage } ?? "tokenpin [<options>] <subcommand>"
+        return console.fail(.usage, errorCode: "usage", message: error.message, hint: "usage: \(usage); see 'tokenpin help'")
+    }
+    let context: Context
+    do {
+        context = try Context.make(parsed)
+    } catch {
+        let console = Console(json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+                              err: Style(enabled: false, appearance: Appearance()))
+        return console.fail(.configuration, errorCode: "configuration", message: error.description)
+    }
+    return command.run(context)
+}
+
+signal(SIGPIPE, SIG_IGN)
+exit(runMain().rawValue)

@@ -114,6 +114,11 @@ public func secureZero(_ buffer: UnsafeMutableRawBufferPointer) {
 
 /// Wipes an array that held a secret, then empties it.
 public func secureZero(_ bytes: inout [UInt8]) {
-    bytes.withUnsafeMutableBytes { secureZero($0) }
-    bytes.removeAll()
+    wipe(&bytes)
+}
+
+/// Wipes the storage of an array that held secret-derived values, then empties it.
+public func wipe<Element: BitwiseCopyable>(_ array: inout [Element]) {
+    array.withUnsafeMutableBytes { secureZero($0) }
+    array.removeAll()
 }

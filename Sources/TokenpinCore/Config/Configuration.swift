@@ -1,0 +1,266 @@
+import Foundation
+
+/// A configuration file that cannot be used: names the file and line.
+public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file.
+    public var file: String
+    /// The 1-based line, or 0 for the file as a whole.
+    public var line: Int
+    /// What is wrong.
+    public var message: String
+
+    /// Creates an error.
+    public init(file: String, line: Int, message: String) {
+        self.file = file
+        self.line = line
+        self.message = message
+    }
+
+    public var description: String { line > 0 ? "\(file):\(line): \(message)" : "\(file): \(message)" }
+}
+
+/// Terminal colours and prompt texts: the seeds' appearance options.
+public struct Appearance: Sendable, Equatable {
+    /// Whether to colour output: `auto` (when writing to a terminal and `NO_COLOR` is unset), `always`, `never`.
+    public enum ColorChoice: String, Sendable, CaseIterable { case auto, always, never }
+
+    /// Colour use.
+    public var color: ColorChoice = .auto
+    /// The prompt text colour (the seeds' `headerTitleColor`).
+    public var promptColor: String = "bold"
+    /// The colour of the dots shown per typed character (`passcodeDotsColor`).
+    public var dotsColor: String = "cyan"
+    /// The colour of errors and wrong-PIN alerts (`alertTextColor`).
+    public var errorColor: String = "red"
+    /// The colour of warnings such as "last try".
+    public var warningColor: String = "yellow"
+    /// The colour of success messages.
+    public var successColor: String = "green"
+    /// The character echoed per typed PIN character.
+    public var dot: String = "•"
+    /// Prompt: the PIN.
+    public var promptPIN: String = "PIN"
+    /// Prompt: a new PIN.
+    public var promptNewPIN: String = "New PIN"
+    /// Prompt: the new PIN again.
+    public var promptConfirmPIN: String = "New PIN again"
+    /// Prompt: the current PIN.
+    public var promptCurrentPIN: String = "Current PIN"
+    /// Prompt: the recovery key.
+    public var promptRecoveryKey: String = "Recovery key"
+    /// Prompt: the card PIN (`%s` is replaced with the card and its tries left).
+    public var promptCardPIN: String = "Card PIN for %s"
+
+    /// The defaults.
+    public init() {}
+
+    /// The ANSI SGR parameter of a colour name (`red`, `bold`, `bright-blue`, `208`), or nil when unknown.
+    public static func sgr(_ name: String) -> String? {
+        let names = ["default": "39", "black": "30", "red": "31", "green": "32", "yellow": "33", "blue": "34",
+                     "magenta": "35", "cyan": "36", "white": "37", "bold": "1", "dim": "2", "underline": "4",
+                     "none": "0"]
+        if let code = names[name] { return code }
+        if name.hasPrefix("bright-"), let base = names[String(name.dropFirst(7))], let value = Int(base),
+           (30...37).contains(value) {
+            return String(value + 60)
+        }
+        if let value = Int(name), (0...255).contains(value) { return "38;5;\(value)" }
+        return nil
+    }
+}
+
+/// tokenpin's settings, from `tokenpin.conf` files (`key = value`, `#` comments).
+public struct Configuration: Sendable, Equatable {
+    /// Wrong PINs before the PIN locks.
+    public var retriesMax: Int = 5
+    /// Seconds to wait after the n-th consecutive failure (`fail-delay = 0,0,0,30,300`).
+    public var failDelay: [Int] = []
+    /// The Argon2id time target at enrolment, in milliseconds.
+    public var kdfTargetMilliseconds: Int = 300
+    /// Fixed Argon2id memory in MiB instead of calibrating (with `kdf-passes`).
+    public var kdfMemoryMiB: Int?
+    /// Fixed Argon2id passes instead of calibrating.
+    public var kdfPasses: Int?
+    /// The PIN rules.
+    public var policy = PINPolicy()
+    /// The site blocklist file, if any.
+    public var blocklistFile: String?
+    /// PIN or token, or both.
+    public var mode: VerificationMode = .either
+    /// Whether a failing token falls back to the PIN.
+    public var fallback: FallbackPolicy = .allow
+    /// The reader to use (a name or a glob); nil means any reader with the enrolled card.
+    public var reader: String?
+    /// Colours and prompts.
+    public var appearance = Appearance()
+
+    /// The defaults.
+    public init() {}
+
+    /// The files read in order: the system file, its drop-ins (sorted), the user's file.
+    public static func standardFiles(environment: [String: String] = ProcessInfo.processInfo.environment,
+                                     systemDirectory: String = "/etc/tokenpin") -> [String] {
+        var files = [systemDirectory + "/tokenpin.conf"]
+        let dropIns = systemDirectory + "/conf.d"
+        if let names = try? FileManager.default.contentsOfDirectory(atPath: dropIns) {
+            files += names.filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }.sorted().map { dropIns + "/" + $0 }
+        }
+        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.config"
+        files.append(configHome + "/tokenpin/tokenpin.conf")
+        return files
+    }
+
+    /// Loads the standard files that exist, then `explicitFile` (which must exist).
+    public static func load(files: [String], explicitFile: String?) throws(ConfigError) -> Configuration {
+        var configuration = Configuration()
+        for file in files where FileManager.default.fileExists(atPath: file) {
+            try configuration.apply(file: file)
+        }
+        if let explicitFile {
+            guard FileManager.default.fileExists(atPath: explicitFile) else {
+                throw ConfigError(file: explicitFile, line: 0, message: "no such configuration file")
+            }
+            try configuration.apply(file: explicitFile)
+        }
+        try configuration.loadBlocklist()
+        return configuration
+    }
+
+    /// Applies the settings in `file` over the current ones.
+    public mutating func apply(file: String) throws(ConfigError) {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw ConfigError(file: file, line: 0, message: "cannot read the file")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigError(file: file, line: 0, message: "the file is not UTF-8 text")
+        }
+        try apply(text: text, file: file)
+    }
+
+    /// Applies `key = value` lines over the current settings.
+    public mutating func apply(text: String, file: String) throws(ConfigError) {
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let lineNumber = index + 1
+            var line = Substring(rawLine)
+            if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty { continue }
+            guard let equals = trimmed.firstIndex(of: "=") else {
+                throw ConfigError(file: file, line: lineNumber, message: "expected `key = value`, found `\(trimmed)`")
+            }
+            let key = trimmed[..<equals].trimmingCharacters(in: .whitespaces)
+            var value = trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            do {
+                try set(key: key, value: value)
+            } catch let message {
+                throw ConfigError(file: file, line: lineNumber, message: message.text)
+            }
+        }
+        if policy.maxLength < policy.minLength {
+            throw ConfigError(file: file, line: 0, message: "pin-max-length (\(policy.maxLength)) is below pin-min-length (\(policy.minLength))")
+        }
+    }
+
+    struct Message: Error { var text: String }
+
+    /// Every key the files may set.
+    public static let keys = [
+        "retries-max", "fail-delay", "kdf-target-ms", "kdf-memory-mib", "kdf-passes",
+        "pin-min-length", "pin-max-length", "pin-charset", "pin-min-unique", "pin-blocklist", "pin-blocklist-rules",
+        "mode", "fallback", "reader",
+        "color", "color-prompt", "color-dots", "color-error", "color-warning", "color-success", "dot",
+        "prompt-pin", "prompt-new-pin", "prompt-confirm-pin", "prompt-current-pin", "prompt-recovery-key",
+        "prompt-card-pin",
+    ]
+
+    mutating func set(key: String, value: String) throws(Message) {
+        func integer(_ range: ClosedRange<Int>) throws(Message) -> Int {
+            guard let number = Int(value), range.contains(number) else {
+                throw Message(text: "\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound), not `\(value)`")
+            }
+            return number
+        }
+        func choice<T: RawRepresentable & CaseIterable>(_ type: T.Type) throws(Message) -> T where T.RawValue == String {
+            guard let result = T(rawValue: value) else {
+                throw Message(text: "\(key) must be one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), not `\(value)`")
+            }
+            return result
+        }
+        func color() throws(Message) -> String {
+            guard Appearance.sgr(value) != nil else {
+                throw Message(text: "\(key): unknown colour `\(value)` (use a name such as red, bright-blue, bold, or 0-255)")
+            }
+            return value
+        }
+        func text() throws(Message) -> String {
+            guard !value.isEmpty, value.count <= 200, !value.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+                throw Message(text: "\(key) must be a non-empty line of text")
+            }
+            return value
+        }
+        switch key {
+        case "retries-max": retriesMax = try integer(1...100)
+        case "fail-delay":
+            var delays: [Int] = []
+            for part in value.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let seconds = Int(part.trimmingCharacters(in: .whitespaces)), (0...86400).contains(seconds) else {
+                    throw Message(text: "fail-delay must be seconds separated by commas (0,0,0,30,300), not `\(value)`")
+                }
+                delays.append(seconds)
+            }
+            failDelay = delays
+        case "kdf-target-ms": kdfTargetMilliseconds = try integer(50...10000)
+        case "kdf-memory-mib": kdfMemoryMiB = try integer(8...4096)
+        case "kdf-passes": kdfPasses = try integer(1...64)
+        case "pin-min-length": policy.minLength = try integer(4...128)
+        case "pin-max-length": policy.maxLength = try integer(4...256)
+        case "pin-charset": policy.charset = try choice(PINCharset.self)
+        case "pin-min-unique": policy.minUnique = try integer(1...128)
+        case "pin-blocklist": blocklistFile = value.isEmpty ? nil : value
+        case "pin-blocklist-rules":
+            switch value {
+            case "on", "yes", "true": policy.useBlocklist = true
+            case "off", "no", "false": policy.useBlocklist = false
+            default: throw Message(text: "pin-blocklist-rules must be on or off, not `\(value)`")
+            }
+        case "mode": mode = try choice(VerificationMode.self)
+        case "fallback": fallback = try choice(FallbackPolicy.self)
+        case "reader": reader = value.isEmpty ? nil : value
+        case "color": appearance.color = try choice(Appearance.ColorChoice.self)
+        case "color-prompt": appearance.promptColor = try color()
+        case "color-dots": appearance.dotsColor = try color()
+        case "color-error": appearance.errorColor = try color()
+        case "color-warning": appearance.warningColor = try color()
+        case "color-success": appearance.successColor = try color()
+        case "dot":
+            guard value.count == 1 else { throw Message(text: "dot must be a single character, not `\(value)`") }
+            appearance.dot = value
+        case "prompt-pin": appearance.promptPIN = try text()
+        case "prompt-new-pin": appearance.promptNewPIN = try text()
+        case "prompt-confirm-pin": appearance.promptConfirmPIN = try text()
+        case "prompt-current-pin": appearance.promptCurrentPIN = try text()
+        case "prompt-recovery-key": appearance.promptRecoveryKey = try text()
+        case "prompt-card-pin": appearance.promptCardPIN = try text()
+        default:
+            throw Message(text: "unknown key `\(key)`")
+        }
+    }
+
+    /// Reads the site blocklist file (one PIN a line, `#` comments) into the policy.
+    public mutating func loadBlocklist() throws(ConfigError) {
+        guard let file = blocklistFile else { return }
+        guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8) else {
+            throw ConfigError(file: file, line: 0, message: "cannot read the PIN blocklist")
+        }
+        var entries = Set<[UInt32]>()
+        for line in text.split(separator: "\n") {
+            var entry = Substring(line)
+            if let hash = entry.firstIndex(of: "#") { entry = entry[..<hash] }
+            let trimmed = entry.trimmingCharacters(in: .whitespaces)
+            if !trimmed.isEmpty { entries.insert(trimmed.unicodeScalars.map(\.value)) }
+        }
+        policy.siteBlocklist = entries
+    }
+}

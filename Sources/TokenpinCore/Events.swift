@@ -1,0 +1,66 @@
+/// The authentication types tokenpin knows.
+public enum AuthenticationType: String, Codable, Sendable, CaseIterable {
+    /// The PIN, verified in software against the vault; always enabled.
+    case pin
+    /// A hardware token (an OpenPGP card) in a PC/SC reader, the second authentication type.
+    case token
+}
+
+/// How a verification succeeded.
+public enum VerificationMethod: String, Codable, Sendable {
+    /// The PIN unwrapped the vault key.
+    case pin
+    /// The token (card PIN plus the card's key) unwrapped the vault key.
+    case token
+    /// PIN and token together (`mode = both`).
+    case both
+    /// The recovery key (`reset`).
+    case recovery
+}
+
+/// Something that happened, reported by the CLI, the daemon and the PAM module alike.
+///
+/// The seeds' delegate callbacks (`didCreatePin`, `didVerifyPin`, `pinControllerDidEnterWrongPin(lastRetry:)`,
+/// `pinControllerCouldNotVerifyPin`, `couldNotVerifyTouchID`, `didSelectCancel`) become these cases.
+/// No event carries a secret.
+public enum Event: Sendable, Equatable {
+    /// A PIN was enrolled.
+    case created
+    /// A verification succeeded.
+    case verified(method: VerificationMethod)
+    /// The PIN was changed.
+    case changed
+    /// The recovery key set a new PIN and cleared the lock.
+    case reset
+    /// A wrong PIN (or recovery key) was entered.
+    case wrongPIN(remaining: Int, lastTry: Bool)
+    /// The PIN is locked: no tries left.
+    case locked
+    /// Failures asked for a pause before the next try.
+    case delayed(seconds: Int)
+    /// The token could not be used; `fallback` says whether the PIN was asked instead.
+    case tokenFailed(reason: String, fallback: Bool)
+    /// The user cancelled.
+    case cancelled
+    /// A new PIN broke a policy rule.
+    case policyViolation(rule: String)
+    /// An authentication type was switched on or off.
+    case typeChanged(type: AuthenticationType, enabled: Bool)
+
+    /// The stable name used in JSON output and logs.
+    public var name: String {
+        switch self {
+        case .created: "created"
+        case .verified: "verified"
+        case .changed: "changed"
+        case .reset: "reset"
+        case .wrongPIN: "wrongPIN"
+        case .locked: "locked"
+        case .delayed: "delayed"
+        case .tokenFailed: "tokenFailed"
+        case .cancelled: "cancelled"
+        case .policyViolation: "policyViolation"
+        case .typeChanged: "typeChanged"
+        }
+    }
+}

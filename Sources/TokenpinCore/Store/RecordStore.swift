@@ -1,0 +1,272 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The directory of enrolment records: one JSON file per user, replaced atomically, guarded by a lock file.
+///
+/// Invariant 3: files are written to a temporary file in the same directory, synced, renamed over the record,
+/// and the directory is synced; records are 0600 in a 0700 directory; a directory or record that others can
+/// write, or that belongs to someone else, is refused. Invariant 2: `withLock` holds an exclusive `flock` on
+/// the user's lock file across a whole operation, so processes take turns.
+public struct RecordStore: Sendable {
+    /// The directory.
+    public let directory: String
+    /// The uid that must own the directory and records (the effective uid).
+    public let owner: uid_t
+    /// The largest record accepted; anything bigger is not ours.
+    public static let maximumRecordSize = 1 << 20
+
+    /// A store in `directory`, owned by the effective user.
+    public init(directory: String, owner: uid_t = geteuid()) {
+        self.directory = directory
+        self.owner = owner
+    }
+
+    /// The default local store: `$XDG_STATE_HOME/tokenpin`, else `~/.local/state/tokenpin`.
+    public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/tokenpin" }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return home + "/.local/state/tokenpin"
+    }
+
+    /// The record file of `user`.
+    public func recordPath(for user: String) -> String { directory + "/" + user + ".json" }
+    /// The lock file of `user`.
+    public func lockPath(for user: String) -> String { directory + "/" + user + ".lock" }
+    /// The temporary file a save writes before renaming.
+    public func temporaryPath(for user: String) -> String { directory + "/." + user + ".json.tmp" }
+
+    /// Checks a user name: letters, digits, `_`, `-`, `.`, not starting with `.` or `-`, at most 64 bytes.
+    public static func validate(user: String) -> Bool {
+        let bytes = Array(user.utf8)
+        guard !bytes.isEmpty, bytes.count <= 64, bytes[0] != UInt8(ascii: "."), bytes[0] != UInt8(ascii: "-") else {
+            return false
+        }
+        return bytes.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+        }
+    }
+
+    // MARK: Directory
+
+    /// Creates the directory (0700) if needed and checks that only its owner can write it.
+    public func prepare() throws(StoreError) {
+        var info = stat()
+        if lstat(directory, &info) != 0 {
+            guard errno == ENOENT else { throw systemError(directory, "cannot inspect the store directory") }
+            try createDirectory()
+            guard lstat(directory, &info) == 0 else { throw systemError(directory, "cannot inspect the store directory") }
+        }
+        try checkDirectory(info)
+    }
+
+    /// Checks the directory without creating it; false when it does not exist.
+    public func exists() throws(StoreError) -> Bool {
+        var info = stat()
+        guard lstat(directory, &info) == 0 else {
+            if errno == ENOENT { return false }
+            throw systemError(directory, "cannot inspect the store directory")
+        }
+        try checkDirectory(info)
+        return true
+    }
+
+    private func createDirectory() throws(StoreError) {
+        // Parents are made as `mkdir -p` would; the store itself is 0700.
+        let parent = (directory as NSString).deletingLastPathComponent
+        if !parent.isEmpty, !FileManager.default.fileExists(atPath: parent) {
+            do {
+                try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw StoreError(.io, path: parent, "cannot create the parent directory")
+            }
+        }
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw systemError(directory, "cannot create the store directory")
+        }
+    }
+
+    private func checkDirectory(_ info: stat) throws(StoreError) {
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw StoreError(.insecure, path: directory, "the store is not a directory (a symlink or a file?)")
+        }
+        guard info.st_uid == owner else {
+            throw StoreError(.insecure, path: directory, "the store directory belongs to uid \(info.st_uid), not \(owner)")
+        }
+        guard info.st_mode & 0o022 == 0 else {
+            throw StoreError(.insecure, path: directory,
+                             "others can write the store directory (mode \(String(info.st_mode & 0o777, radix: 8))); run chmod 700 on it")
+        }
+    }
+
+    // MARK: Locking
+
+    /// Runs `body` holding the exclusive lock of `user`'s record; other processes wait.
+    ///
+    /// The corresponding C function is `flock`. The lock ends when the descriptor closes, so a crash releases it.
+    public func withLock<R: ~Copyable>(user: String, _ body: () throws -> R) throws -> R {
+        guard Self.validate(user: user) else { throw StoreError(.invalidUser, path: directory, "invalid user name") }
+        let path = lockPath(for: user)
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw systemError(path, "cannot open the lock file") }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw systemError(path, "cannot lock the record") }
+        }
+        return try body()
+    }
+
+    // MARK: Records
+
+    /// Reads `user`'s record; nil only when the file does not exist.
+    ///
+    /// A file that is unreadable, oversized, insecure, not JSON, truncated, of another version or that fails
+    /// the structural checks throws: it is never treated as "not enrolled".
+    public func load(user: String) throws(StoreError) -> EnrolmentRecord? {
+        guard Self.validate(user: user) else { throw StoreError(.invalidUser, path: directory, "invalid user name") }
+        let path = recordPath(for: user)
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            if errno == ELOOP { throw StoreError(.insecure, path: path, "the record is a symlink") }
+            throw systemError(path, "cannot open the record")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw systemError(path, "cannot inspect the record") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw StoreError(.insecure, path: path, "the record is not a regular file") }
+        guard info.st_uid == owner else {
+            throw StoreError(.insecure, path: path, "the record belongs to uid \(info.st_uid), not \(owner)")
+        }
+        guard info.st_mode & 0o022 == 0 else {
+            throw StoreError(.insecure, path: path, "others can write the record (mode \(String(info.st_mode & 0o777, radix: 8)))")
+        }
+        guard Int(info.st_size) <= Self.maximumRecordSize else {
+            throw StoreError(.corrupt, path: path, "the record is \(info.st_size) bytes, too large to be a tokenpin record")
+        }
+        let data = try readAll(fd, path: path)
+        return try Self.decode(data, path: path, user: user)
+    }
+
+    /// Decodes and checks a record's bytes.
+    public static func decode(_ data: Data, path: String, user: String? = nil) throws(StoreError) -> EnrolmentRecord {
+        guard !data.isEmpty else { throw StoreError(.corrupt, path: path, "the record is empty (truncated?)") }
+        struct Header: Decodable { var version: Int }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let header: Header
+        do {
+            header = try decoder.decode(Header.self, from: data)
+        } catch {
+            throw StoreError(.corrupt, path: path, "the record is not valid JSON or has no version (truncated or edited?)")
+        }
+        guard header.version == EnrolmentRecord.currentVersion else {
+            throw StoreError(.unknownVersion, path: path,
+                             "the record has format version \(header.version); this tokenpin reads version \(EnrolmentRecord.currentVersion)")
+        }
+        let record: EnrolmentRecord
+        do {
+            record = try decoder.decode(EnrolmentRecord.self, from: data)
+        } catch {
+            throw StoreError(.corrupt, path: path, "the record does not have the expected fields (truncated or edited?)")
+        }
+        if let problem = record.structuralProblem { throw StoreError(.corrupt, path: path, problem) }
+        if let user, record.user != user {
+            throw StoreError(.corrupt, path: path, "the record belongs to \(record.user), not \(user)")
+        }
+        return record
+    }
+
+    /// Encodes a record as the store writes it.
+    public static func encode(_ record: EnrolmentRecord) throws(StoreError) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        do {
+            return try encoder.encode(record)
+        } catch {
+            throw StoreError(.io, path: "", "cannot encode the record")
+        }
+    }
+
+    /// Writes `record` atomically: temp file, fsync, rename, fsync of the directory.
+    ///
+    /// When this returns, the record survives a crash or power loss; when it throws, the old record is intact.
+    public func save(_ record: EnrolmentRecord) throws(StoreError) {
+        guard Self.validate(user: record.user) else { throw StoreError(.invalidUser, path: directory, "invalid user name") }
+        let data = try Self.encode(record)
+        let temporary = temporaryPath(for: record.user)
+        let path = recordPath(for: record.user)
+        unlink(temporary)  // a leftover from a crash is never a record
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw systemError(temporary, "cannot create the temporary record") }
+        var written = 0
+        let ok = data.withUnsafeBytes { buffer -> Bool in
+            while written < buffer.count {
+                let result = write(fd, buffer.baseAddress! + written, buffer.count - written)
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                written += result
+            }
+            return true
+        }
+        guard ok, fsync(fd) == 0 else {
+            let error = systemError(temporary, "cannot write the temporary record")
+            close(fd)
+            unlink(temporary)
+            throw error
+        }
+        close(fd)
+        guard rename(temporary, path) == 0 else {
+            let error = systemError(path, "cannot replace the record")
+            unlink(temporary)
+            throw error
+        }
+        try syncDirectory()
+    }
+
+    /// Deletes `user`'s record (not the lock file, which may be held).
+    public func remove(user: String) throws(StoreError) {
+        let path = recordPath(for: user)
+        guard unlink(path) == 0 || errno == ENOENT else { throw systemError(path, "cannot remove the record") }
+        try syncDirectory()
+    }
+
+    private func syncDirectory() throws(StoreError) {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw systemError(directory, "cannot open the store directory to sync it") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw systemError(directory, "cannot sync the store directory") }
+    }
+
+    private func readAll(_ fd: Int32, path: String) throws(StoreError) -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw systemError(path, "cannot read the record")
+            }
+            if count == 0 { break }
+            data.append(contentsOf: buffer[0..<count])
+            guard data.count <= Self.maximumRecordSize else {
+                throw StoreError(.corrupt, path: path, "the record is too large to be a tokenpin record")
+            }
+        }
+        return data
+    }
+
+    private func systemError(_ path: String, _ what: String) -> StoreError {
+        let code = errno
+        let reason = String(cString: strerror(code))
+        if code == EACCES || code == EPERM { return StoreError(.permissionDenied, path: path, "\(what): \(reason)") }
+        if code == ELOOP { return StoreError(.insecure, path: path, "\(what): a symlink is in the way") }
+        return StoreError(.io, path: path, "\(what): \(reason)")
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+
+/// What unlocks a key slot.
+public enum SlotKind: String, Codable, Sendable, CaseIterable {
+    /// The PIN, through Argon2id.
+    case pin
+    /// The recovery key shown once at enrolment, through keyed BLAKE2b.
+    case recovery
+    /// A card: its cv25519 key agrees a secret with the slot's ephemeral key (see `TokenBinding`).
+    case token
+    /// The PIN and a card together (`mode = both`).
+    case composite
+}
+
+/// Which card a token or composite slot is bound to, and the public half of the key agreement.
+public struct TokenBinding: Codable, Sendable, Equatable {
+    /// The card's serial number as printed by `gpg --card-status` (manufacturer and serial, hex).
+    public var serial: String
+    /// The card's cv25519 decryption public key (32 raw bytes).
+    public var cardPublicKey: Data
+    /// The ephemeral X25519 public key made at binding (32 raw bytes); its secret half was discarded.
+    public var ephemeralPublicKey: Data
+    /// The reader the card was in when bound (informational).
+    public var reader: String?
+
+    /// Creates a binding.
+    public init(serial: String, cardPublicKey: Data, ephemeralPublicKey: Data, reader: String? = nil) {
+        self.serial = serial
+        self.cardPublicKey = cardPublicKey
+        self.ephemeralPublicKey = ephemeralPublicKey
+        self.reader = reader
+    }
+}
+
+/// One way to unwrap the vault key: the vault key sealed with XChaCha20-Poly1305 under a key derived from
+/// the slot's secret; the slot header (kind, user, KDF parameters, binding) is the associated data, so
+/// moving a slot to another user or editing its parameters makes it fail to open.
+public struct KeySlot: Codable, Sendable, Equatable {
+    /// What unlocks the slot.
+    public var kind: SlotKind
+    /// How the key-encryption key is derived.
+    public var kdf: KDFParameters
+    /// The card, for `token` and `composite` slots.
+    public var token: TokenBinding?
+    /// The 24-byte XChaCha20 nonce.
+    public var nonce: Data
+    /// The vault key sealed, with its 16-byte tag.
+    public var wrappedKey: Data
+    /// When the slot was made.
+    public var created: Date
+
+    /// Seals `vaultKey` under `keyEncryptionKey` into a new slot for `user`.
+    public static func seal(_ vaultKey: borrowing SecretBytes, keyEncryptionKey: borrowing SecretBytes,
+                            kind: SlotKind, kdf: KDFParameters, token: TokenBinding? = nil, user: String,
+                            created: Date) throws(CryptoError) -> KeySlot {
+        let nonce = SecureRandom.bytes(XChaCha20Poly1305.nonceLength)
+        var slot = KeySlot(kind: kind, kdf: kdf, token: token, nonce: Data(nonce), wrappedKey: Data(), created: created)
+        let sealed = try XChaCha20Poly1305.seal(vaultKey, key: keyEncryptionKey, nonce: nonce,
+                                                associatedData: slot.header(user: user))
+        slot.wrappedKey = Data(sealed)
+        return slot
+    }
+
+    /// Opens the slot with `keyEncryptionKey`; nil when the key is wrong or the slot was altered.
+    public func open(keyEncryptionKey: borrowing SecretBytes, user: String) -> SecretBytes? {
+        XChaCha20Poly1305.open([UInt8](wrappedKey), key: keyEncryptionKey, nonce: [UInt8](nonce),
+                               associatedData: header(user: user))
+    }
+
+    /// Whether sizes and parameters are what tokenpin writes; a slot that is not is refused as corrupt.
+    public var isWellFormed: Bool {
+        guard nonce.count == XChaCha20Poly1305.nonceLength,
+              wrappedKey.count == Vault.keyLength + XChaCha20Poly1305.tagLength,
+              kdf.isWithinBounds else { return false }
+        switch kind {
+        case .pin, .composite:
+            guard kdf.algorithm == .argon2id13 else { return false }
+        case .recovery, .token:
+            guard kdf.algorithm == .blake2b else { return false }
+        }
+        if kind == .token || kind == .composite {
+            guard let token, token.cardPublicKey.count == 32, token.ephemeralPublicKey.count == 32,
+                  !token.serial.isEmpty, token.serial.utf8.count <= 64 else { return false }
+        } else if token != nil {
+            return false
+        }
+        return true
+    }
+
+    /// The associated data: a length-prefixed encoding of everything in the slot but the sealed key.
+    func header(user: String) -> [UInt8] {
+        var out: [UInt8] = []
+        func field(_ bytes: some Collection<UInt8>) {
+            let count = UInt32(bytes.count)
+            out += [UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
+            out += bytes
+        }
+        field(Array("tokenpin/slot/v1".utf8))
+        field(Array(user.utf8))
+        field(Array(kind.rawValue.utf8))
+        field(Array(kdf.algorithm.rawValue.utf8))
+        field(Array(String(kdf.memoryKiB).utf8))
+        field(Array(String(kdf.passes).utf8))
+        field(kdf.salt)
+        field(nonce)
+        if let token {
+            field(Array(token.serial.utf8))
+            field(token.cardPublicKey)
+            field(token.ephemeralPublicKey)
+        }
+        return out
+    }
+}
+
+/// The vault key's size and making.
+public enum Vault {
+    /// 32 bytes.
+    public static let keyLength = 32
+
+    /// A fresh random vault key in guarded memory.
+    public static func newKey() -> SecretBytes { SecureRandom.secret(keyLength) }
+}

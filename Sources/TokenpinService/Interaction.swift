@@ -1,0 +1,55 @@
+import TokenpinCore
+
+/// What the service asks the person for, in the order the command defines.
+public enum SecretPrompt: Sendable, Equatable {
+    /// The PIN, to verify.
+    case pin
+    /// The current PIN, before a change.
+    case currentPIN
+    /// A new PIN.
+    case newPIN
+    /// The new PIN again.
+    case confirmPIN
+    /// The recovery key.
+    case recoveryKey
+    /// The card's PIN (PW1), naming the card and its tries left.
+    case cardPIN(card: String, triesLeft: Int)
+    /// A new card PIN, and again.
+    case newCardPIN
+    /// The new card PIN again.
+    case confirmCardPIN
+    /// The card's admin PIN (PW3), naming the card and its tries left.
+    case adminPIN(card: String, triesLeft: Int)
+    /// The card's Reset Code, naming the card and its tries left.
+    case resetCode(card: String, triesLeft: Int)
+
+    /// The stable name used by the daemon protocol and tests.
+    public var name: String {
+        switch self {
+        case .pin: "pin"
+        case .currentPIN: "current-pin"
+        case .newPIN: "new-pin"
+        case .confirmPIN: "confirm-pin"
+        case .recoveryKey: "recovery-key"
+        case .cardPIN: "card-pin"
+        case .newCardPIN: "new-card-pin"
+        case .confirmCardPIN: "confirm-card-pin"
+        case .adminPIN: "admin-pin"
+        case .resetCode: "reset-code"
+        }
+    }
+}
+
+/// The person on the other side of an operation: a terminal, a test script, a daemon client, a PAM conversation.
+///
+/// Operations call these synchronously, in prompt order. Implementations must not log or keep the secrets.
+public protocol Interaction {
+    /// Reads one secret for `prompt`; throws `ServiceError.cancelled` when the person cancels.
+    func readSecret(_ prompt: SecretPrompt) throws(ServiceError) -> SecretBytes
+    /// Reports an event as it happens (a wrong PIN, a token failure before the fallback, a policy refusal).
+    func report(_ event: Event)
+    /// Asks a yes/no question; throws `ServiceError.cancelled` when the person cancels.
+    func confirm(_ question: String) throws(ServiceError) -> Bool
+    /// How many times to ask again for a new PIN the policy refused (1: no second chance, as for scripts).
+    var newPINAttempts: Int { get }
+}

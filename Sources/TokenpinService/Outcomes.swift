@@ -1,0 +1,156 @@
+import Foundation
+import TokenpinCore
+
+/// The result of a verification: expected outcomes are values.
+public enum VerifyOutcome: Sendable, Equatable {
+    /// Verified.
+    case verified(method: VerificationMethod)
+    /// Wrong PIN; `remaining` tries left, `lastTry` when only one is left.
+    case rejected(remaining: Int, lastTry: Bool)
+    /// No tries left: the PIN is locked until `reset`.
+    case locked
+    /// A failure delay is running; try again in `seconds`.
+    case delayed(seconds: Int)
+
+    /// The event this outcome reports.
+    public var event: Event {
+        switch self {
+        case .verified(let method): .verified(method: method)
+        case .rejected(let remaining, let lastTry): .wrongPIN(remaining: remaining, lastTry: lastTry)
+        case .locked: .locked
+        case .delayed(let seconds): .delayed(seconds: seconds)
+        }
+    }
+}
+
+/// A verification's outcome with what happened on the way (a token failure before the PIN) and its cost.
+public struct VerifyReport: Sendable, Equatable {
+    /// The outcome.
+    public var outcome: VerifyOutcome
+    /// The token failure that led to the PIN, if any.
+    public var tokenFailure: String?
+    /// Time spent in the key derivation, in nanoseconds.
+    public var kdfNanoseconds: UInt64
+    /// The counter after the attempt.
+    public var counter: RetryCounter?
+
+    /// Creates a report.
+    public init(outcome: VerifyOutcome, tokenFailure: String? = nil, kdfNanoseconds: UInt64 = 0, counter: RetryCounter? = nil) {
+        self.outcome = outcome
+        self.tokenFailure = tokenFailure
+        self.kdfNanoseconds = kdfNanoseconds
+        self.counter = counter
+    }
+}
+
+/// The status of one authentication type.
+public struct TypeStatus: Sendable, Equatable, Codable {
+    /// The type.
+    public var type: AuthenticationType
+    /// Whether it is on.
+    public var enabled: Bool
+    /// Whether it can be switched off.
+    public var canDisable: Bool
+    /// The bound card's serial, for the token.
+    public var serial: String?
+
+    /// Creates a status.
+    public init(type: AuthenticationType, enabled: Bool, canDisable: Bool, serial: String? = nil) {
+        self.type = type
+        self.enabled = enabled
+        self.canDisable = canDisable
+        self.serial = serial
+    }
+}
+
+/// What `status` reports.
+public struct StatusReport: Sendable, Equatable {
+    /// The user.
+    public var user: String
+    /// The record's path.
+    public var recordPath: String
+    /// Whether a PIN is enrolled.
+    public var enrolled: Bool
+    /// Tries left.
+    public var remaining: Int?
+    /// Tries after a success.
+    public var maximum: Int?
+    /// Whether the PIN is locked.
+    public var locked: Bool
+    /// When it locked.
+    public var lockedAt: Date?
+    /// Seconds of failure delay still to run.
+    public var delaySeconds: Int
+    /// Failures since the last success.
+    public var failures: Int
+    /// The PIN slot's key derivation.
+    public var kdf: KDFParameters?
+    /// The authentication types.
+    public var types: [TypeStatus]
+    /// The verification mode and fallback stored with the record.
+    public var mode: VerificationMode?
+    /// The fallback policy stored with the record.
+    public var fallback: FallbackPolicy?
+    /// The token's state, when the token type is supported by this build.
+    public var token: TokenStatus?
+}
+
+/// What the token side reports for `status` and `types`.
+public struct TokenStatus: Sendable, Equatable {
+    /// Every reader and the card in it.
+    public var readers: [ReaderInfo]
+    /// The error that kept tokenpin from listing readers (pcscd down), if any.
+    public var problem: String?
+    /// The reader holding the enrolled card, if present.
+    public var matchingReader: String?
+    /// The enrolled card's PIN tries left, when the card is present.
+    public var cardPINTriesLeft: Int?
+
+    /// Creates a status.
+    public init(readers: [ReaderInfo], problem: String? = nil, matchingReader: String? = nil, cardPINTriesLeft: Int? = nil) {
+        self.readers = readers
+        self.problem = problem
+        self.matchingReader = matchingReader
+        self.cardPINTriesLeft = cardPINTriesLeft
+    }
+}
+
+/// One reader and what is in it.
+public struct ReaderInfo: Sendable, Equatable {
+    /// The reader's name.
+    public var name: String
+    /// Whether a card is present.
+    public var cardPresent: Bool
+    /// The card's serial (manufacturer and serial as gpg prints them), when it is an OpenPGP card.
+    public var serial: String?
+    /// Whether the card is an OpenPGP card.
+    public var isOpenPGP: Bool
+    /// Whether the card has a cv25519 decryption key (usable by tokenpin).
+    public var usable: Bool
+    /// Why it is not usable.
+    public var unusableReason: String?
+    /// The card PIN's tries left.
+    public var cardPINTriesLeft: Int?
+
+    /// Creates a reader description.
+    public init(name: String, cardPresent: Bool, serial: String? = nil, isOpenPGP: Bool = false, usable: Bool = false,
+                unusableReason: String? = nil, cardPINTriesLeft: Int? = nil) {
+        self.name = name
+        self.cardPresent = cardPresent
+        self.serial = serial
+        self.isOpenPGP = isOpenPGP
+        self.usable = usable
+        self.unusableReason = unusableReason
+        self.cardPINTriesLeft = cardPINTriesLeft
+    }
+}
+
+/// What `enrol` hands back: the recovery key, to show once, and the chosen KDF.
+public struct EnrolmentResult: ~Copyable {
+    /// The recovery key's written form (ASCII, guarded memory).
+    public let recoveryKeyText: SecretBytes
+    /// The PIN slot's key derivation.
+    public let kdf: KDFParameters
+    /// The record's path.
+    public let recordPath: String
+}

@@ -1,0 +1,329 @@
+import Foundation
+import TokenpinCore
+
+/// The PIN operations for one user: enrol, verify, change, reset, status, types, toggle.
+///
+/// Used in process by the CLI (local mode) and by the daemon. Every counted attempt follows invariant 1:
+/// under the user's lock, the decremented counter is saved before the key derivation runs, and a success
+/// restores it; a failure to save means no verification.
+public struct PINService: Sendable {
+    /// Where records live.
+    public let store: RecordStore
+    /// The settings.
+    public let configuration: Configuration
+    /// The user whose record this service acts on.
+    public let user: String
+    /// The clock.
+    public let time: any TimeSource
+    /// Debug logging; never receives a secret.
+    public let logger: Logger
+    /// Test seams.
+    public var hooks: Hooks
+
+    /// Points where tests inject faults.
+    public struct Hooks: Sendable {
+        /// Runs right after the decremented counter was written, before the key derivation.
+        public var afterCounterPersisted: (@Sendable () throws -> Void)?
+
+        /// No hooks.
+        public init(afterCounterPersisted: (@Sendable () throws -> Void)? = nil) {
+            self.afterCounterPersisted = afterCounterPersisted
+        }
+    }
+
+    /// Creates the service.
+    public init(store: RecordStore, configuration: Configuration, user: String,
+                time: any TimeSource = SystemTimeSource(), logger: Logger = .disabled, hooks: Hooks = Hooks()) {
+        self.store = store
+        self.configuration = configuration
+        self.user = user
+        self.time = time
+        self.logger = logger.labelled("service")
+        self.hooks = hooks
+    }
+
+    /// The record file of this user.
+    public var recordPath: String { store.recordPath(for: user) }
+
+    // MARK: Enrol
+
+    /// Enrols a new PIN: asks for it twice, checks the policy, derives the key, seals the vault key into a PIN
+    /// slot and a recovery slot, and saves the record.
+    ///
+    /// Refuses when a record exists (no way around the counter by enrolling again).
+    public func enrol(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult {
+        try guarded { () throws -> EnrolmentResult in
+            try store.prepare()
+            return try store.withLock(user: user) { () throws -> EnrolmentResult in
+                if try store.load(user: user) != nil { throw ServiceError.alreadyEnrolled(user: user, path: recordPath) }
+                let pin = try readNewPIN(interaction)
+                let kdf = try chooseKDF()
+                let vaultKey = Vault.newKey()
+                let now = time.now
+                let kek = try kdf.deriveKey(from: pin.secret)
+                let pinSlot = try KeySlot.seal(vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: now)
+                let recovery = RecoveryKey.generate()
+                let recoveryKDF = KDFParameters(algorithm: .blake2b)
+                let recoveryKEK = try recoveryKDF.deriveKey(from: recovery)
+                let recoverySlot = try KeySlot.seal(vaultKey, keyEncryptionKey: recoveryKEK, kind: .recovery,
+                                                    kdf: recoveryKDF, user: user, created: now)
+                let record = EnrolmentRecord(
+                    user: user, created: now,
+                    policy: .init(mode: configuration.mode, fallback: configuration.fallback),
+                    counter: RetryCounter(max: configuration.retriesMax), slots: [pinSlot, recoverySlot])
+                try store.save(record)
+                logger.info("enrolled", [("user", user), ("kdf", kdf.summary)])
+                interaction.report(.created)
+                return EnrolmentResult(recoveryKeyText: RecoveryKey.format(recovery), kdf: kdf, recordPath: recordPath)
+            }
+        }
+    }
+
+    /// The Argon2id parameters for a new PIN slot: fixed by `kdf-memory-mib`/`kdf-passes`, else calibrated.
+    public func chooseKDF() throws -> KDFParameters {
+        if let memory = configuration.kdfMemoryMiB {
+            return .argon2id(memoryKiB: memory * 1024, passes: configuration.kdfPasses ?? 3)
+        }
+        var calibration = KDFCalibration(targetMilliseconds: configuration.kdfTargetMilliseconds)
+        if let passes = configuration.kdfPasses { calibration.minimumPasses = passes }
+        return try calibration.calibrate(timeSource: time).parameters
+    }
+
+    // MARK: Verify
+
+    /// Verifies the PIN: checks lock and delay, asks for the PIN, then runs one counted attempt.
+    public func verifyPIN(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+        try guarded { () throws -> VerifyReport in
+            let record = try loadRecord()
+            if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
+            let pin = PIN(try interaction.readSecret(.pin))
+            return try countedAttempt(pin: pin) { _, _ in }
+        }
+    }
+
+    /// One counted PIN attempt under the user's lock; on success `onSuccess` runs with the record and the vault
+    /// key before the record is saved again (a change writes its new slot there).
+    func countedAttempt(pin: borrowing PIN,
+                        onSuccess: (inout EnrolmentRecord, borrowing SecretBytes) throws -> Void) throws -> VerifyReport {
+        try store.withLock(user: user) { () throws -> VerifyReport in
+            guard var record = try store.load(user: user) else {
+                throw ServiceError.notEnrolled(user: user, path: recordPath)
+            }
+            if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
+            guard let slot = record.slot(.pin) else {
+                throw ServiceError.tokenUnavailable("mode = both: the PIN alone cannot verify; the token is needed too")
+            }
+            // Invariant 1: count the attempt durably before the PIN is checked.
+            let now = time.now
+            record.counter.consumeAttempt(at: now)
+            record.updated = now
+            try store.save(record)
+            try hooks.afterCounterPersisted?()
+            let start = time.monotonicNanoseconds
+            let kek = try slot.kdf.deriveKey(from: pin.secret)
+            let vaultKey = slot.open(keyEncryptionKey: kek, user: user)
+            let kdfTime = time.monotonicNanoseconds &- start
+            guard let vaultKey else {
+                logger.info("wrong PIN", [("user", user), ("pin.remaining", String(record.counter.remaining))])
+                let outcome: VerifyOutcome = record.counter.isLocked
+                    ? .locked : .rejected(remaining: record.counter.remaining, lastTry: record.counter.remaining == 1)
+                return VerifyReport(outcome: outcome, kdfNanoseconds: kdfTime, counter: record.counter)
+            }
+            record.counter.restore(max: configuration.retriesMax)
+            record.updated = time.now
+            try onSuccess(&record, vaultKey)
+            try store.save(record)
+            logger.info("verified", [("user", user), ("method", "pin")])
+            return VerifyReport(outcome: .verified(method: .pin), kdfNanoseconds: kdfTime, counter: record.counter)
+        }
+    }
+
+    /// Locked or delayed before anything is asked, or nil.
+    func earlyOutcome(_ record: EnrolmentRecord) -> VerifyOutcome? {
+        if record.counter.isLocked { return .locked }
+        let delay = record.counter.delay(at: time.now, schedule: configuration.failDelay)
+        return delay > 0 ? .delayed(seconds: delay) : nil
+    }
+
+    // MARK: Change
+
+    /// Changes the PIN: the current PIN (never the token), then the new PIN twice under the policy.
+    ///
+    /// The lock is held from the check of the current PIN to the write of the new slot. Other slots (the
+    /// recovery key, a token binding) keep working: they wrap the same vault key.
+    public func change(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+        try guarded { () throws -> VerifyReport in
+            let record = try loadRecord()
+            if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
+            let current = PIN(try interaction.readSecret(.currentPIN))
+            return try countedAttempt(pin: current) { record, vaultKey in
+                // Save the restored counter first: the current PIN was right, whatever happens next.
+                try store.save(record)
+                let newPIN = try readNewPIN(interaction) { candidate in
+                    candidate.matches(current) ? .sameAsCurrent : nil
+                }
+                let kdf = try chooseKDF()
+                let kek = try kdf.deriveKey(from: newPIN.secret)
+                let slot = try KeySlot.seal(vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: time.now)
+                record.setSlot(.pin, slot)
+                record.updated = time.now
+                interaction.report(.changed)
+            }
+        }
+    }
+
+    // MARK: Reset
+
+    /// Resets with the recovery key: asks for it, checks it (counted, before the check), then sets a new PIN and
+    /// clears the lock.
+    public func reset(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+        try guarded { () throws -> VerifyReport in
+            _ = try loadRecord()
+            let typed = try interaction.readSecret(.recoveryKey)
+            let recovery = try Self.parseRecoveryKey(typed)
+            return try store.withLock(user: user) { () throws -> VerifyReport in
+                guard var record = try store.load(user: user) else {
+                    throw ServiceError.notEnrolled(user: user, path: recordPath)
+                }
+                guard let slot = record.slot(.recovery) else {
+                    throw StoreError(.corrupt, path: recordPath, "record has no recovery slot")
+                }
+                let delay = RetryCounter.recoveryDelay(failures: record.counter.recoveryFailures,
+                                                       lastAttempt: record.counter.lastAttemptAt, now: time.now,
+                                                       schedule: configuration.failDelay)
+                if delay > 0 { return VerifyReport(outcome: .delayed(seconds: delay), counter: record.counter) }
+                record.counter.recoveryFailures += 1
+                record.counter.lastAttemptAt = time.now
+                try store.save(record)
+                let kek = try slot.kdf.deriveKey(from: recovery)
+                guard let vaultKey = slot.open(keyEncryptionKey: kek, user: user) else {
+                    logger.info("wrong recovery key", [("user", user)])
+                    return VerifyReport(outcome: .rejected(remaining: record.counter.remaining, lastTry: false),
+                                        counter: record.counter)
+                }
+                record.counter.recoveryFailures = 0
+                let newPIN = try readNewPIN(interaction)
+                let kdf = try chooseKDF()
+                let newKEK = try kdf.deriveKey(from: newPIN.secret)
+                let pinSlot = try KeySlot.seal(vaultKey, keyEncryptionKey: newKEK, kind: .pin, kdf: kdf, user: user,
+                                               created: time.now)
+                record.setSlot(.pin, pinSlot)
+                if record.slot(.composite) != nil {
+                    // The composite slot needs the old PIN; the token binding must be made again.
+                    record.setSlot(.composite, nil)
+                    record.policy.mode = .either
+                }
+                record.counter.restore(max: configuration.retriesMax)
+                record.updated = time.now
+                try store.save(record)
+                interaction.report(.reset)
+                return VerifyReport(outcome: .verified(method: .recovery), counter: record.counter)
+            }
+        }
+    }
+
+    /// Reads a typed recovery key; a malformed one is an error that counts nothing.
+    static func parseRecoveryKey(_ typed: borrowing SecretBytes) throws(ServiceError) -> SecretBytes {
+        do {
+            return try RecoveryKey.parse(typed)
+        } catch {
+            throw .malformedRecoveryKey(error == .checksumMismatch
+                ? "its check characters do not match (a typo?)"
+                : "a recovery key has 30 characters in six groups of five")
+        }
+    }
+
+    // MARK: New PINs
+
+    /// Asks for a new PIN and its confirmation, checking the policy and `extraRule` (the current PIN on a
+    /// change); gives `newPINAttempts` chances.
+    func readNewPIN(_ interaction: some Interaction,
+                    extraRule: (borrowing PIN) -> PolicyRule? = { _ in nil }) throws -> PIN {
+        let attempts = max(1, interaction.newPINAttempts)
+        var attempt = 0
+        while true {
+            attempt += 1
+            let candidate = PIN(try interaction.readSecret(.newPIN))
+            var rule = extraRule(candidate) ?? configuration.policy.violation(for: candidate)
+            if rule == nil {
+                let confirmation = PIN(try interaction.readSecret(.confirmPIN))
+                if !candidate.matches(confirmation) { rule = .mismatch }
+            }
+            guard let rule else { return candidate }
+            interaction.report(.policyViolation(rule: rule.rawValue))
+            if attempt >= attempts { throw ServiceError.policyViolation(rule) }
+        }
+    }
+
+    // MARK: Status, types, toggle
+
+    /// The record's state, without asking for anything.
+    public func status(token: TokenStatus? = nil) throws(ServiceError) -> StatusReport {
+        try guarded { () throws -> StatusReport in
+            let exists = try store.exists()
+            let record = exists ? try store.load(user: user) : nil
+            return StatusReport(
+                user: user, recordPath: recordPath, enrolled: record != nil,
+                remaining: record?.counter.remaining, maximum: record?.counter.max,
+                locked: record?.counter.isLocked ?? false, lockedAt: record?.counter.lockedAt,
+                delaySeconds: record.map { $0.counter.delay(at: time.now, schedule: configuration.failDelay) } ?? 0,
+                failures: record?.counter.failures ?? 0,
+                kdf: (record?.slot(.pin) ?? record?.slot(.composite))?.kdf,
+                types: Self.types(of: record), mode: record?.policy.mode, fallback: record?.policy.fallback,
+                token: token)
+        }
+    }
+
+    /// The authentication types of a record: the PIN always on, the token on when a card is bound.
+    public static func types(of record: EnrolmentRecord?) -> [TypeStatus] {
+        let binding = record?.slot(.token)?.token ?? record?.slot(.composite)?.token
+        return [
+            TypeStatus(type: .pin, enabled: true, canDisable: false),
+            TypeStatus(type: .token, enabled: binding != nil, canDisable: true, serial: binding?.serial),
+        ]
+    }
+
+    /// The authentication types of this user; not enrolled is an error.
+    public func types() throws(ServiceError) -> [TypeStatus] {
+        try guarded { () throws -> [TypeStatus] in Self.types(of: try loadRecord()) }
+    }
+
+    /// `toggle pin on|off`: the PIN type is always on, so `off` is refused and `on` only checks the enrolment.
+    public func togglePIN(on: Bool) throws(ServiceError) {
+        guard on else { throw .pinAlwaysEnabled }
+        _ = try types()
+    }
+
+    /// The record, or `notEnrolled`.
+    func loadRecord() throws -> EnrolmentRecord {
+        guard try store.exists(), let record = try store.load(user: user) else {
+            throw ServiceError.notEnrolled(user: user, path: recordPath)
+        }
+        return record
+    }
+
+    /// Runs `body`, turning every error into a `ServiceError`.
+    func guarded<R: ~Copyable>(_ body: () throws -> R) throws(ServiceError) -> R {
+        do {
+            return try body()
+        } catch let error as ServiceError {
+            throw error
+        } catch let error as StoreError {
+            throw .store(error)
+        } catch let error as CryptoError {
+            throw .crypto(error)
+        } catch {
+            throw .input("unexpected error: \(error)")
+        }
+    }
+}
+
+extension RetryCounter {
+    /// The pause before the next recovery-key attempt: the `fail-delay` schedule applied to wrong recovery keys.
+    static func recoveryDelay(failures: Int, lastAttempt: Date?, now: Date, schedule: [Int]) -> Int {
+        var probe = RetryCounter(max: 1)
+        probe.failures = failures
+        probe.lastAttemptAt = lastAttempt
+        return probe.delay(at: now, schedule: schedule)
+    }
+}

@@ -1,0 +1,49 @@
+import Synchronization
+import TokenpinCore
+
+/// An `Interaction` that answers prompts from a list of lines, in order: for the demo, the benchmark and tests,
+/// as `--pin-stdin` does for scripts.
+///
+/// Records the prompts asked and the events reported, so a caller can check the prompt order.
+public final class ScriptedInteraction: Interaction, Sendable {
+    private struct State {
+        var answers: [[UInt8]]
+        var prompts: [SecretPrompt] = []
+        var events: [Event] = []
+        var confirmations: [Bool]
+    }
+
+    private let state: Mutex<State>
+    /// How many chances a refused new PIN gets.
+    public let newPINAttempts: Int
+
+    /// Creates a script; `answers` are the lines in prompt order; `confirmations` answer yes/no questions.
+    public init(_ answers: [String], confirmations: [Bool] = [], newPINAttempts: Int = 1) {
+        state = Mutex(State(answers: answers.map { Array($0.utf8) }, confirmations: confirmations))
+        self.newPINAttempts = newPINAttempts
+    }
+
+    public func readSecret(_ prompt: SecretPrompt) throws(ServiceError) -> SecretBytes {
+        let next: [UInt8]? = state.withLock { state in
+            state.prompts.append(prompt)
+            return state.answers.isEmpty ? nil : state.answers.removeFirst()
+        }
+        guard var line = next else { throw .input("the script has no answer for the \(prompt.name) prompt") }
+        return SecretBytes(consuming: &line)
+    }
+
+    public func report(_ event: Event) {
+        state.withLock { $0.events.append(event) }
+    }
+
+    public func confirm(_ question: String) throws(ServiceError) -> Bool {
+        state.withLock { $0.confirmations.isEmpty ? false : $0.confirmations.removeFirst() }
+    }
+
+    /// The prompts asked so far, in order.
+    public var prompts: [SecretPrompt] { state.withLock { $0.prompts } }
+    /// The events reported so far.
+    public var events: [Event] { state.withLock { $0.events } }
+    /// Answers not used.
+    public var unusedAnswers: Int { state.withLock { $0.answers.count } }
+}

@@ -1,0 +1,158 @@
+import TokenpinCore
+
+/// Why an operation did not complete. Expected outcomes (a wrong PIN, a lock) are values, not errors.
+public enum ServiceError: Error, Sendable, Equatable {
+    /// No record for the user.
+    case notEnrolled(user: String, path: String)
+    /// `enrol` on a user who has a record.
+    case alreadyEnrolled(user: String, path: String)
+    /// A new PIN broke a rule.
+    case policyViolation(PolicyRule)
+    /// The store refused or failed.
+    case store(StoreError)
+    /// The person cancelled.
+    case cancelled
+    /// A primitive failed (Argon2id out of memory, say).
+    case crypto(CryptoError)
+    /// `toggle pin off`: the PIN type is always on.
+    case pinAlwaysEnabled
+    /// A typed recovery key that is not one (wrong length, letters, checksum): not counted.
+    case malformedRecoveryKey(String)
+    /// The token type is not available (no reader, no card, not the enrolled card, not usable).
+    case tokenUnavailable(String)
+    /// The token is not enabled for this user.
+    case tokenNotEnabled
+    /// The token is already enabled.
+    case tokenAlreadyEnabled(serial: String)
+    /// A service tokenpin needs is not running (pcscd, the daemon).
+    case serviceUnavailable(String)
+    /// Reading input failed (standard input closed before all lines were read).
+    case input(String)
+    /// Settings that cannot work.
+    case configuration(String)
+    /// The card refused an operation (wrong admin PIN, blocked) in a way that is not a PIN outcome.
+    case cardRefused(String)
+    /// Permission denied (another user's record).
+    case permissionDenied(String)
+
+    /// A sentence for the user.
+    public var message: String {
+        switch self {
+        case .notEnrolled(let user, let path): "no PIN is enrolled for \(user) (looked in \(path)); run `tokenpin enrol`"
+        case .alreadyEnrolled(let user, let path): "a PIN is already enrolled for \(user) (\(path)); use `tokenpin change`, or `tokenpin reset` with the recovery key"
+        case .policyViolation(let rule): "PIN refused: \(rule.explanation) (rule \(rule.rawValue))"
+        case .store(let error): error.description
+        case .cancelled: "cancelled"
+        case .crypto(let error): error.description
+        case .pinAlwaysEnabled: "the PIN type is always enabled and cannot be switched off"
+        case .malformedRecoveryKey(let why): "that is not a recovery key: \(why); nothing was counted"
+        case .tokenUnavailable(let why): "token unavailable: \(why)"
+        case .tokenNotEnabled: "the token type is not enabled; run `tokenpin toggle token on`"
+        case .tokenAlreadyEnabled(let serial): "the token type is already enabled (card \(serial)); switch it off first to bind another card"
+        case .serviceUnavailable(let why): why
+        case .input(let why): why
+        case .configuration(let why): why
+        case .cardRefused(let why): why
+        case .permissionDenied(let why): why
+        }
+    }
+
+    /// The stable code used in JSON (`error.code`) and by the daemon protocol.
+    public var code: String {
+        switch self {
+        case .notEnrolled: "not-enrolled"
+        case .alreadyEnrolled: "already-enrolled"
+        case .policyViolation: "policy"
+        case .store(let error): "store-" + error.code.rawValue
+        case .cancelled: "cancelled"
+        case .crypto: "crypto"
+        case .pinAlwaysEnabled: "pin-always-enabled"
+        case .malformedRecoveryKey: "malformed-recovery-key"
+        case .tokenUnavailable: "token-unavailable"
+        case .tokenNotEnabled: "token-not-enabled"
+        case .tokenAlreadyEnabled: "token-already-enabled"
+        case .serviceUnavailable: "service-unavailable"
+        case .input: "input"
+        case .configuration: "configuration"
+        case .cardRefused: "card-refused"
+        case .permissionDenied: "permission-denied"
+        }
+    }
+}
+
+/// tokenpin's exit codes: the one table the CLI, the docs and the daemon protocol share.
+public enum ExitCode: Int32, Sendable, CaseIterable {
+    /// Success.
+    case success = 0
+    /// Not verified: a wrong PIN, a wrong recovery key, a refused operation.
+    case notVerified = 1
+    /// Usage: unknown command or option, missing argument, an operation that is not allowed as asked.
+    case usage = 2
+    /// The PIN is locked (no tries left), or a failure delay is running.
+    case locked = 3
+    /// No PIN is enrolled.
+    case notEnrolled = 4
+    /// A new PIN broke the policy.
+    case policy = 5
+    /// The token is unavailable: no reader, no card, not the enrolled card, not usable.
+    case tokenUnavailable = 6
+    /// Bad data: a corrupt, truncated or foreign record, an unknown format version.
+    case dataError = 65
+    /// A service tokenpin needs is not running (pcscd, the daemon).
+    case serviceUnavailable = 69
+    /// An I/O error.
+    case ioError = 74
+    /// Permission denied, or a store others can write.
+    case permissionDenied = 77
+    /// Bad configuration.
+    case configuration = 78
+    /// Cancelled by the person.
+    case cancelled = 130
+
+    /// What the code means, for `tokenpin help` and the docs.
+    public var meaning: String {
+        switch self {
+        case .success: "success"
+        case .notVerified: "not verified (wrong PIN or recovery key, card refused)"
+        case .usage: "usage error, or an operation that is not allowed"
+        case .locked: "PIN locked, or a failure delay is running"
+        case .notEnrolled: "no PIN enrolled"
+        case .policy: "new PIN refused by the PIN policy"
+        case .tokenUnavailable: "token unavailable (no reader, no card, not the enrolled card)"
+        case .dataError: "bad data (corrupt or foreign store, unknown version)"
+        case .serviceUnavailable: "a service it needs is not running (pcscd, the daemon)"
+        case .ioError: "I/O error"
+        case .permissionDenied: "permission denied, or an insecure store"
+        case .configuration: "bad configuration"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    /// The exit code for an error.
+    public init(_ error: ServiceError) {
+        switch error {
+        case .notEnrolled: self = .notEnrolled
+        case .alreadyEnrolled: self = .usage
+        case .policyViolation: self = .policy
+        case .store(let store):
+            switch store.code {
+            case .corrupt, .unknownVersion: self = .dataError
+            case .insecure, .permissionDenied: self = .permissionDenied
+            case .io: self = .ioError
+            case .invalidUser: self = .usage
+            }
+        case .cancelled: self = .cancelled
+        case .crypto: self = .ioError
+        case .pinAlwaysEnabled: self = .usage
+        case .malformedRecoveryKey: self = .notVerified
+        case .tokenUnavailable: self = .tokenUnavailable
+        case .tokenNotEnabled: self = .tokenUnavailable
+        case .tokenAlreadyEnabled: self = .usage
+        case .serviceUnavailable: self = .serviceUnavailable
+        case .input: self = .ioError
+        case .configuration: self = .configuration
+        case .cardRefused: self = .notVerified
+        case .permissionDenied: self = .permissionDenied
+        }
+    }
+}

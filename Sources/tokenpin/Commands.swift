@@ -1,0 +1,261 @@
+import Foundation
+import TokenpinCore
+import TokenpinService
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One command: parsed into a plain value with one `run()`.
+protocol Command {
+    func run(_ context: Context) -> ExitCode
+}
+
+extension Context {
+    /// Prints a service error and returns its exit code.
+    func fail(_ error: ServiceError) -> ExitCode {
+        console.fail(ExitCode(error), errorCode: error.code, message: error.message, hint: hint(for: error))
+    }
+
+    func hint(for error: ServiceError) -> String? {
+        switch error {
+        case .store(let store) where store.code == .corrupt || store.code == .unknownVersion:
+            return "the file was left as it is; restore it from a backup or move it away and enrol again"
+        case .store(let store) where store.code == .insecure:
+            return "tokenpin refuses a store others can write; fix the owner and mode (chmod 700 DIR, chmod 600 FILE)"
+        case .input where !options.global.pinStdin:
+            return "run it in a terminal, or pass the lines with --pin-stdin"
+        default:
+            return nil
+        }
+    }
+
+    /// Prints the outcome of a verification-like operation and returns its exit code.
+    func finish(_ report: VerifyReport, success: String, event successEvent: Event? = nil) -> ExitCode {
+        let counter = report.counter
+        var object: [(String, JSONValue)] = []
+        let code: ExitCode
+        switch report.outcome {
+        case .verified(let method):
+            code = .success
+            let event = successEvent ?? .verified(method: method)
+            object = [("ok", .bool(true)), ("event", .string(event.name)), ("method", .string(method.rawValue))]
+            console.say(console.out.success(success))
+        case .rejected(let remaining, let lastTry):
+            code = .notVerified
+            object = [("ok", .bool(false)), ("event", .string("wrongPIN"))]
+            console.note(console.err.error(successEvent == .reset ? "Wrong recovery key." : "Wrong PIN. ")
+                + (successEvent == .reset ? "" : CLIInteraction.triesText(remaining: remaining, lastTry: lastTry)))
+            _ = lastTry
+        case .locked:
+            code = .locked
+            object = [("ok", .bool(false)), ("event", .string("locked"))]
+            console.note(console.err.error("PIN locked: ") + "no tries left. Unlock it with `tokenpin reset` and the recovery key.")
+        case .delayed(let seconds):
+            code = .locked
+            object = [("ok", .bool(false)), ("event", .string("delayed")), ("retryAfter", .int(seconds))]
+            console.note(console.err.warning("Too many wrong entries: ") + "try again in \(seconds) s.")
+        }
+        if let counter {
+            object += [("remaining", .int(counter.remaining)), ("lastTry", .bool(counter.remaining == 1)),
+                       ("locked", .bool(counter.isLocked))]
+        }
+        if let failure = report.tokenFailure { object.append(("tokenFailure", .string(failure))) }
+        if code != .success {
+            let message: String
+            switch report.outcome {
+            case .locked: message = "the PIN is locked"
+            case .delayed(let seconds): message = "failure delay: try again in \(seconds) s"
+            default: message = successEvent == .reset ? "wrong recovery key" : "wrong PIN"
+            }
+            let errorCode = report.outcome == .locked ? "locked" : (successEvent == .reset ? "wrong-recovery-key" : "wrong-pin")
+            object.append(("error", .object([("code", .string(errorCode)), ("message", .string(message)),
+                                             ("exitCode", .int(Int(code.rawValue)))])))
+        }
+        console.emit(object)
+        return code
+    }
+}
+
+/// `tokenpin enrol`: a new PIN, entered twice; the recovery key is shown once.
+struct EnrolCommand: Command {
+    var recoveryKeyFile: String?
+
+    func run(_ context: Context) -> ExitCode {
+        let result: EnrolmentResult
+        do {
+            result = try context.service.enrol(context.interaction)
+        } catch {
+            return context.fail(error)
+        }
+        var shownOn = "stdout"
+        if let recoveryKeyFile {
+            guard writeSecretFile(recoveryKeyFile, result.recoveryKeyText) else {
+                // The record exists; the key must still reach the person.
+                context.console.note("error: cannot write \(recoveryKeyFile); the recovery key follows on stderr")
+                showRecoveryKey(result.recoveryKeyText, fd: 2, context: context)
+                return .ioError
+            }
+            shownOn = "file"
+        } else if context.console.json {
+            showRecoveryKey(result.recoveryKeyText, fd: 2, context: context)
+            shownOn = "stderr"
+        } else {
+            Console.write(1, "PIN enrolled for \(context.user).\n")
+            showRecoveryKey(result.recoveryKeyText, fd: 1, context: context)
+            context.console.say("Key derivation: \(result.kdf.summary). Record: \(result.recordPath)")
+        }
+        context.console.emit([
+            ("ok", .bool(true)), ("event", .string("created")), ("user", .string(context.user)),
+            ("remaining", .int(context.configuration.retriesMax)), ("lastTry", .bool(false)), ("locked", .bool(false)),
+            ("recoveryKeyShownOn", .string(shownOn)), ("kdf", kdfJSON(result.kdf)), ("record", .string(result.recordPath)),
+        ])
+        return .success
+    }
+
+    func showRecoveryKey(_ text: borrowing SecretBytes, fd: Int32, context: Context) {
+        Console.write(fd, "Recovery key (shown once: write it down and keep it apart from this computer):\n\n    ")
+        text.withUnsafeBytes { bytes in _ = write(fd, bytes.baseAddress!, bytes.count) }
+        Console.write(fd, "\n\nIt sets a new PIN with `tokenpin reset` when the PIN is forgotten or locked.\n")
+    }
+
+    func writeSecretFile(_ path: String, _ text: borrowing SecretBytes) -> Bool {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        let ok = text.withUnsafeBytes { bytes in write(fd, bytes.baseAddress!, bytes.count) == bytes.count }
+        return ok && write(fd, "\n", 1) == 1 && fsync(fd) == 0
+    }
+}
+
+func kdfJSON(_ kdf: KDFParameters) -> JSONValue {
+    .object([("algorithm", .string(kdf.algorithm.rawValue)), ("memoryMiB", .int(kdf.memoryKiB / 1024)),
+             ("passes", .int(kdf.passes)), ("lanes", .int(1))])
+}
+
+/// `tokenpin verify`: the PIN (the token first once it is enabled).
+struct VerifyCommand: Command {
+    var method: VerificationMethod?
+
+    func run(_ context: Context) -> ExitCode {
+        do {
+            let report = try context.service.verifyPIN(context.interaction)
+            return context.finish(report, success: "PIN verified.")
+        } catch {
+            return context.fail(error)
+        }
+    }
+}
+
+/// `tokenpin change`: the current PIN, then the new PIN twice.
+struct ChangeCommand: Command {
+    func run(_ context: Context) -> ExitCode {
+        do {
+            let report = try context.service.change(context.interaction)
+            return context.finish(report, success: "PIN changed.", event: .changed)
+        } catch {
+            return context.fail(error)
+        }
+    }
+}
+
+/// `tokenpin reset`: the recovery key, then a new PIN twice; clears the lock.
+struct ResetCommand: Command {
+    func run(_ context: Context) -> ExitCode {
+        do {
+            let report = try context.service.reset(context.interaction)
+            return context.finish(report, success: "New PIN set; the lock is cleared.", event: .reset)
+        } catch {
+            return context.fail(error)
+        }
+    }
+}
+
+func typesJSON(_ types: [TypeStatus]) -> JSONValue {
+    .array(types.map { type in
+        var pairs: [(String, JSONValue)] = [("type", .string(type.type.rawValue)), ("enabled", .bool(type.enabled)),
+                                            ("canDisable", .bool(type.canDisable))]
+        if type.type == .token { pairs.append(("serial", .optional(type.serial))) }
+        return .object(pairs)
+    })
+}
+
+/// `tokenpin types`: the authentication types and whether each is on.
+struct TypesCommand: Command {
+    func run(_ context: Context) -> ExitCode {
+        do {
+            let types = try context.service.types()
+            for type in types {
+                let state = type.enabled ? context.console.out.success("enabled ") : "disabled"
+                var detail = type.canDisable ? "" : "  (always enabled)"
+                if let serial = type.serial { detail = "  card \(serial)" }
+                context.console.say("\(type.type.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0)) \(state)\(detail)")
+            }
+            context.console.emit([("ok", .bool(true)), ("types", typesJSON(types))])
+            return .success
+        } catch {
+            return context.fail(error)
+        }
+    }
+}
+
+/// `tokenpin toggle TYPE on|off`.
+struct ToggleCommand: Command {
+    var type: AuthenticationType
+    var on: Bool
+
+    func run(_ context: Context) -> ExitCode {
+        switch (type, on) {
+        case (.pin, _):
+            do {
+                try context.service.togglePIN(on: on)
+            } catch {
+                return context.fail(error)
+            }
+            context.console.say("The PIN type is always enabled.")
+            context.console.emit([("ok", .bool(true)), ("event", .string("typeChanged")), ("type", .string("pin")),
+                                  ("enabled", .bool(true))])
+            return .success
+        case (.token, _):
+            return context.fail(.tokenUnavailable("this build has no token support yet"))
+        }
+    }
+}
+
+/// `tokenpin status`: enrolment, tries left, lock and delay, key derivation, where the record lives.
+struct StatusCommand: Command {
+    func run(_ context: Context) -> ExitCode {
+        let report: StatusReport
+        do {
+            report = try context.service.status()
+        } catch {
+            return context.fail(error)
+        }
+        let say = context.console.say
+        say("User:       \(report.user)")
+        say("Record:     \(report.recordPath)")
+        if report.enrolled {
+            say("PIN:        enrolled")
+            let tries = "\(report.remaining ?? 0) of \(report.maximum ?? 0)"
+            say("Tries left: " + (report.locked ? context.console.out.error("0 (locked)") : tries))
+            if report.delaySeconds > 0 { say("Delay:      \(report.delaySeconds) s before the next try") }
+            if let kdf = report.kdf { say("KDF:        \(kdf.summary)") }
+            for type in report.types {
+                say("Type:       \(type.type.rawValue) \(type.enabled ? "enabled" : "disabled")\(type.serial.map { " (card \($0))" } ?? "")")
+            }
+        } else {
+            say("PIN:        not enrolled (run `tokenpin enrol`)")
+        }
+        var object: [(String, JSONValue)] = [
+            ("ok", .bool(true)), ("user", .string(report.user)), ("record", .string(report.recordPath)),
+            ("enrolled", .bool(report.enrolled)), ("remaining", .optional(report.remaining)),
+            ("max", .optional(report.maximum)), ("lastTry", .bool(report.remaining == 1)), ("locked", .bool(report.locked)),
+            ("lockedAt", .optional(report.lockedAt)), ("delay", .int(report.delaySeconds)), ("failures", .int(report.failures)),
+        ]
+        object.append(("kdf", report.kdf.map(kdfJSON) ?? .null))
+        object.append(("types", report.enrolled ? typesJSON(report.types) : .array([])))
+        object.append(("mode", .optional(report.mode?.rawValue)))
+        object.append(("fallback", .optional(report.fallback?.rawValue)))
+        context.console.emit(object)
+        return .success
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import TokenpinCore
+import TokenpinService
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Everything a command needs: options, settings, the service, the console.
+struct Context {
+    var options: ParsedCommandLine
+    var configuration: Configuration
+    var store: RecordStore
+    var user: String
+    var console: Console
+    var interaction: CLIInteraction
+
+    var service: PINService {
+        PINService(store: store, configuration: configuration, user: user)
+    }
+
+    /// Builds the context: loads the configuration, picks the store and the user.
+    static func make(_ options: ParsedCommandLine) throws(ConfigError) -> Context {
+        let environment = ProcessInfo.processInfo.environment
+        let configuration = try Configuration.load(files: Configuration.standardFiles(environment: environment),
+                                                   explicitFile: options.global.config)
+        let out = Style.resolve(appearance: configuration.appearance, noColor: options.global.noColor, fd: 1)
+        let err = Style.resolve(appearance: configuration.appearance, noColor: options.global.noColor, fd: 2)
+        let console = Console(json: options.global.json, quiet: options.global.quiet, out: out, err: err)
+        let store = RecordStore(directory: options.global.store ?? RecordStore.defaultDirectory(environment: environment))
+        let interaction = CLIInteraction(console: console, appearance: configuration.appearance,
+                                         pinStdin: options.global.pinStdin, style: err)
+        return Context(options: options, configuration: configuration, store: store,
+                       user: options.global.user ?? currentUserName(), console: console, interaction: interaction)
+    }
+
+    /// The effective user's login name, or `uid<N>` when it has none.
+    static func currentUserName() -> String {
+        let uid = geteuid()
+        if let entry = getpwuid(uid), let name = entry.pointee.pw_name { return String(cString: name) }
+        return "uid\(uid)"
+    }
+}
+
+/// The terminal or standard input as the service's `Interaction`.
+final class CLIInteraction: Interaction {
+    let console: Console
+    let appearance: Appearance
+    let pinStdin: Bool
+    let style: Style
+    private var terminal: TerminalReader?
+    private let stdin = StdinReader()
+
+    init(console: Console, appearance: Appearance, pinStdin: Bool, style: Style) {
+        self.console = console
+        self.appearance = appearance
+        self.pinStdin = pinStdin
+        self.style = style
+    }
+
+    var newPINAttempts: Int { pinStdin ? 1 : 3 }
+
+    func promptText(_ prompt: SecretPrompt) -> String {
+        switch prompt {
+        case .pin: appearance.promptPIN
+        case .currentPIN: appearance.promptCurrentPIN
+        case .newPIN: appearance.promptNewPIN
+        case .confirmPIN: appearance.promptConfirmPIN
+        case .recoveryKey: appearance.promptRecoveryKey
+        case .cardPIN(let card, let tries):
+            appearance.promptCardPIN.replacingOccurrences(of: "%s", with: "card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)")
+        case .newCardPIN: "New card PIN"
+        case .confirmCardPIN: "New card PIN again"
+        case .adminPIN(let card, let tries): "Admin PIN for card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"
+        case .resetCode(let card, let tries): "Reset Code for card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"
+        }
+    }
+
+    func readSecret(_ prompt: SecretPrompt) throws(ServiceError) -> SecretBytes {
+        if pinStdin { return try stdin.readLine(for: prompt) }
+        if terminal == nil { terminal = TerminalReader.open(style: style, dot: appearance.dot) }
+        guard let terminal else {
+            throw .input("no terminal to ask for the \(prompt.name) on; pipe the lines in with --pin-stdin")
+        }
+        return try terminal.readSecret(prompt: promptText(prompt))
+    }
+
+    func confirm(_ question: String) throws(ServiceError) -> Bool {
+        if pinStdin { return false }
+        if terminal == nil { terminal = TerminalReader.open(style: style, dot: appearance.dot) }
+        guard let terminal else { return false }
+        return try terminal.confirm(question)
+    }
+
+    func report(_ event: Event) {
+        switch event {
+        case .policyViolation(let rule):
+            let explanation = PolicyRule(rawValue: rule)?.explanation ?? rule
+            console.note(style.error("PIN refused: ") + "\(explanation) (rule \(rule))")
+        case .tokenFailed(let reason, let fallback):
+            console.note(style.warning("Token not used: ") + reason + (fallback ? "; falling back to the PIN" : ""))
+        case .wrongPIN(let remaining, let lastTry):
+            console.note(style.error("Wrong PIN. ") + Self.triesText(remaining: remaining, lastTry: lastTry))
+        default:
+            break
+        }
+    }
+
+    static func triesText(remaining: Int, lastTry: Bool) -> String {
+        if lastTry { return "Last try: one wrong entry more locks the PIN." }
+        return "\(remaining) \(remaining == 1 ? "try" : "tries") left."
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import TokenpinCore
+import TokenpinService
+
+/// `tokenpin demo`: every flow this build supports, in a temporary store, without asking anything.
+///
+/// The demo PINs and the demo recovery key live only in the throwaway store, which is deleted at the end.
+struct DemoCommand: Command {
+    func run(_ context: Context) -> ExitCode {
+        guard let directory = makeTemporaryDirectory("tokenpin-demo") else {
+            return context.console.fail(.ioError, errorCode: "io", message: "cannot create a temporary directory")
+        }
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = Configuration()
+        configuration.kdfMemoryMiB = 64
+        configuration.kdfPasses = 3
+        configuration.retriesMax = 5
+        let service = PINService(store: RecordStore(directory: directory + "/store"), configuration: configuration,
+                                 user: "demo")
+        var narrator = Narrator(console: context.console)
+        do {
+            try walk(service, &narrator)
+        } catch {
+            narrator.result(false, "the demo stopped: \(error.message)")
+            return context.fail(error)
+        }
+        narrator.finish()
+        return narrator.failures == 0 ? .success : .notVerified
+    }
+
+    func walk(_ service: PINService, _ narrator: inout Narrator) throws(ServiceError) {
+        let pin = "482916"
+        let newPIN = "739154"
+        let resetPIN = "915372"
+
+        narrator.step("Enrol with a guessable PIN (123456): the policy refuses it and names the rule")
+        do {
+            _ = try service.enrol(ScriptedInteraction(["123456"]))
+            narrator.result(false, "the PIN was accepted")
+        } catch .policyViolation(let rule) {
+            narrator.result(true, "refused: \(rule.explanation) (rule \(rule.rawValue))")
+        }
+
+        narrator.step("Enrol PIN \(pin), entered twice; a recovery key is shown once")
+        let enrolment = try service.enrol(ScriptedInteraction([pin, pin]))
+        let recoveryKey = enrolment.recoveryKeyText.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        narrator.result(true, "enrolled; Argon2id \(enrolment.kdf.summary); recovery key \(recoveryKey)")
+
+        narrator.step("Verify with the right PIN")
+        narrator.expect(try service.verifyPIN(ScriptedInteraction([pin])).outcome, .verified(method: .pin))
+
+        narrator.step("Verify with a wrong PIN: the tries left are reported")
+        narrator.expect(try service.verifyPIN(ScriptedInteraction(["000001"])).outcome, .rejected(remaining: 4, lastTry: false))
+
+        narrator.step("Verify with the right PIN again: the counter is restored")
+        narrator.expect(try service.verifyPIN(ScriptedInteraction([pin])).outcome, .verified(method: .pin))
+
+        narrator.step("List the authentication types")
+        let types = try service.types()
+        narrator.result(types.count == 2 && types[0].enabled && !types[1].enabled,
+                        types.map { "\($0.type.rawValue) \($0.enabled ? "enabled" : "disabled")" }.joined(separator: ", "))
+
+        narrator.step("Switch the PIN type off: refused, the PIN is always on")
+        do {
+            try service.togglePIN(on: false)
+            narrator.result(false, "the PIN type was switched off")
+        } catch .pinAlwaysEnabled {
+            narrator.result(true, "refused: " + ServiceError.pinAlwaysEnabled.message)
+        }
+
+        narrator.step("Change the PIN: current PIN, new PIN \(newPIN) twice")
+        narrator.expect(try service.change(ScriptedInteraction([pin, newPIN, newPIN])).outcome, .verified(method: .pin))
+
+        narrator.step("Verify with the old PIN (wrong now), then the new one")
+        narrator.expect(try service.verifyPIN(ScriptedInteraction([pin])).outcome, .rejected(remaining: 4, lastTry: false))
+        narrator.expect(try service.verifyPIN(ScriptedInteraction([newPIN])).outcome, .verified(method: .pin))
+
+        narrator.step("Five wrong PINs: the fourth warns of the last try, the fifth locks the PIN")
+        for attempt in 1...5 {
+            let outcome = try service.verifyPIN(ScriptedInteraction(["11223\(attempt)"])).outcome
+            let expected: VerifyOutcome = attempt == 5 ? .locked : .rejected(remaining: 5 - attempt, lastTry: attempt == 4)
+            narrator.expect(outcome, expected)
+        }
+
+        narrator.step("Even the right PIN is refused while locked")
+        narrator.expect(try service.verifyPIN(ScriptedInteraction([newPIN])).outcome, .locked)
+
+        narrator.step("Reset with the recovery key and a new PIN \(resetPIN): the lock is cleared")
+        narrator.expect(try service.reset(ScriptedInteraction([recoveryKey, resetPIN, resetPIN])).outcome,
+                        .verified(method: .recovery))
+        narrator.expect(try service.verifyPIN(ScriptedInteraction([resetPIN])).outcome, .verified(method: .pin))
+
+        narrator.step("Status")
+        let status = try service.status()
+        narrator.result(status.enrolled && status.remaining == 5 && !status.locked,
+                        "enrolled, \(status.remaining ?? 0) of \(status.maximum ?? 0) tries left, \(status.kdf?.summary ?? "")")
+    }
+}
+
+/// Prints the demo's steps and outcomes, or collects them for `--json`.
+struct Narrator {
+    let console: Console
+    var number = 0
+    var failures = 0
+    var steps: [JSONValue] = []
+    var current = ""
+
+    init(console: Console) { self.console = console }
+
+    mutating func step(_ text: String) {
+        number += 1
+        current = text
+        console.say("\n\(number). \(text)")
+    }
+
+    mutating func result(_ ok: Bool, _ text: String) {
+        if !ok { failures += 1 }
+        console.say("   " + (ok ? console.out.success("✓ ") : console.out.error("✗ ")) + text)
+        steps.append(.object([("step", .int(number)), ("title", .string(current)), ("ok", .bool(ok)), ("outcome", .string(text))]))
+    }
+
+    mutating func expect(_ outcome: VerifyOutcome, _ expected: VerifyOutcome) {
+        result(outcome == expected, Self.describe(outcome))
+    }
+
+    static func describe(_ outcome: VerifyOutcome) -> String {
+        switch outcome {
+        case .verified(let method): "verified by \(method.rawValue)"
+        case .rejected(let remaining, let lastTry): lastTry ? "wrong PIN, last try" : "wrong PIN, \(remaining) tries left"
+        case .locked: "PIN locked"
+        case .delayed(let seconds): "delayed \(seconds) s"
+        }
+    }
+
+    func finish() {
+        console.say("\nDemo finished: \(steps.count - failures) of \(steps.count) outcomes as expected.")
+        console.emit([("ok", .bool(failures == 0)), ("steps", .array(steps))])
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import TokenpinService
+
+/// The version printed by `--version`.
+let tokenpinVersion = "0.1.0"
+
+/// Help in the argument-parser layout: OVERVIEW, USAGE, OPTIONS, SUBCOMMANDS.
+enum Help {
+    struct Entry {
+        var name: String
+        var abstract: String
+        var usage: String
+        var options: [(String, String)] = []
+        var discussion: String?
+    }
+
+    static let globalOptions: [(String, String)] = [
+        ("--store <dir>", "The record directory (default: $XDG_STATE_HOME/tokenpin)."),
+        ("--config <file>", "A configuration file read after the standard ones."),
+        ("--json", "Print one JSON object instead of text."),
+        ("--no-color", "Do not colour the output (NO_COLOR is honoured too)."),
+        ("--pin-stdin", "Read each secret as one line of standard input, in prompt order."),
+        ("-q, --quiet", "Print nothing on success but what must be shown."),
+        ("-h, --help", "Show help information."),
+        ("--version", "Show the version."),
+    ]
+
+    static let commands: [Entry] = [
+        Entry(name: "enrol", abstract: "Enrol a new PIN and show the recovery key once.",
+              usage: "tokenpin enrol [--recovery-key-file <file>]",
+              options: [("--recovery-key-file <file>", "Write the recovery key to a new file (mode 0600) instead of showing it.")],
+              discussion: "Prompts: PIN, PIN again. The alias `enroll` works too."),
+        Entry(name: "verify", abstract: "Verify the PIN.",
+              usage: "tokenpin verify [--method pin|token]",
+              options: [("--method pin|token", "Use only this authentication type.")],
+              discussion: "Prompt: PIN. A wrong PIN reports the tries left; the last one says so; at 0 the PIN locks."),
+        Entry(name: "change", abstract: "Change the PIN.",
+              usage: "tokenpin change",
+              discussion: "Prompts: current PIN, new PIN, new PIN again. The token is never used here and stays enabled."),
+        Entry(name: "types", abstract: "List the authentication types and whether each is enabled.",
+              usage: "tokenpin types"),
+        Entry(name: "toggle", abstract: "Switch an authentication type on or off.",
+              usage: "tokenpin toggle <type> on|off",
+              discussion: "Types: pin (always enabled; `toggle pin off` is refused), token."),
+        Entry(name: "status", abstract: "Show enrolment, tries left, lock, delay and key derivation.",
+              usage: "tokenpin status"),
+        Entry(name: "reset", abstract: "Set a new PIN with the recovery key and clear the lock.",
+              usage: "tokenpin reset",
+              discussion: "Prompts: recovery key, new PIN, new PIN again. A wrong recovery key is counted."),
+        Entry(name: "bench", abstract: "Measure the key derivation and the verify latency on this machine.",
+              usage: "tokenpin bench [--iterations <n>]",
+              options: [("--iterations <n>", "Verifications to time (default 5).")]),
+        Entry(name: "demo", abstract: "Walk through every flow in a temporary store, narrating each step.",
+              usage: "tokenpin demo"),
+        Entry(name: "help", abstract: "Show help for tokenpin or one of its commands.",
+              usage: "tokenpin help [<command>]"),
+    ]
+
+    static func entry(_ name: String) -> Entry? {
+        commands.first { $0.name == (name == "enroll" ? "enrol" : name) }
+    }
+
+    static func columns(_ rows: [(String, String)]) -> String {
+        let width = max(22, (rows.map(\.0.count).max() ?? 0) + 2)
+        return rows.map { "  " + $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n")
+    }
+
+    static var main: String {
+        """
+        OVERVIEW: A PIN service that binds PIN verification to a smart card or hardware token.
+
+        USAGE: tokenpin [<options>] <subcommand>
+
+        OPTIONS:
+        \(columns(globalOptions))
+
+        SUBCOMMANDS:
+        \(columns(commands.map { ($0.name, $0.abstract) }))
+
+        EXIT CODES:
+        \(columns(ExitCode.allCases.map { (String($0.rawValue), $0.meaning) }))
+
+          See 'tokenpin help <subcommand>' for detailed help.
+        """
+    }
+
+    static func text(for entry: Entry) -> String {
+        var text = "OVERVIEW: \(entry.abstract)\n"
+        if let discussion = entry.discussion { text += "\n\(discussion)\n" }
+        text += "\nUSAGE: \(entry.usage)\n\nOPTIONS:\n\(columns(entry.options + globalOptions))\n"
+        return text
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import TokenpinCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// ANSI colours per the appearance settings, or none.
+struct Style {
+    var enabled: Bool
+    var appearance: Appearance
+
+    /// Colours are on with `color = always`, or with `auto` when `fd` is a terminal, `NO_COLOR` is unset and
+    /// `TERM` is not `dumb`; `--no-color` always wins.
+    static func resolve(appearance: Appearance, noColor: Bool, fd: Int32,
+                        environment: [String: String] = ProcessInfo.processInfo.environment) -> Style {
+        var enabled: Bool
+        switch appearance.color {
+        case .always: enabled = true
+        case .never: enabled = false
+        case .auto:
+            enabled = isatty(fd) == 1 && environment["NO_COLOR"].map(\.isEmpty) ?? true && environment["TERM"] != "dumb"
+        }
+        if noColor { enabled = false }
+        return Style(enabled: enabled, appearance: appearance)
+    }
+
+    func paint(_ text: String, _ color: String) -> String {
+        guard enabled, let code = Appearance.sgr(color) else { return text }
+        return "\u{1B}[\(code)m\(text)\u{1B}[0m"
+    }
+
+    func prompt(_ text: String) -> String { paint(text, appearance.promptColor) }
+    func dots(_ text: String) -> String { paint(text, appearance.dotsColor) }
+    func error(_ text: String) -> String { paint(text, appearance.errorColor) }
+    func warning(_ text: String) -> String { paint(text, appearance.warningColor) }
+    func success(_ text: String) -> String { paint(text, appearance.successColor) }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import TokenpinCore
+import TokenpinService
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The terminal state to put back if a signal ends the process while echo is off.
+///
+/// nonisolated(unsafe): written only on the main thread before the signal handlers are installed and read only
+/// by those handlers (tcsetattr is async-signal-safe); there is no concurrent writer.
+nonisolated(unsafe) private var savedTerminal = termios()
+nonisolated(unsafe) private var savedTerminalFD: Int32 = -1
+
+private func restoreTerminalAndExit(_ signal: Int32) {
+    if savedTerminalFD >= 0 { tcsetattr(savedTerminalFD, TCSAFLUSH, &savedTerminal) }
+    _exit(128 + signal)
+}
+
+/// Reads secrets from the terminal with echo off, one dot per character (the seeds' passcode dots).
+///
+/// Backspace removes a character, Ctrl-U clears the line, Enter ends, Ctrl-C, Ctrl-D and Escape cancel.
+/// The typed bytes go straight into guarded memory; nothing is echoed but the dots.
+struct TerminalReader {
+    let fd: Int32
+    let style: Style
+    let dot: String
+
+    /// Opens the controlling terminal, or nil when there is none.
+    static func open(style: Style, dot: String) -> TerminalReader? {
+        let fd = Glibc.open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else { return nil }
+        return TerminalReader(fd: fd, style: style, dot: dot)
+    }
+
+    /// The longest secret accepted, in bytes.
+    static let capacity = 256
+
+    func write(_ text: String) {
+        var bytes = Array(text.utf8)
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if written <= 0 { break }
+                offset += written
+            }
+        }
+        bytes.removeAll()
+    }
+
+    /// Shows `prompt` and reads one secret.
+    func readSecret(prompt: String) throws(ServiceError) -> SecretBytes {
+        var original = termios()
+        guard tcgetattr(fd, &original) == 0 else { throw .input("cannot read the terminal settings") }
+        var raw = original
+        raw.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG | IEXTEN)
+        raw.c_iflag &= ~tcflag_t(IXON)
+        withUnsafeMutableBytes(of: &raw.c_cc) { cc in
+            cc[Int(VMIN)] = 1
+            cc[Int(VTIME)] = 0
+        }
+        savedTerminal = original
+        savedTerminalFD = fd
+        signal(SIGTERM, restoreTerminalAndExit)
+        signal(SIGHUP, restoreTerminalAndExit)
+        signal(SIGQUIT, restoreTerminalAndExit)
+        guard tcsetattr(fd, TCSAFLUSH, &raw) == 0 else { throw .input("cannot switch terminal echo off") }
+        defer {
+            tcsetattr(fd, TCSAFLUSH, &original)
+            savedTerminalFD = -1
+            signal(SIGTERM, SIG_DFL)
+            signal(SIGHUP, SIG_DFL)
+            signal(SIGQUIT, SIG_DFL)
+        }
+        write(style.prompt(prompt + ": "))
+        let buffer = SecretBytes(count: Self.capacity)
+        var length = 0
+        var characters = 0
+        var byte: UInt8 = 0
+        let dotText = style.dots(dot)
+        func erase(_ count: Int) {
+            guard count > 0 else { return }
+            write(String(repeating: "\u{8} \u{8}", count: count))
+        }
+        while true {
+            let count = Glibc.read(fd, &byte, 1)
+            if count < 0 && errno == EINTR { continue }
+            guard count == 1 else {
+                write("\n")
+                throw .cancelled
+            }
+            switch byte {
+            case 0x0D, 0x0A:
+                write("\n")
+                byte = 0
+                return buffer.prefix(length)
+            case 0x03, 0x04, 0x1B:  // Ctrl-C, Ctrl-D, Escape
+                write("\n")
+                byte = 0
+                throw .cancelled
+            case 0x7F, 0x08:  // Backspace
+                guard length > 0 else { continue }
+                buffer.withUnsafeMutableBytes { bytes in
+                    // Remove one UTF-8 character: continuation bytes, then its lead byte.
+                    repeat {
+                        length -= 1
+                        let removed = bytes[length]
+                        bytes[length] = 0
+                        if removed & 0xC0 != 0x80 { break }
+                    } while length > 0
+                }
+                characters -= 1
+                erase(1)
+            case 0x15:  // Ctrl-U
+                buffer.withUnsafeMutableBytes { secureZero($0) }
+                length = 0
+                erase(characters)
+                characters = 0
+            case 0x00..<0x20:
+                continue
+            default:
+                guard length < Self.capacity else {
+                    write("\u{7}")
+                    continue
+                }
+                buffer.withUnsafeMutableBytes { $0[length] = byte }
+                length += 1
+                if byte & 0xC0 != 0x80 {
+                    characters += 1
+                    write(dotText)
+                }
+            }
+        }
+    }
+
+    /// Asks a yes/no question on the terminal (echo on).
+    func confirm(_ question: String) throws(ServiceError) -> Bool {
+        write(style.prompt(question + " [y/N] "))
+        var answer: [UInt8] = []
+        var byte: UInt8 = 0
+        while Glibc.read(fd, &byte, 1) == 1 && byte != 0x0A && answer.count < 16 { answer.append(byte) }
+        let text = String(decoding: answer, as: UTF8.self).trimmingCharacters(in: .whitespaces).lowercased()
+        return text == "y" || text == "yes"
+    }
+}
+
+/// Reads secrets from standard input, one line per prompt (`--pin-stdin`), straight into guarded memory.
+struct StdinReader {
+    static let capacity = 1024
+
+    /// Reads one line; an end of input before it is an error naming the prompt.
+    func readLine(for prompt: SecretPrompt) throws(ServiceError) -> SecretBytes {
+        let buffer = SecretBytes(count: Self.capacity)
+        var length = 0
+        var byte: UInt8 = 0
+        var sawAny = false
+        while true {
+            let count = read(0, &byte, 1)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            sawAny = true
+            if byte == 0x0A { break }
+            guard length < Self.capacity else {
+                byte = 0
+                throw .input("a line on standard input is longer than \(Self.capacity) bytes")
+            }
+            buffer.withUnsafeMutableBytes { $0[length] = byte }
+            length += 1
+        }
+        byte = 0
+        guard sawAny else {
+            throw .input("standard input ended before the \(prompt.name) line (--pin-stdin reads one line per prompt)")
+        }
+        if length > 0, buffer.withUnsafeBytes({ $0[length - 1] }) == 0x0D { length -= 1 }
+        return buffer.prefix(length)
+    }
+}
