@@ -10,15 +10,14 @@ enum Blocklist {
     static func rule(matching scalars: UnsafeBufferPointer<UInt32>) -> PolicyRule? {
         if isRepeated(scalars) { return .repeated }
         if isSequence(scalars) { return .sequence }
-        if isCommon(scalars) { return .common }
-        guard scalars.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        guard scalars.allSatisfy({ (0x30...0x39).contains($0) }) else { return isCommon(scalars) ? .common : nil }
         var digits = scalars.map { Int($0 - 0x30) }
         defer { wipe(&digits) }
         if isKeypadPattern(digits) { return .keypadPattern }
         if isMirrored(digits) { return .mirrored }
         if isYear(digits) { return .year }
         if isDate(digits) { return .date }
-        return nil
+        return isCommon(scalars) ? .common : nil
     }
 
     /// A unit of at most half the length repeated throughout (`111111`, `121212`, `1231231`).

@@ -1,0 +1,109 @@
+import Foundation
+import Testing
+@testable import TokenpinCore
+
+@Suite struct ConfigTests {
+    @Test func defaults() {
+        let configuration = Configuration()
+        #expect(configuration.retriesMax == 5)
+        #expect(configuration.kdfTargetMilliseconds == 300)
+        #expect(configuration.policy.minLength == 6 && configuration.policy.maxLength == 32)
+        #expect(configuration.policy.charset == .digits && configuration.policy.minUnique == 3)
+        #expect(configuration.mode == .either && configuration.fallback == .allow)
+    }
+
+    @Test func parsesKeysCommentsAndQuotes() throws {
+        var configuration = Configuration()
+        try configuration.apply(text: """
+            # tokenpin settings
+            retries-max = 3
+            fail-delay = 0, 0, 30,300   # seconds
+            pin-charset = alnum
+            pin-min-length=8
+            prompt-pin = "Your PIN"
+            color-error = bright-red
+            mode = both
+            fallback = deny
+            reader = Yubico*
+
+            """, file: "t.conf")
+        #expect(configuration.retriesMax == 3)
+        #expect(configuration.failDelay == [0, 0, 30, 300])
+        #expect(configuration.policy.charset == .alnum && configuration.policy.minLength == 8)
+        #expect(configuration.appearance.promptPIN == "Your PIN")
+        #expect(configuration.appearance.errorColor == "bright-red")
+        #expect(configuration.mode == .both && configuration.fallback == .deny)
+        #expect(configuration.reader == "Yubico*")
+    }
+
+    @Test(arguments: [
+        ("retries-max = 0", 1, "retries-max"),
+        ("\n\nretries-max = five", 3, "retries-max"),
+        ("colour = red", 1, "unknown key"),
+        ("just text", 1, "key = value"),
+        ("pin-charset = hex", 1, "digits, alnum, any"),
+        ("fail-delay = 1,x", 1, "fail-delay"),
+        ("color-dots = mauve", 1, "unknown colour"),
+        ("mode = sometimes", 1, "either, both"),
+        ("dot = ab", 1, "single character"),
+        ("kdf-memory-mib = 2", 1, "kdf-memory-mib"),
+    ])
+    func errorsNameFileAndLine(text: String, line: Int, fragment: String) {
+        var configuration = Configuration()
+        #expect {
+            try configuration.apply(text: text, file: "/etc/tokenpin/tokenpin.conf")
+        } throws: { error in
+            guard let error = error as? ConfigError else { return false }
+            return error.file == "/etc/tokenpin/tokenpin.conf" && error.line == line && error.message.contains(fragment)
+        }
+    }
+
+    @Test func maxBelowMinIsRefused() {
+        var configuration = Configuration()
+        #expect(throws: ConfigError.self) { try configuration.apply(text: "pin-min-length = 10\npin-max-length = 8", file: "x") }
+    }
+
+    @Test func laterFilesOverrideEarlierOnes() throws {
+        let directory = temporaryDirectory("config")
+        try FileManager.default.createDirectory(atPath: directory + "/etc/conf.d", withIntermediateDirectories: true)
+        try "retries-max = 4\nkdf-target-ms = 500\n".write(toFile: directory + "/etc/tokenpin.conf", atomically: true, encoding: .utf8)
+        try "retries-max = 7\n".write(toFile: directory + "/etc/conf.d/20-site.conf", atomically: true, encoding: .utf8)
+        try "retries-max = 6\n".write(toFile: directory + "/etc/conf.d/10-base.conf", atomically: true, encoding: .utf8)
+        try "pin-min-unique = 4\n".write(toFile: directory + "/user.conf", atomically: true, encoding: .utf8)
+        let files = Configuration.standardFiles(environment: ["XDG_CONFIG_HOME": directory + "/xdg"], systemDirectory: directory + "/etc")
+        #expect(files.count == 4)
+        let configuration = try Configuration.load(files: files, explicitFile: directory + "/user.conf")
+        #expect(configuration.retriesMax == 7)
+        #expect(configuration.kdfTargetMilliseconds == 500)
+        #expect(configuration.policy.minUnique == 4)
+        #expect(throws: ConfigError.self) { try Configuration.load(files: [], explicitFile: directory + "/missing.conf") }
+    }
+
+    @Test func siteBlocklistFileIsLoaded() throws {
+        let directory = temporaryDirectory("config")
+        try "# site list\n482916\n  739154  # spaces\n\n".write(toFile: directory + "/block", atomically: true, encoding: .utf8)
+        var configuration = Configuration()
+        try configuration.apply(text: "pin-blocklist = \(directory)/block", file: "x")
+        try configuration.loadBlocklist()
+        #expect(configuration.policy.siteBlocklist.count == 2)
+        #expect(configuration.policy.violation(for: pin("739154")) == .siteBlocklist)
+    }
+
+    @Test func colourNames() {
+        #expect(Appearance.sgr("red") == "31")
+        #expect(Appearance.sgr("bright-blue") == "94")
+        #expect(Appearance.sgr("208") == "38;5;208")
+        #expect(Appearance.sgr("mauve") == nil)
+        #expect(Appearance.sgr("bright-bold") == nil)
+    }
+}
+
+@Suite struct LoggerTests {
+    @Test func capturesStructuredRecordsAboveTheLevel() {
+        let capture = LogCapture()
+        let logger = capture.logger(level: .info)
+        logger.debug("hidden")
+        logger.info("verified", [("user", "alice"), ("pin.remaining", "4")])
+        #expect(capture.lines == ["info test: verified user=alice pin.remaining=4"])
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import Testing
+@testable import TokenpinCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite struct StoreTests {
+    func makeRecord(user: String = "alice") throws -> EnrolmentRecord {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let vaultKey = Vault.newKey()
+        let pinSlot = try KeySlot.seal(vaultKey, keyEncryptionKey: try testKDF.deriveKey(from: secret("482916")), kind: .pin,
+                                       kdf: testKDF, user: user, created: now)
+        let recoveryKDF = KDFParameters(algorithm: .blake2b)
+        let recoverySlot = try KeySlot.seal(vaultKey, keyEncryptionKey: try recoveryKDF.deriveKey(from: SecureRandom.secret(16)),
+                                            kind: .recovery, kdf: recoveryKDF, user: user, created: now)
+        return EnrolmentRecord(user: user, created: now, counter: RetryCounter(max: 5), slots: [pinSlot, recoverySlot])
+    }
+
+    func mode(_ path: String) -> mode_t {
+        var info = stat()
+        stat(path, &info)
+        return info.st_mode & 0o777
+    }
+
+    @Test func savesAndLoadsWithPrivateModes() throws {
+        let store = RecordStore(directory: temporaryDirectory() + "/store")
+        try store.prepare()
+        #expect(mode(store.directory) == 0o700)
+        let record = try makeRecord()
+        try store.save(record)
+        #expect(mode(store.recordPath(for: "alice")) == 0o600)
+        #expect(try store.load(user: "alice") == record)
+        #expect(try store.load(user: "bob") == nil)
+        #expect(!FileManager.default.fileExists(atPath: store.temporaryPath(for: "alice")))
+    }
+
+    @Test func recordFormatHasTheDocumentedShape() throws {
+        let store = RecordStore(directory: temporaryDirectory())
+        try store.save(try makeRecord())
+        let data = try #require(FileManager.default.contents(atPath: store.recordPath(for: "alice")))
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(object["version"] as? Int == 1)
+        #expect(object["user"] as? String == "alice")
+        let counter = try #require(object["counter"] as? [String: Any])
+        #expect(counter["remaining"] as? Int == 5 && counter["max"] as? Int == 5)
+        let slots = try #require(object["slots"] as? [[String: Any]])
+        #expect(slots.map { $0["kind"] as? String } == ["pin", "recovery"])
+        #expect((slots[0]["wrappedKey"] as? String).flatMap { Data(base64Encoded: $0) }?.count == 48)
+    }
+
+    @Test func leftoverTemporaryFileIsIgnoredAndReplaced() throws {
+        let store = RecordStore(directory: temporaryDirectory())
+        let record = try makeRecord()
+        try store.save(record)
+        // A crash between writing the temp file and the rename leaves garbage behind.
+        FileManager.default.createFile(atPath: store.temporaryPath(for: "alice"), contents: Data("{garbage".utf8),
+                                       attributes: [.posixPermissions: 0o600])
+        #expect(try store.load(user: "alice") == record)
+        var changed = record
+        changed.counter.consumeAttempt(at: Date(timeIntervalSince1970: 1_800_000_100))
+        try store.save(changed)
+        #expect(try store.load(user: "alice") == changed)
+        #expect(!FileManager.default.fileExists(atPath: store.temporaryPath(for: "alice")))
+    }
+
+    @Test func everyTruncationIsRefusedNamingTheFile() throws {
+        let store = RecordStore(directory: temporaryDirectory())
+        try store.save(try makeRecord())
+        let path = store.recordPath(for: "alice")
+        let full = try #require(FileManager.default.contents(atPath: path))
+        for length in stride(from: 0, to: full.count - 2, by: 7) {
+            try full.prefix(length).write(to: URL(fileURLWithPath: path))
+            chmod(path, 0o600)
+            #expect {
+                _ = try store.load(user: "alice")
+            } throws: { error in
+                guard let error = error as? StoreError else { return false }
+                return error.code == .corrupt && error.path == path
+            }
+        }
+        // Nothing was overwritten: the truncated bytes are still there.
+        #expect(FileManager.default.contents(atPath: path)?.count ?? 0 < full.count)
+    }
+
+    @Test(arguments: [
+        ("{\"version\": 2}", StoreError.Code.unknownVersion),
+        ("{\"version\": \"1\"}", .corrupt),
+        ("[]", .corrupt),
+        ("not json", .corrupt),
+        ("{\"version\": 1, \"user\": \"alice\"}", .corrupt),
+    ])
+    func foreignContentIsRefused(content: String, code: StoreError.Code) throws {
+        let store = RecordStore(directory: temporaryDirectory())
+        FileManager.default.createFile(atPath: store.recordPath(for: "alice"), contents: Data(content.utf8),
+                                       attributes: [.posixPermissions: 0o600])
+        #expect {
+            _ = try store.load(user: "alice")
+        } throws: { ($0 as? StoreError)?.code == code }
+    }
+
+    @Test func structuralChecks() throws {
+        var record = try makeRecord()
+        record.counter.remaining = 9
+        #expect(record.structuralProblem != nil)
+        record = try makeRecord()
+        record.slots.removeAll { $0.kind == .recovery }
+        #expect(record.structuralProblem != nil)
+        record = try makeRecord()
+        record.slots.append(record.slots[0])
+        #expect(record.structuralProblem != nil)
+        let data = try RecordStore.encode(try makeRecord(user: "alice"))
+        #expect(throws: StoreError.self) { try RecordStore.decode(data, path: "x", user: "bob") }
+    }
+
+    @Test func storesOthersCanWriteAreRefused() throws {
+        let directory = temporaryDirectory()
+        let store = RecordStore(directory: directory)
+        try store.save(try makeRecord())
+        chmod(directory, 0o777)
+        #expect { try store.prepare() } throws: { ($0 as? StoreError)?.code == .insecure }
+        chmod(directory, 0o700)
+        chmod(store.recordPath(for: "alice"), 0o666)
+        #expect { _ = try store.load(user: "alice") } throws: { ($0 as? StoreError)?.code == .insecure }
+    }
+
+    @Test func symlinkedRecordsAndForeignOwnersAreRefused() throws {
+        let directory = temporaryDirectory()
+        let store = RecordStore(directory: directory)
+        try store.save(try makeRecord())
+        try FileManager.default.moveItem(atPath: store.recordPath(for: "alice"), toPath: directory + "/elsewhere.json")
+        try FileManager.default.createSymbolicLink(atPath: store.recordPath(for: "alice"), withDestinationPath: directory + "/elsewhere.json")
+        #expect { _ = try store.load(user: "alice") } throws: { ($0 as? StoreError)?.code == .insecure }
+        let foreign = RecordStore(directory: directory, owner: 4242)
+        #expect { try foreign.prepare() } throws: { ($0 as? StoreError)?.code == .insecure }
+    }
+
+    @Test(arguments: ["alice", "a.b-c_d", "u1000"]) func validUsers(user: String) {
+        #expect(RecordStore.validate(user: user))
+    }
+
+    @Test(arguments: ["", "../etc", "a/b", ".hidden", "-x", String(repeating: "a", count: 65), "al ice"])
+    func invalidUsers(user: String) throws {
+        #expect(!RecordStore.validate(user: user))
+        let store = RecordStore(directory: temporaryDirectory())
+        #expect { _ = try store.load(user: user) } throws: { ($0 as? StoreError)?.code == .invalidUser }
+    }
+
+    @Test func lockIsExclusiveAcrossDescriptors() throws {
+        let store = RecordStore(directory: temporaryDirectory())
+        try store.withLock(user: "alice") {
+            let fd = open(store.lockPath(for: "alice"), O_RDWR)
+            defer { close(fd) }
+            #expect(flock(fd, LOCK_EX | LOCK_NB) != 0, "a second holder must wait")
+        }
+        let fd = open(store.lockPath(for: "alice"), O_RDWR)
+        defer { close(fd) }
+        #expect(flock(fd, LOCK_EX | LOCK_NB) == 0, "released after the body")
+    }
+}
