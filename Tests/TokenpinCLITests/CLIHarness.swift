@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the built `tokenpin` binary with a private HOME, store and config, as a user would.
+struct CLI {
+    let directory: String
+    var store: String { directory + "/store" }
+    var config: String { directory + "/tokenpin.conf" }
+
+    /// A fresh sandbox with a fast KDF (tests measure behaviour, not cost).
+    init(config: String = "") {
+        directory = NSTemporaryDirectory() + "/tokenpin-cli-\(UUID().uuidString)"
+        try! FileManager.default.createDirectory(atPath: directory + "/home", withIntermediateDirectories: true)
+        try! ("kdf-memory-mib = 8\nkdf-passes = 1\n" + config).write(toFile: self.config, atomically: true, encoding: .utf8)
+    }
+
+    static var binary: String {
+        if let path = ProcessInfo.processInfo.environment["TOKENPIN_BIN"] { return path }
+        return Bundle.main.bundleURL.appendingPathComponent("tokenpin").path
+    }
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+
+        /// The JSON object on stdout.
+        var json: [String: Any] {
+            (try? JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any]) ?? [:]
+        }
+    }
+
+    /// Runs `tokenpin --store S --config C ARGS` with `input` on standard input (`executable`: `setsid`, to run it
+    /// without a controlling terminal).
+    @discardableResult
+    func run(_ arguments: [String], input: String? = nil, plain: Bool = false, environment: [String: String] = [:],
+             executable: String? = nil) throws -> Result {
+        let process = start(arguments, input: input, plain: plain, environment: environment, executable: executable)
+        return try process.finish()
+    }
+
+    func start(_ arguments: [String], input: String? = nil, plain: Bool = false, environment: [String: String] = [:],
+               executable: String? = nil) -> Running {
+        let process = Process()
+        var args = plain ? arguments : ["--store", store, "--config", config] + arguments
+        if let executable {
+            process.executableURL = URL(fileURLWithPath: executable)
+            args = ["--wait", CLI.binary] + args
+        } else {
+            process.executableURL = URL(fileURLWithPath: CLI.binary)
+        }
+        process.arguments = args
+        var env = ["HOME": directory + "/home", "XDG_CONFIG_HOME": directory + "/xdg", "PATH": "/usr/bin:/bin",
+                   "LANG": "C.UTF-8"]
+        env.merge(environment) { $1 }
+        process.environment = env
+        let stdin = Pipe()
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try! process.run()
+        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+        try? stdin.fileHandleForWriting.close()
+        return Running(process: process, stdout: stdout, stderr: stderr)
+    }
+
+    struct Running {
+        let process: Process
+        let stdout: Pipe
+        let stderr: Pipe
+
+        func finish() throws -> Result {
+            let out = stdout.fileHandleForReading.readDataToEndOfFile()
+            let err = stderr.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return Result(status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
+                          stderr: String(decoding: err, as: UTF8.self))
+        }
+    }
+
+    /// Enrols `pin` and returns the recovery key (written to a file by `--recovery-key-file`).
+    @discardableResult
+    func enrol(_ pin: String = "482916") throws -> String {
+        let keyFile = directory + "/recovery-\(UUID().uuidString)"
+        let result = try run(["enrol", "--pin-stdin", "--recovery-key-file", keyFile], input: "\(pin)\n\(pin)\n")
+        #expect(result.status == 0, "enrol failed: \(result.stderr)")
+        return (try? String(contentsOfFile: keyFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+    }
+
+    /// The record on disk, decoded.
+    var record: [String: Any] {
+        let user = String(cString: getpwuid(geteuid())!.pointee.pw_name)
+        guard let data = FileManager.default.contents(atPath: store + "/\(user).json") else { return [:] }
+        return (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+    }
+
+    var remaining: Int? { (record["counter"] as? [String: Any])?["remaining"] as? Int }
+}
