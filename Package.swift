@@ -57,6 +57,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // (simulator executables go here)
+        .executableTarget(
+            name: "tokenpin-sim",
+            dependencies: ["TokenpinSimulator", "TokenpinAPDU"],
+            path: "Simulator/Sources/tokenpin-sim",
+            swiftSettings: strictSettings
+        ),
 
         // The operations joining core and token.
         .target(

@@ -1,0 +1,51 @@
+import Foundation
+import TokenpinAPDU
+
+/// An in-process `CardConnection` to a `SimulatedCard`: what `tokenpin --reader sim` and the tests use.
+///
+/// Connecting powers the card on. `transmit` throws `SimulatorError` (`cardRemoved`, `cardNotPowered`) when
+/// the card gives no answer, as a PC/SC connection throws when the card is pulled. Injected delays are served
+/// through `sleep`, which tests replace so they never wait.
+public final class SimulatedCardConnection: CardConnection {
+    /// The card behind this connection.
+    public let card: SimulatedCard
+
+    /// The card's ATR.
+    public var atr: [UInt8] { card.atr }
+
+    /// Set from what the card announces: extended length and chaining, with the `7F66` limits.
+    public var lengthCapabilities: LengthCapabilities
+
+    /// How an injected delay is served; the default blocks the calling thread.
+    public var sleep: (Duration) -> Void
+
+    /// Connects to `card` and powers it on (a cold reset).
+    public init(card: SimulatedCard, sleep: @escaping (Duration) -> Void = SimulatedCardConnection.blockingSleep) {
+        self.card = card
+        self.lengthCapabilities = card.lengthCapabilities
+        self.sleep = sleep
+        card.powerOn()
+    }
+
+    /// Sends one encoded command APDU to the card and returns its raw response.
+    ///
+    /// - Throws: `SimulatorError` with code `cardRemoved` when the card was pulled, `cardNotPowered` when it
+    ///   was powered off.
+    public func transmit(_ command: [UInt8]) throws -> [UInt8] {
+        switch card.respond(to: command) {
+        case .response(let bytes, let delay):
+            if delay > .zero { sleep(delay) }
+            return bytes
+        case .removed:
+            throw SimulatorError(.cardRemoved, "the simulated card was removed from the reader")
+        case .notPowered:
+            throw SimulatorError(.cardNotPowered, "the simulated card is not powered")
+        }
+    }
+
+    /// Blocks the current thread for `duration`.
+    public static func blockingSleep(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+    }
+}

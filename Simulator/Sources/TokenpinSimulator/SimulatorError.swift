@@ -1,0 +1,33 @@
+/// Something the simulator itself could not do: a state file it cannot read or write, a pulled card.
+///
+/// Tests compare `code`; `detail` is for people and names the file or the reason.
+public struct SimulatorError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Code: String, Sendable, Hashable {
+        /// The state file exists but is not a valid card state (corrupt, truncated, wrong version).
+        case corruptStateFile
+        /// The state file or its directory could not be read.
+        case unreadableStateFile
+        /// The state file could not be written; the card keeps its previous state.
+        case unwritableStateFile
+        /// The card was pulled (fault injection or a stopped simulator); no answer came.
+        case cardRemoved
+        /// The card is inserted but not powered.
+        case cardNotPowered
+        /// A command-line argument or fault description was invalid.
+        case invalidArgument
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// A human description naming the file or the cause.
+    public var detail: String
+
+    /// Creates an error.
+    public init(_ code: Code, _ detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+
+    public var description: String { detail }
+}

@@ -1,0 +1,312 @@
+import Foundation
+import Synchronization
+import TokenpinAPDU
+import TokenpinSimulator
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Exit codes; the same table is in Simulator/README.md.
+enum ExitCode: Int32 {
+    /// Stopped by SIGTERM or SIGINT.
+    case success = 0
+    /// The command line was invalid.
+    case usage = 64
+    /// The state file is corrupt or could not be written.
+    case stateFile = 65
+}
+
+/// The parsed command line.
+struct Options {
+    var statePath: String?
+    var host = "localhost"
+    var port: UInt16 = 35963
+    var serial: UInt32?
+    var reset = false
+    var faults: [CardFaults.Rule] = []
+    var stats = false
+    var trace = false
+    var reinsertDelay: Duration = .seconds(1)
+
+    static let help = """
+        OVERVIEW: A virtual OpenPGP card (spec 3.4) in a vpcd virtual reader of pcscd.
+
+        Starting it inserts the card, stopping it (SIGTERM, SIGINT) pulls it. It reconnects with backoff
+        while vpcd is not up. Every change to the card is written to the state file before the answer.
+
+        USAGE: tokenpin-sim --state <file> [--port <n>] [--host <h>] [--serial <hex>] [--reset]
+                            [--fault <rule> ...] [--stats] [--trace]
+
+        OPTIONS:
+          --state <file>          The card's JSON state file; created factory-new when missing.
+          --port <n>              The vpcd port to connect to. (default: 35963)
+          --host <h>              The vpcd host. (default: localhost)
+          --serial <hex>          The card serial number in the AID, 8 hex digits.
+          --reset                 Make the card factory-new (keeps the serial unless --serial is given).
+          --fault <rule>          Inject a fault: KIND[:ARG][@INS][*TIMES] with KIND one of vanish,
+                                  vanish-after, delay:MS, malformed:empty|oneByte|truncated|badTLV, sw:HEX4.
+                                  Example: --fault sw:6A88@CA --fault vanish-after@20*1
+          --reinsert-after <ms>   After a vanish fault, reinsert the card after this delay. (default: 1000)
+          --stats                 Print the time the card spends on each APDU to stderr, and a summary at exit.
+          --trace                 Print each APDU header and status word to stderr (never PIN data).
+          -h, --help              Show help information.
+        """
+
+    static func parse(_ arguments: [String]) throws(SimulatorError) -> Options? {
+        var options = Options()
+        var index = 0
+        func value(_ name: String) throws(SimulatorError) -> String {
+            index += 1
+            guard index < arguments.count else { throw SimulatorError(.invalidArgument, "\(name) needs a value") }
+            return arguments[index]
+        }
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "-h", "--help": return nil
+            case "--state": options.statePath = try value(argument)
+            case "--host": options.host = try value(argument)
+            case "--port":
+                guard let port = UInt16(try value(argument)), port > 0 else {
+                    throw SimulatorError(.invalidArgument, "--port needs a number from 1 to 65535")
+                }
+                options.port = port
+            case "--serial":
+                let text = try value(argument)
+                guard text.count <= 8, let serial = UInt32(text, radix: 16) else {
+                    throw SimulatorError(.invalidArgument, "--serial needs up to 8 hex digits, not '\(text)'")
+                }
+                options.serial = serial
+            case "--reset": options.reset = true
+            case "--fault": options.faults.append(try CardFaults.parseRule(try value(argument)))
+            case "--reinsert-after":
+                guard let milliseconds = Int(try value(argument)), milliseconds >= 0 else {
+                    throw SimulatorError(.invalidArgument, "--reinsert-after needs milliseconds")
+                }
+                options.reinsertDelay = .milliseconds(milliseconds)
+            case "--stats": options.stats = true
+            case "--trace": options.trace = true
+            default: throw SimulatorError(.invalidArgument, "unknown argument '\(argument)'")
+            }
+            index += 1
+        }
+        guard options.statePath != nil else { throw SimulatorError(.invalidArgument, "--state <file> is required") }
+        return options
+    }
+}
+
+/// Set by the SIGTERM/SIGINT handler; the loops check it after every interrupted system call.
+let stopRequested = Atomic<Bool>(false)
+
+func installSignalHandlers() {
+    var action = sigaction()
+    action.__sigaction_handler.sa_handler = { _ in stopRequested.store(true, ordering: .relaxed) }
+    sigemptyset(&action.sa_mask)
+    action.sa_flags = 0  // no SA_RESTART: a blocking recv returns EINTR and the loop sees the flag
+    sigaction(SIGTERM, &action, nil)
+    sigaction(SIGINT, &action, nil)
+    signal(SIGPIPE, SIG_IGN)
+}
+
+var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
+
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+}
+
+/// Sleeps, waking early when a stop is requested.
+func pause(_ duration: Duration) {
+    let (seconds, attoseconds) = duration.components
+    var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+    var remaining = timespec()
+    while !isStopping && nanosleep(&request, &remaining) != 0 && errno == EINTR {
+        request = remaining
+    }
+}
+
+/// A TCP connection to vpcd.
+final class VPCDSocket {
+    private let descriptor: Int32
+
+    /// Connects to `host:port`; nil when nothing listens there (yet).
+    init?(host: String, port: UInt16) {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { return nil }
+        defer { freeaddrinfo(list) }
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let current = entry {
+            let socketDescriptor = socket(current.pointee.ai_family, current.pointee.ai_socktype, current.pointee.ai_protocol)
+            if socketDescriptor >= 0 {
+                if connect(socketDescriptor, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0 {
+                    var one: Int32 = 1
+                    setsockopt(socketDescriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                    descriptor = socketDescriptor
+                    return
+                }
+                close(socketDescriptor)
+            }
+            entry = current.pointee.ai_next
+        }
+        return nil
+    }
+
+    deinit { close(descriptor) }
+
+    private func readExactly(_ count: Int) -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var offset = 0
+        while offset < count {
+            let result = buffer[offset...].withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if result < 0 && errno == EINTR {
+                if isStopping { return nil }
+                continue
+            }
+            guard result > 0 else { return nil }
+            offset += result
+        }
+        return buffer
+    }
+
+    /// The next message from vpcd, or nil when the connection closed or a stop was requested.
+    func receive() -> [UInt8]? {
+        guard let header = readExactly(2) else { return nil }
+        let length = Int(header[0]) << 8 | Int(header[1])
+        return length == 0 ? [] : readExactly(length)
+    }
+
+    /// Sends one message; false when the connection is gone.
+    func send(_ payload: [UInt8]) -> Bool {
+        let message = [UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload
+        var offset = 0
+        while offset < message.count {
+            let result = message[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else { return false }
+            offset += result
+        }
+        return true
+    }
+}
+
+/// Per-APDU processing times, for `--stats`.
+struct Statistics {
+    var microseconds: [Double] = []
+
+    mutating func record(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        microseconds.append(Double(seconds) * 1e6 + Double(attoseconds) / 1e12)
+    }
+
+    var summary: String {
+        guard !microseconds.isEmpty else { return "stats: no APDUs" }
+        let sorted = microseconds.sorted()
+        let median = sorted[sorted.count / 2]
+        let p95 = sorted[min(sorted.count - 1, sorted.count * 95 / 100)]
+        return String(format: "stats: apdus=%d card_median_us=%.1f card_p95_us=%.1f card_max_us=%.1f",
+                      sorted.count, median, p95, sorted.last ?? 0)
+    }
+}
+
+/// Instructions whose data carries a PIN or a key: traces print only their header.
+let sensitiveInstructions: Set<UInt8> = [CardInstruction.verify, CardInstruction.changeReferenceData,
+                                         CardInstruction.resetRetryCounter, CardInstruction.putDataOdd]
+
+enum VPCDControl {
+    static let powerOff: UInt8 = 0
+    static let powerOn: UInt8 = 1
+    static let reset: UInt8 = 2
+    static let atr: UInt8 = 4
+}
+
+/// Serves one vpcd connection until it closes, the card vanishes or a stop is requested.
+/// Returns true when the card vanished (fault injection).
+func serve(_ socket: VPCDSocket, card: SimulatedCard, options: Options, statistics: inout Statistics) -> Bool {
+    while !isStopping, let message = socket.receive() {
+        if message.count == 1 {
+            if options.trace { printError("vpcd control \(message[0])") }
+            switch message[0] {
+            case VPCDControl.powerOff: card.powerOff()
+            case VPCDControl.powerOn: card.powerOn()
+            case VPCDControl.reset: card.reset()
+            case VPCDControl.atr: if !socket.send(card.atr) { return false }
+            default: printError("tokenpin-sim: unknown vpcd control code \(message[0])")
+            }
+            continue
+        }
+        switch card.respond(to: message) {
+        case .response(let bytes, let delay):
+            if options.stats {
+                statistics.record(card.lastProcessingTime)
+            }
+            if options.trace {
+                let header = Hex.encode(message.prefix(4), separator: " ")
+                let body = message.count > 1 && sensitiveInstructions.contains(message[1]) ? " [sensitive]" : ""
+                printError("apdu \(header)\(body) -> \(Hex.encode(bytes.suffix(2))) (\(bytes.count) bytes, card \(card.lastProcessingTime))")
+            }
+            if delay > .zero { pause(delay) }
+            if !socket.send(bytes) { return false }
+        case .removed:
+            printError("tokenpin-sim: fault injection: card pulled")
+            return true
+        case .notPowered:
+            // vpcd always powers the card before sending APDUs; answer nothing like a dead card.
+            if !socket.send([]) { return false }
+        }
+    }
+    return false
+}
+
+func run() -> Int32 {
+    let options: Options
+    do {
+        guard let parsed = try Options.parse(Array(CommandLine.arguments.dropFirst())) else {
+            print(Options.help)
+            return ExitCode.success.rawValue
+        }
+        options = parsed
+    } catch {
+        printError("error: \(error.detail)\nhint: see tokenpin-sim --help")
+        return ExitCode.usage.rawValue
+    }
+    let card: SimulatedCard
+    do {
+        card = try SimulatedCard(stateFile: options.statePath, serial: options.serial, reset: options.reset)
+    } catch let error as SimulatorError {
+        printError("error: \(error.detail)")
+        return ExitCode.stateFile.rawValue
+    } catch {
+        printError("error: \(error)")
+        return ExitCode.stateFile.rawValue
+    }
+    card.faults = CardFaults(rules: options.faults)
+    installSignalHandlers()
+    printError("tokenpin-sim: card \(String(format: "%08X", card.serial)) for vpcd at \(options.host):\(options.port)")
+    var statistics = Statistics()
+    var backoff: Duration = .milliseconds(100)
+    while !isStopping {
+        guard let socket = VPCDSocket(host: options.host, port: options.port) else {
+            pause(backoff)
+            backoff = min(backoff * 2, .seconds(2))
+            continue
+        }
+        backoff = .milliseconds(100)
+        card.insert()
+        card.powerOn()
+        printError("tokenpin-sim: inserted into vpcd at \(options.host):\(options.port)")
+        let vanished = serve(socket, card: card, options: options, statistics: &statistics)
+        if vanished {
+            pause(options.reinsertDelay)
+        } else if !isStopping {
+            printError("tokenpin-sim: vpcd closed the connection; reconnecting")
+            pause(backoff)
+        }
+    }
+    if options.stats { printError(statistics.summary) }
+    printError("tokenpin-sim: stopped, card pulled")
+    return ExitCode.success.rawValue
+}
+

@@ -1,0 +1,99 @@
+import Testing
+import TokenpinAPDU
+@testable import TokenpinSimulator
+
+/// Fault injection: vanish, slow, malformed, chosen status word.
+@Suite("Fault injection")
+struct FaultTests {
+    @Test("vanish: the connection throws cardRemoved until the card is inserted again")
+    func vanish() throws {
+        let harness = try Harness()
+        harness.card.faults = CardFaults(rules: [.init(instruction: CardInstruction.verify, fault: .vanish(afterProcessing: false))])
+        let error = #expect(throws: SimulatorError.self) { try harness.verify(0x82, "000000") }
+        #expect(error?.code == .cardRemoved)
+        #expect(!harness.card.isPresent)
+        #expect(throws: SimulatorError.self) { try harness.getData(0x4F) }
+        harness.card.faults = .none
+        harness.card.insert()
+        harness.card.powerOn()
+        try requireSuccess(harness.select())
+        #expect(try harness.getData(0xC4).data[4] == 3, "vanishing before processing spends no try")
+    }
+
+    @Test("vanish after processing: the counter was already spent, never a free guess")
+    func vanishAfterProcessing() throws {
+        let harness = try Harness()
+        harness.card.faults = CardFaults(rules: [.init(instruction: CardInstruction.verify, fault: .vanish(afterProcessing: true), times: 1)])
+        #expect(throws: SimulatorError.self) { try harness.verify(0x82, "000000") }
+        harness.card.insert()
+        harness.card.powerOn()
+        try requireSuccess(harness.select())
+        #expect(try harness.getData(0xC4).data[4] == 2)
+    }
+
+    @Test("slow answers go through the injected sleep")
+    func delay() throws {
+        let harness = try Harness()
+        harness.card.faults = CardFaults(rules: [.init(instruction: CardInstruction.getData, fault: .delay(.milliseconds(1500)), times: 2)])
+        _ = try harness.getData(0x4F)
+        _ = try harness.getData(0x4F)
+        _ = try harness.getData(0x4F)
+        #expect(harness.sleeps.durations == [.milliseconds(1500), .milliseconds(1500)])
+    }
+
+    @Test("malformed answers", arguments: CardFaults.Malformation.allCases)
+    func malformed(kind: CardFaults.Malformation) throws {
+        let harness = try Harness()
+        harness.card.faults = CardFaults(rules: [.init(instruction: CardInstruction.getData, fault: .malformed(kind), times: 1)])
+        let response = harness.raw("00CA004F00")
+        switch kind {
+        case .empty: #expect(response.isEmpty)
+        case .oneByte: #expect(response.count == 1)
+        case .truncated: #expect(response.count == 17)
+        case .badTLV:
+            #expect(response.suffix(2) == [0x90, 0x00])
+            #expect(throws: APDUError.self) { try TLV.parseAll(Array(response.dropLast(2))) }
+        }
+        #expect(harness.raw("00CA004F00").suffix(2) == [0x90, 0x00], "fired once")
+        if kind == .empty || kind == .oneByte {
+            harness.card.faults = CardFaults(rules: [.init(instruction: nil, fault: .malformed(kind))])
+            #expect(throws: APDUError.self) { try harness.getData(0x4F) }
+        }
+    }
+
+    @Test("a chosen status word for a chosen INS, without running the command")
+    func chosenStatus() throws {
+        let harness = try Harness()
+        harness.card.faults = CardFaults(rules: [.init(instruction: CardInstruction.verify, fault: .status(.authenticationMethodBlocked))])
+        #expect(try harness.verify(0x82, "123456") == .authenticationMethodBlocked)
+        #expect(try harness.getData(0x4F).statusWord == .success)
+        harness.card.faults = .none
+        #expect(try harness.send(CardInstruction.verify, 0x00, 0x82).statusWord == .wrongPIN(retriesLeft: 3))
+    }
+
+    @Test("fault rules parse from their command-line form", arguments: [
+        ("vanish", CardFaults.Rule(instruction: nil, fault: .vanish(afterProcessing: false))),
+        ("vanish-after@20*1", CardFaults.Rule(instruction: 0x20, fault: .vanish(afterProcessing: true), times: 1)),
+        ("delay:250@CA", CardFaults.Rule(instruction: 0xCA, fault: .delay(.milliseconds(250)))),
+        ("malformed:badTLV@47", CardFaults.Rule(instruction: 0x47, fault: .malformed(.badTLV))),
+        ("sw:6A88@CA*3", CardFaults.Rule(instruction: 0xCA, fault: .status(.referencedDataNotFound), times: 3)),
+    ])
+    func parseRule(text: String, rule: CardFaults.Rule) throws {
+        #expect(try CardFaults.parseRule(text) == rule)
+    }
+
+    @Test("bad fault rules are rejected", arguments: ["", "explode", "delay", "delay:x", "sw:6A", "sw:6A88@XYZ",
+                                                      "vanish*0", "malformed:nope"])
+    func badRule(text: String) {
+        #expect(throws: SimulatorError.self) { try CardFaults.parseRule(text) }
+    }
+
+    @Test("a powered-off card gives no answer through the connection")
+    func poweredOff() throws {
+        let harness = try Harness()
+        harness.card.powerOff()
+        #expect(harness.card.process([0x00, 0xCA, 0x00, 0x4F, 0x00]).isEmpty)
+        let error = #expect(throws: SimulatorError.self) { try harness.getData(0x4F) }
+        #expect(error?.code == .cardNotPowered)
+    }
+}
