@@ -53,6 +53,7 @@ public struct ApplicationIdentifier: Sendable, Hashable, CustomStringConvertible
         case 0x0042: "GnuPG e.V."
         case 0xF517: "FSIJ"
         case 0x0000, 0xFFFF: "test card"
+        case 0xFF00...0xFFFE: "unmanaged serial range"
         default: nil
         }
     }
@@ -182,6 +183,9 @@ public struct ApplicationRelatedData: Sendable, Equatable {
     public var passwordStatus: PasswordStatus
     /// The 20-byte fingerprints of the keys present; a slot whose fingerprint is all zero is absent.
     public var fingerprints: [KeyReference: [UInt8]]
+    /// Whether each key is absent, generated on the card or imported (key information `DE`, OpenPGP 3.3
+    /// and later, §4.4.3.8); empty when the card does not say.
+    public var keyStatus: [KeyReference: KeyStatus]
 
     /// Parses the answer to GET DATA `6E`: one `6E` object, nothing after it.
     ///
@@ -225,6 +229,19 @@ public struct ApplicationRelatedData: Sendable, Equatable {
             }
         }
         fingerprints = prints
+        var statuses: [KeyReference: KeyStatus] = [:]
+        if let value = try find(DataObject.keyInformation) {
+            guard value.count % 2 == 0 else {
+                throw APDUError(.invalidLength, "key information of \(value.count) bytes, expected pairs")
+            }
+            for pair in stride(from: 0, to: value.count, by: 2) {
+                // Key references 1, 2, 3 are the signature, decryption and authentication keys.
+                if let key = KeyReference.allCases.first(where: { $0.fingerprintIndex + 1 == Int(value[pair]) }) {
+                    statuses[key] = KeyStatus(rawValue: value[pair + 1])
+                }
+            }
+        }
+        keyStatus = statuses
     }
 
     /// What the card announces for long APDUs: the card capabilities in the historical bytes refined by the
@@ -242,9 +259,30 @@ public struct ApplicationRelatedData: Sendable, Equatable {
     }
 
     /// Whether the decryption slot is set up for cv25519 ECDH and holds a key: a card tokenpin can bind to.
+    ///
+    /// Key presence comes from the key information (`DE`) when the card gives it, else from a non-zero
+    /// fingerprint (a key generated on the card has no fingerprint until the host writes one). Reading the
+    /// public key (`publicKey(for: .decryption)`) is the definitive check.
     public var hasCurve25519DecryptionKey: Bool {
-        (algorithmAttributes[.decryption]?.isCurve25519ECDH ?? false) && fingerprints[.decryption] != nil
+        guard algorithmAttributes[.decryption]?.isCurve25519ECDH ?? false else { return false }
+        if let status = keyStatus[.decryption] { return status != .notPresent }
+        return fingerprints[.decryption] != nil
     }
+}
+
+/// Whether a key slot holds a key and where it came from (key information `DE`).
+public struct KeyStatus: RawRepresentable, Sendable, Hashable {
+    /// The status byte.
+    public let rawValue: UInt8
+    /// Creates a status from its byte.
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// `00`: no key in the slot.
+    public static let notPresent = KeyStatus(rawValue: 0x00)
+    /// `01`: the key was generated on the card.
+    public static let generated = KeyStatus(rawValue: 0x01)
+    /// `02`: the key was imported.
+    public static let imported = KeyStatus(rawValue: 0x02)
 }
 
 /// The card capabilities in historical bytes (ISO/IEC 7816-4, §8.1.1.2.7).

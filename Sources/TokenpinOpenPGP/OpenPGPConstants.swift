@@ -67,6 +67,10 @@ public enum DataObject {
     public static let passwordStatus: UInt32 = 0xC4
     /// `C5`: Fingerprints of the signature, decryption and authentication keys (3 × 20 bytes).
     public static let fingerprints: UInt32 = 0xC5
+    /// `DE`: Key information: the status of each key (absent, generated, imported), §4.4.3.8.
+    public static let keyInformation: UInt32 = 0xDE
+    /// `D3`: Resetting Code (PUT DATA only).
+    public static let resettingCode: UInt32 = 0xD3
     /// `7F49`: Public key template, the answer of GENERATE ASYMMETRIC KEY PAIR, §7.2.14.
     public static let publicKey: UInt32 = 0x7F49
     /// `81`: RSA modulus inside `7F49`.

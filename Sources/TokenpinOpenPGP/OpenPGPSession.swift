@@ -186,6 +186,22 @@ public struct OpenPGPSession {
         try check(response.statusWord)
     }
 
+    /// Sets (or with an empty code, deletes) the Resetting Code that unblocks PW1.
+    ///
+    /// OpenPGP card 3.4.1, §7.2.8 PUT DATA `00 DA 00 D3`. Needs PW3 verified. Sensitive; the buffer is
+    /// wiped before this returns.
+    public func setResettingCode(_ code: borrowing SecretBytes) throws(OpenPGPError) {
+        guard code.count <= Self.maxPINLength else {
+            throw .invalidArgument("a Resetting Code must have at most \(Self.maxPINLength) bytes")
+        }
+        let tag = DataObject.resettingCode
+        let header = [Self.interindustryClass, OpenPGPInstruction.putData, UInt8(tag >> 8), UInt8(tag & 0xFF)]
+        let response = try exchangeSensitive(header: header, dataCount: code.count, le: nil) { apdu in
+            code.withUnsafeBytes { apdu.append(contentsOf: $0) }
+        }
+        try check(response.statusWord)
+    }
+
     /// CLA `00`: interindustry class, no secure messaging, not chained.
     static let interindustryClass: UInt8 = 0x00
 

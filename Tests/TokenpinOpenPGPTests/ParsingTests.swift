@@ -61,6 +61,9 @@ struct ApplicationRelatedDataTests {
         let lengths = try #require(data.lengthCapabilities)
         #expect(lengths.extendedLength && lengths.commandChaining)
         #expect(lengths.maxCommandData == 2048 - 9)
+        #expect(data.keyStatus[.signature] == .imported)
+        #expect(data.keyStatus[.decryption] == .generated)
+        #expect(data.keyStatus[.authentication] == .notPresent)
         #expect(data.hasCurve25519DecryptionKey)
         #expect(data.aid.description == "OpenPGP 3.4 Yubico serial 12345678")
     }
@@ -111,6 +114,8 @@ struct ApplicationRelatedDataTests {
          "6E 20 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 C1 03 01 08 00"),
         ("fingerprints of 59 bytes", "6E 5C 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 C5 3B"
             + String(repeating: " 11", count: 59)),
+        ("key information of odd length",
+         "6E 20 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 DE 03 01 02 02"),
         ("extended length information that is not two integers",
          "6E 21 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 7F 66 02 02 00"),
     ]
