@@ -1,0 +1,91 @@
+public import TokenpinAPDU
+
+/// Why an OpenPGP card command did not succeed.
+///
+/// Status words map to the cases below (OpenPGP card 3.4.1 and ISO/IEC 7816-4 status bytes); a transport
+/// failure (card pulled, pcscd gone) is `.transport` with the connection's own error inside (a
+/// `PCSCError` for real readers).
+public enum OpenPGPError: Error, Sendable, CustomStringConvertible {
+    /// `63 Cx` (or `69 82` after VERIFY): the PIN was wrong; `retriesLeft` tries remain (0: now blocked).
+    case wrongPIN(retriesLeft: Int)
+    /// `69 83`: the password is blocked (retry counter at zero).
+    case blocked
+    /// `69 82`: the command needs a verified PIN (VERIFY first).
+    case securityStatusNotSatisfied
+    /// `6A 88`: the referenced data or key does not exist (no key in that slot, no such DO).
+    case referencedDataNotFound
+    /// `6A 82` on SELECT: the card has no OpenPGP application.
+    case applicationNotFound
+    /// `69 85`: conditions of use not satisfied; for PSO:DECIPHER the key is of another algorithm (or a
+    /// touch confirmation was required and missing).
+    case wrongAlgorithm
+    /// `6A 80`: the card rejected the command data (a PIN of a length it does not take, a bad cryptogram).
+    case incorrectData
+    /// `6D 00`, `6E 00`, `6A 81`, `68 8x`: the card does not support the command.
+    case unsupported(StatusWord)
+    /// The answer does not parse: truncated TLV, wrong-length values, garbage.
+    case malformed(APDUError)
+    /// Any other status word.
+    case unexpected(StatusWord)
+    /// The caller's argument cannot be sent (empty PIN, wrong-length key); nothing reached the card.
+    case invalidArgument(String)
+    /// The connection failed: the card was removed, the reader or pcscd went away.
+    case transport(any Error)
+
+    /// The error for a status word, or nil for `90 00`.
+    public init?(statusWord: StatusWord) {
+        if statusWord.isSuccess { return nil }
+        if let retries = statusWord.retriesLeft {
+            self = .wrongPIN(retriesLeft: retries)
+            return
+        }
+        switch statusWord {
+        case .authenticationMethodBlocked: self = .blocked
+        case .securityStatusNotSatisfied: self = .securityStatusNotSatisfied
+        case .referencedDataNotFound: self = .referencedDataNotFound
+        case .fileNotFound: self = .applicationNotFound
+        case .conditionsOfUseNotSatisfied: self = .wrongAlgorithm
+        case .incorrectData: self = .incorrectData
+        case .instructionNotSupported, .classNotSupported, .logicalChannelNotSupported,
+             .secureMessagingNotSupported, .commandChainingNotSupported, StatusWord(rawValue: 0x6A81):
+            self = .unsupported(statusWord)
+        default: self = .unexpected(statusWord)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .wrongPIN(let retries):
+            retries == 0 ? "wrong PIN; the card PIN is now blocked" : "wrong PIN, \(retries) tries left"
+        case .blocked: "the card PIN is blocked; unblock it with the Reset Code or the admin PIN"
+        case .securityStatusNotSatisfied: "the card needs the PIN verified first"
+        case .referencedDataNotFound: "the card has no such key or data object"
+        case .applicationNotFound: "the card has no OpenPGP application"
+        case .wrongAlgorithm: "the card refused the operation for this key (wrong algorithm or touch missing)"
+        case .incorrectData: "the card rejected the command data"
+        case .unsupported(let sw): "the card does not support this command (\(sw))"
+        case .malformed(let error): "the card's answer is malformed: \(error)"
+        case .unexpected(let sw): "the card answered \(sw): \(sw.meaning)"
+        case .invalidArgument(let detail): detail
+        case .transport(let error): "the card connection failed: \(error)"
+        }
+    }
+}
+
+extension OpenPGPError: Equatable {
+    /// Equal cases with equal payloads; transport errors compare by their description.
+    public static func == (lhs: OpenPGPError, rhs: OpenPGPError) -> Bool {
+        switch (lhs, rhs) {
+        case (.wrongPIN(let a), .wrongPIN(let b)): a == b
+        case (.blocked, .blocked), (.securityStatusNotSatisfied, .securityStatusNotSatisfied),
+             (.referencedDataNotFound, .referencedDataNotFound), (.applicationNotFound, .applicationNotFound),
+             (.wrongAlgorithm, .wrongAlgorithm), (.incorrectData, .incorrectData):
+            true
+        case (.unsupported(let a), .unsupported(let b)), (.unexpected(let a), .unexpected(let b)): a == b
+        case (.malformed(let a), .malformed(let b)): a == b
+        case (.invalidArgument(let a), .invalidArgument(let b)): a == b
+        case (.transport(let a), .transport(let b)): String(describing: a) == String(describing: b)
+        default: false
+        }
+    }
+}

@@ -1,0 +1,82 @@
+public import TokenpinAPDU
+
+/// A card's answer to reset, split into the parts tokenpin reads.
+///
+/// ISO/IEC 7816-3, §8.2 (structure: TS, T0, interface bytes, historical bytes, TCK) and ISO/IEC 7816-4,
+/// §8.1.1 (historical bytes, card capabilities). The ATR comes from the card through pcscd, so parsing is
+/// defensive: anything that does not add up gives nil, never a crash.
+public struct ATR: Sendable, Equatable {
+    /// The whole ATR.
+    public let bytes: [UInt8]
+    /// The historical bytes (up to 15).
+    public let historicalBytes: [UInt8]
+    /// The transmission protocols the card offers (`0` for T=0, `1` for T=1, ...).
+    public let protocols: [Int]
+
+    /// Parses an ATR; nil when its interface bytes announce more than it holds.
+    public init?(_ bytes: [UInt8]) {
+        guard bytes.count >= 2, bytes[0] == 0x3B || bytes[0] == 0x3F else { return nil }
+        let historicalCount = Int(bytes[1] & 0x0F)
+        var indicator = bytes[1] >> 4
+        var index = 2
+        var protocols: [Int] = []
+        for _ in 0..<16 {
+            // TAi, TBi, TCi are present when bits 1, 2, 3 of the indicator are set; bit 4 announces TDi.
+            index += Int(indicator & 1) + Int((indicator >> 1) & 1) + Int((indicator >> 2) & 1)
+            guard indicator & 0x08 != 0 else { break }
+            guard index < bytes.count else { return nil }
+            let td = bytes[index]
+            index += 1
+            let offered = Int(td & 0x0F)
+            if !protocols.contains(offered) { protocols.append(offered) }
+            indicator = td >> 4
+        }
+        guard index + historicalCount <= bytes.count else { return nil }
+        self.bytes = bytes
+        self.historicalBytes = Array(bytes[index..<(index + historicalCount)])
+        self.protocols = protocols.isEmpty ? [0] : protocols
+    }
+
+    /// What the historical bytes announce about long APDUs; nil when they say nothing.
+    public var lengthCapabilities: LengthCapabilities? {
+        HistoricalBytes.lengthCapabilities(historicalBytes)
+    }
+}
+
+/// Reading the historical bytes of an ATR.
+public enum HistoricalBytes {
+    /// The card capabilities (compact-TLV tag `7`, third software function table) as length capabilities.
+    ///
+    /// ISO/IEC 7816-4, §8.1.1.2.7: bit 8 of the third byte is command chaining, bit 7 extended Lc and Le.
+    /// Returns nil when the category indicator is unknown, the objects do not parse or there is no
+    /// capabilities object of at least three bytes.
+    public static func lengthCapabilities(_ historical: [UInt8]) -> LengthCapabilities? {
+        guard let category = historical.first else { return nil }
+        let objects: ArraySlice<UInt8>
+        switch category {
+        case 0x00:
+            // Compact-TLV objects, then a three-byte status indicator.
+            guard historical.count >= 4 else { return nil }
+            objects = historical[1..<(historical.count - 3)]
+        case 0x80:
+            objects = historical[1...]
+        default:
+            return nil
+        }
+        var index = objects.startIndex
+        while index < objects.endIndex {
+            let tag = objects[index] >> 4
+            let length = Int(objects[index] & 0x0F)
+            index += 1
+            guard length <= objects.endIndex - index else { return nil }
+            if tag == 0x7, length >= 3 {
+                let third = objects[index + 2]
+                // The sizes stay at the short-APDU defaults until the card states its buffers (for an
+                // OpenPGP card, extended length information `7F66`).
+                return LengthCapabilities(extendedLength: third & 0x40 != 0, commandChaining: third & 0x80 != 0)
+            }
+            index += length
+        }
+        return nil
+    }
+}

@@ -1,0 +1,232 @@
+public import TokenpinAPDU
+
+/// A connection to the card in one PC/SC reader: the `CardConnection` tokenpin uses for real tokens.
+///
+/// The owner of an `SCARDHANDLE` and of the `SCARDCONTEXT` it lives in (a class, since `CardConnection` is
+/// `AnyObject`; `deinit` releases both). Commands are sent with `SCardTransmit`; GET RESPONSE, `6Cxx` and
+/// chaining come from `CardConnection.send(_:)`. The length capabilities start from the card capabilities in
+/// the ATR's historical bytes and can be refined by the caller (an OpenPGP session reads `7F66`).
+///
+/// **Security state.** A successful VERIFY, CHANGE REFERENCE DATA or RESET RETRY COUNTER (ISO/IEC 7816-4
+/// instructions `20`, `24`, `2C`) leaves a PIN verified on the card. From then on the connection resets the
+/// card when the surrounding transaction ends and when it disconnects, so no other process inherits the
+/// verified state.
+///
+/// **Threads.** Every call blocks until pcscd (and the card) answer. Use a connection from one thread at a
+/// time and keep it off the Swift concurrency cooperative pool (a dedicated thread or dispatch queue).
+public final class PCSCCardConnection: CardConnection {
+    /// The reader the card is in.
+    public let readerName: String
+    /// The card's answer to reset, as pcscd read it at connect (or at the last reconnect).
+    public private(set) var atr: [UInt8]
+    /// The protocol in use, `.t0` or `.t1`.
+    public private(set) var activeProtocol: CardProtocols
+    /// How `send(_:)` encodes long commands; set from the ATR, refined by the caller.
+    public var lengthCapabilities: LengthCapabilities
+    /// Whether a PIN may be verified on the card: disconnecting then resets the card.
+    ///
+    /// Set by the connection when it sees a successful VERIFY, CHANGE REFERENCE DATA or RESET RETRY
+    /// COUNTER; a caller may set it too. Cleared when a reset happened.
+    public var holdsSecurityState = false
+
+    private let shareMode: ShareMode
+    private let protocols: CardProtocols
+    private let context: Int
+    private var card: Int
+    private var isConnected = true
+    private var transactionDepth = 0
+    /// We reset the card at the end of a transaction; pcscd reports that reset to our own handle once.
+    private var expectsOwnReset = false
+    /// The receive buffer, reused; the bytes of each answer are wiped once copied out.
+    private var receiveBuffer = [UInt8](repeating: 0, count: PCSCLibrary.maxBufferSizeExtended)
+
+    /// Connects to the card in `reader`.
+    ///
+    /// Opens a context of its own, then connects in `shareMode` (shared by default, so gpg's scdaemon in
+    /// shared mode and other tokenpin processes can coexist) with T=1 or T=0.
+    /// Throws `PCSCError`: `.noService`, `.unknownReader`, `.noSmartCard`, `.sharingViolation`,
+    /// `.unresponsiveCard`, ... The corresponding C functions are `SCardEstablishContext` and `SCardConnect`.
+    public init(reader: String, shareMode: ShareMode = .shared, protocols: CardProtocols = .any) throws(PCSCError) {
+        let context = try PCSCLibrary.establishContext()
+        let connected: (card: Int, activeProtocol: UInt32)
+        do {
+            connected = try PCSCLibrary.connect(context, reader: reader, shareMode: shareMode.rawValue,
+                                                protocols: protocols.rawValue)
+        } catch {
+            PCSCLibrary.releaseContext(context)
+            throw error
+        }
+        self.context = context
+        self.card = connected.card
+        self.readerName = reader
+        self.shareMode = shareMode
+        self.protocols = protocols
+        self.activeProtocol = CardProtocols(rawValue: connected.activeProtocol)
+        let status = try? PCSCLibrary.status(connected.card)
+        self.atr = status?.atr ?? []
+        self.lengthCapabilities = ATR(status?.atr ?? [])?.lengthCapabilities ?? .shortOnly
+    }
+
+    deinit {
+        if isConnected {
+            try? PCSCLibrary.disconnect(card, disposition: (holdsSecurityState ? CardDisposition.reset : .leave).rawValue)
+        }
+        PCSCLibrary.releaseContext(context)
+    }
+
+    /// Sends one command APDU and returns the raw answer (data and status word).
+    ///
+    /// No GET RESPONSE or chaining happens here; `send(_:)` does that. The receive buffer is wiped after the
+    /// answer is copied out. The caller wipes the returned array when it holds a secret.
+    /// Throws `PCSCError`: `.removedCard`, `.resetCard`, `.noSmartCard` when the card went away, `.timeout`
+    /// or `.unresponsiveCard` when it stopped answering. The corresponding C function is `SCardTransmit`.
+    public func transmit(_ command: [UInt8]) throws(PCSCError) -> [UInt8] {
+        guard isConnected else { throw PCSCError.invalidHandle }
+        let count: Int
+        do {
+            count = try PCSCLibrary.transmit(card, protocolT1: activeProtocol != .t0, command: command,
+                                             receive: &receiveBuffer)
+        } catch {
+            // The reset we asked for at the end of the last transaction: renegotiate and send again.
+            guard error == .resetCard, expectsOwnReset else { throw error }
+            try resynchronize()
+            count = try PCSCLibrary.transmit(card, protocolT1: activeProtocol != .t0, command: command,
+                                             receive: &receiveBuffer)
+        }
+        expectsOwnReset = false
+        let answer = Array(receiveBuffer[0..<count])
+        receiveBuffer.withUnsafeMutableBufferPointer { buffer in
+            for index in 0..<count { buffer[index] = 0 }
+        }
+        noteSecurityState(command: command, answer: answer)
+        return answer
+    }
+
+    /// Runs `body` with the card reserved for this connection: no other process's command comes between.
+    ///
+    /// Use it around every sequence that must not be interleaved (SELECT, VERIFY, PSO:DECIPHER). If a PIN
+    /// was verified inside, the transaction ends with a card reset, so the verified state never outlives it;
+    /// the next command then renegotiates with the card by itself (the application must be selected
+    /// again). Nested calls join the outer transaction. When ending the transaction fails after `body`
+    /// succeeded (the card was pulled right after), `body`'s result is still returned and the reset is
+    /// repeated at disconnect.
+    /// The corresponding C functions are `SCardBeginTransaction` and `SCardEndTransaction`.
+    public func withTransaction<R: ~Copyable>(_ body: () throws -> R) throws -> R {
+        guard isConnected else { throw PCSCError.invalidHandle }
+        if transactionDepth > 0 {
+            transactionDepth += 1
+            let result: R
+            do {
+                result = try body()
+            } catch {
+                transactionDepth -= 1
+                throw error
+            }
+            transactionDepth -= 1
+            return result
+        }
+        do {
+            try PCSCLibrary.beginTransaction(card)
+        } catch {
+            guard error == .resetCard, expectsOwnReset else { throw error }
+            try resynchronize()
+            try PCSCLibrary.beginTransaction(card)
+        }
+        transactionDepth = 1
+        // No `defer` here: Swift 6.3 crashes compiling `defer` with a `~Copyable` result.
+        let result: R
+        do {
+            result = try body()
+        } catch {
+            transactionDepth = 0
+            endTransaction()
+            throw error
+        }
+        transactionDepth = 0
+        endTransaction()
+        return result
+    }
+
+    /// Ends the transaction, resetting the card when a PIN may be verified on it.
+    private func endTransaction() {
+        let disposition: CardDisposition = holdsSecurityState ? .reset : .leave
+        do {
+            try PCSCLibrary.endTransaction(card, disposition: disposition.rawValue)
+            if disposition == .reset {
+                holdsSecurityState = false
+                expectsOwnReset = true
+            }
+        } catch {
+            // The card is gone or the reset failed: keep holdsSecurityState so that disconnect resets.
+        }
+    }
+
+    /// Re-establishes the connection after the card was reset, leaving it as it is now.
+    ///
+    /// Use after `PCSCError.resetCard` (another process reset the card): the card's state (selected
+    /// application, verified PINs) is gone, so select the application again.
+    /// The corresponding C function is `SCardReconnect`.
+    public func reconnect() throws(PCSCError) {
+        guard isConnected else { throw PCSCError.invalidHandle }
+        try resynchronize()
+    }
+
+    private func resynchronize() throws(PCSCError) {
+        let active = try PCSCLibrary.reconnect(card, shareMode: shareMode.rawValue, protocols: protocols.rawValue,
+                                               initialization: CardDisposition.leave.rawValue)
+        activeProtocol = CardProtocols(rawValue: active)
+        expectsOwnReset = false
+        if let status = try? PCSCLibrary.status(card) { atr = status.atr }
+    }
+
+    /// The reader's name, state and the card's ATR as pcscd sees them now.
+    ///
+    /// The corresponding C function is `SCardStatus`.
+    public func status() throws(PCSCError) -> ReaderStatus {
+        guard isConnected else { throw PCSCError.invalidHandle }
+        let status = try PCSCLibrary.status(card)
+        // SCardStatus reports SCARD_ABSENT, SCARD_PRESENT, ... (not SCARD_STATE_ bits); translate.
+        var state: ReaderState = []
+        if status.state & 0x0004 != 0 { state.insert(.present) }  // SCARD_PRESENT
+        if status.state & 0x0002 != 0 { state.insert(.empty) }  // SCARD_ABSENT
+        if status.state & 0x0010 == 0, status.state & 0x0004 != 0 { state.insert(.unpowered) }  // !SCARD_POWERED
+        return ReaderStatus(name: status.reader, state: state, atr: status.atr)
+    }
+
+    /// Closes the connection: resets the card when a PIN may be verified on it, else leaves it as it is.
+    ///
+    /// Calling it again does nothing. After it, every call throws `PCSCError.invalidHandle`.
+    /// The corresponding C function is `SCardDisconnect`.
+    public func disconnect() throws(PCSCError) {
+        guard isConnected else { return }
+        isConnected = false
+        let disposition: CardDisposition = holdsSecurityState ? .reset : .leave
+        holdsSecurityState = false
+        try PCSCLibrary.disconnect(card, disposition: disposition.rawValue)
+    }
+
+    /// Marks the card as holding a verified PIN after a successful VERIFY, CHANGE REFERENCE DATA or RESET
+    /// RETRY COUNTER (ISO/IEC 7816-4, §11.5.6, §11.5.7, §11.5.10).
+    private func noteSecurityState(command: [UInt8], answer: [UInt8]) {
+        guard command.count >= 4, answer.count >= 2,
+              answer[answer.count - 2] == 0x90, answer[answer.count - 1] == 0x00
+        else { return }
+        switch command[1] {
+        case SecurityInstruction.verify, SecurityInstruction.changeReferenceData,
+             SecurityInstruction.resetRetryCounter:
+            holdsSecurityState = true
+        default:
+            break
+        }
+    }
+}
+
+/// The ISO/IEC 7816-4 instructions after which a card may hold a verified PIN.
+enum SecurityInstruction {
+    /// `20`: VERIFY.
+    static let verify: UInt8 = 0x20
+    /// `24`: CHANGE REFERENCE DATA.
+    static let changeReferenceData: UInt8 = 0x24
+    /// `2C`: RESET RETRY COUNTER.
+    static let resetRetryCounter: UInt8 = 0x2C
+}

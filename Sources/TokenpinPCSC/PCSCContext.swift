@@ -1,0 +1,63 @@
+/// A context with pcscd, the PC/SC resource manager: lists readers and their cards.
+///
+/// The owner of one `SCARDCONTEXT`, released when the value goes away. Every call blocks until pcscd
+/// answers; run them on a thread of your own (or a dispatch queue), never on the Swift concurrency
+/// cooperative pool. Card connections (`PCSCCardConnection`) hold a context of their own, so they do not
+/// depend on this one staying alive.
+public struct PCSCContext: ~Copyable, Sendable {
+    let handle: Int
+
+    /// Opens a context with pcscd.
+    ///
+    /// Throws `PCSCError.noService` (with a hint on how to start it) when pcscd is not running.
+    /// The corresponding C function is `SCardEstablishContext`.
+    public init() throws(PCSCError) {
+        handle = try PCSCLibrary.establishContext()
+    }
+
+    deinit {
+        PCSCLibrary.releaseContext(handle)
+    }
+
+    /// Whether pcscd still knows this context (it forgets it when it restarts).
+    ///
+    /// The corresponding C function is `SCardIsValidContext`.
+    public var isValid: Bool { PCSCLibrary.isValidContext(handle) }
+
+    /// A token that cancels a blocking wait on this context from another thread.
+    public var canceller: PCSCCanceller { PCSCCanceller(context: handle) }
+
+    /// The names of the readers pcscd knows; empty when there is none.
+    ///
+    /// The corresponding C function is `SCardListReaders`.
+    public func readers() throws(PCSCError) -> [String] {
+        do {
+            return ReaderList.parse(try PCSCLibrary.listReaders(handle))
+        } catch where error == .noReadersAvailable {
+            return []
+        }
+    }
+
+    /// Every reader with the state of its card, read without waiting.
+    ///
+    /// The corresponding C function is `SCardGetStatusChange` with a zero timeout.
+    public func readerStatuses() throws(PCSCError) -> [ReaderStatus] {
+        try statuses(of: readers())
+    }
+
+    /// The state of the named readers, read without waiting; a reader that vanished reports `.unknown`.
+    func statuses(of names: [String]) throws(PCSCError) -> [ReaderStatus] {
+        guard !names.isEmpty else { return [] }
+        var entries = names.map { PCSCLibrary.ReaderStateEntry(reader: $0, currentState: 0) }
+        _ = try PCSCLibrary.getStatusChange(handle, timeout: 0, entries: &entries)
+        return entries.map { ReaderStatus(name: $0.reader, state: ReaderState(rawValue: $0.eventState), atr: $0.atr) }
+    }
+
+    /// Raw reader entries with pcsc-lite's full event state (counter bits included), for `ReaderMonitor`.
+    func rawStates(of names: [String]) throws(PCSCError) -> [PCSCLibrary.ReaderStateEntry] {
+        guard !names.isEmpty else { return [] }
+        var entries = names.map { PCSCLibrary.ReaderStateEntry(reader: $0, currentState: 0) }
+        _ = try PCSCLibrary.getStatusChange(handle, timeout: 0, entries: &entries)
+        return entries
+    }
+}
