@@ -61,11 +61,11 @@ public struct PINService: Sendable {
                 let vaultKey = Vault.newKey()
                 let now = time.now
                 let kek = try kdf.deriveKey(from: pin.secret)
-                let pinSlot = try KeySlot.seal(vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: now)
+                let pinSlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: now)
                 let recovery = RecoveryKey.generate()
                 let recoveryKDF = KDFParameters(algorithm: .blake2b)
                 let recoveryKEK = try recoveryKDF.deriveKey(from: recovery)
-                let recoverySlot = try KeySlot.seal(vaultKey, keyEncryptionKey: recoveryKEK, kind: .recovery,
+                let recoverySlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: recoveryKEK, kind: .recovery,
                                                     kdf: recoveryKDF, user: user, created: now)
                 let record = EnrolmentRecord(
                     user: user, created: now,
@@ -164,7 +164,7 @@ public struct PINService: Sendable {
                 }
                 let kdf = try chooseKDF()
                 let kek = try kdf.deriveKey(from: newPIN.secret)
-                let slot = try KeySlot.seal(vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: time.now)
+                let slot = try VaultSlot.seal(vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: time.now)
                 record.setSlot(.pin, slot)
                 record.updated = time.now
                 interaction.report(.changed)
@@ -205,7 +205,7 @@ public struct PINService: Sendable {
                 let newPIN = try readNewPIN(interaction)
                 let kdf = try chooseKDF()
                 let newKEK = try kdf.deriveKey(from: newPIN.secret)
-                let pinSlot = try KeySlot.seal(vaultKey, keyEncryptionKey: newKEK, kind: .pin, kdf: kdf, user: user,
+                let pinSlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: newKEK, kind: .pin, kdf: kdf, user: user,
                                                created: time.now)
                 record.setSlot(.pin, pinSlot)
                 if record.slot(.composite) != nil {

@@ -35,7 +35,7 @@ let testKDF = KDFParameters.argon2id(memoryKiB: 8 * 1024, passes: 1)
 func same(_ a: borrowing SecretBytes, _ b: borrowing SecretBytes) -> Bool { a.isEqual(to: b) }
 
 /// The text a slot opens to, or nil.
-func opened(_ slot: KeySlot, _ kek: borrowing SecretBytes, _ user: String) -> String? {
+func opened(_ slot: VaultSlot, _ kek: borrowing SecretBytes, _ user: String) -> String? {
     guard let key = slot.open(keyEncryptionKey: kek, user: user) else { return nil }
     return key.withUnsafeBytes { Data($0).base64EncodedString() }
 }

@@ -9,10 +9,10 @@ import Glibc
     func makeRecord(user: String = "alice") throws -> EnrolmentRecord {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         let vaultKey = Vault.newKey()
-        let pinSlot = try KeySlot.seal(vaultKey, keyEncryptionKey: try testKDF.deriveKey(from: secret("482916")), kind: .pin,
+        let pinSlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: try testKDF.deriveKey(from: secret("482916")), kind: .pin,
                                        kdf: testKDF, user: user, created: now)
         let recoveryKDF = KDFParameters(algorithm: .blake2b)
-        let recoverySlot = try KeySlot.seal(vaultKey, keyEncryptionKey: try recoveryKDF.deriveKey(from: SecureRandom.secret(16)),
+        let recoverySlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: try recoveryKDF.deriveKey(from: SecureRandom.secret(16)),
                                             kind: .recovery, kdf: recoveryKDF, user: user, created: now)
         return EnrolmentRecord(user: user, created: now, counter: RetryCounter(max: 5), slots: [pinSlot, recoverySlot])
     }
@@ -54,7 +54,7 @@ import Glibc
         let record = try makeRecord()
         try store.save(record)
         // A crash between writing the temp file and the rename leaves garbage behind.
-        FileManager.default.createFile(atPath: store.temporaryPath(for: "alice"), contents: Data("{garbage".utf8),
+        _ = FileManager.default.createFile(atPath: store.temporaryPath(for: "alice"), contents: Data("{garbage".utf8),
                                        attributes: [.posixPermissions: 0o600])
         #expect(try store.load(user: "alice") == record)
         var changed = record
@@ -92,7 +92,7 @@ import Glibc
     ])
     func foreignContentIsRefused(content: String, code: StoreError.Code) throws {
         let store = RecordStore(directory: temporaryDirectory())
-        FileManager.default.createFile(atPath: store.recordPath(for: "alice"), contents: Data(content.utf8),
+        _ = FileManager.default.createFile(atPath: store.recordPath(for: "alice"), contents: Data(content.utf8),
                                        attributes: [.posixPermissions: 0o600])
         #expect {
             _ = try store.load(user: "alice")

@@ -2,14 +2,14 @@ import Foundation
 import Testing
 @testable import TokenpinCore
 
-@Suite struct KeySlotTests {
+@Suite struct VaultSlotTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
 
     /// A PIN slot for "482916" and the vault key it wraps (base64).
-    func makeSlot(user: String = "alice") throws -> (KeySlot, String) {
+    func makeSlot(user: String = "alice") throws -> (VaultSlot, String) {
         let vaultKey = Vault.newKey()
         let kek = try testKDF.deriveKey(from: secret("482916"))
-        let slot = try KeySlot.seal(vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: testKDF, user: user, created: now)
+        let slot = try VaultSlot.seal(vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: testKDF, user: user, created: now)
         return (slot, base64(vaultKey))
     }
 
@@ -49,7 +49,7 @@ import Testing
         let kek = SecureRandom.secret(32)
         let binding = TokenBinding(serial: "000612345678", cardPublicKey: Data(repeating: 1, count: 32),
                                    ephemeralPublicKey: Data(repeating: 2, count: 32))
-        let slot = try KeySlot.seal(vaultKey, keyEncryptionKey: kek, kind: .token, kdf: KDFParameters(algorithm: .blake2b),
+        let slot = try VaultSlot.seal(vaultKey, keyEncryptionKey: kek, kind: .token, kdf: KDFParameters(algorithm: .blake2b),
                                     token: binding, user: "alice", created: now)
         #expect(slot.isWellFormed)
         #expect(opened(slot, kek, "alice") != nil)
@@ -173,12 +173,12 @@ import Testing
         let written = text(RecoveryKey.format(RecoveryKey.generate()))
         var characters = Array(written)
         characters[0] = characters[0] == "A" ? "B" : "A"
-        #expect(throws: RecoveryKey.ParseError.checksumMismatch) { try RecoveryKey.parse(secret(String(characters))) }
+        #expect(throws: RecoveryKey.ParseError.checksumMismatch) { _ = try RecoveryKey.parse(secret(String(characters))) }
     }
 
     @Test(arguments: ["", "ABCDE", "ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCD", "ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-A", "ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCD!",
                       "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ"])
     func malformedKeysAreRefused(typed: String) {
-        #expect(throws: RecoveryKey.ParseError.self) { try RecoveryKey.parse(secret(typed)) }
+        #expect(throws: RecoveryKey.ParseError.self) { _ = try RecoveryKey.parse(secret(typed)) }
     }
 }

@@ -99,7 +99,7 @@ public struct EnrolmentRecord: Codable, Sendable, Equatable {
     /// The PIN retry counter.
     public var counter: RetryCounter
     /// The key slots.
-    public var slots: [KeySlot]
+    public var slots: [VaultSlot]
 
     /// The verification policy stored with the record.
     public struct Policy: Codable, Sendable, Equatable {
@@ -116,7 +116,7 @@ public struct EnrolmentRecord: Codable, Sendable, Equatable {
     }
 
     /// Creates a record.
-    public init(user: String, created: Date, policy: Policy = Policy(), counter: RetryCounter, slots: [KeySlot]) {
+    public init(user: String, created: Date, policy: Policy = Policy(), counter: RetryCounter, slots: [VaultSlot]) {
         self.version = Self.currentVersion
         self.user = user
         self.created = created
@@ -127,10 +127,10 @@ public struct EnrolmentRecord: Codable, Sendable, Equatable {
     }
 
     /// The first slot of `kind`.
-    public func slot(_ kind: SlotKind) -> KeySlot? { slots.first { $0.kind == kind } }
+    public func slot(_ kind: SlotKind) -> VaultSlot? { slots.first { $0.kind == kind } }
 
     /// Replaces the slots of `kind` with `slot` (or removes them when nil).
-    public mutating func setSlot(_ kind: SlotKind, _ slot: KeySlot?) {
+    public mutating func setSlot(_ kind: SlotKind, _ slot: VaultSlot?) {
         slots.removeAll { $0.kind == kind }
         if let slot { slots.append(slot) }
         slots.sort { SlotKind.allCases.firstIndex(of: $0.kind)! < SlotKind.allCases.firstIndex(of: $1.kind)! }

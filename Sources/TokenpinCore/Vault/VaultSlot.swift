@@ -35,7 +35,7 @@ public struct TokenBinding: Codable, Sendable, Equatable {
 /// One way to unwrap the vault key: the vault key sealed with XChaCha20-Poly1305 under a key derived from
 /// the slot's secret; the slot header (kind, user, KDF parameters, binding) is the associated data, so
 /// moving a slot to another user or editing its parameters makes it fail to open.
-public struct KeySlot: Codable, Sendable, Equatable {
+public struct VaultSlot: Codable, Sendable, Equatable {
     /// What unlocks the slot.
     public var kind: SlotKind
     /// How the key-encryption key is derived.
@@ -52,9 +52,9 @@ public struct KeySlot: Codable, Sendable, Equatable {
     /// Seals `vaultKey` under `keyEncryptionKey` into a new slot for `user`.
     public static func seal(_ vaultKey: borrowing SecretBytes, keyEncryptionKey: borrowing SecretBytes,
                             kind: SlotKind, kdf: KDFParameters, token: TokenBinding? = nil, user: String,
-                            created: Date) throws(CryptoError) -> KeySlot {
+                            created: Date) throws(CryptoError) -> VaultSlot {
         let nonce = SecureRandom.bytes(XChaCha20Poly1305.nonceLength)
-        var slot = KeySlot(kind: kind, kdf: kdf, token: token, nonce: Data(nonce), wrappedKey: Data(), created: created)
+        var slot = VaultSlot(kind: kind, kdf: kdf, token: token, nonce: Data(nonce), wrappedKey: Data(), created: created)
         let sealed = try XChaCha20Poly1305.seal(vaultKey, key: keyEncryptionKey, nonce: nonce,
                                                 associatedData: slot.header(user: user))
         slot.wrappedKey = Data(sealed)
