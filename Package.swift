@@ -67,12 +67,14 @@ let package = Package(
         // The operations joining core and token.
         .target(
             name: "TokenpinService",
-            dependencies: ["TokenpinCore"],
+            dependencies: ["TokenpinCore", "TokenpinAPDU", "TokenpinOpenPGP"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "tokenpin",
-            dependencies: ["TokenpinService", "TokenpinCore", "CTokenpinShims"],
+            dependencies: [
+                "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinPCSC", "TokenpinSimulator", "CTokenpinShims",
+            ],
             swiftSettings: strictSettings
         ),
 
@@ -96,7 +98,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TokenpinServiceTests",
-            dependencies: ["TokenpinService", "TokenpinCore"],
+            dependencies: ["TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinSimulator"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -50,6 +50,9 @@ public protocol Interaction {
     func report(_ event: Event)
     /// Asks a yes/no question; throws `ServiceError.cancelled` when the person cancels.
     func confirm(_ question: String) throws(ServiceError) -> Bool
+    /// Asks the person to pick one of `options`; returns its index. Throws `.cancelled` on cancel, and an
+    /// error saying how to choose without asking when it cannot ask (scripts).
+    func choose(_ question: String, options: [String]) throws(ServiceError) -> Int
     /// How many times to ask again for a new PIN the policy refused (1: no second chance, as for scripts).
     var newPINAttempts: Int { get }
 }

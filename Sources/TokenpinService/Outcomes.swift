@@ -11,6 +11,8 @@ public enum VerifyOutcome: Sendable, Equatable {
     case locked
     /// A failure delay is running; try again in `seconds`.
     case delayed(seconds: Int)
+    /// The token was asked for and failed (wrong card PIN, card blocked) and no fallback applied.
+    case tokenRejected(reason: String)
 
     /// The event this outcome reports.
     public var event: Event {
@@ -19,6 +21,7 @@ public enum VerifyOutcome: Sendable, Equatable {
         case .rejected(let remaining, let lastTry): .wrongPIN(remaining: remaining, lastTry: lastTry)
         case .locked: .locked
         case .delayed(let seconds): .delayed(seconds: seconds)
+        case .tokenRejected(let reason): .tokenFailed(reason: reason, fallback: false)
         }
     }
 }

@@ -19,6 +19,10 @@ public struct PINService: Sendable {
     public let logger: Logger
     /// Test seams.
     public var hooks: Hooks
+    /// Where cards come from (PC/SC readers, the simulator), or nil for a PIN-only service.
+    public var cards: (any CardReaders)?
+    /// Which reader or card to use when several are present.
+    public var selection: CardSelection
 
     /// Points where tests inject faults.
     public struct Hooks: Sendable {
@@ -33,7 +37,10 @@ public struct PINService: Sendable {
 
     /// Creates the service.
     public init(store: RecordStore, configuration: Configuration, user: String,
-                time: any TimeSource = SystemTimeSource(), logger: Logger = .disabled, hooks: Hooks = Hooks()) {
+                time: any TimeSource = SystemTimeSource(), logger: Logger = .disabled, hooks: Hooks = Hooks(),
+                cards: (any CardReaders)? = nil, selection: CardSelection? = nil) {
+        self.cards = cards
+        self.selection = selection ?? CardSelection(reader: configuration.reader)
         self.store = store
         self.configuration = configuration
         self.user = user
@@ -103,14 +110,17 @@ public struct PINService: Sendable {
 
     /// One counted PIN attempt under the user's lock; on success `onSuccess` runs with the record and the vault
     /// key before the record is saved again (a change writes its new slot there).
-    func countedAttempt(pin: borrowing PIN,
+    ///
+    /// `slotKind` is `.pin`, or `.composite` with `finishKey` mixing the card's key into the PIN's.
+    func countedAttempt(pin: borrowing PIN, slotKind: SlotKind = .pin,
+                        finishKey: (borrowing SecretBytes, VaultSlot) throws -> SecretBytes = { key, _ in key.duplicate() },
                         onSuccess: (inout EnrolmentRecord, borrowing SecretBytes) throws -> Void) throws -> VerifyReport {
         try store.withLock(user: user) { () throws -> VerifyReport in
             guard var record = try store.load(user: user) else {
                 throw ServiceError.notEnrolled(user: user, path: recordPath)
             }
             if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
-            guard let slot = record.slot(.pin) else {
+            guard let slot = record.slot(slotKind) else {
                 throw ServiceError.tokenUnavailable("mode = both: the PIN alone cannot verify; the token is needed too")
             }
             // Invariant 1: count the attempt durably before the PIN is checked.
@@ -120,7 +130,8 @@ public struct PINService: Sendable {
             try store.save(record)
             try hooks.afterCounterPersisted?()
             let start = time.monotonicNanoseconds
-            let kek = try slot.kdf.deriveKey(from: pin.secret)
+            let pinKey = try slot.kdf.deriveKey(from: pin.secret)
+            let kek = try finishKey(pinKey, slot)
             let vaultKey = slot.open(keyEncryptionKey: kek, user: user)
             let kdfTime = time.monotonicNanoseconds &- start
             guard let vaultKey else {
@@ -154,6 +165,7 @@ public struct PINService: Sendable {
     public func change(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
         try guarded { () throws -> VerifyReport in
             let record = try loadRecord()
+            if record.slot(.composite) != nil { return try changeBoth(interaction) }
             if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
             let current = PIN(try interaction.readSecret(.currentPIN))
             return try countedAttempt(pin: current) { record, vaultKey in
@@ -169,6 +181,19 @@ public struct PINService: Sendable {
                 record.updated = time.now
                 interaction.report(.changed)
             }
+        }
+    }
+
+    /// `change` in `mode = both`: the current PIN and the card (it must be present), then the new PIN twice;
+    /// the composite slot is sealed again with the new PIN and the same card.
+    func changeBoth(_ interaction: some Interaction) throws -> VerifyReport {
+        try verifyBoth(interaction, prompt: .currentPIN) { record, vaultKey, shared, current in
+            try store.save(record)
+            let newPIN = try readNewPIN(interaction) { candidate in candidate.matches(current) ? .sameAsCurrent : nil }
+            guard let binding = record.slot(.composite)?.token else { throw ServiceError.tokenNotEnabled }
+            try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: newPIN, shared: shared, binding: binding, mode: .both)
+            record.updated = time.now
+            interaction.report(.changed)
         }
     }
 
@@ -258,10 +283,12 @@ public struct PINService: Sendable {
     // MARK: Status, types, toggle
 
     /// The record's state, without asking for anything.
-    public func status(token: TokenStatus? = nil) throws(ServiceError) -> StatusReport {
+    public func status() throws(ServiceError) -> StatusReport {
         try guarded { () throws -> StatusReport in
             let exists = try store.exists()
             let record = exists ? try store.load(user: user) : nil
+            let binding = record?.slot(.token)?.token ?? record?.slot(.composite)?.token
+            let token = cards == nil ? nil : tokenStatus(binding: binding)
             return StatusReport(
                 user: user, recordPath: recordPath, enrolled: record != nil,
                 remaining: record?.counter.remaining, maximum: record?.counter.max,
@@ -312,6 +339,8 @@ public struct PINService: Sendable {
             throw .store(error)
         } catch let error as CryptoError {
             throw .crypto(error)
+        } catch let error as TokenFailure {
+            throw error.serviceError
         } catch {
             throw .input("unexpected error: \(error)")
         }

@@ -36,6 +36,10 @@ public final class ScriptedInteraction: Interaction, Sendable {
         state.withLock { $0.events.append(event) }
     }
 
+    public func choose(_ question: String, options: [String]) throws(ServiceError) -> Int {
+        throw .usage("\(question): several choices (\(options.joined(separator: ", "))); name one with --reader or --serial")
+    }
+
     public func confirm(_ question: String) throws(ServiceError) -> Bool {
         state.withLock { $0.confirmations.isEmpty ? false : $0.confirmations.removeFirst() }
     }

@@ -34,6 +34,8 @@ public enum ServiceError: Error, Sendable, Equatable {
     case cardRefused(String)
     /// Permission denied (another user's record).
     case permissionDenied(String)
+    /// The request cannot be carried out as asked (several cards and no way to choose).
+    case usage(String)
 
     /// A sentence for the user.
     public var message: String {
@@ -54,6 +56,7 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .configuration(let why): why
         case .cardRefused(let why): why
         case .permissionDenied(let why): why
+        case .usage(let why): why
         }
     }
 
@@ -76,6 +79,7 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .configuration: "configuration"
         case .cardRefused: "card-refused"
         case .permissionDenied: "permission-denied"
+        case .usage: "usage"
         }
     }
 }
@@ -153,6 +157,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .configuration: self = .configuration
         case .cardRefused: self = .notVerified
         case .permissionDenied: self = .permissionDenied
+        case .usage: self = .usage
         }
     }
 }

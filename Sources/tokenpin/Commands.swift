@@ -30,7 +30,8 @@ extension Context {
     }
 
     /// Prints the outcome of a verification-like operation and returns its exit code.
-    func finish(_ report: VerifyReport, success: String, event successEvent: Event? = nil) -> ExitCode {
+    func finish(_ report: VerifyReport, success: String, event successEvent: Event? = nil,
+                extra: [(String, JSONValue)] = []) -> ExitCode {
         let counter = report.counter
         var object: [(String, JSONValue)] = []
         let code: ExitCode
@@ -38,7 +39,7 @@ extension Context {
         case .verified(let method):
             code = .success
             let event = successEvent ?? .verified(method: method)
-            object = [("ok", .bool(true)), ("event", .string(event.name)), ("method", .string(method.rawValue))]
+            object = [("ok", .bool(true)), ("event", .string(event.name)), ("method", .string(method.rawValue))] + extra
             console.say(console.out.success(success))
         case .rejected(let remaining, let lastTry):
             code = .notVerified
@@ -54,6 +55,10 @@ extension Context {
             code = .locked
             object = [("ok", .bool(false)), ("event", .string("delayed")), ("retryAfter", .int(seconds))]
             console.note(console.err.warning("Too many wrong entries: ") + "try again in \(seconds) s.")
+        case .tokenRejected(let reason):
+            code = .notVerified
+            object = [("ok", .bool(false)), ("event", .string("tokenFailed"))]
+            console.note(console.err.error("Token not verified: ") + reason)
         }
         if let counter {
             object += [("remaining", .int(counter.remaining)), ("lastTry", .bool(counter.remaining == 1)),
@@ -65,9 +70,16 @@ extension Context {
             switch report.outcome {
             case .locked: message = "the PIN is locked"
             case .delayed(let seconds): message = "failure delay: try again in \(seconds) s"
+            case .tokenRejected(let reason): message = reason
             default: message = successEvent == .reset ? "wrong recovery key" : "wrong PIN"
             }
-            let errorCode = report.outcome == .locked ? "locked" : (successEvent == .reset ? "wrong-recovery-key" : "wrong-pin")
+            let errorCode: String
+            switch report.outcome {
+            case .locked: errorCode = "locked"
+            case .delayed: errorCode = "delayed"
+            case .tokenRejected: errorCode = "token-rejected"
+            default: errorCode = successEvent == .reset ? "wrong-recovery-key" : "wrong-pin"
+            }
             object.append(("error", .object([("code", .string(errorCode)), ("message", .string(message)),
                                              ("exitCode", .int(Int(code.rawValue)))])))
         }
@@ -138,8 +150,14 @@ struct VerifyCommand: Command {
 
     func run(_ context: Context) -> ExitCode {
         do {
-            let report = try context.service.verifyPIN(context.interaction)
-            return context.finish(report, success: "PIN verified.")
+            let report = try context.service.verify(context.interaction, method: method)
+            let success: String
+            switch report.outcome {
+            case .verified(.token): success = "Verified with the token."
+            case .verified(.both): success = "Verified with the PIN and the token."
+            default: success = "PIN verified."
+            }
+            return context.finish(report, success: success)
         } catch {
             return context.fail(error)
         }
@@ -179,18 +197,26 @@ func typesJSON(_ types: [TypeStatus]) -> JSONValue {
     })
 }
 
-/// `tokenpin types`: the authentication types and whether each is on.
+/// `tokenpin types`: the authentication types and whether each is on, with the token's card and readers.
 struct TypesCommand: Command {
     func run(_ context: Context) -> ExitCode {
         do {
-            let types = try context.service.types()
+            let service = context.service
+            let types = try service.types()
+            let serial = types.first { $0.type == .token }?.serial
+            let token = service.tokenStatus(binding: nil)
             for type in types {
                 let state = type.enabled ? context.console.out.success("enabled ") : "disabled"
                 var detail = type.canDisable ? "" : "  (always enabled)"
-                if let serial = type.serial { detail = "  card \(serial)" }
+                if let serial = type.serial {
+                    let present = token.readers.contains { $0.serial == serial }
+                    detail = "  card \(cardText(serial)), \(present ? "present" : "not present")"
+                }
                 context.console.say("\(type.type.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0)) \(state)\(detail)")
             }
-            context.console.emit([("ok", .bool(true)), ("types", typesJSON(types))])
+            describeReaders(token, context: context, enrolledSerial: serial)
+            context.console.emit([("ok", .bool(true)), ("types", typesJSON(types)),
+                                  ("token", tokenJSON(token, enrolledSerial: serial))])
             return .success
         } catch {
             return context.fail(error)
@@ -198,10 +224,96 @@ struct TypesCommand: Command {
     }
 }
 
-/// `tokenpin toggle TYPE on|off`.
+/// `0006:12345678` from the 12 hex digits tokenpin records.
+func cardText(_ serial: String) -> String {
+    serial.count == 12 ? String(serial.prefix(4)) + ":" + String(serial.dropFirst(4)) : serial
+}
+
+func readerJSON(_ reader: ReaderInfo, enrolledSerial: String?) -> JSONValue {
+    .object([("name", .string(reader.name)), ("cardPresent", .bool(reader.cardPresent)),
+             ("serial", .optional(reader.serial)), ("openpgp", .bool(reader.isOpenPGP)), ("usable", .bool(reader.usable)),
+             ("unusableReason", .optional(reader.unusableReason)),
+             ("matches", .bool(enrolledSerial != nil && reader.serial == enrolledSerial)),
+             ("cardPINTriesLeft", .optional(reader.cardPINTriesLeft))])
+}
+
+func tokenJSON(_ token: TokenStatus, enrolledSerial: String?) -> JSONValue {
+    .object([("serial", .optional(enrolledSerial)), ("present", .bool(token.matchingReader != nil)),
+             ("reader", .optional(token.matchingReader)), ("cardPINTriesLeft", .optional(token.cardPINTriesLeft)),
+             ("problem", .optional(token.problem)),
+             ("readers", .array(token.readers.map { readerJSON($0, enrolledSerial: enrolledSerial) }))])
+}
+
+/// One line per reader: the card in it, whether tokenpin can use it, whether it is the enrolled one.
+func describeReaders(_ token: TokenStatus, context: Context, enrolledSerial: String?) {
+    if let problem = token.problem {
+        context.console.say("Readers:    " + context.console.out.warning(problem))
+        return
+    }
+    if token.readers.isEmpty { context.console.say("Readers:    none") }
+    for reader in token.readers {
+        var line = "Reader:     \(reader.name): "
+        if !reader.cardPresent {
+            line += "no card"
+        } else if let serial = reader.serial {
+            line += "OpenPGP card \(cardText(serial))"
+            line += reader.usable ? ", usable" : ", not usable (\(reader.unusableReason ?? "unknown"))"
+            if let tries = reader.cardPINTriesLeft { line += ", card PIN \(tries) \(tries == 1 ? "try" : "tries") left" }
+            if serial == enrolledSerial { line += context.console.out.success(" [enrolled]") }
+        } else {
+            line += reader.unusableReason ?? "not an OpenPGP card"
+        }
+        context.console.say(line)
+    }
+}
+
+/// `tokenpin readers`: every reader and the card in it.
+struct ReadersCommand: Command {
+    func run(_ context: Context) -> ExitCode {
+        let service = context.service
+        let enrolled = (try? service.types())?.first { $0.type == .token }?.serial
+        do {
+            let readers = try service.listReaders()
+            describeReaders(TokenStatus(readers: readers), context: context, enrolledSerial: enrolled)
+            context.console.emit([("ok", .bool(true)),
+                                  ("readers", .array(readers.map { readerJSON($0, enrolledSerial: enrolled) }))])
+            return .success
+        } catch {
+            return context.fail(error)
+        }
+    }
+}
+
+/// `tokenpin token change-pin | unblock [--admin]`: the card's own PIN.
+struct TokenCommand: Command {
+    enum Action { case changePIN, unblock }
+    var action: Action
+    var admin: Bool
+
+    func run(_ context: Context) -> ExitCode {
+        do {
+            switch action {
+            case .changePIN:
+                try context.service.changeCardPIN(context.interaction)
+                context.console.say(context.console.out.success("Card PIN changed."))
+            case .unblock:
+                try context.service.unblockCardPIN(context.interaction, admin: admin)
+                context.console.say(context.console.out.success("Card PIN set; the card's PIN counter is reset."))
+            }
+            context.console.emit([("ok", .bool(true)), ("event", .string(action == .changePIN ? "cardPINChanged" : "cardPINUnblocked"))])
+            return .success
+        } catch {
+            return context.fail(error)
+        }
+    }
+}
+
+/// `tokenpin toggle TYPE on|off [--generate-key] [--yes]`.
 struct ToggleCommand: Command {
     var type: AuthenticationType
     var on: Bool
+    var generateKey = false
+    var assumeYes = false
 
     func run(_ context: Context) -> ExitCode {
         switch (type, on) {
@@ -215,8 +327,26 @@ struct ToggleCommand: Command {
             context.console.emit([("ok", .bool(true)), ("event", .string("typeChanged")), ("type", .string("pin")),
                                   ("enabled", .bool(true))])
             return .success
-        case (.token, _):
-            return context.fail(.tokenUnavailable("this build has no token support yet"))
+        case (.token, true):
+            do {
+                let report = try context.service.enableToken(context.interaction, generateKey: generateKey,
+                                                             assumeYes: assumeYes)
+                let serial = (try? context.service.types())?.first { $0.type == .token }?.serial
+                return context.finish(report, success: "Token enabled: card \(serial ?? "?").",
+                                      event: .typeChanged(type: .token, enabled: true),
+                                      extra: [("type", .string("token")), ("enabled", .bool(true)), ("serial", .optional(serial))])
+            } catch {
+                return context.fail(error)
+            }
+        case (.token, false):
+            do {
+                let report = try context.service.disableToken(context.interaction)
+                return context.finish(report, success: "Token disabled; verify with the PIN.",
+                                      event: .typeChanged(type: .token, enabled: false),
+                                      extra: [("type", .string("token")), ("enabled", .bool(false))])
+            } catch {
+                return context.fail(error)
+            }
         }
     }
 }
@@ -240,11 +370,16 @@ struct StatusCommand: Command {
             if report.delaySeconds > 0 { say("Delay:      \(report.delaySeconds) s before the next try") }
             if let kdf = report.kdf { say("KDF:        \(kdf.summary)") }
             for type in report.types {
-                say("Type:       \(type.type.rawValue) \(type.enabled ? "enabled" : "disabled")\(type.serial.map { " (card \($0))" } ?? "")")
+                say("Type:       \(type.type.rawValue) \(type.enabled ? "enabled" : "disabled")\(type.serial.map { " (card \(cardText($0)))" } ?? "")")
+            }
+            if let mode = report.mode, report.types.contains(where: { $0.type == .token && $0.enabled }) {
+                say("Mode:       \(mode.rawValue), fallback \(report.fallback?.rawValue ?? "allow")")
             }
         } else {
             say("PIN:        not enrolled (run `tokenpin enrol`)")
         }
+        let enrolledSerial = report.types.first { $0.type == .token }?.serial
+        if let token = report.token { describeReaders(token, context: context, enrolledSerial: enrolledSerial) }
         var object: [(String, JSONValue)] = [
             ("ok", .bool(true)), ("user", .string(report.user)), ("record", .string(report.recordPath)),
             ("enrolled", .bool(report.enrolled)), ("remaining", .optional(report.remaining)),
@@ -255,6 +390,7 @@ struct StatusCommand: Command {
         object.append(("types", report.enrolled ? typesJSON(report.types) : .array([])))
         object.append(("mode", .optional(report.mode?.rawValue)))
         object.append(("fallback", .optional(report.fallback?.rawValue)))
+        if let token = report.token { object.append(("token", tokenJSON(token, enrolledSerial: enrolledSerial))) }
         context.console.emit(object)
         return .success
     }

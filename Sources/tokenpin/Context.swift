@@ -14,8 +14,11 @@ struct Context {
     var console: Console
     var interaction: CLIInteraction
 
+    var cards: (any CardReaders)?
+    var selection: CardSelection
+
     var service: PINService {
-        PINService(store: store, configuration: configuration, user: user)
+        PINService(store: store, configuration: configuration, user: user, cards: cards, selection: selection)
     }
 
     /// Builds the context: loads the configuration, picks the store and the user.
@@ -29,8 +32,20 @@ struct Context {
         let store = RecordStore(directory: options.global.store ?? RecordStore.defaultDirectory(environment: environment))
         let interaction = CLIInteraction(console: console, appearance: configuration.appearance,
                                          pinStdin: options.global.pinStdin, style: err)
+        // `--reader sim` (or TOKENPIN_READER=sim) uses the in-process virtual card; anything else names a
+        // PC/SC reader or a glob, as the `reader` setting does.
+        let readerOption = options.global.reader ?? environment["TOKENPIN_READER"].flatMap { $0.isEmpty ? nil : $0 }
+        let cards: (any CardReaders)?
+        var selection = CardSelection(reader: readerOption ?? configuration.reader, serial: options.global.serial)
+        if readerOption == "sim" {
+            cards = SimulatorCards.shared(stateFile: store.directory + "/sim-card.json")
+            selection.reader = nil
+        } else {
+            cards = PCSCReaders()
+        }
         return Context(options: options, configuration: configuration, store: store,
-                       user: options.global.user ?? currentUserName(), console: console, interaction: interaction)
+                       user: options.global.user ?? currentUserName(), console: console, interaction: interaction,
+                       cards: cards, selection: selection)
     }
 
     /// The effective user's login name, or `uid<N>` when it has none.
@@ -67,7 +82,7 @@ final class CLIInteraction: Interaction {
         case .confirmPIN: appearance.promptConfirmPIN
         case .recoveryKey: appearance.promptRecoveryKey
         case .cardPIN(let card, let tries):
-            appearance.promptCardPIN.replacingOccurrences(of: "%s", with: "card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)")
+            appearance.promptCardPIN.replacingOccurrences(of: "%s", with: "card \(card) (\(tries == 1 ? "last try before the card blocks" : "\(tries) tries left"))")
         case .newCardPIN: "New card PIN"
         case .confirmCardPIN: "New card PIN again"
         case .adminPIN(let card, let tries): "Admin PIN for card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"
@@ -82,6 +97,17 @@ final class CLIInteraction: Interaction {
             throw .input("no terminal to ask for the \(prompt.name) on; pipe the lines in with --pin-stdin")
         }
         return try terminal.readSecret(prompt: promptText(prompt))
+    }
+
+    func choose(_ question: String, options: [String]) throws(ServiceError) -> Int {
+        if pinStdin {
+            throw .usage("several cards are present (\(options.joined(separator: "; "))); choose one with --reader or --serial")
+        }
+        if terminal == nil { terminal = TerminalReader.open(style: style, dot: appearance.dot) }
+        guard let terminal else {
+            throw .usage("several cards are present; choose one with --reader or --serial")
+        }
+        return try terminal.choose(question, options: options)
     }
 
     func confirm(_ question: String) throws(ServiceError) -> Bool {
@@ -100,6 +126,7 @@ final class CLIInteraction: Interaction {
             console.note(style.warning("Token not used: ") + reason + (fallback ? "; falling back to the PIN" : ""))
         case .wrongPIN(let remaining, let lastTry):
             console.note(style.error("Wrong PIN. ") + Self.triesText(remaining: remaining, lastTry: lastTry))
+
         default:
             break
         }

@@ -1,6 +1,7 @@
 import Foundation
 import TokenpinCore
 import TokenpinService
+import TokenpinSimulator
 
 /// `tokenpin demo`: every flow this build supports, in a temporary store, without asking anything.
 ///
@@ -15,11 +16,18 @@ struct DemoCommand: Command {
         configuration.kdfMemoryMiB = 64
         configuration.kdfPasses = 3
         configuration.retriesMax = 5
+        let card: SimulatedCard
+        do {
+            card = try SimulatedCard(stateFile: directory + "/sim-card.json", serial: 0x1234_5678)
+        } catch {
+            return context.console.fail(.ioError, errorCode: "simulator", message: "the simulated card cannot start: \(error)")
+        }
         let service = PINService(store: RecordStore(directory: directory + "/store"), configuration: configuration,
-                                 user: "demo")
+                                 user: "demo", cards: SimulatorReaders(card: card))
         var narrator = Narrator(console: context.console)
         do {
             try walk(service, &narrator)
+            try walkToken(service, card: card, pin: "915372", &narrator)
         } catch {
             narrator.result(false, "the demo stopped: \(error.message)")
             return context.fail(error)
@@ -97,6 +105,65 @@ struct DemoCommand: Command {
     }
 }
 
+extension DemoCommand {
+    /// The token story on the simulated card: bind it, verify with it, pull it and fall back, change the PIN and
+    /// verify with it again, switch it off.
+    func walkToken(_ service: PINService, card: SimulatedCard, pin: String, _ narrator: inout Narrator) throws(ServiceError) {
+        let newPIN = "264017"
+        let cardPIN = "123456"
+
+        narrator.step("A factory-new OpenPGP card is in the (simulated) reader")
+        let readers = try service.listReaders()
+        narrator.result(readers.count == 1 && readers[0].isOpenPGP && !readers[0].usable,
+                        readers.map { "\($0.name): card \(cardText($0.serial ?? "?")), \($0.usable ? "usable" : "not usable (\($0.unusableReason ?? ""))")" }
+                            .joined(separator: "; "))
+
+        narrator.step("Switch the token on without --generate-key: refused, the card has no cv25519 key")
+        do {
+            _ = try service.enableToken(ScriptedInteraction([pin]))
+            narrator.result(false, "the card was bound")
+        } catch .tokenUnavailable(let why) {
+            narrator.result(true, "refused: \(why.prefix(80))…")
+        }
+
+        narrator.step("Switch the token on with --generate-key: PIN, admin PIN, card PIN; the card makes a cv25519 key")
+        narrator.expect(try service.enableToken(ScriptedInteraction([pin, "12345678", cardPIN]), generateKey: true,
+                                                assumeYes: true).outcome, .verified(method: .pin))
+        let types = try service.types()
+        narrator.result(types[1].enabled, "types: " + types.map { "\($0.type.rawValue) \($0.enabled ? "enabled" : "disabled")" }
+            .joined(separator: ", ") + " (card \(cardText(types[1].serial ?? "?")))")
+
+        narrator.step("Verify: the token comes first, asking for the card PIN")
+        let byToken = ScriptedInteraction([cardPIN])
+        narrator.expect(try service.verify(byToken).outcome, .verified(method: .token))
+        narrator.result(byToken.prompts.count == 1, "asked: " + byToken.prompts.map(\.name).joined(separator: ", "))
+
+        narrator.step("A wrong card PIN: the card counts it, tokenpin falls back to the PIN (no PIN try used)")
+        let wrongCard = ScriptedInteraction(["654321", pin])
+        let fallback = try service.verify(wrongCard)
+        narrator.expect(fallback.outcome, .verified(method: .pin))
+        narrator.result(fallback.tokenFailure != nil, fallback.tokenFailure ?? "no token failure reported")
+
+        narrator.step("Pull the card: verify says so and falls back to the PIN")
+        card.remove()
+        let pulled = try service.verify(ScriptedInteraction([pin]))
+        narrator.expect(pulled.outcome, .verified(method: .pin))
+        narrator.result(pulled.tokenFailure != nil, pulled.tokenFailure ?? "no token failure reported")
+        card.insert()
+
+        narrator.step("Change the PIN (the token is never used for this); the token keeps working")
+        narrator.expect(try service.change(ScriptedInteraction([pin, newPIN, newPIN])).outcome, .verified(method: .pin))
+        narrator.expect(try service.verify(ScriptedInteraction([cardPIN])).outcome, .verified(method: .token))
+        narrator.expect(try service.verify(ScriptedInteraction([newPIN]), method: .pin).outcome, .verified(method: .pin))
+
+        narrator.step("Switch the token off: the PIN verifies alone again")
+        narrator.expect(try service.disableToken(ScriptedInteraction([])).outcome, .verified(method: .pin))
+        let script = ScriptedInteraction([newPIN])
+        narrator.expect(try service.verify(script).outcome, .verified(method: .pin))
+        narrator.result(script.prompts == [.pin], "asked: " + script.prompts.map(\.name).joined(separator: ", "))
+    }
+}
+
 /// Prints the demo's steps and outcomes, or collects them for `--json`.
 struct Narrator {
     let console: Console
@@ -129,6 +196,7 @@ struct Narrator {
         case .rejected(let remaining, let lastTry): lastTry ? "wrong PIN, last try" : "wrong PIN, \(remaining) tries left"
         case .locked: "PIN locked"
         case .delayed(let seconds): "delayed \(seconds) s"
+        case .tokenRejected(let reason): "token rejected: \(reason)"
         }
     }
 

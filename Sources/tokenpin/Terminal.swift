@@ -134,6 +134,19 @@ struct TerminalReader {
         }
     }
 
+    /// Lists numbered options and reads a choice (echo on); empty input or anything else cancels.
+    func choose(_ question: String, options: [String]) throws(ServiceError) -> Int {
+        write(style.prompt(question) + "\n")
+        for (index, option) in options.enumerated() { write("  \(index + 1)) \(option)\n") }
+        write(style.prompt("Number: "))
+        var answer: [UInt8] = []
+        var byte: UInt8 = 0
+        while Glibc.read(fd, &byte, 1) == 1 && byte != 0x0A && answer.count < 8 { answer.append(byte) }
+        let text = String(decoding: answer, as: UTF8.self).trimmingCharacters(in: .whitespaces)
+        guard let number = Int(text), (1...options.count).contains(number) else { throw .cancelled }
+        return number - 1
+    }
+
     /// Asks a yes/no question on the terminal (echo on).
     func confirm(_ question: String) throws(ServiceError) -> Bool {
         write(style.prompt(question + " [y/N] "))

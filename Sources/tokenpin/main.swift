@@ -53,7 +53,30 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
         guard state == "on" || state == "off" else {
             throw UsageError(message: "expected on or off, not '\(state)'", command: name)
         }
-        return ToggleCommand(type: type, on: state == "on")
+        if type == .pin && (parsed.flags.contains("--generate-key") || parsed.flags.contains("--yes")) {
+            throw UsageError(message: "--generate-key and --yes apply to `toggle token on`", command: name)
+        }
+        return ToggleCommand(type: type, on: state == "on", generateKey: parsed.flags.contains("--generate-key"),
+                             assumeYes: parsed.flags.contains("--yes"))
+    case "readers":
+        try noArguments()
+        return ReadersCommand()
+    case "token":
+        guard let action = parsed.arguments.first else {
+            throw UsageError(message: "missing change-pin or unblock", command: name)
+        }
+        guard parsed.arguments.count == 1 else {
+            throw UsageError(message: "unexpected argument '\(parsed.arguments[1])'", command: name)
+        }
+        switch action {
+        case "change-pin":
+            guard !parsed.flags.contains("--admin") else {
+                throw UsageError(message: "--admin applies to `token unblock`", command: name)
+            }
+            return TokenCommand(action: .changePIN, admin: false)
+        case "unblock": return TokenCommand(action: .unblock, admin: parsed.flags.contains("--admin"))
+        default: throw UsageError(message: "unknown token action '\(action)' (change-pin, unblock)", command: name)
+        }
     case "bench":
         try noArguments()
         var iterations = 5

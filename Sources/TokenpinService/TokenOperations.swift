@@ -1,0 +1,533 @@
+import Foundation
+import TokenpinAPDU
+import TokenpinCore
+import TokenpinOpenPGP
+
+/// Which card to use when several are present (`--reader`, `--serial`, the `reader` setting).
+public struct CardSelection: Sendable, Equatable {
+    /// A reader name or glob.
+    public var reader: String?
+    /// A card serial: the 8 hex digits of the serial number, or the 12 with the manufacturer.
+    public var serial: String?
+
+    /// Creates a selection.
+    public init(reader: String? = nil, serial: String? = nil) {
+        self.reader = reader
+        self.serial = serial
+    }
+
+    func accepts(reader name: String) -> Bool { reader.map { readerMatches(name, pattern: $0) } ?? true }
+
+    func accepts(serial candidate: String?) -> Bool {
+        guard let serial else { return true }
+        guard let candidate else { return false }
+        let wanted = serial.replacingOccurrences(of: ":", with: "").uppercased()
+        return candidate == wanted || candidate.hasSuffix(wanted) && wanted.count == 8
+    }
+}
+
+/// Why the token could not be used; becomes a fallback to the PIN or an error.
+struct TokenFailure: Error {
+    enum Kind {
+        /// No reader, no card, not the enrolled card, a card that answers nonsense.
+        case unavailable
+        /// The card refused: a wrong card PIN, a blocked card, a key that does not open the slot.
+        case refused
+        /// The smart-card service is not running.
+        case service
+    }
+
+    var kind: Kind
+    var reason: String
+
+    var serviceError: ServiceError {
+        switch kind {
+        case .unavailable, .refused: .tokenUnavailable(reason)
+        case .service: .serviceUnavailable(reason)
+        }
+    }
+}
+
+/// A card opened for one operation: the handle, the selected OpenPGP session and its application data.
+struct OpenedCard {
+    let handle: any CardHandle
+    let session: OpenPGPSession
+    let data: ApplicationRelatedData
+    let reader: String
+
+    var serial: String { CardProbe.serial(of: data.aid) }
+    var label: String { CardProbe(reader: reader, data: data).label }
+
+    /// Runs card commands inside one exclusive transaction.
+    func run<R: ~Copyable>(_ body: (OpenPGPSession) throws(OpenPGPError) -> R) throws(OpenPGPError) -> R {
+        do {
+            return try handle.exclusive { () throws -> R in try body(session) }
+        } catch let error as OpenPGPError {
+            throw error
+        } catch {
+            throw .transport(error)
+        }
+    }
+}
+
+extension PINService {
+    /// The card source, or the error that says there is none.
+    func readers() throws(ServiceError) -> any CardReaders {
+        guard let cards else { throw .tokenUnavailable("this tokenpin has no card readers configured") }
+        return cards
+    }
+
+    /// Turns a card error into a token failure with a plain reason.
+    func failure(_ error: OpenPGPError, card: String) -> TokenFailure {
+        switch error {
+        case .wrongPIN(let retries):
+            return TokenFailure(kind: .refused, reason: retries == 0
+                ? "wrong card PIN for card \(card); the card PIN is now blocked (`tokenpin token unblock`)"
+                : "wrong card PIN for card \(card), \(retries) \(retries == 1 ? "try" : "tries") left on the card")
+        case .blocked:
+            return TokenFailure(kind: .refused, reason: "the PIN of card \(card) is blocked; unblock it with `tokenpin token unblock`")
+        case .transport(let inner):
+            let described = (try? readers())?.describe(inner) ?? .tokenUnavailable("\(inner)")
+            if case .serviceUnavailable(let why) = described { return TokenFailure(kind: .service, reason: why) }
+            return TokenFailure(kind: .unavailable, reason: "card \(card): \(described.message)")
+        case .malformed(let detail):
+            return TokenFailure(kind: .unavailable, reason: "card \(card) answered malformed data (\(detail.detail))")
+        default:
+            return TokenFailure(kind: .unavailable, reason: "card \(card): \(error.description)")
+        }
+    }
+
+    // MARK: Finding cards
+
+    /// Opens the card in `reader`, selects the OpenPGP application and reads its data (2 APDUs).
+    func openCard(reader: String) throws(TokenFailure) -> OpenedCard {
+        let cards: any CardReaders
+        let handle: any CardHandle
+        do {
+            cards = try readers()
+            handle = try cards.open(reader)
+        } catch {
+            if case .serviceUnavailable(let why) = error { throw TokenFailure(kind: .service, reason: why) }
+            throw TokenFailure(kind: .unavailable, reason: error.message)
+        }
+        let session = OpenPGPSession(connection: handle.connection)
+        do {
+            let data = try handle.exclusive { () throws -> ApplicationRelatedData in
+                try session.select()
+                return try session.applicationRelatedData()
+            }
+            return OpenedCard(handle: handle, session: session, data: data, reader: reader)
+        } catch let error as OpenPGPError {
+            handle.close()
+            if case .applicationNotFound = error {
+                throw TokenFailure(kind: .unavailable, reason: "the card in \(reader) is not an OpenPGP card")
+            }
+            throw failure(error, card: reader)
+        } catch {
+            handle.close()
+            throw failure(.transport(error), card: reader)
+        }
+    }
+
+    /// Every reader the selection allows, with what is in it.
+    func probeCards(selection: CardSelection? = nil) throws(ServiceError) -> [CardProbe] {
+        let selection = selection ?? self.selection
+        var probes: [CardProbe] = []
+        for reader in try readers().list() where selection.accepts(reader: reader.name) {
+            guard reader.cardPresent else {
+                probes.append(CardProbe(reader: reader.name, data: nil, problem: "no card"))
+                continue
+            }
+            do {
+                let card = try openCard(reader: reader.name)
+                card.handle.close()
+                probes.append(CardProbe(reader: reader.name, data: card.data, problem: nil))
+            } catch {
+                if error.kind == .service { throw error.serviceError }
+                probes.append(CardProbe(reader: reader.name, data: nil, problem: error.reason))
+            }
+        }
+        return probes
+    }
+
+    /// Opens the card with `serial` in whichever reader holds it. Never sends a PIN anywhere else.
+    func openEnrolledCard(serial: String) throws(TokenFailure) -> OpenedCard {
+        let presences: [ReaderPresence]
+        do {
+            presences = try readers().list()
+        } catch {
+            if case .serviceUnavailable(let why) = error { throw TokenFailure(kind: .service, reason: why) }
+            throw TokenFailure(kind: .unavailable, reason: error.message)
+        }
+        let candidates = presences.filter { $0.cardPresent && selection.accepts(reader: $0.name) }
+        if presences.isEmpty { throw TokenFailure(kind: .unavailable, reason: "no card reader is connected") }
+        for reader in candidates {
+            guard let card = try? openCard(reader: reader.name) else { continue }
+            if card.serial == serial { return card }
+            card.handle.close()
+        }
+        throw TokenFailure(kind: .unavailable, reason: "card \(cardLabel(serial: serial)) is not in any reader"
+            + (candidates.isEmpty ? " (no card present)" : " (other cards are)"))
+    }
+
+    /// The card to bind or manage: the only usable one, the one the selection names, or the person's choice.
+    func chooseCard(_ interaction: some Interaction) throws(ServiceError) -> CardProbe {
+        let probes = try probeCards().filter { $0.data != nil && selection.accepts(serial: $0.serial) }
+        guard !probes.isEmpty else {
+            if selection.serial != nil { throw .tokenUnavailable("no OpenPGP card with serial \(selection.serial ?? "") is present") }
+            throw .tokenUnavailable("no OpenPGP card is present; insert the token and try again")
+        }
+        if probes.count == 1 { return probes[0] }
+        let index = try interaction.choose("Which card?", options: probes.map { "\($0.label) in \($0.reader)" })
+        guard probes.indices.contains(index) else { throw .cancelled }
+        return probes[index]
+    }
+
+    // MARK: Verify
+
+    /// Verifies the user: the token first when it is enabled and present, else (or on failure, with
+    /// `fallback = allow`) the PIN; `method` forces one. In `mode = both`, the PIN and the card together.
+    ///
+    /// Token failures never consume PIN tries.
+    public func verify(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError) -> VerifyReport {
+        try guarded { () throws -> VerifyReport in
+            let record = try loadRecord()
+            if record.slot(.composite) != nil {
+                if method == .pin { throw ServiceError.tokenUnavailable("mode = both: the PIN alone cannot verify") }
+                return try verifyBoth(interaction, prompt: .pin) { _, _, _, _ in }
+            }
+            guard let slot = record.slot(.token) else {
+                if method == .token { throw ServiceError.tokenNotEnabled }
+                return try verifyPIN(interaction)
+            }
+            var tokenFailure: String?
+            if method != .pin {
+                do {
+                    return try store.withLock(user: user) { () throws -> VerifyReport in try verifyToken(slot: slot, interaction) }
+                } catch let failure as TokenFailure {
+                    let fallback = method == nil && fallbackAllowed(record)
+                    interaction.report(.tokenFailed(reason: failure.reason, fallback: fallback))
+                    if !fallback {
+                        if failure.kind == .refused {
+                            return VerifyReport(outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
+                                                counter: record.counter)
+                        }
+                        throw failure.serviceError
+                    }
+                    tokenFailure = failure.reason
+                }
+            }
+            var report = try verifyPIN(interaction)
+            report.tokenFailure = tokenFailure
+            return report
+        }
+    }
+
+    /// `fallback = deny` in the configuration or in the record wins.
+    func fallbackAllowed(_ record: EnrolmentRecord) -> Bool {
+        configuration.fallback == .allow && record.policy.fallback == .allow
+    }
+
+    /// One token verification: find the enrolled card, VERIFY its PIN, PSO:DECIPHER, derive, unwrap.
+    func verifyToken(slot: VaultSlot, _ interaction: some Interaction) throws -> VerifyReport {
+        guard let binding = slot.token else { throw StoreError(.corrupt, path: recordPath, "token slot without a binding") }
+        let card = try openEnrolledCard(serial: binding.serial)
+        defer { card.handle.close() }
+        let shared = try cardSecret(card, binding: binding, interaction)
+        let start = time.monotonicNanoseconds
+        let kek = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))
+        guard slot.open(keyEncryptionKey: kek, user: user) != nil else {
+            throw TokenFailure(kind: .refused, reason: "card \(card.label) does not open the token slot (was its decryption key replaced?)")
+        }
+        logger.info("verified", [("user", user), ("method", "token")])
+        let record = try store.load(user: user)
+        return VerifyReport(outcome: .verified(method: .token), kdfNanoseconds: time.monotonicNanoseconds &- start,
+                            counter: record?.counter)
+    }
+
+    /// Asks for the card PIN (showing the card's tries left), verifies it on the card and has the card compute
+    /// the shared secret with the slot's ephemeral key: VERIFY and PSO:DECIPHER in one transaction.
+    func cardSecret(_ card: OpenedCard, binding: TokenBinding, _ interaction: some Interaction) throws -> SecretBytes {
+        let tries = card.data.passwordStatus.retriesPW1
+        guard tries > 0 else { throw failure(.blocked, card: card.label) }
+        let cardPIN = try interaction.readSecret(.cardPIN(card: card.label, triesLeft: tries))
+        do {
+            return try card.run { session throws(OpenPGPError) -> SecretBytes in
+                try session.verify(.pw1, pin: cardPIN)
+                return try session.decipher(ephemeralPublicKey: [UInt8](binding.ephemeralPublicKey))
+            }
+        } catch {
+            throw failure(error, card: card.label)
+        }
+    }
+
+    /// `cardSecret` for binding: a refusal is an error, there is nothing to fall back to.
+    func requireCardSecret(_ card: OpenedCard, binding: TokenBinding, _ interaction: some Interaction) throws -> SecretBytes {
+        do {
+            return try cardSecret(card, binding: binding, interaction)
+        } catch let failure as TokenFailure {
+            throw ServiceError.cardRefused(failure.reason)
+        }
+    }
+
+    /// `mode = both`: the card first (its own counter), then one counted PIN attempt on the composite slot.
+    /// `onSuccess` gets the record, the vault key and the card's shared secret.
+    func verifyBoth(_ interaction: some Interaction, prompt: SecretPrompt,
+                    onSuccess: (inout EnrolmentRecord, borrowing SecretBytes, borrowing SecretBytes, borrowing PIN) throws -> Void)
+        throws -> VerifyReport {
+        let record = try loadRecord()
+        if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
+        guard let slot = record.slot(.composite), let binding = slot.token else { throw ServiceError.tokenNotEnabled }
+        let card: OpenedCard
+        do {
+            card = try openEnrolledCard(serial: binding.serial)
+        } catch {
+            interaction.report(.tokenFailed(reason: error.reason, fallback: false))
+            throw error.serviceError
+        }
+        defer { card.handle.close() }
+        let pin = PIN(try interaction.readSecret(prompt))
+        do {
+            let shared = try cardSecret(card, binding: binding, interaction)
+            var report = try countedAttempt(pin: pin, slotKind: .composite, finishKey: { pinKey, slot in
+                guard let binding = slot.token else { throw StoreError(.corrupt, path: recordPath, "composite slot without a binding") }
+                let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))
+                return try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: binding, salt: [UInt8](slot.kdf.salt))
+            }, onSuccess: { record, vaultKey in
+                try onSuccess(&record, vaultKey, shared, pin)
+            })
+            if case .verified = report.outcome { report.outcome = .verified(method: .both) }
+            return report
+        } catch let failure as TokenFailure {
+            interaction.report(.tokenFailed(reason: failure.reason, fallback: false))
+            if failure.kind == .refused {
+                return VerifyReport(outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
+                                    counter: record.counter)
+            }
+            throw failure.serviceError
+        }
+    }
+
+    // MARK: Toggle
+
+    /// `toggle token on`: the PIN first (the seeds' rule), then binds the chosen card and proves the binding
+    /// once with the card PIN before saving it. Prompts: PIN, admin PIN (only to generate a key), card PIN.
+    public func enableToken(_ interaction: some Interaction, generateKey: Bool = false,
+                            assumeYes: Bool = false) throws(ServiceError) -> VerifyReport {
+        try guarded { () throws -> VerifyReport in
+            let record = try loadRecord()
+            if let binding = record.slot(.token)?.token ?? record.slot(.composite)?.token {
+                throw ServiceError.tokenAlreadyEnabled(serial: cardLabel(serial: binding.serial))
+            }
+            if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
+            // Find the card before asking for anything: a missing card costs no PIN try.
+            let probe = try chooseCard(interaction)
+            if !probe.usable && !generateKey {
+                throw ServiceError.tokenUnavailable("card \(probe.label) is not usable: \(probe.unusableReason ?? "unknown"); "
+                    + "`tokenpin toggle token on --generate-key` creates a cv25519 decryption key on it (replacing the card's decryption key)")
+            }
+            let pin = PIN(try interaction.readSecret(.pin))
+            return try countedAttempt(pin: pin) { record, vaultKey in
+                try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
+                try bind(record: &record, vaultKey: vaultKey, pin: pin, reader: probe.reader, generateKey: generateKey,
+                         assumeYes: assumeYes, interaction)
+            }
+        }
+    }
+
+    func bind(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pin: borrowing PIN, reader: String,
+              generateKey: Bool, assumeYes: Bool, _ interaction: some Interaction) throws {
+        let card = try openCard(reader: reader)
+        defer { card.handle.close() }
+        var cardPublicKey: [UInt8]
+        do {
+            if card.data.hasCurve25519DecryptionKey {
+                cardPublicKey = try card.run { session throws(OpenPGPError) in try session.publicKey(for: .decryption) }.curve25519 ?? []
+            } else {
+                guard generateKey else { throw ServiceError.tokenUnavailable("card \(card.label) has no cv25519 decryption key") }
+                if !assumeYes {
+                    let question = "Replace the decryption key on card \(card.label) with a new cv25519 key? "
+                        + "Messages encrypted to the old key can no longer be decrypted with this card."
+                    guard try interaction.confirm(question) else { throw ServiceError.cancelled }
+                }
+                let adminPIN = try interaction.readSecret(.adminPIN(card: card.label, triesLeft: card.data.passwordStatus.retriesPW3))
+                cardPublicKey = try card.run { session throws(OpenPGPError) in
+                    try session.verify(.pw3, pin: adminPIN)
+                    try session.setAlgorithmAttributes(.cv25519, for: .decryption)
+                    return try session.generateKey(for: .decryption)
+                }.curve25519 ?? []
+                logger.info("generated a cv25519 decryption key", [("card", card.label)])
+            }
+        } catch let error as OpenPGPError {
+            throw ServiceError.cardRefused(failure(error, card: card.label).reason)
+        }
+        guard cardPublicKey.count == X25519.keyLength else {
+            throw ServiceError.tokenUnavailable("card \(card.label) did not return a cv25519 public key")
+        }
+        let ephemeral = try X25519.generateKeyPair()
+        let binding = TokenBinding(serial: card.serial, cardPublicKey: Data(cardPublicKey),
+                                   ephemeralPublicKey: Data(ephemeral.publicKey), reader: reader)
+        let shared = try requireCardSecret(card, binding: binding, interaction)
+        // Prove the binding: the card's answer must equal the secret computed here from its public key.
+        let expected = try X25519.sharedSecret(secretKey: ephemeral.secretKey, peerPublicKey: cardPublicKey)
+        guard shared.isEqual(to: expected) else {
+            throw ServiceError.cardRefused("card \(card.label) answered PSO:DECIPHER with a secret that does not match its public key")
+        }
+        try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, shared: shared, binding: binding,
+                           mode: configuration.mode)
+        record.policy = .init(mode: configuration.mode, fallback: configuration.fallback)
+        record.updated = time.now
+        logger.info("token enabled", [("user", user), ("card", card.label), ("mode", configuration.mode.rawValue)])
+        interaction.report(.typeChanged(type: .token, enabled: true))
+    }
+
+    /// Seals the vault key for the card: a `token` slot (`mode = either`), or a `composite` slot that
+    /// replaces the PIN slot (`mode = both`).
+    func sealTokenSlots(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pin: borrowing PIN,
+                        shared: borrowing SecretBytes, binding: TokenBinding, mode: VerificationMode) throws {
+        if mode == .both {
+            let pinKDF = try chooseKDF()
+            let salt = [UInt8](pinKDF.salt)
+            let pinKey = try pinKDF.deriveKey(from: pin.secret)
+            let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: salt)
+            let compositeKey = try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: binding, salt: salt)
+            record.setSlot(.composite, try VaultSlot.seal(vaultKey, keyEncryptionKey: compositeKey, kind: .composite,
+                                                          kdf: pinKDF, token: binding, user: user, created: time.now))
+            record.setSlot(.pin, nil)
+            record.setSlot(.token, nil)
+        } else {
+            let kdf = KDFParameters(algorithm: .blake2b)
+            let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](kdf.salt))
+            record.setSlot(.token, try VaultSlot.seal(vaultKey, keyEncryptionKey: tokenKey, kind: .token, kdf: kdf,
+                                                      token: binding, user: user, created: time.now))
+        }
+    }
+
+    /// `toggle token off`: removes the binding. In `mode = both` the PIN and the card are needed (prompts:
+    /// PIN, card PIN) and a plain PIN slot takes the composite slot's place.
+    public func disableToken(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+        try guarded { () throws -> VerifyReport in
+            let record = try loadRecord()
+            if record.slot(.composite) != nil {
+                return try verifyBoth(interaction, prompt: .pin) { record, vaultKey, _, pin in
+                    let kdf = try chooseKDF()
+                    let pinKey = try kdf.deriveKey(from: pin.secret)
+                    record.setSlot(.pin, try VaultSlot.seal(vaultKey, keyEncryptionKey: pinKey, kind: .pin, kdf: kdf,
+                                                            user: user, created: time.now))
+                    record.setSlot(.composite, nil)
+                    record.policy.mode = .either
+                    logger.info("token disabled", [("user", user)])
+                    interaction.report(.typeChanged(type: .token, enabled: false))
+                }
+            }
+            guard record.slot(.token) != nil else { throw ServiceError.tokenNotEnabled }
+            return try store.withLock(user: user) { () throws -> VerifyReport in
+                guard var record = try store.load(user: user) else { throw ServiceError.notEnrolled(user: user, path: recordPath) }
+                record.setSlot(.token, nil)
+                record.updated = time.now
+                try store.save(record)
+                logger.info("token disabled", [("user", user)])
+                interaction.report(.typeChanged(type: .token, enabled: false))
+                return VerifyReport(outcome: .verified(method: .pin), counter: record.counter)
+            }
+        }
+    }
+}
+
+// MARK: Readers, status and the card's own PIN
+
+extension PINService {
+    /// Every reader the selection allows and the card in it.
+    public func listReaders() throws(ServiceError) -> [ReaderInfo] {
+        try probeCards().map { probe in
+            probe.data == nil && probe.problem == "no card" ? ReaderInfo(name: probe.reader, cardPresent: false) : probe.info
+        }
+    }
+
+    /// What the token side looks like for `status` and `types`; problems (pcscd down) are reported, not thrown.
+    public func tokenStatus(binding: TokenBinding?) -> TokenStatus {
+        guard cards != nil else { return TokenStatus(readers: [], problem: "no card readers configured") }
+        do {
+            let readers = try listReaders()
+            let matching = binding.flatMap { binding in readers.first { $0.serial == binding.serial } }
+            return TokenStatus(readers: readers, matchingReader: matching?.name, cardPINTriesLeft: matching?.cardPINTriesLeft)
+        } catch {
+            return TokenStatus(readers: [], problem: error.message)
+        }
+    }
+
+    /// The card the card-PIN commands act on: the bound card when there is one, else the one chosen.
+    func managedCard(_ interaction: some Interaction) throws -> OpenedCard {
+        if try store.exists(), let record = try store.load(user: user),
+           let binding = record.slot(.token)?.token ?? record.slot(.composite)?.token {
+            return try openEnrolledCard(serial: binding.serial)
+        }
+        return try openCard(reader: chooseCard(interaction).reader)
+    }
+
+    /// Reads a new card PIN twice and checks its length against the card's limits (6 up to PW1's maximum).
+    func readNewCardPIN(_ interaction: some Interaction, maximum: Int) throws -> SecretBytes {
+        let new = try interaction.readSecret(.newCardPIN)
+        let again = try interaction.readSecret(.confirmCardPIN)
+        guard new.isEqual(to: again) else { throw ServiceError.policyViolation(.mismatch) }
+        guard new.count >= 6 else { throw ServiceError.policyViolation(.minLength) }
+        guard new.count <= max(6, maximum) else { throw ServiceError.policyViolation(.maxLength) }
+        return new
+    }
+
+    /// `tokenpin token change-pin`: the card's user PIN (PW1), changed on the card after showing its tries left.
+    /// Prompts: card PIN, new card PIN, new card PIN again.
+    public func changeCardPIN(_ interaction: some Interaction) throws(ServiceError) {
+        try guarded { () throws -> Void in
+            let card = try managedCard(interaction)
+            defer { card.handle.close() }
+            let tries = card.data.passwordStatus.retriesPW1
+            guard tries > 0 else { throw ServiceError.cardRefused(failure(.blocked, card: card.label).reason) }
+            let current = try interaction.readSecret(.cardPIN(card: card.label, triesLeft: tries))
+            let new = try readNewCardPIN(interaction, maximum: card.data.passwordStatus.maxLengthPW1)
+            do throws(OpenPGPError) {
+                try card.run { session throws(OpenPGPError) in try session.changeReferenceData(.pw1, current: current, new: new) }
+            } catch {
+                throw ServiceError.cardRefused(failure(error, card: card.label).reason)
+            }
+            logger.info("card PIN changed", [("card", card.label)])
+        }
+    }
+
+    /// `tokenpin token unblock`: a new card PIN with the Reset Code, or with the admin PIN (`admin`).
+    /// Prompts: Reset Code (or admin PIN), new card PIN, new card PIN again.
+    public func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError) {
+        try guarded { () throws -> Void in
+            let card = try managedCard(interaction)
+            defer { card.handle.close() }
+            let status = card.data.passwordStatus
+            if admin {
+                guard status.retriesPW3 > 0 else {
+                    throw ServiceError.cardRefused("the admin PIN of card \(card.label) is blocked; only a factory reset helps")
+                }
+                let adminPIN = try interaction.readSecret(.adminPIN(card: card.label, triesLeft: status.retriesPW3))
+                let new = try readNewCardPIN(interaction, maximum: status.maxLengthPW1)
+                do throws(OpenPGPError) {
+                    try card.run { session throws(OpenPGPError) in
+                        try session.verify(.pw3, pin: adminPIN)
+                        try session.resetRetryCounter(newPIN: new)
+                    }
+                } catch {
+                    throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacingOccurrences(of: "card PIN", with: "admin PIN"))
+                }
+            } else {
+                guard status.retriesResetCode > 0 else {
+                    throw ServiceError.cardRefused("card \(card.label) has no usable Reset Code; unblock with the admin PIN (`tokenpin token unblock --admin`)")
+                }
+                let code = try interaction.readSecret(.resetCode(card: card.label, triesLeft: status.retriesResetCode))
+                let new = try readNewCardPIN(interaction, maximum: status.maxLengthPW1)
+                do throws(OpenPGPError) {
+                    try card.run { session throws(OpenPGPError) in try session.resetRetryCounter(resetCode: code, newPIN: new) }
+                } catch {
+                    throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacingOccurrences(of: "card PIN", with: "Reset Code"))
+                }
+            }
+            logger.info("card PIN unblocked", [("card", card.label)])
+        }
+    }
+}

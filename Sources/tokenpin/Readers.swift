@@ -1,0 +1,129 @@
+import Foundation
+import Synchronization
+import TokenpinAPDU
+import TokenpinPCSC
+import TokenpinService
+import TokenpinSimulator
+
+/// The PC/SC readers through pcscd: what tokenpin uses with real tokens.
+struct PCSCReaders: CardReaders {
+    func list() throws(ServiceError) -> [ReaderPresence] {
+        do {
+            let context = try PCSCContext()
+            return try context.readerStatuses().map { ReaderPresence(name: $0.name, cardPresent: $0.state.contains(.present)) }
+        } catch {
+            throw Self.serviceError(error)
+        }
+    }
+
+    func open(_ reader: String) throws(ServiceError) -> any CardHandle {
+        do {
+            return PCSCHandle(connection: try PCSCCardConnection(reader: reader))
+        } catch {
+            throw Self.serviceError(error)
+        }
+    }
+
+    func describe(_ transportError: any Error) -> ServiceError {
+        if let error = transportError as? PCSCError { return Self.serviceError(error) }
+        return .tokenUnavailable("\(transportError)")
+    }
+
+    /// pcscd down is "a service is not running" (exit 69); everything else makes the token unavailable (exit 6).
+    static func serviceError(_ error: PCSCError) -> ServiceError {
+        let text = error.hint.map { "\($0) (\(error.description))" } ?? error.description
+        switch error {
+        case .noService, .serviceStopped, .shutdown: return .serviceUnavailable(text)
+        default: return .tokenUnavailable(text)
+        }
+    }
+}
+
+/// A PC/SC connection as the service's card handle: transactions, and a reset on close after a PIN.
+final class PCSCHandle: CardHandle {
+    let pcsc: PCSCCardConnection
+    var connection: any CardConnection { pcsc }
+
+    init(connection: PCSCCardConnection) { pcsc = connection }
+
+    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R {
+        try pcsc.withTransaction(body)
+    }
+
+    func close() {
+        try? pcsc.disconnect()
+    }
+}
+
+/// The in-process virtual card (`--reader sim`): one reader holding a `SimulatedCard` whose state lives in a
+/// file next to the records, so every flow works on a bare machine.
+struct SimulatorReaders: CardReaders {
+    /// The reader's name as `tokenpin readers` shows it.
+    static let readerName = "tokenpin virtual reader (simulated card)"
+    let card: SimulatedCard
+
+    /// Opens (or creates) the simulated card whose state is in `stateFile`.
+    static func open(stateFile: String) throws(ServiceError) -> SimulatorReaders {
+        let directory = (stateFile as NSString).deletingLastPathComponent
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                 attributes: [.posixPermissions: 0o700])
+        do {
+            return SimulatorReaders(card: try SimulatedCard(stateFile: stateFile))
+        } catch {
+            throw .tokenUnavailable("the simulated card cannot start: \(error)")
+        }
+    }
+
+    func list() throws(ServiceError) -> [ReaderPresence] {
+        [ReaderPresence(name: Self.readerName, cardPresent: card.isPresent)]
+    }
+
+    func open(_ reader: String) throws(ServiceError) -> any CardHandle {
+        guard reader == Self.readerName else { throw .tokenUnavailable("no reader named \(reader)") }
+        guard card.isPresent else { throw .tokenUnavailable("there is no card in the simulated reader") }
+        return SimulatorHandle(connection: SimulatedCardConnection(card: card))
+    }
+
+    func describe(_ transportError: any Error) -> ServiceError {
+        .tokenUnavailable("\(transportError)")
+    }
+}
+
+/// A session with the simulated card; closing resets it, as a PC/SC disconnect after a PIN does.
+final class SimulatorHandle: CardHandle {
+    let simulated: SimulatedCardConnection
+    var connection: any CardConnection { simulated }
+
+    init(connection: SimulatedCardConnection) { simulated = connection }
+
+    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R { try body() }
+
+    func close() { simulated.card.reset() }
+}
+
+/// One simulated card per process and state file, so that every command of a run sees the same card.
+enum SimulatorCards {
+    private static let cards = Mutex<[String: SimulatorReaders]>([:])
+
+    static func shared(stateFile: String) -> any CardReaders {
+        cards.withLock { cards -> any CardReaders in
+            if let existing = cards[stateFile] { return existing }
+            do {
+                let made = try SimulatorReaders.open(stateFile: stateFile)
+                cards[stateFile] = made
+                return made
+            } catch {
+                return UnavailableReaders(error: error as? ServiceError ?? .tokenUnavailable("\(error)"))
+            }
+        }
+    }
+}
+
+/// Readers that could not be set up; every use reports why.
+struct UnavailableReaders: CardReaders {
+    let error: ServiceError
+
+    func list() throws(ServiceError) -> [ReaderPresence] { throw error }
+    func open(_ reader: String) throws(ServiceError) -> any CardHandle { throw error }
+    func describe(_ transportError: any Error) -> ServiceError { error }
+}
