@@ -23,7 +23,7 @@ struct DemoCommand: Command {
             return context.console.fail(.ioError, errorCode: "simulator", message: "the simulated card cannot start: \(error)")
         }
         let service = PINService(store: RecordStore(directory: directory + "/store"), configuration: configuration,
-                                 user: "demo", cards: SimulatorReaders(card: card))
+                                 user: "demo", cards: SimulatorReaders.readers(card))
         var narrator = Narrator(console: context.console)
         do {
             try walk(service, &narrator)

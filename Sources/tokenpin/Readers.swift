@@ -57,53 +57,33 @@ final class PCSCHandle: CardHandle {
 
 /// The in-process virtual card (`--reader sim`): one reader holding a `SimulatedCard` whose state lives in a
 /// file next to the records, so every flow works on a bare machine.
-struct SimulatorReaders: CardReaders {
+enum SimulatorReaders {
     /// The reader's name as `tokenpin readers` shows it.
     static let readerName = "tokenpin virtual reader (simulated card)"
-    let card: SimulatedCard
+
+    /// One reader holding `card`.
+    static func readers(_ card: SimulatedCard) -> InProcessReaders {
+        InProcessReaders([InProcessReaders.Reader(
+            name: readerName, isPresent: { card.isPresent },
+            connect: { SimulatedCardConnection(card: card) }, reset: { card.reset() })])
+    }
 
     /// Opens (or creates) the simulated card whose state is in `stateFile`.
-    static func open(stateFile: String) throws(ServiceError) -> SimulatorReaders {
+    static func open(stateFile: String) throws(ServiceError) -> InProcessReaders {
         let directory = (stateFile as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                  attributes: [.posixPermissions: 0o700])
         do {
-            return SimulatorReaders(card: try SimulatedCard(stateFile: stateFile))
+            return readers(try SimulatedCard(stateFile: stateFile))
         } catch {
             throw .tokenUnavailable("the simulated card cannot start: \(error)")
         }
     }
-
-    func list() throws(ServiceError) -> [ReaderPresence] {
-        [ReaderPresence(name: Self.readerName, cardPresent: card.isPresent)]
-    }
-
-    func open(_ reader: String) throws(ServiceError) -> any CardHandle {
-        guard reader == Self.readerName else { throw .tokenUnavailable("no reader named \(reader)") }
-        guard card.isPresent else { throw .tokenUnavailable("there is no card in the simulated reader") }
-        return SimulatorHandle(connection: SimulatedCardConnection(card: card))
-    }
-
-    func describe(_ transportError: any Error) -> ServiceError {
-        .tokenUnavailable("\(transportError)")
-    }
-}
-
-/// A session with the simulated card; closing resets it, as a PC/SC disconnect after a PIN does.
-final class SimulatorHandle: CardHandle {
-    let simulated: SimulatedCardConnection
-    var connection: any CardConnection { simulated }
-
-    init(connection: SimulatedCardConnection) { simulated = connection }
-
-    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R { try body() }
-
-    func close() { simulated.card.reset() }
 }
 
 /// One simulated card per process and state file, so that every command of a run sees the same card.
 enum SimulatorCards {
-    private static let cards = Mutex<[String: SimulatorReaders]>([:])
+    private static let cards = Mutex<[String: InProcessReaders]>([:])
 
     static func shared(stateFile: String) -> any CardReaders {
         cards.withLock { cards -> any CardReaders in
