@@ -278,10 +278,9 @@ struct SessionTests {
                 }
                 // Some malformations leave a valid answer (a truncated empty body); that is fine.
             } catch {
-                switch error {
-                case .malformed, .unexpected, .wrongPIN: break
-                default: Issue.record("INS \(Hex.encode([instruction])) \(kind): \(error)")
-                }
+                // A cut-off status word is a random one, so any typed error may come back; only the
+                // transport must not be blamed.
+                if case .transport = error { Issue.record("INS \(Hex.encode([instruction])) \(kind): \(error)") }
             }
         }
         // The PIN counter was not touched by any of it.

@@ -20,6 +20,7 @@ struct PCSCErrorTests {
         (.unknownReader, 0x8010_0009, "reader"),
         (.readerUnavailable, 0x8010_0017, "reader"),
         (.cancelled, 0x8010_0002, "cancelled"),
+        (.notTransacted, 0x8010_0016, "may have been removed"),
     ]
 
     @Test("codes, texts and hints", arguments: hints)
