@@ -55,10 +55,12 @@ struct PCSCErrorTests {
         #expect(error.description.contains("0x"))
     }
 
-    @Test("gone cards are recognised", arguments: [
-        (PCSCError.removedCard, true), (.noSmartCard, true), (.resetCard, true), (.unpoweredCard, true),
-        (.sharingViolation, false), (.timeout, false), (.noService, false),
-    ])
+    @Test(
+        "gone cards are recognised",
+        arguments: [
+            (PCSCError.removedCard, true), (.noSmartCard, true), (.resetCard, true), (.unpoweredCard, true),
+            (.sharingViolation, false), (.timeout, false), (.noService, false),
+        ])
     func cardGone(error: PCSCError, gone: Bool) {
         #expect(error.isCardGone == gone)
     }

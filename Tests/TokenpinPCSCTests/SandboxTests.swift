@@ -30,7 +30,8 @@ enum Sandbox {
         let context = try PCSCContext()
         for _ in 0..<400 {
             if let status = try context.readerStatuses().first(where: { $0.name == reader }),
-               status.isCardPresent == present, !status.isMute {
+                status.isCardPresent == present, !status.isMute
+            {
                 return
             }
             Thread.sleep(forTimeInterval: 0.05)
@@ -52,8 +53,11 @@ final class SimulatorProcess {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let binary = try #require(Sandbox.environment["TOKENPIN_SIM_BIN"], "TOKENPIN_SIM_BIN is not set")
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--state", directory.appendingPathComponent("card.json").path, "--port", "\(port)",
-                             "--reinsert-after", "600000"] + arguments
+        process.arguments =
+            [
+                "--state", directory.appendingPathComponent("card.json").path, "--port", "\(port)",
+                "--reinsert-after", "600000",
+            ] + arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
