@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# real-clients.sh: the simulated card checked by clients nobody here wrote (OpenSC, GnuPG), through pcscd.
+#
+# Runs inside Simulator/pcscd-sandbox (it re-executes itself there when TOKENPIN_SANDBOX is not set), starts
+# its own tokenpin-sim on the first sandbox port with a fresh state file, and checks:
+#   opensc-tool --list-readers, --send-apdu SELECT and GET DATA;
+#   gpg --card-status (serial, OpenPGP, PIN retry counter 3 0 3);
+#   gpg --card-edit: change the PIN, block and unblock it (admin PIN and Reset Code), switch the key
+#   attributes to Curve25519, generate keys on the card; gpg decrypting a message to the card's cv25519
+#   key and signing with its Ed25519 key; a restarted simulator still decrypting.
+# The last line is "N passed, N failed"; the exit status is non-zero when anything failed.
+#
+# Usage: sudo Simulator/tests/real-clients.sh   (needs pcscd, vsmartcard-vpcd, opensc, gnupg, scdaemon)
+
+set -uo pipefail
+
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [[ "${TOKENPIN_SANDBOX:-}" != 1 ]]; then
+    exec "$script_dir/../pcscd-sandbox" -- "$0" "$@"
+fi
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "ok - $1"; }
+fail() { failed=$((failed + 1)); echo "not ok - $1"; [[ -n "${2:-}" ]] && sed 's/^/    # /' <<<"$2"; }
+check() {  # check NAME OUTPUT PATTERN: passes when OUTPUT matches the extended regex PATTERN
+    if grep -Eq -- "$3" <<<"$2"; then pass "$1"; else fail "$1" "$2"; fi
+}
+
+work=$(mktemp -d /tmp/tokenpin-real-clients.XXXXXX)
+sim_pid=""
+stop_card() {
+    if [[ -n "$sim_pid" ]]; then kill -TERM "$sim_pid" 2>/dev/null; wait "$sim_pid" 2>/dev/null; sim_pid=""; fi
+}
+# pcscd notices a pulled card at its next presence poll; wait for that so a later "Yes" is the new card.
+wait_for_removal() {
+    for _ in $(seq 50); do
+        opensc-tool --list-readers 2>/dev/null | grep -q "Yes .*$reader" || return 0
+        sleep 0.1
+    done
+    return 1
+}
+cleanup() {
+    GNUPGHOME=$work/gnupg gpgconf --kill all 2>/dev/null
+    stop_card
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+port=${TOKENPIN_VPCD_PORTS%%,*}
+reader=${TOKENPIN_READERS%%|*}
+serial=${TOKENPIN_TEST_SERIAL:-0C0FFEE5}
+state=$work/card.json
+
+insert_card() {
+    "$TOKENPIN_SIM_BIN" --state "$state" --port "$port" --serial "$serial" "$@" 2>>"$work/tokenpin-sim.log" &
+    sim_pid=$!
+    for _ in $(seq 50); do
+        opensc-tool --list-readers 2>/dev/null | grep -q "Yes .*$reader" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+if insert_card --reset; then pass "tokenpin-sim inserted a card into '$reader'"; else
+    fail "tokenpin-sim inserted a card into '$reader'" "$(cat "$work/tokenpin-sim.log")"
+fi
+
+# --- OpenSC -------------------------------------------------------------------------------------------------
+out=$(opensc-tool --list-readers 2>&1)
+check "opensc-tool --list-readers sees the reader with a card" "$out" "^[0-9]+ +Yes +.*$reader"
+
+out=$(opensc-tool --reader "$reader" --send-apdu 00A4040006D27600012401 --send-apdu 00CA004F00 2>&1)
+check "opensc-tool SELECT answers 9000" "$out" "SW1=0x90, SW2=0x00\)$"
+check "opensc-tool GET DATA 4F returns the AID with the serial" "$out" \
+    "D2 76 00 01 24 01 03 04 FF FE ${serial:0:2} ${serial:2:2} .*SW1=0x90|D2 76 00 01 24 01 03 04 FF FE ${serial:0:2} ${serial:2:2}"
+out=$(opensc-tool --reader "$reader" --send-apdu 00A4040006D27600012401 --send-apdu 00CA00C400 2>&1)
+check "opensc-tool GET DATA C4 shows counters 3 0 3" "$out" "01 7F 7F 7F 03 00 03"
+out=$(opensc-tool --reader "$reader" --send-apdu 00A4040006D27600012401 --send-apdu 00CA00FF00 2>&1)
+check "opensc-tool GET DATA of an unknown DO answers 6A88" "$out" "SW1=0x6A, SW2=0x88"
+
+# --- GnuPG --------------------------------------------------------------------------------------------------
+export GNUPGHOME=$work/gnupg
+mkdir -m 700 "$GNUPGHOME"
+cat >"$GNUPGHOME/scdaemon.conf" <<EOF
+disable-ccid
+pcsc-driver ${TOKENPIN_PCSC_DRIVER:-/usr/lib/x86_64-linux-gnu/libpcsclite.so.1}
+reader-port $reader
+EOF
+echo allow-loopback-pinentry >"$GNUPGHOME/gpg-agent.conf"
+gpg_batch=(gpg --batch --no-tty --pinentry-mode loopback)
+
+# gpg --card-edit driven through --command-fd; every answer (PINs included) is one line on stdin.
+# gpg --card-edit driven like a person at the keyboard: each prompt gpg announces on its status channel
+# (GET_LINE / GET_HIDDEN / GET_BOOL keyword) is answered with the first unused "keyword=answer" argument
+# for that keyword; a cardedit.prompt without one gets "quit". PINs travel on the command channel
+# (loopback pinentry), never in argv of gpg. Prints gpg's status lines and messages.
+card_edit() {
+    local -a keys=() values=() used=()
+    local pair index
+    for pair in "$@"; do keys+=("${pair%%=*}"); values+=("${pair#*=}"); used+=(0); done
+    coproc GPG { gpg --no-tty --pinentry-mode loopback --command-fd 0 --status-fd 1 --card-edit 2>&1; }
+    local pid=$GPG_PID prompts=0 line keyword answer
+    while IFS= read -r -t 60 line <&"${GPG[0]}"; do
+        echo "$line"
+        [[ "$line" =~ ^\[GNUPG:\]\ GET_(LINE|HIDDEN|BOOL)\ (.*)$ ]] || continue
+        keyword=${BASH_REMATCH[2]}
+        prompts=$((prompts + 1))
+        if ((prompts > 40)); then echo "card_edit: gpg keeps prompting ($keyword); giving up"; kill "$pid"; break; fi
+        answer=""
+        [[ "$keyword" == cardedit.prompt ]] && answer=quit
+        [[ "$keyword" == cardutil.change_pin.menu ]] && answer=q
+        for index in "${!keys[@]}"; do
+            if [[ "${used[$index]}" == 0 && "${keys[$index]}" == "$keyword" ]]; then
+                answer=${values[$index]}
+                used[$index]=1
+                break
+            fi
+        done
+        echo "$answer" >&"${GPG[1]}"
+    done
+    wait "$pid" 2>/dev/null
+}
+# scdaemon keeps the card connected exclusively: stop it before another client uses the reader.
+apdu() { gpgconf --kill all 2>/dev/null; opensc-tool --reader "$reader" "$@" 2>&1; }
+
+out=$(gpg --card-status 2>&1)
+check "gpg --card-status shows the OpenPGP application" "$out" "^Application type \.: OpenPGP"
+check "gpg --card-status shows the serial number" "$out" "^Serial number \.\.\.\.: $serial"
+check "gpg --card-status shows PIN retry counter : 3 0 3" "$out" "^PIN retry counter : 3 0 3"
+check "gpg --card-status shows version 3.4" "$out" "^Version \.\.\.\.\.\.\.\.\.\.: 3\.4"
+
+out=$(card_edit cardedit.prompt=passwd passphrase.enter=123456 passphrase.enter=24681357 passphrase.enter=24681357)
+check "gpg changes the PIN" "$out" "SC_OP_SUCCESS|PIN changed"
+out=$(apdu --send-apdu 00A4040006D27600012401 --send-apdu 00200082083234363831333537 2>&1)
+check "the new PIN verifies (opensc-tool VERIFY 82)" "$(tail -1 <<<"$out")" "SW1=0x90, SW2=0x00"
+
+# Block PW1 with three wrong PINs, then unblock it with the admin PIN.
+apdu --send-apdu 00A4040006D27600012401 \
+    --send-apdu 0020008206303030303030 --send-apdu 0020008206303030303030 --send-apdu 0020008206303030303030 \
+    >"$work/block.log" 2>&1
+check "three wrong PINs answer 63C2, 63C1, 63C0" "$(cat "$work/block.log")" "SW1=0x63, SW2=0xC0"
+out=$(gpg --card-status 2>&1)
+check "gpg --card-status shows the blocked PIN: 0 0 3" "$out" "^PIN retry counter : 0 0 3"
+out=$(card_edit cardedit.prompt=admin cardedit.prompt=passwd cardutil.change_pin.menu=2 cardutil.change_pin.menu=q \
+    passphrase.enter=12345678 passphrase.enter=123456 passphrase.enter=123456)
+check "gpg unblocks the PIN with the admin PIN" "$out" "SC_OP_SUCCESS|PIN unblocked"
+out=$(gpg --card-status 2>&1)
+check "gpg --card-status shows 3 0 3 after the unblock" "$out" "^PIN retry counter : 3 0 3"
+
+# A Reset Code, then unblock with it (gpg --card-edit: unblock).
+out=$(card_edit cardedit.prompt=admin cardedit.prompt=passwd cardutil.change_pin.menu=4 cardutil.change_pin.menu=q \
+    passphrase.enter=12345678 passphrase.enter=87654321 passphrase.enter=87654321)
+check "gpg sets a Reset Code" "$out" "SC_OP_SUCCESS|Reset Code set"
+out=$(gpg --card-status 2>&1)
+check "gpg --card-status shows 3 3 3 with a Reset Code" "$out" "^PIN retry counter : 3 3 3"
+apdu --send-apdu 00A4040006D27600012401 --send-apdu 0020008106303030303030 \
+    --send-apdu 0020008106303030303030 --send-apdu 0020008106303030303030 >/dev/null 2>&1
+out=$(card_edit cardedit.prompt=unblock passphrase.enter=87654321 passphrase.enter=112233 passphrase.enter=112233)
+check "gpg unblocks the PIN with the Reset Code" "$out" "SC_OP_SUCCESS"
+out=$(apdu --send-apdu 00A4040006D27600012401 --send-apdu 0020008206313132323333 2>&1)
+check "the PIN set through the Reset Code verifies" "$(tail -1 <<<"$out")" "SW1=0x90, SW2=0x00"
+
+# Key attributes: Ed25519 for signing and authentication, cv25519 for decryption.
+out=$(card_edit cardedit.prompt=admin cardedit.prompt=key-attr cardedit.genkeys.algo=2 cardedit.genkeys.algo=2 \
+    cardedit.genkeys.algo=2 keygen.curve=1 keygen.curve=1 keygen.curve=1 \
+    passphrase.enter=12345678 passphrase.enter=12345678 passphrase.enter=12345678)
+out=$(gpg --card-status 2>&1)
+check "gpg switches the key attributes to Curve25519" "$out" "^Key attributes \.\.\.: ed25519 cv25519 ed25519"
+
+# Generate the three keys on the card.
+out=$(card_edit cardedit.prompt=admin cardedit.prompt=generate cardedit.genkeys.backup_enc=n \
+    passphrase.enter=112233 passphrase.enter=12345678 passphrase.enter=112233 passphrase.enter=112233 \
+    keygen.valid=0 "keygen.name=Card Holder" keygen.email=holder@example.org keygen.comment=)
+check "gpg generates keys on the card" "$out" "KEY_CREATED"
+out=$(gpg --card-status 2>&1)
+check "gpg --card-status lists an encryption key" "$out" "^Encryption key\.\.\.\.: [0-9A-F ]{50}"
+check "gpg --card-status shows the keys as generated on the card" "$out" "created \.\.\.\.: [0-9]{4}-"
+
+# Decrypt a message encrypted to the card's cv25519 key; sign with its Ed25519 key.
+echo "a message for the card" | gpg --batch --trust-model always -a -e -r holder@example.org >"$work/msg.asc" 2>&1
+out=$("${gpg_batch[@]}" --passphrase 112233 -d "$work/msg.asc" 2>&1)
+check "gpg decrypts a message to the card's cv25519 key" "$out" "^a message for the card$"
+out=$(echo "signed text" | "${gpg_batch[@]}" --passphrase 112233 -u holder@example.org -s 2>/dev/null | gpg --batch --verify 2>&1)
+check "gpg signs with the card's Ed25519 key and the signature verifies" "$out" "Good signature"
+
+# A restarted simulator is the same card: counters and keys survive.
+stop_card
+gpgconf --kill all
+if wait_for_removal; then pass "pcscd sees the card pulled when the simulator stops"; else
+    fail "pcscd sees the card pulled when the simulator stops"
+fi
+if insert_card; then pass "the simulator restarts on the same state file"; else fail "the simulator restarts on the same state file"; fi
+out=$("${gpg_batch[@]}" --passphrase 112233 -d "$work/msg.asc" 2>&1)
+check "gpg decrypts after the simulator restarted" "$out" "^a message for the card$"
+out=$(gpg --card-status 2>&1)
+check "the restarted card keeps its serial and counters" "$out" "^PIN retry counter : 3 3 3"
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
