@@ -136,8 +136,10 @@ public enum AlgorithmAttributes: Sendable, Hashable, CustomStringConvertible {
     public var encoded: [UInt8] {
         switch self {
         case .rsa(let modulus, let exponent, let importFormat):
-            var bytes = [Self.rsaAlgorithmID, UInt8((modulus >> 8) & 0xFF), UInt8(modulus & 0xFF),
-                         UInt8((exponent >> 8) & 0xFF), UInt8(exponent & 0xFF)]
+            var bytes = [
+                Self.rsaAlgorithmID, UInt8((modulus >> 8) & 0xFF), UInt8(modulus & 0xFF),
+                UInt8((exponent >> 8) & 0xFF), UInt8(exponent & 0xFF),
+            ]
             if let importFormat { bytes.append(importFormat) }
             return bytes
         case .ecdh(let curve, let importFormat):

@@ -250,10 +250,16 @@ public struct ApplicationRelatedData: Sendable, Equatable {
         guard var capabilities = CardCapabilities.lengthCapabilities(historicalBytes) else { return nil }
         if capabilities.extendedLength, let info = extendedLengthInformation {
             // Leave room for the header, Lc and Le around the data.
-            capabilities.maxCommandData = max(CommandAPDU.shortMaxData, min(CommandAPDU.extendedMaxData,
-                                                                             info.maxCommandBytes - 9))
-            capabilities.maxResponseData = max(CommandAPDU.shortMaxLe, min(CommandAPDU.extendedMaxLe,
-                                                                            info.maxResponseBytes - 2))
+            capabilities.maxCommandData = max(
+                CommandAPDU.shortMaxData,
+                min(
+                    CommandAPDU.extendedMaxData,
+                    info.maxCommandBytes - 9))
+            capabilities.maxResponseData = max(
+                CommandAPDU.shortMaxLe,
+                min(
+                    CommandAPDU.extendedMaxLe,
+                    info.maxResponseBytes - 2))
         }
         return capabilities
     }

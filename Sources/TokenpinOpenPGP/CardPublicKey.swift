@@ -26,8 +26,8 @@ public enum CardPublicKey: Sendable, Hashable {
             return
         }
         guard let modulus = objects.first(where: { $0.tag == DataObject.rsaModulus }),
-              let exponent = objects.first(where: { $0.tag == DataObject.rsaExponent }),
-              !modulus.value.isEmpty, !exponent.value.isEmpty
+            let exponent = objects.first(where: { $0.tag == DataObject.rsaExponent }),
+            !modulus.value.isEmpty, !exponent.value.isEmpty
         else { throw APDUError(.invalidStructure, "public key template without a point or an RSA key") }
         self = .rsa(modulus: modulus.value, exponent: exponent.value)
     }

@@ -47,7 +47,7 @@ public enum OpenPGPError: Error, Sendable, CustomStringConvertible {
         case .conditionsOfUseNotSatisfied: self = .wrongAlgorithm
         case .incorrectData: self = .incorrectData
         case .instructionNotSupported, .classNotSupported, .logicalChannelNotSupported,
-             .secureMessagingNotSupported, .commandChainingNotSupported, StatusWord(rawValue: 0x6A81):
+            .secureMessagingNotSupported, .commandChainingNotSupported, StatusWord(rawValue: 0x6A81):
             self = .unsupported(statusWord)
         default: self = .unexpected(statusWord)
         }
@@ -78,8 +78,8 @@ extension OpenPGPError: Equatable {
         switch (lhs, rhs) {
         case (.wrongPIN(let a), .wrongPIN(let b)): a == b
         case (.blocked, .blocked), (.securityStatusNotSatisfied, .securityStatusNotSatisfied),
-             (.referencedDataNotFound, .referencedDataNotFound), (.applicationNotFound, .applicationNotFound),
-             (.wrongAlgorithm, .wrongAlgorithm), (.incorrectData, .incorrectData):
+            (.referencedDataNotFound, .referencedDataNotFound), (.applicationNotFound, .applicationNotFound),
+            (.wrongAlgorithm, .wrongAlgorithm), (.incorrectData, .incorrectData):
             true
         case (.unsupported(let a), .unsupported(let b)), (.unexpected(let a), .unexpected(let b)): a == b
         case (.malformed(let a), .malformed(let b)): a == b

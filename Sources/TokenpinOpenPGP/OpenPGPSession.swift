@@ -33,8 +33,9 @@ public struct OpenPGPSession {
     /// OpenPGP card 3.4.1, §7.2.1: SELECT `00 A4 04 00` with the AID `D2 76 00 01 24 01`.
     /// Throws `.applicationNotFound` when the card has none.
     public func select() throws(OpenPGPError) {
-        let command = CommandAPDU(ins: OpenPGPInstruction.select, p1: OpenPGPParameter.selectByName, p2: 0x00,
-                                  data: OpenPGPApplication.aid)
+        let command = CommandAPDU(
+            ins: OpenPGPInstruction.select, p1: OpenPGPParameter.selectByName, p2: 0x00,
+            data: OpenPGPApplication.aid)
         try check(send(command))
     }
 
@@ -77,8 +78,9 @@ public struct OpenPGPSession {
     /// OpenPGP card 3.4.1, §7.2.6: GET DATA `00 CA` with the tag in P1-P2.
     public func getData(_ tag: UInt32) throws(OpenPGPError) -> [UInt8] {
         guard tag <= 0xFFFF else { throw .invalidArgument("GET DATA takes a tag of at most two bytes") }
-        let command = CommandAPDU(ins: OpenPGPInstruction.getData, p1: UInt8(tag >> 8), p2: UInt8(tag & 0xFF),
-                                  le: CommandAPDU.extendedMaxLe)
+        let command = CommandAPDU(
+            ins: OpenPGPInstruction.getData, p1: UInt8(tag >> 8), p2: UInt8(tag & 0xFF),
+            le: CommandAPDU.extendedMaxLe)
         let response = try send(command)
         try check(response)
         return response.data
@@ -129,8 +131,10 @@ public struct OpenPGPSession {
     /// OpenPGP card 3.4.1, §7.2.3: CHANGE REFERENCE DATA `00 24 00 81` (PW1) or `00 24 00 83` (PW3) with the
     /// current then the new password. Sensitive; the buffer is wiped before this returns.
     /// - Throws: `.wrongPIN(retriesLeft:)`, `.blocked`, `.incorrectData` (new PIN too short for the card).
-    public func changeReferenceData(_ reference: PasswordReference, current: borrowing SecretBytes,
-                                    new: borrowing SecretBytes) throws(OpenPGPError) {
+    public func changeReferenceData(
+        _ reference: PasswordReference, current: borrowing SecretBytes,
+        new: borrowing SecretBytes
+    ) throws(OpenPGPError) {
         guard (1...Self.maxPINLength).contains(current.count), (1...Self.maxPINLength).contains(new.count) else {
             throw .invalidArgument("a PIN must have 1 to \(Self.maxPINLength) bytes")
         }
@@ -151,13 +155,17 @@ public struct OpenPGPSession {
     /// OpenPGP card 3.4.1, §7.2.4: RESET RETRY COUNTER `00 2C 00 81` with the Resetting Code then the new
     /// PW1. Sensitive; the buffer is wiped before this returns.
     /// - Throws: `.wrongPIN(retriesLeft:)` for a wrong Resetting Code, `.blocked` when it is blocked or not set.
-    public func resetRetryCounter(resetCode: borrowing SecretBytes,
-                                  newPIN: borrowing SecretBytes) throws(OpenPGPError) {
+    public func resetRetryCounter(
+        resetCode: borrowing SecretBytes,
+        newPIN: borrowing SecretBytes
+    ) throws(OpenPGPError) {
         guard (1...Self.maxPINLength).contains(resetCode.count), (1...Self.maxPINLength).contains(newPIN.count) else {
             throw .invalidArgument("a PIN must have 1 to \(Self.maxPINLength) bytes")
         }
-        let header = [Self.interindustryClass, OpenPGPInstruction.resetRetryCounter,
-                      OpenPGPParameter.resetWithResettingCode, PasswordReference.pw1Signing.rawValue]
+        let header = [
+            Self.interindustryClass, OpenPGPInstruction.resetRetryCounter,
+            OpenPGPParameter.resetWithResettingCode, PasswordReference.pw1Signing.rawValue,
+        ]
         let response = try exchangeSensitive(header: header, dataCount: resetCode.count + newPIN.count, le: nil) {
             apdu in
             resetCode.withUnsafeBytes { apdu.append(contentsOf: $0) }
@@ -178,8 +186,10 @@ public struct OpenPGPSession {
         guard (1...Self.maxPINLength).contains(newPIN.count) else {
             throw .invalidArgument("a PIN must have 1 to \(Self.maxPINLength) bytes")
         }
-        let header = [Self.interindustryClass, OpenPGPInstruction.resetRetryCounter,
-                      OpenPGPParameter.resetAfterAdminVerification, PasswordReference.pw1Signing.rawValue]
+        let header = [
+            Self.interindustryClass, OpenPGPInstruction.resetRetryCounter,
+            OpenPGPParameter.resetAfterAdminVerification, PasswordReference.pw1Signing.rawValue,
+        ]
         let response = try exchangeSensitive(header: header, dataCount: newPIN.count, le: nil) { apdu in
             newPIN.withUnsafeBytes { apdu.append(contentsOf: $0) }
         }
@@ -228,8 +238,9 @@ public struct OpenPGPSession {
     }
 
     private func keyPairCommand(_ p1: UInt8, _ key: KeyReference) throws(OpenPGPError) -> CardPublicKey {
-        let command = CommandAPDU(ins: OpenPGPInstruction.generateAsymmetricKeyPair, p1: p1, p2: 0x00,
-                                  data: [key.controlReferenceTemplate, 0x00], le: CommandAPDU.extendedMaxLe)
+        let command = CommandAPDU(
+            ins: OpenPGPInstruction.generateAsymmetricKeyPair, p1: p1, p2: 0x00,
+            data: [key.controlReferenceTemplate, 0x00], le: CommandAPDU.extendedMaxLe)
         let response = try send(command)
         try check(response)
         do {
@@ -245,8 +256,9 @@ public struct OpenPGPSession {
     /// Throws `.incorrectData` or `.wrongAlgorithm` when the card does not offer the algorithm.
     public func setAlgorithmAttributes(_ attributes: AlgorithmAttributes, for key: KeyReference) throws(OpenPGPError) {
         let tag = key.attributesTag
-        let command = CommandAPDU(ins: OpenPGPInstruction.putData, p1: UInt8(tag >> 8), p2: UInt8(tag & 0xFF),
-                                  data: attributes.encoded)
+        let command = CommandAPDU(
+            ins: OpenPGPInstruction.putData, p1: UInt8(tag >> 8), p2: UInt8(tag & 0xFF),
+            data: attributes.encoded)
         try check(send(command))
     }
 
@@ -264,13 +276,20 @@ public struct OpenPGPSession {
         guard ephemeralPublicKey.count == 32 else {
             throw .invalidArgument("an X25519 public key has 32 bytes, not \(ephemeralPublicKey.count)")
         }
-        let cipher = TLV(tag: DataObject.cipher, children: [
-            TLV(tag: DataObject.publicKey, children: [TLV(tag: DataObject.eccPoint, value: ephemeralPublicKey)]),
-        ]).encoded
-        let header = [Self.interindustryClass, OpenPGPInstruction.performSecurityOperation,
-                      OpenPGPParameter.decipher.p1, OpenPGPParameter.decipher.p2]
-        var response = try exchangeSensitive(header: header, dataCount: cipher.count, le: 256,
-                                             describeData: true) { apdu in
+        let cipher = TLV(
+            tag: DataObject.cipher,
+            children: [
+                TLV(tag: DataObject.publicKey, children: [TLV(tag: DataObject.eccPoint, value: ephemeralPublicKey)])
+            ]
+        ).encoded
+        let header = [
+            Self.interindustryClass, OpenPGPInstruction.performSecurityOperation,
+            OpenPGPParameter.decipher.p1, OpenPGPParameter.decipher.p2,
+        ]
+        var response = try exchangeSensitive(
+            header: header, dataCount: cipher.count, le: 256,
+            describeData: true
+        ) { apdu in
             apdu.append(contentsOf: cipher)
         }
         guard response.statusWord.isSuccess else {
@@ -317,9 +336,12 @@ public struct OpenPGPSession {
     /// `transmit`, fetches `61 xx` remainders and repeats once for `6C xx`, then wipes the command buffer
     /// and every raw answer. The returned data is the caller's to wipe. `send(_:)` is not used because its
     /// intermediate copies cannot be wiped.
-    private func exchangeSensitive(header: [UInt8], dataCount: Int, le: Int?, describeData: Bool = false,
-                                   fill: (inout [UInt8]) -> Void) throws(OpenPGPError)
-        -> (data: [UInt8], statusWord: StatusWord) {
+    private func exchangeSensitive(
+        header: [UInt8], dataCount: Int, le: Int?, describeData: Bool = false,
+        fill: (inout [UInt8]) -> Void
+    ) throws(OpenPGPError)
+        -> (data: [UInt8], statusWord: StatusWord)
+    {
         guard dataCount <= CommandAPDU.shortMaxData else {
             throw .invalidArgument("command data of \(dataCount) bytes does not fit a short APDU")
         }
@@ -355,8 +377,10 @@ public struct OpenPGPSession {
                 secureZero(&data)
                 throw .malformed(APDUError(.responseTooLong, "card keeps announcing more data"))
             }
-            var more = try transmitRaw([header[0], OpenPGPInstruction.getResponse, 0x00, 0x00,
-                                        remaining == 0 ? 0 : UInt8(remaining)])
+            var more = try transmitRaw([
+                header[0], OpenPGPInstruction.getResponse, 0x00, 0x00,
+                remaining == 0 ? 0 : UInt8(remaining),
+            ])
             statusWord = try Self.statusWord(of: &more)
             data.append(contentsOf: more.dropLast(2))
             secureZero(&more)

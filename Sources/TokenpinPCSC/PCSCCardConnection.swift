@@ -50,8 +50,9 @@ public final class PCSCCardConnection: CardConnection {
         let context = try PCSCLibrary.establishContext()
         let connected: (card: Int, activeProtocol: UInt32)
         do {
-            connected = try PCSCLibrary.connect(context, reader: reader, shareMode: shareMode.rawValue,
-                                                protocols: protocols.rawValue)
+            connected = try PCSCLibrary.connect(
+                context, reader: reader, shareMode: shareMode.rawValue,
+                protocols: protocols.rawValue)
         } catch {
             PCSCLibrary.releaseContext(context)
             throw error
@@ -69,7 +70,8 @@ public final class PCSCCardConnection: CardConnection {
 
     deinit {
         if isConnected {
-            try? PCSCLibrary.disconnect(card, disposition: (holdsSecurityState ? CardDisposition.reset : .leave).rawValue)
+            try? PCSCLibrary.disconnect(
+                card, disposition: (holdsSecurityState ? CardDisposition.reset : .leave).rawValue)
         }
         PCSCLibrary.releaseContext(context)
     }
@@ -84,14 +86,16 @@ public final class PCSCCardConnection: CardConnection {
         guard isConnected else { throw PCSCError.invalidHandle }
         let count: Int
         do {
-            count = try PCSCLibrary.transmit(card, protocolT1: activeProtocol != .t0, command: command,
-                                             receive: &receiveBuffer)
+            count = try PCSCLibrary.transmit(
+                card, protocolT1: activeProtocol != .t0, command: command,
+                receive: &receiveBuffer)
         } catch {
             // The reset we asked for at the end of the last transaction: renegotiate and send again.
             guard error == .resetCard, expectsOwnReset else { throw error }
             try resynchronize()
-            count = try PCSCLibrary.transmit(card, protocolT1: activeProtocol != .t0, command: command,
-                                             receive: &receiveBuffer)
+            count = try PCSCLibrary.transmit(
+                card, protocolT1: activeProtocol != .t0, command: command,
+                receive: &receiveBuffer)
         }
         expectsOwnReset = false
         let answer = Array(receiveBuffer[0..<count])
@@ -172,8 +176,9 @@ public final class PCSCCardConnection: CardConnection {
     }
 
     private func resynchronize() throws(PCSCError) {
-        let active = try PCSCLibrary.reconnect(card, shareMode: shareMode.rawValue, protocols: protocols.rawValue,
-                                               initialization: CardDisposition.leave.rawValue)
+        let active = try PCSCLibrary.reconnect(
+            card, shareMode: shareMode.rawValue, protocols: protocols.rawValue,
+            initialization: CardDisposition.leave.rawValue)
         activeProtocol = CardProtocols(rawValue: active)
         expectsOwnReset = false
         if let status = try? PCSCLibrary.status(card) { atr = status.atr }
@@ -209,11 +214,11 @@ public final class PCSCCardConnection: CardConnection {
     /// RETRY COUNTER (ISO/IEC 7816-4, §11.5.6, §11.5.7, §11.5.10).
     private func noteSecurityState(command: [UInt8], answer: [UInt8]) {
         guard command.count >= 4, answer.count >= 2,
-              answer[answer.count - 2] == 0x90, answer[answer.count - 1] == 0x00
+            answer[answer.count - 2] == 0x90, answer[answer.count - 1] == 0x00
         else { return }
         switch command[1] {
         case SecurityInstruction.verify, SecurityInstruction.changeReferenceData,
-             SecurityInstruction.resetRetryCounter:
+            SecurityInstruction.resetRetryCounter:
             holdsSecurityState = true
         default:
             break

@@ -33,7 +33,7 @@ public struct PCSCContext: ~Copyable, Sendable {
     public func readers() throws(PCSCError) -> [String] {
         do {
             return ReaderList.parse(try PCSCLibrary.listReaders(handle))
-        } catch where error == .noReadersAvailable {
+        } catch  where error == .noReadersAvailable {
             return []
         }
     }

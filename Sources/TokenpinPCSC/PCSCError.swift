@@ -172,6 +172,8 @@ public struct PCSCError: Error, RawRepresentable, Hashable, Sendable, CustomStri
                 + "unplug and replug the token."
         case .unresponsiveCard, .notReady, .communicationError, .communicationDataLost, .unsupportedCard:
             return "The card does not respond. Unplug and replug the token or reinsert the card, then retry."
+        case .notTransacted:
+            return "The card did not complete the command; it may have been removed. Check it and retry."
         case .cancelled, .systemCancelled:
             return "The operation was cancelled."
         case .protocolMismatch, .cardUnsupported:

@@ -85,8 +85,10 @@ enum PCSCLibrary {
     /// Connects to the card in `reader`; returns the card handle and the protocol in use.
     ///
     /// The corresponding C function is `SCardConnect`.
-    static func connect(_ context: Context, reader: String, shareMode: UInt32,
-                        protocols: UInt32) throws(PCSCError) -> (card: Card, activeProtocol: UInt32) {
+    static func connect(
+        _ context: Context, reader: String, shareMode: UInt32,
+        protocols: UInt32
+    ) throws(PCSCError) -> (card: Card, activeProtocol: UInt32) {
         var card: SCARDHANDLE = 0
         var active: DWORD = 0
         try check(SCardConnect(SCARDCONTEXT(context), reader, DWORD(shareMode), DWORD(protocols), &card, &active))
@@ -96,11 +98,15 @@ enum PCSCLibrary {
     /// Re-establishes a connection after the card was reset (by us or another process).
     ///
     /// The corresponding C function is `SCardReconnect`.
-    static func reconnect(_ card: Card, shareMode: UInt32, protocols: UInt32,
-                          initialization: UInt32) throws(PCSCError) -> UInt32 {
+    static func reconnect(
+        _ card: Card, shareMode: UInt32, protocols: UInt32,
+        initialization: UInt32
+    ) throws(PCSCError) -> UInt32 {
         var active: DWORD = 0
-        try check(SCardReconnect(SCARDHANDLE(card), DWORD(shareMode), DWORD(protocols), DWORD(initialization),
-                                 &active))
+        try check(
+            SCardReconnect(
+                SCARDHANDLE(card), DWORD(shareMode), DWORD(protocols), DWORD(initialization),
+                &active))
         return UInt32(truncatingIfNeeded: active)
     }
 
@@ -128,8 +134,10 @@ enum PCSCLibrary {
     /// The reader name, state bits, protocol and ATR of a connected card.
     ///
     /// The corresponding C function is `SCardStatus`.
-    static func status(_ card: Card) throws(PCSCError) -> (reader: String, state: UInt32, activeProtocol: UInt32,
-                                                           atr: [UInt8]) {
+    static func status(_ card: Card) throws(PCSCError) -> (
+        reader: String, state: UInt32, activeProtocol: UInt32,
+        atr: [UInt8]
+    ) {
         var name = [CChar](repeating: 0, count: maxReaderName + 1)
         var nameLength = DWORD(maxReaderName)
         var state: DWORD = 0
@@ -138,31 +146,38 @@ enum PCSCLibrary {
         var atrLength = DWORD(maxATRSize)
         try check(SCardStatus(SCARDHANDLE(card), &name, &nameLength, &state, &active, &atr, &atrLength))
         name[maxReaderName] = 0
-        let reader = ReaderList.decodeName(name.prefix(Int(min(nameLength, DWORD(maxReaderName)))).map {
-            UInt8(bitPattern: $0)
-        })
-        return (reader, UInt32(truncatingIfNeeded: state), UInt32(truncatingIfNeeded: active),
-                Array(atr.prefix(Int(min(atrLength, DWORD(maxATRSize))))))
+        let reader = ReaderList.decodeName(
+            name.prefix(Int(min(nameLength, DWORD(maxReaderName)))).map {
+                UInt8(bitPattern: $0)
+            })
+        return (
+            reader, UInt32(truncatingIfNeeded: state), UInt32(truncatingIfNeeded: active),
+            Array(atr.prefix(Int(min(atrLength, DWORD(maxATRSize)))))
+        )
     }
 
     /// Sends `command` and writes the answer into `receive`; returns the number of bytes written.
     ///
     /// `g_rgSCardT0Pci` or `g_rgSCardT1Pci` goes in by pointer (`SCARD_PCI_T1` does not import).
     /// The corresponding C function is `SCardTransmit`.
-    static func transmit(_ card: Card, protocolT1: Bool, command: [UInt8],
-                         receive: inout [UInt8]) throws(PCSCError) -> Int {
+    static func transmit(
+        _ card: Card, protocolT1: Bool, command: [UInt8],
+        receive: inout [UInt8]
+    ) throws(PCSCError) -> Int {
         var length = DWORD(receive.count)
         let result: LONG = receive.withUnsafeMutableBufferPointer { out in
             command.withUnsafeBufferPointer { input in
                 if protocolT1 {
                     withUnsafePointer(to: g_rgSCardT1Pci) { pci in
-                        SCardTransmit(SCARDHANDLE(card), pci, input.baseAddress, DWORD(input.count), nil,
-                                      out.baseAddress, &length)
+                        SCardTransmit(
+                            SCARDHANDLE(card), pci, input.baseAddress, DWORD(input.count), nil,
+                            out.baseAddress, &length)
                     }
                 } else {
                     withUnsafePointer(to: g_rgSCardT0Pci) { pci in
-                        SCardTransmit(SCARDHANDLE(card), pci, input.baseAddress, DWORD(input.count), nil,
-                                      out.baseAddress, &length)
+                        SCardTransmit(
+                            SCARDHANDLE(card), pci, input.baseAddress, DWORD(input.count), nil,
+                            out.baseAddress, &length)
                     }
                 }
             }
@@ -183,8 +198,10 @@ enum PCSCLibrary {
     ///
     /// Fills in `eventState` and `atr`. Returns false when the timeout passed without a change.
     /// The corresponding C function is `SCardGetStatusChange`.
-    static func getStatusChange(_ context: Context, timeout: UInt32,
-                                entries: inout [ReaderStateEntry]) throws(PCSCError) -> Bool {
+    static func getStatusChange(
+        _ context: Context, timeout: UInt32,
+        entries: inout [ReaderStateEntry]
+    ) throws(PCSCError) -> Bool {
         guard !entries.isEmpty else { return false }
         // The reader names must stay valid C strings for the whole call.
         let names: [UnsafeMutablePointer<CChar>?] = entries.map { strdup($0.reader) }

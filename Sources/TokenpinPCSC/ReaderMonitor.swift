@@ -87,8 +87,10 @@ public struct ReaderMonitor: ~Copyable {
             }
             var entries = known.map { PCSCLibrary.ReaderStateEntry(reader: $0.name, currentState: $0.state) }
             if plugAndPlaySupported {
-                entries.append(PCSCLibrary.ReaderStateEntry(reader: PCSCLibrary.plugAndPlayReaderName,
-                                                            currentState: plugAndPlayState))
+                entries.append(
+                    PCSCLibrary.ReaderStateEntry(
+                        reader: PCSCLibrary.plugAndPlayReaderName,
+                        currentState: plugAndPlayState))
             }
             let changed: Bool
             if entries.isEmpty {
@@ -121,11 +123,13 @@ public struct ReaderMonitor: ~Copyable {
                 continue
             }
             guard entry.eventState & ReaderState.changed.rawValue != 0,
-                  let index = known.firstIndex(where: { $0.name == entry.reader })
+                let index = known.firstIndex(where: { $0.name == entry.reader })
             else { continue }
             let old = known[index].state
             if entry.eventState & (ReaderState.unknown.rawValue | ReaderState.ignore.rawValue) != 0 {
-                if old & ReaderState.present.rawValue != 0 { events.append(ReaderEvent(.cardRemoved, reader: entry.reader)) }
+                if old & ReaderState.present.rawValue != 0 {
+                    events.append(ReaderEvent(.cardRemoved, reader: entry.reader))
+                }
                 events.append(ReaderEvent(.readerRemoved, reader: entry.reader))
                 known.remove(at: index)
                 continue
@@ -162,7 +166,9 @@ public struct ReaderMonitor: ~Copyable {
         let names = try context.readers()
         var events: [ReaderEvent] = []
         for gone in known where !names.contains(gone.name) {
-            if gone.state & ReaderState.present.rawValue != 0 { events.append(ReaderEvent(.cardRemoved, reader: gone.name)) }
+            if gone.state & ReaderState.present.rawValue != 0 {
+                events.append(ReaderEvent(.cardRemoved, reader: gone.name))
+            }
             events.append(ReaderEvent(.readerRemoved, reader: gone.name))
         }
         known.removeAll { !names.contains($0.name) }

@@ -8,7 +8,8 @@ enum RecordedAnswers {
     /// keys, a cv25519 decryption key; 7F74 (general feature management), 7F66 (2048-byte buffers),
     /// attestation attributes (DA), key information (DE), touch policies (D6-D9). 275 bytes: longer than a
     /// short answer.
-    static let yubiKey5 = Hex.decode("""
+    static let yubiKey5 = Hex.decode(
+        """
         6E82010F4F10D27600012401030400061234567800005F520800730000E00590007F74038101207F6608020208000202
         08007381DEC00A7D000BFE080000FF0000C106010800001100C20B122B060104019755010501C306010800001100DA06
         010800001100C407007F7F7F030003C53C101112131415161718191A1B1C1D1E1F20212223404142434445464748494A
@@ -19,7 +20,8 @@ enum RecordedAnswers {
 
     /// GET DATA 6E of a Nitrokey 3 (OpenPGP 3.4, serial A1B2C3D4): Ed25519 signature and authentication
     /// keys, cv25519 decryption key with import format FF; extended length without chaining.
-    static let nitrokey3 = Hex.decode("""
+    static let nitrokey3 = Hex.decode(
+        """
         6E81F24F10D276000124010304000FA1B2C3D400005F520A0031F573C001600590007F660802020BFE02020BFE7381C5
         C00A7F000800000000FF0100C10A162B06010401DA470F01C20C122B060104019755010501FFC30A162B06010401DA47
         0F01C407017F7F7F030003C53C0102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F20212223
@@ -29,7 +31,8 @@ enum RecordedAnswers {
         """)!
 
     /// A cv25519 public key answer: 7F49 { 86 20 <32 bytes> }.
-    static let cv25519PublicKey = Hex.decode("7F4922862052C4E6B0D3F0E1C2A3B4958677685A4B3C2D1E0F00112233445566778899AABB")!
+    static let cv25519PublicKey = Hex.decode(
+        "7F4922862052C4E6B0D3F0E1C2A3B4958677685A4B3C2D1E0F00112233445566778899AABB")!
 }
 
 @Suite("Application related data")
@@ -83,8 +86,9 @@ struct ApplicationRelatedDataTests {
         #expect(data.hasCurve25519DecryptionKey)
     }
 
-    @Test("every prefix fails cleanly and trailing bytes are rejected",
-          arguments: [RecordedAnswers.yubiKey5, RecordedAnswers.nitrokey3])
+    @Test(
+        "every prefix fails cleanly and trailing bytes are rejected",
+        arguments: [RecordedAnswers.yubiKey5, RecordedAnswers.nitrokey3])
     func truncation(answer: [UInt8]) {
         for length in 0..<answer.count {
             #expect(throws: APDUError.self) { try ApplicationRelatedData(parsing: Array(answer.prefix(length))) }
@@ -104,20 +108,35 @@ struct ApplicationRelatedDataTests {
         ("length past the end", "6E 82 FF FF 4F 10"),
         ("five-byte length", "6E 85 00 00 00 00 10"),
         ("no PW status", "6E 12 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00"),
-        ("PW status of 6 bytes",
-         "6E 1A 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 06 00 7F 7F 7F 03 00"),
-        ("PW status of 8 bytes",
-         "6E 1C 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 08 00 7F 7F 7F 03 00 03 00"),
-        ("empty algorithm attributes",
-         "6E 1D 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 C2 00"),
-        ("RSA attributes of 3 bytes",
-         "6E 20 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 C1 03 01 08 00"),
-        ("fingerprints of 59 bytes", "6E 5C 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 C5 3B"
-            + String(repeating: " 11", count: 59)),
-        ("key information of odd length",
-         "6E 20 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 DE 03 01 02 02"),
-        ("extended length information that is not two integers",
-         "6E 21 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 7F 66 02 02 00"),
+        (
+            "PW status of 6 bytes",
+            "6E 1A 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 06 00 7F 7F 7F 03 00"
+        ),
+        (
+            "PW status of 8 bytes",
+            "6E 1C 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 08 00 7F 7F 7F 03 00 03 00"
+        ),
+        (
+            "empty algorithm attributes",
+            "6E 1D 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 C2 00"
+        ),
+        (
+            "RSA attributes of 3 bytes",
+            "6E 20 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 C1 03 01 08 00"
+        ),
+        (
+            "fingerprints of 59 bytes",
+            "6E 5C 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 C5 3B"
+                + String(repeating: " 11", count: 59)
+        ),
+        (
+            "key information of odd length",
+            "6E 20 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 DE 03 01 02 02"
+        ),
+        (
+            "extended length information that is not two integers",
+            "6E 21 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 7F 66 02 02 00"
+        ),
     ]
 
     @Test("hostile answers", arguments: hostile)
@@ -130,9 +149,14 @@ struct ApplicationRelatedDataTests {
     func random() {
         var generator = SystemRandomNumberGenerator()
         for round in 0..<2000 {
-            var bytes = (0..<Int.random(in: 0..<80, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            var bytes = (0..<Int.random(in: 0..<80, using: &generator)).map { _ in
+                UInt8.random(in: 0...255, using: &generator)
+            }
             // Half the time keep a plausible start so the parsers get past the first check.
-            if round % 2 == 0, bytes.count > 4 { bytes[0] = 0x6E; bytes[1] = UInt8(bytes.count - 2) }
+            if round % 2 == 0, bytes.count > 4 {
+                bytes[0] = 0x6E
+                bytes[1] = UInt8(bytes.count - 2)
+            }
             _ = try? ApplicationRelatedData(parsing: bytes)
             _ = try? CardPublicKey(parsing: bytes)
             _ = try? AlgorithmAttributes(parsing: bytes)
@@ -148,16 +172,18 @@ struct ApplicationRelatedDataTests {
 
 @Suite("Data objects")
 struct DataObjectTests {
-    @Test("algorithm attributes", arguments: [
-        ("12 2B 06 01 04 01 97 55 01 05 01", AlgorithmAttributes.cv25519),
-        ("12 2B 06 01 04 01 97 55 01 05 01 FF", .ecdh(.curve25519, importFormat: 0xFF)),
-        ("16 2B 06 01 04 01 DA 47 0F 01", .ed25519),
-        ("13 2A 86 48 CE 3D 03 01 07", .ecdsa(.nistP256, importFormat: nil)),
-        ("12 2B 81 04 00 22", .ecdh(.nistP384, importFormat: nil)),
-        ("01 08 00 00 20 00", .rsa(modulusBits: 2048, exponentBits: 32, importFormat: 0)),
-        ("01 10 00 00 11", .rsa(modulusBits: 4096, exponentBits: 17, importFormat: nil)),
-        ("42 01 02", .other([0x42, 0x01, 0x02])),
-    ])
+    @Test(
+        "algorithm attributes",
+        arguments: [
+            ("12 2B 06 01 04 01 97 55 01 05 01", AlgorithmAttributes.cv25519),
+            ("12 2B 06 01 04 01 97 55 01 05 01 FF", .ecdh(.curve25519, importFormat: 0xFF)),
+            ("16 2B 06 01 04 01 DA 47 0F 01", .ed25519),
+            ("13 2A 86 48 CE 3D 03 01 07", .ecdsa(.nistP256, importFormat: nil)),
+            ("12 2B 81 04 00 22", .ecdh(.nistP384, importFormat: nil)),
+            ("01 08 00 00 20 00", .rsa(modulusBits: 2048, exponentBits: 32, importFormat: 0)),
+            ("01 10 00 00 11", .rsa(modulusBits: 4096, exponentBits: 17, importFormat: nil)),
+            ("42 01 02", .other([0x42, 0x01, 0x02])),
+        ])
     func attributes(hex: String, expected: AlgorithmAttributes) throws {
         let bytes = try #require(Hex.decode(hex))
         let parsed = try AlgorithmAttributes(parsing: bytes)
@@ -165,16 +191,22 @@ struct DataObjectTests {
         #expect(parsed.encoded == bytes)
     }
 
-    @Test("names", arguments: [
-        (AlgorithmAttributes.cv25519, "ECDH cv25519"), (.ed25519, "EdDSA ed25519"),
-        (.rsa(modulusBits: 3072, exponentBits: 17, importFormat: nil), "rsa3072"),
-    ])
+    @Test(
+        "names",
+        arguments: [
+            (AlgorithmAttributes.cv25519, "ECDH cv25519"), (.ed25519, "EdDSA ed25519"),
+            (.rsa(modulusBits: 3072, exponentBits: 17, importFormat: nil), "rsa3072"),
+        ])
     func names(attributes: AlgorithmAttributes, name: String) {
         #expect(attributes.description == name)
     }
 
-    @Test("malformed attributes", arguments: ["", "01", "01 08 00", "01 08 00 00 11 00 00", "01 00 00 00 00",
-                                              "12", "16", "12 2B 06 01 04 01 97 55 01 05 81", "12 FF"])
+    @Test(
+        "malformed attributes",
+        arguments: [
+            "", "01", "01 08 00", "01 08 00 00 11 00 00", "01 00 00 00 00",
+            "12", "16", "12 2B 06 01 04 01 97 55 01 05 81", "12 FF",
+        ])
     func malformedAttributes(hex: String) {
         #expect(throws: APDUError.self) { try AlgorithmAttributes(parsing: Hex.decode(hex) ?? []) }
     }

@@ -11,8 +11,9 @@ struct NoServiceTests {
     static let resultVariable = "TOKENPIN_PCSC_NO_SERVICE_RESULT"
     static var resultPath: String? { ProcessInfo.processInfo.environment[resultVariable] }
 
-    @Test("a missing pcscd socket gives .noService and says how to start pcscd",
-          .enabled(if: NoServiceTests.resultPath == nil))
+    @Test(
+        "a missing pcscd socket gives .noService and says how to start pcscd",
+        .enabled(if: NoServiceTests.resultPath == nil))
     func noService() throws {
         let resultPath = FileManager.default.temporaryDirectory
             .appendingPathComponent("tokenpin-noservice-\(UUID().uuidString)").path
@@ -52,6 +53,7 @@ struct NoServiceTests {
         record { () throws(PCSCError) in _ = try PCSCContext() }
         record { () throws(PCSCError) in _ = try PCSCCardConnection(reader: "Virtual PCD 00 00") }
         record { () throws(PCSCError) in _ = try ReaderMonitor() }
-        try lines.joined(separator: "\n").write(toFile: try #require(Self.resultPath), atomically: true, encoding: .utf8)
+        try lines.joined(separator: "\n").write(
+            toFile: try #require(Self.resultPath), atomically: true, encoding: .utf8)
     }
 }

@@ -20,6 +20,7 @@ struct PCSCErrorTests {
         (.unknownReader, 0x8010_0009, "reader"),
         (.readerUnavailable, 0x8010_0017, "reader"),
         (.cancelled, 0x8010_0002, "cancelled"),
+        (.notTransacted, 0x8010_0016, "may have been removed"),
     ]
 
     @Test("codes, texts and hints", arguments: hints)
@@ -54,10 +55,12 @@ struct PCSCErrorTests {
         #expect(error.description.contains("0x"))
     }
 
-    @Test("gone cards are recognised", arguments: [
-        (PCSCError.removedCard, true), (.noSmartCard, true), (.resetCard, true), (.unpoweredCard, true),
-        (.sharingViolation, false), (.timeout, false), (.noService, false),
-    ])
+    @Test(
+        "gone cards are recognised",
+        arguments: [
+            (PCSCError.removedCard, true), (.noSmartCard, true), (.resetCard, true), (.unpoweredCard, true),
+            (.sharingViolation, false), (.timeout, false), (.noService, false),
+        ])
     func cardGone(error: PCSCError, gone: Bool) {
         #expect(error.isCardGone == gone)
     }

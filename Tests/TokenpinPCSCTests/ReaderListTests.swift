@@ -28,14 +28,19 @@ struct ReaderListTests {
             #expect(parsed.count <= names.count)
             for (index, name) in parsed.enumerated() {
                 // The last name may be cut short; the ones before it are whole.
-                if index < parsed.count - 1 { #expect(name == names[index]) } else { #expect(names[index].hasPrefix(name)) }
+                if index < parsed.count - 1 {
+                    #expect(name == names[index])
+                } else {
+                    #expect(names[index].hasPrefix(name))
+                }
             }
         }
     }
 
     @Test("garbage: invalid UTF-8, control characters, duplicates, missing terminator")
     func garbage() {
-        let buffer: [UInt8] = [0xFF, 0xFE, 0x41, 0] + [0x42, 0x07, 0x43, 0] + Array("X".utf8) + [0] + Array("X".utf8) + [0]
+        let buffer: [UInt8] =
+            [0xFF, 0xFE, 0x41, 0] + [0x42, 0x07, 0x43, 0] + Array("X".utf8) + [0] + Array("X".utf8) + [0]
             + Array("tail".utf8)
         let parsed = ReaderList.parse(buffer)
         #expect(parsed == ["\u{FFFD}\u{FFFD}A", "BC", "X", "tail"])
@@ -45,7 +50,9 @@ struct ReaderListTests {
     func random() {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<500 {
-            let bytes = (0..<Int.random(in: 0..<64, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let bytes = (0..<Int.random(in: 0..<64, using: &generator)).map { _ in
+                UInt8.random(in: 0...255, using: &generator)
+            }
             _ = ReaderList.parse(bytes)
             _ = ATR(bytes)
             _ = HistoricalBytes.lengthCapabilities(bytes)
@@ -75,9 +82,11 @@ struct ReaderListTests {
         #expect(other.extendedLength && !other.commandChaining)
     }
 
-    @Test("ATRs that do not add up", arguments: [
-        "", "3B", "3C 00", "3B 8F", "3B 81 80", "3B 0F 41 42", "3B F0 00 00 00",
-    ])
+    @Test(
+        "ATRs that do not add up",
+        arguments: [
+            "", "3B", "3C 00", "3B 8F", "3B 81 80", "3B 0F 41 42", "3B F0 00 00 00",
+        ])
     func badATR(hex: String) {
         #expect(ATR(Hex.decode(hex) ?? []) == nil)
     }

@@ -1,0 +1,291 @@
+import Foundation
+import Synchronization
+import Testing
+import TokenpinAPDU
+import TokenpinPCSC
+
+/// The sandbox Simulator/pcscd-sandbox sets up: a private pcscd with vpcd readers and the tokenpin-sim binary.
+enum Sandbox {
+    static let environment = ProcessInfo.processInfo.environment
+    static let isActive = environment["TOKENPIN_SANDBOX"] == "1"
+
+    /// The vpcd ports, in reader order.
+    static var ports: [Int] {
+        (environment["TOKENPIN_VPCD_PORTS"] ?? "").split(separator: ",").compactMap { Int($0) }
+    }
+
+    /// The reader a vpcd port serves: one reader entry per two ports, slots `00 00` and `00 01`.
+    static func reader(forPortIndex index: Int) -> String {
+        "tokenpin vpcd \(index / 2 * 2) 00 0\(index % 2)"
+    }
+
+    /// A port and reader away from the first one (which `--with-card` may use).
+    static func slot(_ number: Int) -> (port: Int, reader: String) {
+        let index = ports.count - 1 - number
+        return (ports[index], reader(forPortIndex: index))
+    }
+
+    /// Waits (polling, bounded) until a reader shows a card or shows none.
+    static func waitForCard(in reader: String, present: Bool) throws {
+        let context = try PCSCContext()
+        for _ in 0..<400 {
+            if let status = try context.readerStatuses().first(where: { $0.name == reader }),
+                status.isCardPresent == present, !status.isMute
+            {
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        Issue.record("reader \(reader) did not show the card \(present ? "inserted" : "removed")")
+    }
+}
+
+/// A tokenpin-sim process: the virtual card attached to one vpcd port.
+final class SimulatorProcess {
+    let process = Process()
+    let directory: URL
+    let reader: String
+
+    /// Starts tokenpin-sim on `port` and waits until `reader` shows the card.
+    init(port: Int, reader: String, arguments: [String] = []) throws {
+        self.reader = reader
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokenpin-pcsc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let binary = try #require(Sandbox.environment["TOKENPIN_SIM_BIN"], "TOKENPIN_SIM_BIN is not set")
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments =
+            [
+                "--state", directory.appendingPathComponent("card.json").path, "--port", "\(port)",
+                "--reinsert-after", "600000",
+            ] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        try Sandbox.waitForCard(in: reader, present: true)
+    }
+
+    /// Pulls the card: the process ends and vpcd sees its socket close.
+    ///
+    /// SIGKILL, not SIGTERM: a child of Foundation's `Process` inherits the signal mask of the test's
+    /// dispatch thread, which blocks SIGTERM, and tokenpin-sim does not unblock it.
+    func stop(waitUntilAbsent: Bool = true) {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            // The next test must not see this card as still present.
+            if waitUntilAbsent { try? Sandbox.waitForCard(in: reader, present: false) }
+        }
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// Raw OpenPGP commands (this target does not depend on TokenpinOpenPGP).
+enum RawCommand {
+    static let select = CommandAPDU(ins: 0xA4, p1: 0x04, p2: 0x00, data: [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01])
+    static let applicationRelatedData = CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0x6E, le: 65536)
+    static func verify(_ pin: String) -> CommandAPDU {
+        CommandAPDU(ins: 0x20, p1: 0x00, p2: 0x82, data: Array(pin.utf8), isSensitive: true)
+    }
+    static let triesQuery = CommandAPDU(ins: 0x20, p1: 0x00, p2: 0x82)
+}
+
+@Suite("PC/SC in the sandbox", .serialized, .enabled(if: Sandbox.isActive))
+struct SandboxTests {
+    @Test("the sandbox's readers are listed")
+    func listReaders() throws {
+        let context = try PCSCContext()
+        let valid = context.isValid
+        #expect(valid)
+        let readers = try context.readers()
+        for index in Sandbox.ports.indices {
+            #expect(readers.contains(Sandbox.reader(forPortIndex: index)), "\(readers)")
+        }
+        let statuses = try context.readerStatuses()
+        #expect(statuses.count == readers.count)
+    }
+
+    @Test("an empty reader: no card")
+    func emptyReader() throws {
+        let (_, reader) = Sandbox.slot(1)
+        #expect(throws: PCSCError.noSmartCard) { _ = try PCSCCardConnection(reader: reader) }
+        #expect(throws: PCSCError.unknownReader) { _ = try PCSCCardConnection(reader: "no such reader 00 00") }
+    }
+
+    @Test("connect, select the OpenPGP application, read data with extended length")
+    func connectAndSelect() throws {
+        let (port, reader) = Sandbox.slot(0)
+        let simulator = try SimulatorProcess(port: port, reader: reader)
+        defer { simulator.stop() }
+
+        let connection = try PCSCCardConnection(reader: reader)
+        #expect(connection.readerName == reader)
+        #expect(connection.activeProtocol == .t1)
+        let atr = try #require(ATR(connection.atr))
+        #expect(atr.protocols.contains(1))
+        #expect(connection.lengthCapabilities.extendedLength)
+        #expect(try connection.status().isCardPresent)
+
+        let selected = try connection.send(RawCommand.select)
+        #expect(selected.statusWord == .success)
+        let data = try connection.send(RawCommand.applicationRelatedData)
+        #expect(data.statusWord == .success)
+        #expect(data.data.first == 0x6E)
+        #expect(data.data.count > 100)
+        try connection.disconnect()
+        #expect(throws: PCSCError.invalidHandle) { _ = try connection.transmit(RawCommand.select.encoded()) }
+    }
+
+    @Test("pulling the card mid-session gives a typed error, not a crash")
+    func pullMidSession() throws {
+        let (port, reader) = Sandbox.slot(0)
+        let simulator = try SimulatorProcess(port: port, reader: reader)
+        let connection = try PCSCCardConnection(reader: reader)
+        #expect(try connection.send(RawCommand.select).statusWord == .success)
+
+        // Pulled right before a command: pcscd may not have noticed yet, and says the command failed.
+        simulator.stop(waitUntilAbsent: false)
+        do {
+            _ = try connection.send(RawCommand.select)
+            Issue.record("a command reached a pulled card")
+        } catch let error as PCSCError {
+            #expect(error.isCardGone || error == .notTransacted, "\(error)")
+            #expect(error.hint != nil)
+        }
+        // Once pcscd has noticed, the card is gone.
+        try Sandbox.waitForCard(in: reader, present: false)
+        do {
+            _ = try connection.send(RawCommand.select)
+            Issue.record("a command reached a pulled card")
+        } catch let error as PCSCError {
+            #expect(error.isCardGone, "\(error)")
+            #expect(error.hint != nil)
+        }
+        // Transactions and status fail the same way; disconnecting still works.
+        #expect(throws: PCSCError.self) { try connection.withTransaction { () } }
+        _ = try? connection.disconnect()
+    }
+
+    @Test("hot-plug: the monitor reports the card inserted and removed")
+    func hotPlug() throws {
+        let (port, reader) = Sandbox.slot(0)
+        var monitor = try ReaderMonitor()
+        #expect(monitor.readers.contains { $0.name == reader && !$0.isCardPresent })
+
+        let simulator = try SimulatorProcess(port: port, reader: reader)
+        var events: [ReaderEvent] = []
+        for _ in 0..<20 where !events.contains(ReaderEvent(.cardInserted, reader: reader)) {
+            events += try monitor.waitForEvents(timeout: .seconds(1))
+        }
+        #expect(events.contains(ReaderEvent(.cardInserted, reader: reader)), "\(events)")
+        #expect(monitor.readers.contains { $0.name == reader && $0.isCardPresent })
+
+        simulator.stop()
+        events = []
+        for _ in 0..<20 where !events.contains(ReaderEvent(.cardRemoved, reader: reader)) {
+            events += try monitor.waitForEvents(timeout: .seconds(1))
+        }
+        #expect(events.contains(ReaderEvent(.cardRemoved, reader: reader)), "\(events)")
+        // Nothing else happens: a short wait times out empty.
+        #expect(try monitor.waitForEvents(timeout: .milliseconds(50)).isEmpty)
+    }
+
+    @Test("a wait for events can be cancelled from another thread")
+    func cancel() throws {
+        let canceller = Mutex<PCSCCanceller?>(nil)
+        let result = Mutex<Result<[ReaderEvent], PCSCError>?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            let outcome: Result<[ReaderEvent], PCSCError>
+            do {
+                var monitor = try ReaderMonitor()
+                canceller.withLock { $0 = monitor.canceller }
+                ready.signal()
+                outcome = .success(try monitor.waitForEvents(timeout: nil))
+            } catch let error as PCSCError {
+                ready.signal()
+                outcome = .failure(error)
+            } catch {
+                ready.signal()
+                outcome = .failure(.internalError)
+            }
+            result.withLock { $0 = outcome }
+            finished.signal()
+        }
+        thread.start()
+        ready.wait()
+        // SCardCancel only reaches a wait already in progress: repeat until the waiter returns.
+        var done = false
+        for _ in 0..<200 where !done {
+            canceller.withLock { $0 }?.cancel()
+            done = finished.wait(timeout: .now() + .milliseconds(50)) == .success
+        }
+        #expect(done)
+        let outcome = result.withLock { $0 }
+        if case .failure(let error)? = outcome {
+            #expect(error == .cancelled)
+        } else {
+            Issue.record("the wait returned \(String(describing: outcome))")
+        }
+    }
+
+    @Test("a card held exclusively gives a sharing violation naming scdaemon")
+    func sharingViolation() throws {
+        let (port, reader) = Sandbox.slot(0)
+        let simulator = try SimulatorProcess(port: port, reader: reader)
+        defer { simulator.stop() }
+        let holder = try PCSCCardConnection(reader: reader, shareMode: .exclusive)
+        do {
+            _ = try PCSCCardConnection(reader: reader)
+            Issue.record("a second connection got a card held exclusively")
+        } catch {
+            #expect(error == .sharingViolation)
+            #expect(error.hint?.contains("scdaemon") == true)
+        }
+        try holder.disconnect()
+        _ = try PCSCCardConnection(reader: reader)
+    }
+
+    @Test("a verified PIN does not outlive the transaction or the connection")
+    func verifiedStateIsReset() throws {
+        let (port, reader) = Sandbox.slot(0)
+        let simulator = try SimulatorProcess(port: port, reader: reader)
+        defer { simulator.stop() }
+
+        // Inside a transaction: VERIFY then the status query both succeed...
+        let connection = try PCSCCardConnection(reader: reader)
+        let inside = try connection.withTransaction {
+            _ = try connection.send(RawCommand.select)
+            #expect(try connection.send(RawCommand.verify("123456")).statusWord == .success)
+            return try connection.send(RawCommand.triesQuery).statusWord
+        }
+        #expect(inside == .success)
+        #expect(!connection.holdsSecurityState)
+        // ...and after it another connection finds the PIN not verified.
+        let other = try PCSCCardConnection(reader: reader)
+        _ = try other.send(RawCommand.select)
+        #expect(try other.send(RawCommand.triesQuery).statusWord == .wrongPIN(retriesLeft: 3))
+        // The first connection goes on after its own reset: select again, the PIN is no longer verified.
+        #expect(try connection.send(RawCommand.select).statusWord == .success)
+        #expect(try connection.send(RawCommand.triesQuery).statusWord == .wrongPIN(retriesLeft: 3))
+
+        // Without a transaction: disconnecting resets the card.
+        #expect(try connection.send(RawCommand.verify("123456")).statusWord == .success)
+        #expect(connection.holdsSecurityState)
+        #expect(try other.send(RawCommand.triesQuery).statusWord == .success)  // shared card, verified
+        try connection.disconnect()
+        do {
+            _ = try other.send(RawCommand.triesQuery)
+            Issue.record("the reset was not reported to the other connection")
+        } catch let error as PCSCError {
+            #expect(error == .resetCard)
+        }
+        try other.reconnect()
+        _ = try other.send(RawCommand.select)
+        #expect(try other.send(RawCommand.triesQuery).statusWord == .wrongPIN(retriesLeft: 3))
+    }
+}
