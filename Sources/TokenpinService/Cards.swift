@@ -36,6 +36,9 @@ public protocol CardHandle: AnyObject {
     var connection: any CardConnection { get }
     /// Runs `body` so that no other process's commands come in between (PC/SC transaction).
     func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R
+    /// Whether the card was reset when the last exclusive section ended (a PIN had been verified in it), so
+    /// the application must be selected again before the next command.
+    var needsReselect: Bool { get }
     /// Ends the session; a card on which a PIN was verified is reset so no other process inherits the state.
     func close()
 }

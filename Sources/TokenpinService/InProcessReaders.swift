@@ -62,5 +62,8 @@ final class InProcessHandle: CardHandle {
 
     func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R { try body() }
 
+    /// In-process cards are reset only when the session closes.
+    var needsReselect: Bool { false }
+
     func close() { reset() }
 }

@@ -58,10 +58,15 @@ struct OpenedCard {
     var serial: String { CardProbe.serial(of: data.aid) }
     var label: String { CardProbe(reader: reader, data: data).label }
 
-    /// Runs card commands inside one exclusive transaction.
+    /// Runs card commands inside one exclusive transaction, selecting the application again first when the
+    /// previous transaction ended with a card reset.
     func run<R: ~Copyable>(_ body: (OpenPGPSession) throws(OpenPGPError) -> R) throws(OpenPGPError) -> R {
+        let reselect = handle.needsReselect
         do {
-            return try handle.exclusive { () throws -> R in try body(session) }
+            return try handle.exclusive { () throws -> R in
+                if reselect { try session.select() }
+                return try body(session)
+            }
         } catch let error as OpenPGPError {
             throw error
         } catch {

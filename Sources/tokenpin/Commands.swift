@@ -332,7 +332,7 @@ struct ToggleCommand: Command {
                 let report = try context.service.enableToken(context.interaction, generateKey: generateKey,
                                                              assumeYes: assumeYes)
                 let serial = (try? context.service.types())?.first { $0.type == .token }?.serial
-                return context.finish(report, success: "Token enabled: card \(serial ?? "?").",
+                return context.finish(report, success: "Token enabled: card \(serial.map(cardText) ?? "?").",
                                       event: .typeChanged(type: .token, enabled: true),
                                       extra: [("type", .string("token")), ("enabled", .bool(true)), ("serial", .optional(serial))])
             } catch {

@@ -46,8 +46,15 @@ final class PCSCHandle: CardHandle {
 
     init(connection: PCSCCardConnection) { pcsc = connection }
 
+    private(set) var needsReselect = false
+
+    /// A PC/SC transaction; the connection resets the card at its end when a PIN was verified in it.
     func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R {
-        try pcsc.withTransaction(body)
+        try pcsc.withTransaction { () throws -> R in
+            let result = try body()
+            needsReselect = pcsc.holdsSecurityState
+            return result
+        }
     }
 
     func close() {

@@ -288,16 +288,21 @@ func run() -> Int32 {
     var statistics = Statistics()
     var backoff: Duration = .milliseconds(100)
     while !isStopping {
-        guard let socket = VPCDSocket(host: options.host, port: options.port) else {
-            pause(backoff)
-            backoff = min(backoff * 2, .seconds(2))
-            continue
+        var vanished = false
+        do {
+            // The socket lives only in this scope: a vanished card must close it at once, or vpcd (and every
+            // PC/SC client waiting on it) would wait for an answer until the card is reinserted.
+            guard let socket = VPCDSocket(host: options.host, port: options.port) else {
+                pause(backoff)
+                backoff = min(backoff * 2, .seconds(2))
+                continue
+            }
+            backoff = .milliseconds(100)
+            card.insert()
+            card.powerOn()
+            printError("tokenpin-sim: inserted into vpcd at \(options.host):\(options.port)")
+            vanished = serve(socket, card: card, options: options, statistics: &statistics)
         }
-        backoff = .milliseconds(100)
-        card.insert()
-        card.powerOn()
-        printError("tokenpin-sim: inserted into vpcd at \(options.host):\(options.port)")
-        let vanished = serve(socket, card: card, options: options, statistics: &statistics)
         if vanished {
             pause(options.reinsertDelay)
         } else if !isStopping {

@@ -1,0 +1,243 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The sandbox `Simulator/pcscd-sandbox` sets up around the test run: a private pcscd with vpcd readers.
+///
+/// These tests use the first four vpcd ports (readers `tokenpin vpcd 0 00 0x` and `tokenpin vpcd 2 00 0x`); the
+/// PC/SC layer's own tests use the last ones, so both can run at once.
+enum PCSCSandbox {
+    static let environment = ProcessInfo.processInfo.environment
+    static let isActive = environment["TOKENPIN_SANDBOX"] == "1" && (environment["TOKENPIN_VPCD_PORTS"] ?? "").split(separator: ",").count >= 6
+    static var ports: [Int] { (environment["TOKENPIN_VPCD_PORTS"] ?? "").split(separator: ",").compactMap { Int($0) } }
+    static func reader(_ index: Int) -> String { "tokenpin vpcd \(index / 2 * 2) 00 0\(index % 2)" }
+}
+
+/// A tokenpin-sim process: a virtual card in one vpcd reader, through the real pcscd.
+final class VirtualCard {
+    let process = Process()
+    let index: Int
+    let state: String
+
+    init(index: Int, state: String, serial: String = "0000AAAA", arguments: [String] = [], cli: CLI) throws {
+        self.index = index
+        self.state = state
+        let binary = try #require(PCSCSandbox.environment["TOKENPIN_SIM_BIN"])
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["--state", state, "--port", "\(PCSCSandbox.ports[index])", "--serial", serial,
+                             "--reinsert-after", "600000"] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        try cli.waitForCard(in: PCSCSandbox.reader(index), present: true)
+    }
+
+    /// Pulls the card (SIGKILL: children of Foundation's Process inherit a blocked SIGTERM).
+    func pull(_ cli: CLI) throws {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try cli.waitForCard(in: PCSCSandbox.reader(index), present: false)
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+extension CLI {
+    /// A CLI limited to the readers of this suite (`reader = tokenpin vpcd 0 *`).
+    static func pcsc(_ extra: String = "") -> CLI { CLI(config: "reader = tokenpin vpcd 0 *\n" + extra) }
+
+    /// Polls `tokenpin readers --json` until `reader` shows a card (or none).
+    func waitForCard(in reader: String, present: Bool) throws {
+        for _ in 0..<200 {
+            let result = try run(["--json", "readers"])
+            let readers = result.json["readers"] as? [[String: Any]] ?? []
+            if let entry = readers.first(where: { $0["name"] as? String == reader }),
+               entry["cardPresent"] as? Bool == present, !present || entry["serial"] is String {
+                return
+            }
+            if readers.isEmpty && !present { return }
+            usleep(50_000)
+        }
+        Issue.record("\(reader) did not show the card \(present ? "inserted" : "removed")")
+    }
+
+    func reader(_ json: [String: Any], _ name: String) -> [String: Any]? {
+        (json["readers"] as? [[String: Any]])?.first { $0["name"] as? String == name }
+    }
+
+    /// Enrols 482916 and binds the card in reader 0, generating its cv25519 key.
+    func bindCard() throws {
+        try enrol()
+        let bind = try run(["--json", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
+                           input: "482916\n12345678\n123456\n")
+        #expect(bind.status == 0, "\(bind.stderr)")
+        #expect(bind.json["event"] as? String == "typeChanged")
+        #expect(bind.json["enabled"] as? Bool == true)
+    }
+}
+
+@Suite(.serialized, .enabled(if: PCSCSandbox.isActive)) struct PCSCEndToEndTests {
+    @Test func everyTokenFlowThroughPcscd() throws {
+        let cli = CLI.pcsc()
+        let card = try VirtualCard(index: 0, state: cli.directory + "/card.json", cli: cli)
+        try cli.enrol()
+
+        let readers = try cli.run(["--json", "readers"])
+        let entry = try #require(cli.reader(readers.json, PCSCSandbox.reader(0)))
+        #expect(entry["openpgp"] as? Bool == true && entry["usable"] as? Bool == false)
+        #expect((entry["unusableReason"] as? String)?.contains("not cv25519") == true)
+        #expect(entry["serial"] as? String == "FFFE0000AAAA")
+
+        let refused = try cli.run(["toggle", "token", "on", "--pin-stdin"], input: "482916\n")
+        #expect(refused.status == 6 && refused.stderr.contains("--generate-key"))
+
+        let bind = try cli.run(["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
+                               input: "482916\n12345678\n123456\n")
+        #expect(bind.status == 0, "\(bind.stderr)")
+        #expect(bind.stdout.contains("Token enabled: card FFFE:0000AAAA"))
+
+        let verify = try cli.run(["--json", "verify", "--pin-stdin"], input: "123456\n")
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(verify.json["method"] as? String == "token")
+
+        let types = try cli.run(["types"])
+        #expect(types.stdout.contains("token  enabled   card FFFE:0000AAAA, present"))
+
+        let status = try cli.run(["--json", "status"])
+        let token = try #require(status.json["token"] as? [String: Any])
+        #expect(token["present"] as? Bool == true && token["cardPINTriesLeft"] as? Int == 3)
+        #expect(token["reader"] as? String == PCSCSandbox.reader(0))
+
+        #expect(try cli.run(["change", "--pin-stdin"], input: "482916\n739154\n739154\n").status == 0)
+        #expect(try cli.run(["--json", "verify", "--pin-stdin"], input: "123456\n").json["method"] as? String == "token")
+        #expect(try cli.run(["--json", "verify", "--method", "pin", "--pin-stdin"], input: "739154\n").json["method"] as? String == "pin")
+
+        let changeCard = try cli.run(["token", "change-pin", "--pin-stdin"], input: "123456\n246813\n246813\n")
+        #expect(changeCard.status == 0, "\(changeCard.stderr)")
+        #expect(try cli.run(["--json", "verify", "--pin-stdin"], input: "246813\n").json["method"] as? String == "token")
+
+        let off = try cli.run(["toggle", "token", "off"])
+        #expect(off.status == 0)
+        #expect(try cli.run(["types"]).stdout.contains("token  disabled"))
+        _ = card
+    }
+
+    @Test func aPulledCardFallsBackAndCostsNoPINTry() throws {
+        let cli = CLI.pcsc()
+        let card = try VirtualCard(index: 0, state: cli.directory + "/card.json", cli: cli)
+        try cli.bindCard()
+        try card.pull(cli)
+        let verify = try cli.run(["--json", "verify", "--pin-stdin"], input: "482916\n")
+        #expect(verify.status == 0)
+        #expect(verify.json["method"] as? String == "pin")
+        #expect((verify.json["tokenFailure"] as? String)?.contains("not in any reader") == true)
+        #expect(verify.stderr.isEmpty || !verify.stderr.contains("482916"))
+        let forced = try cli.run(["verify", "--method", "token", "--pin-stdin"], input: "")
+        #expect(forced.status == 6, "\(forced.stderr)")
+        #expect(cli.remaining == 5)
+    }
+
+    @Test func aCardPulledMidVerifyGivesAClearErrorAndNoFalseSuccess() throws {
+        let cli = CLI.pcsc("fallback = deny\n")
+        let state = cli.directory + "/card.json"
+        var card = try VirtualCard(index: 0, state: state, cli: cli)
+        try cli.bindCard()
+        try card.pull(cli)
+        // The same card again, now vanishing in the middle of PSO:DECIPHER.
+        card = try VirtualCard(index: 0, state: state, arguments: ["--fault", "vanish@2A*1"], cli: cli)
+        let verify = try cli.run(["--json", "verify", "--pin-stdin"], input: "123456\n")
+        #expect(verify.status == 6, "\(verify.stdout) \(verify.stderr)")
+        let message = (verify.json["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(message.contains("removed") || message.contains("not in any reader") || message.contains("card"), "\(message)")
+        #expect(cli.remaining == 5, "the PIN counter is untouched")
+        _ = card
+    }
+
+    @Test func malformedAnswersAreClearErrors() throws {
+        let cli = CLI.pcsc("fallback = deny\n")
+        let state = cli.directory + "/card.json"
+        var card = try VirtualCard(index: 0, state: state, cli: cli)
+        try cli.bindCard()
+        try card.pull(cli)
+        card = try VirtualCard(index: 0, state: state, arguments: ["--fault", "malformed:truncated@2A"], cli: cli)
+        let verify = try cli.run(["verify", "--pin-stdin"], input: "123456\n")
+        #expect([1, 6].contains(verify.status), "\(verify.stderr)")
+        #expect(verify.stderr.contains("error: ") || verify.stderr.contains("Token not verified"))
+        #expect(cli.remaining == 5)
+        _ = card
+    }
+
+    @Test func anotherCardIsNeverSentThePIN() throws {
+        let cli = CLI.pcsc()
+        let card = try VirtualCard(index: 0, state: cli.directory + "/card.json", cli: cli)
+        try cli.bindCard()
+        try card.pull(cli)
+        let other = try VirtualCard(index: 1, state: cli.directory + "/other.json", serial: "0000BBBB", cli: cli)
+        let verify = try cli.run(["--json", "verify", "--pin-stdin"], input: "482916\n")
+        #expect(verify.json["method"] as? String == "pin")
+        #expect((verify.json["tokenFailure"] as? String)?.contains("other cards are") == true)
+        let readers = try cli.run(["--json", "readers"])
+        #expect(cli.reader(readers.json, PCSCSandbox.reader(1))?["cardPINTriesLeft"] as? Int == 3)
+        _ = other
+    }
+
+    @Test func aBlockedCardPINIsUnblockedWithTheAdminPIN() throws {
+        let cli = CLI.pcsc()
+        let card = try VirtualCard(index: 0, state: cli.directory + "/card.json", cli: cli)
+        try cli.bindCard()
+        for _ in 0..<3 {
+            #expect(try cli.run(["verify", "--pin-stdin"], input: "000000\n482916\n").status == 0)
+        }
+        let blocked = try cli.run(["--json", "verify", "--pin-stdin"], input: "482916\n")
+        #expect((blocked.json["tokenFailure"] as? String)?.contains("blocked") == true)
+        #expect(cli.remaining == 5, "card failures never consumed PIN tries")
+        let unblock = try cli.run(["token", "unblock", "--admin", "--pin-stdin"], input: "12345678\n135792\n135792\n")
+        #expect(unblock.status == 0, "\(unblock.stderr)")
+        #expect(try cli.run(["--json", "verify", "--pin-stdin"], input: "135792\n").json["method"] as? String == "token")
+        _ = card
+    }
+
+    @Test func theVerifiedStateIsNotLeftOnTheCard() throws {
+        let cli = CLI.pcsc()
+        let card = try VirtualCard(index: 0, state: cli.directory + "/card.json", cli: cli)
+        try cli.bindCard()
+        #expect(try cli.run(["verify", "--pin-stdin"], input: "123456\n").status == 0)
+        // Another client right after: PSO:DECIPHER without VERIFY must be refused (6982).
+        let point = "A6 25 7F 49 22 86 20 " + String(repeating: "09 ", count: 32)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/opensc-tool")
+        process.arguments = ["-r", PCSCSandbox.reader(0), "-s", "00 A4 04 00 06 D2 76 00 01 24 01",
+                             "-s", "00 2A 80 86 27 " + point + "00"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(output.contains("SW1=0x69, SW2=0x82"), "\(output)")
+        _ = card
+    }
+
+    @Test func pcscdNotRunningIsExitSixtyNineWithAHint() throws {
+        let cli = CLI.pcsc()
+        try cli.enrol()
+        let environment = ["PCSCLITE_CSOCK_NAME": cli.directory + "/no-pcscd.comm"]
+        let readers = try cli.run(["readers"], environment: environment)
+        #expect(readers.status == 69, "\(readers.stderr)")
+        #expect(readers.stderr.contains("pcscd"))
+        let bind = try cli.run(["toggle", "token", "on", "--pin-stdin"], input: "482916\n", environment: environment)
+        #expect(bind.status == 69)
+        #expect(cli.remaining == 5, "no PIN asked, none counted")
+        let status = try cli.run(["--json", "status"], environment: environment)
+        #expect(status.status == 0)
+        #expect(((status.json["token"] as? [String: Any])?["problem"] as? String)?.contains("pcscd") == true)
+    }
+}
