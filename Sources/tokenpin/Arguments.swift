@@ -39,7 +39,7 @@ enum ArgumentParser {
     /// Flags, and the commands that accept them (nil: every command).
     static let flagOptions: [String: Set<String>?] = [
         "--json": nil, "--no-color": nil, "--pin-stdin": nil, "--quiet": nil, "-q": nil,
-        "--generate-key": ["toggle"], "--yes": ["toggle"], "--admin": ["token"],
+        "--generate-key": ["toggle"], "--yes": ["toggle"], "--admin": ["token"], "--token": ["bench"],
     ]
     /// Options that look like they take a PIN: refused with a reason.
     static let forbidden = ["--pin", "--new-pin", "--recovery-key", "--card-pin", "--admin-pin"]

@@ -15,8 +15,10 @@ func makeTemporaryDirectory(_ prefix: String) -> String? {
 /// `tokenpin bench`: the Argon2id calibration, then verify latency split into KDF time and everything else.
 struct BenchCommand: Command {
     var iterations: Int
+    var token = false
 
     func run(_ context: Context) -> ExitCode {
+        if token { return runToken(context) }
         let time = SystemTimeSource()
         let calibration = KDFCalibration(targetMilliseconds: context.configuration.kdfTargetMilliseconds)
         let calibrationStart = time.monotonicNanoseconds

@@ -86,7 +86,7 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
             }
             iterations = number
         }
-        return BenchCommand(iterations: iterations)
+        return BenchCommand(iterations: iterations, token: parsed.flags.contains("--token"))
     case "demo":
         try noArguments()
         return DemoCommand()

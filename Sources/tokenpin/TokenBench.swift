@@ -1,0 +1,194 @@
+import Foundation
+import Synchronization
+import TokenpinAPDU
+import TokenpinCore
+import TokenpinService
+
+/// Counts the APDUs that reach a card.
+final class APDUCounter: Sendable {
+    private let value = Mutex(0)
+    func increment() { value.withLock { $0 += 1 } }
+    var count: Int { value.withLock { $0 } }
+}
+
+/// A connection that counts what it transmits and forwards everything else.
+final class CountingConnection: CardConnection {
+    let inner: any CardConnection
+    let counter: APDUCounter
+
+    init(_ inner: any CardConnection, counter: APDUCounter) {
+        self.inner = inner
+        self.counter = counter
+    }
+
+    var atr: [UInt8] { inner.atr }
+
+    var lengthCapabilities: LengthCapabilities {
+        get { inner.lengthCapabilities }
+        set { inner.lengthCapabilities = newValue }
+    }
+
+    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+        counter.increment()
+        return try inner.transmit(command)
+    }
+}
+
+/// Readers whose connections count their APDUs.
+struct CountingReaders: CardReaders {
+    let inner: any CardReaders
+    let counter: APDUCounter
+
+    func list() throws(ServiceError) -> [ReaderPresence] { try inner.list() }
+
+    func open(_ reader: String) throws(ServiceError) -> any CardHandle {
+        CountingHandle(try inner.open(reader), counter: counter)
+    }
+
+    func describe(_ transportError: any Error) -> ServiceError { inner.describe(transportError) }
+}
+
+final class CountingHandle: CardHandle {
+    let inner: any CardHandle
+    let connection: any CardConnection
+
+    init(_ inner: any CardHandle, counter: APDUCounter) {
+        self.inner = inner
+        self.connection = CountingConnection(inner.connection, counter: counter)
+    }
+
+    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R { try inner.exclusive(body) }
+    var needsReselect: Bool { inner.needsReselect }
+    func close() { inner.close() }
+}
+
+/// Answers the benchmark's prompts from secrets read once.
+final class BenchInteraction: Interaction {
+    let pin: SecretBytes
+    let cardPIN: SecretBytes
+    let adminPIN: SecretBytes
+
+    init(pin: consuming SecretBytes, cardPIN: consuming SecretBytes, adminPIN: consuming SecretBytes) {
+        self.pin = pin
+        self.cardPIN = cardPIN
+        self.adminPIN = adminPIN
+    }
+
+    func readSecret(_ prompt: SecretPrompt) throws(ServiceError) -> SecretBytes {
+        switch prompt {
+        case .pin, .newPIN, .confirmPIN, .currentPIN: return pin.duplicate()
+        case .cardPIN: return cardPIN.duplicate()
+        case .adminPIN: return adminPIN.duplicate()
+        default: throw .input("the benchmark does not answer the \(prompt.name) prompt")
+        }
+    }
+
+    func report(_ event: Event) {}
+    func confirm(_ question: String) throws(ServiceError) -> Bool { true }
+    func choose(_ question: String, options: [String]) throws(ServiceError) -> Int {
+        throw .usage("several cards: choose one for the benchmark with --reader or --serial")
+    }
+    var newPINAttempts: Int { 1 }
+}
+
+extension BenchCommand {
+    /// `tokenpin bench --token`: APDUs per token verify, and its wall time against the same APDUs sent bare
+    /// through the same readers (open, one transaction, SELECT, GET DATA, VERIFY, PSO:DECIPHER, close).
+    ///
+    /// Binds the card present into a temporary store (generating a cv25519 key with the admin PIN when the card
+    /// has none). Prompts: card PIN, admin PIN.
+    func runToken(_ context: Context) -> ExitCode {
+        guard let cards = context.cards else {
+            return context.fail(.tokenUnavailable("no card readers configured"))
+        }
+        guard let directory = makeTemporaryDirectory("tokenpin-bench-token") else {
+            return context.console.fail(.ioError, errorCode: "io", message: "cannot create a temporary directory")
+        }
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let counter = APDUCounter()
+        var configuration = context.configuration
+        configuration.kdfMemoryMiB = 8
+        configuration.kdfPasses = 1
+        configuration.mode = .either
+        let service = PINService(store: RecordStore(directory: directory + "/store"), configuration: configuration,
+                                 user: context.user, cards: CountingReaders(inner: cards, counter: counter),
+                                 selection: context.selection)
+        let time = SystemTimeSource()
+        do {
+            let cardPIN = try context.interaction.readSecret(.cardPIN(card: "to benchmark", triesLeft: 3))
+            let adminPIN = try context.interaction.readSecret(.adminPIN(card: "to benchmark (only if it needs a key)", triesLeft: 3))
+            var benchPIN = Array("739154".utf8)
+            let interaction = BenchInteraction(pin: SecretBytes(consuming: &benchPIN), cardPIN: cardPIN, adminPIN: adminPIN)
+            _ = try service.enrol(interaction)
+            _ = try service.enableToken(interaction, generateKey: true, assumeYes: true)
+            guard let binding = try service.store.load(user: context.user)?.slot(.token)?.token,
+                  let reader = try service.listReaders().first(where: { $0.serial == binding.serial })?.name else {
+                return context.fail(.tokenUnavailable("the bound card went away"))
+            }
+            // Warm up, then the token verifications.
+            _ = try service.verify(interaction, method: .token)
+            var verifyTimes: [Double] = []
+            var apdus: [Int] = []
+            for _ in 0..<iterations {
+                let before = counter.count
+                let start = time.monotonicNanoseconds
+                let report = try service.verify(interaction, method: .token)
+                verifyTimes.append(Double(time.monotonicNanoseconds - start) / 1e6)
+                apdus.append(counter.count - before)
+                guard report.outcome == .verified(method: .token) else {
+                    return context.console.fail(.notVerified, errorCode: "bench", message: "the token did not verify: \(report.outcome)")
+                }
+            }
+            // The same four APDUs, bare, through the same readers: open, one transaction, close with a reset.
+            var bareTimes: [Double] = []
+            var transmitTimes: [Double] = []
+            let select = CommandAPDU(ins: 0xA4, p1: 0x04, p2: 0x00, data: [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01]).encoded()
+            let getData = CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0x6E, le: 65536).encoded(extended: true)
+            let point = TLV(tag: 0xA6, children: [TLV(tag: 0x7F49, children: [TLV(tag: 0x86, value: [UInt8](binding.ephemeralPublicKey))])])
+            let decipher = CommandAPDU(ins: 0x2A, p1: 0x80, p2: 0x86, data: point.encoded, le: 256).encoded()
+            for _ in 0..<iterations {
+                var verifyCommand = interaction.cardPIN.withUnsafeBytes { [0x00, 0x20, 0x00, 0x82, UInt8($0.count)] + Array($0) }
+                defer { secureZero(&verifyCommand) }
+                let start = time.monotonicNanoseconds
+                let handle = try cards.open(reader)
+                var inner: UInt64 = 0
+                let statuses = try handle.exclusive { () throws -> [UInt8] in
+                    let transmitStart = time.monotonicNanoseconds
+                    var last: [UInt8] = []
+                    for command in [select, getData, verifyCommand, decipher] {
+                        var answer = try handle.connection.transmit(command)
+                        last.append(answer.count >= 2 ? answer[answer.count - 2] : 0)
+                        secureZero(&answer)
+                    }
+                    inner = time.monotonicNanoseconds - transmitStart
+                    return last
+                }
+                handle.close()
+                bareTimes.append(Double(time.monotonicNanoseconds - start) / 1e6)
+                transmitTimes.append(Double(inner) / 1e6)
+                guard statuses.allSatisfy({ $0 == 0x90 }) else {
+                    return context.console.fail(.notVerified, errorCode: "bench", message: "a bare APDU failed")
+                }
+            }
+            let verify = median(verifyTimes)
+            let bare = median(bareTimes)
+            let transmits = median(transmitTimes)
+            let ratio = bare > 0 ? verify / bare : 0
+            context.console.say("Token verify on \(reader) (median of \(iterations)):")
+            context.console.say("  APDUs per verify:   \(apdus.max() ?? 0)")
+            context.console.say(String(format: "  tokenpin verify:    %.2f ms", verify))
+            context.console.say(String(format: "  bare, same APDUs:   %.2f ms (open, transaction, 4 x SCardTransmit, close); transmits alone %.2f ms", bare, transmits))
+            context.console.say(String(format: "  ratio:              %.2f (target: within 1.20)", ratio))
+            context.console.emit([
+                ("ok", .bool(true)), ("reader", .string(reader)), ("iterations", .int(iterations)),
+                ("apdusPerVerify", .int(apdus.max() ?? 0)), ("verifyMs", .double(verify)), ("bareMs", .double(bare)),
+                ("bareTransmitsMs", .double(transmits)), ("ratio", .double(ratio)),
+            ])
+            return .success
+        } catch let error as ServiceError {
+            return context.fail(error)
+        } catch {
+            return context.fail(.tokenUnavailable("\(error)"))
+        }
+    }
+}
