@@ -160,6 +160,11 @@ final class VPCDSocket {
         var buffer = [UInt8](repeating: 0, count: count)
         var offset = 0
         while offset < count {
+            // vpcd writes the 2-byte length and the APDU in separate send() calls without TCP_NODELAY, so
+            // its second write waits (Nagle) for our ACK of the first; a delayed ACK would add ~40 ms to
+            // every APDU. TCP_QUICKACK is not sticky in Linux, so it is set before every read.
+            var one: Int32 = 1
+            setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_QUICKACK, &one, socklen_t(MemoryLayout<Int32>.size))
             let result = buffer[offset...].withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
             if result < 0 && errno == EINTR {
                 if isStopping { return nil }
