@@ -3,7 +3,7 @@
 #   make demo      build and run the walkthrough on the simulated token
 #   make test      build and run every test (unit, CLI end to end, PC/SC through a private pcscd)
 #   make install   install binaries, man pages, config example (PREFIX, DESTDIR)
-#   make bench     the figures: KDF calibration, verify latency, start-up, peak memory
+#   make bench     the figures: KDF calibration, verify latency, start-up, peak memory, token verify vs bare APDUs and gpg
 #
 # Each target installs the Debian packages it needs when they are missing.
 
@@ -17,7 +17,7 @@ DEBUG_DIR      = .build/debug
 # Build and run: libsodium and pcsc-lite headers. Tests add the real PC/SC stack and peers.
 BUILD_PACKAGES = libsodium-dev libpcsclite-dev pkg-config
 TEST_PACKAGES  = pcscd vsmartcard-vpcd opensc pcsc-tools scdaemon gnupg util-linux
-BENCH_PACKAGES = hyperfine time
+BENCH_PACKAGES = hyperfine time bc
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -58,8 +58,10 @@ test: test-deps
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	scripts/run-tests
 
-bench: bench-deps build
+bench: bench-deps test-deps build
 	scripts/bench $(RELEASE_DIR)/tokenpin
+	@if [ "$$(id -u)" = 0 ]; then TOKENPIN_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin TOKENPIN_SIM_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin-sim scripts/bench-token; \
+	else echo "note: scripts/bench-token needs root (a private pcscd)"; fi
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/tokenpin $(DESTDIR)/etc/tokenpin

@@ -155,8 +155,13 @@ extension PINService {
         return probes
     }
 
-    /// Opens the card with `serial` in whichever reader holds it. Never sends a PIN anywhere else.
-    func openEnrolledCard(serial: String) throws(TokenFailure) -> OpenedCard {
+    /// Opens the card with `serial` in whichever reader holds it, trying the reader it was bound in first.
+    /// Never sends a PIN anywhere else.
+    func openEnrolledCard(serial: String, lastReader: String? = nil) throws(TokenFailure) -> OpenedCard {
+        if let lastReader, selection.accepts(reader: lastReader), let card = try? openCard(reader: lastReader) {
+            if card.serial == serial { return card }
+            card.handle.close()
+        }
         let presences: [ReaderPresence]
         do {
             presences = try readers().list()
@@ -164,15 +169,16 @@ extension PINService {
             if case .serviceUnavailable(let why) = error { throw TokenFailure(kind: .service, reason: why) }
             throw TokenFailure(kind: .unavailable, reason: error.message)
         }
-        let candidates = presences.filter { $0.cardPresent && selection.accepts(reader: $0.name) }
+        let candidates = presences.filter { $0.cardPresent && selection.accepts(reader: $0.name) && $0.name != lastReader }
         if presences.isEmpty { throw TokenFailure(kind: .unavailable, reason: "no card reader is connected") }
         for reader in candidates {
             guard let card = try? openCard(reader: reader.name) else { continue }
             if card.serial == serial { return card }
             card.handle.close()
         }
+        let othersPresent = presences.contains { $0.cardPresent && selection.accepts(reader: $0.name) }
         throw TokenFailure(kind: .unavailable, reason: "card \(cardLabel(serial: serial)) is not in any reader"
-            + (candidates.isEmpty ? " (no card present)" : " (other cards are)"))
+            + (othersPresent ? " (other cards are)" : " (no card present)"))
     }
 
     /// The card to bind or manage: the only usable one, the one the selection names, or the person's choice.
@@ -208,7 +214,7 @@ extension PINService {
             var tokenFailure: String?
             if method != .pin {
                 do {
-                    return try store.withLock(user: user) { () throws -> VerifyReport in try verifyToken(slot: slot, interaction) }
+                    return try store.withLock(user: user) { () throws -> VerifyReport in try verifyToken(slot: slot, counter: record.counter, interaction) }
                 } catch let failure as TokenFailure {
                     let fallback = method == nil && fallbackAllowed(record)
                     interaction.report(.tokenFailed(reason: failure.reason, fallback: fallback))
@@ -234,9 +240,9 @@ extension PINService {
     }
 
     /// One token verification: find the enrolled card, VERIFY its PIN, PSO:DECIPHER, derive, unwrap.
-    func verifyToken(slot: VaultSlot, _ interaction: some Interaction) throws -> VerifyReport {
+    func verifyToken(slot: VaultSlot, counter: RetryCounter, _ interaction: some Interaction) throws -> VerifyReport {
         guard let binding = slot.token else { throw StoreError(.corrupt, path: recordPath, "token slot without a binding") }
-        let card = try openEnrolledCard(serial: binding.serial)
+        let card = try openEnrolledCard(serial: binding.serial, lastReader: binding.reader)
         defer { card.handle.close() }
         let shared = try cardSecret(card, binding: binding, interaction)
         let start = time.monotonicNanoseconds
@@ -245,9 +251,8 @@ extension PINService {
             throw TokenFailure(kind: .refused, reason: "card \(card.label) does not open the token slot (was its decryption key replaced?)")
         }
         logger.info("verified", [("user", user), ("method", "token")])
-        let record = try store.load(user: user)
         return VerifyReport(outcome: .verified(method: .token), kdfNanoseconds: time.monotonicNanoseconds &- start,
-                            counter: record?.counter)
+                            counter: counter)
     }
 
     /// Asks for the card PIN (showing the card's tries left), verifies it on the card and has the card compute
@@ -285,7 +290,7 @@ extension PINService {
         guard let slot = record.slot(.composite), let binding = slot.token else { throw ServiceError.tokenNotEnabled }
         let card: OpenedCard
         do {
-            card = try openEnrolledCard(serial: binding.serial)
+            card = try openEnrolledCard(serial: binding.serial, lastReader: binding.reader)
         } catch {
             interaction.report(.tokenFailed(reason: error.reason, fallback: false))
             throw error.serviceError
@@ -465,7 +470,7 @@ extension PINService {
     func managedCard(_ interaction: some Interaction) throws -> OpenedCard {
         if try store.exists(), let record = try store.load(user: user),
            let binding = record.slot(.token)?.token ?? record.slot(.composite)?.token {
-            return try openEnrolledCard(serial: binding.serial)
+            return try openEnrolledCard(serial: binding.serial, lastReader: binding.reader)
         }
         return try openCard(reader: chooseCard(interaction).reader)
     }

@@ -1,0 +1,47 @@
+# gpg-card.sh: GnuPG set up to use a card in a pcscd reader, and gpg --card-edit driven by a script.
+# Sourced by the real-client checks and the token benchmark.
+
+# gpg_card_setup GNUPGHOME READER: a private GNUPGHOME whose scdaemon talks to pcscd (not its own CCID
+# driver), uses READER, and whose agent allows the loopback pinentry.
+gpg_card_setup() {
+    export GNUPGHOME=$1
+    mkdir -p "$GNUPGHOME"
+    chmod 700 "$GNUPGHOME"
+    cat >"$GNUPGHOME/scdaemon.conf" <<CONF
+disable-ccid
+pcsc-driver ${TOKENPIN_PCSC_DRIVER:-/usr/lib/x86_64-linux-gnu/libpcsclite.so.1}
+reader-port $2
+CONF
+    echo allow-loopback-pinentry >"$GNUPGHOME/gpg-agent.conf"
+}
+
+# card_edit KEYWORD=ANSWER...: gpg --card-edit driven like a person at the keyboard. Each prompt gpg
+# announces on its status channel (GET_LINE / GET_HIDDEN / GET_BOOL keyword) is answered with the first
+# unused "keyword=answer" argument for that keyword; a cardedit.prompt without one gets "quit". PINs travel on
+# the command channel (loopback pinentry), never in argv of gpg. Prints gpg's status lines and messages.
+card_edit() {
+    local -a keys=() values=() used=()
+    local pair index
+    for pair in "$@"; do keys+=("${pair%%=*}"); values+=("${pair#*=}"); used+=(0); done
+    coproc GPG { gpg --no-tty --pinentry-mode loopback --command-fd 0 --status-fd 1 --card-edit 2>&1; }
+    local pid=$GPG_PID prompts=0 line keyword answer
+    while IFS= read -r -t 60 line <&"${GPG[0]}"; do
+        echo "$line"
+        [[ "$line" =~ ^\[GNUPG:\]\ GET_(LINE|HIDDEN|BOOL)\ (.*)$ ]] || continue
+        keyword=${BASH_REMATCH[2]}
+        prompts=$((prompts + 1))
+        if ((prompts > 40)); then echo "card_edit: gpg keeps prompting ($keyword); giving up"; kill "$pid"; break; fi
+        answer=""
+        [[ "$keyword" == cardedit.prompt ]] && answer=quit
+        [[ "$keyword" == cardutil.change_pin.menu ]] && answer=q
+        for index in "${!keys[@]}"; do
+            if [[ "${used[$index]}" == 0 && "${keys[$index]}" == "$keyword" ]]; then
+                answer=${values[$index]}
+                used[$index]=1
+                break
+            fi
+        done
+        echo "$answer" >&"${GPG[1]}"
+    done
+    wait "$pid" 2>/dev/null
+}
