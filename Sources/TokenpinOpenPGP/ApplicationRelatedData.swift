@@ -247,7 +247,7 @@ public struct ApplicationRelatedData: Sendable, Equatable {
     /// What the card announces for long APDUs: the card capabilities in the historical bytes refined by the
     /// extended length information; nil when the historical bytes say nothing.
     public var lengthCapabilities: LengthCapabilities? {
-        guard var capabilities = CardCapabilities.lengthCapabilities(historicalBytes) else { return nil }
+        guard var capabilities = HistoricalBytes.lengthCapabilities(historicalBytes) else { return nil }
         if capabilities.extendedLength, let info = extendedLengthInformation {
             // Leave room for the header, Lc and Le around the data.
             capabilities.maxCommandData = max(
@@ -289,38 +289,4 @@ public struct KeyStatus: RawRepresentable, Sendable, Hashable {
     public static let generated = KeyStatus(rawValue: 0x01)
     /// `02`: the key was imported.
     public static let imported = KeyStatus(rawValue: 0x02)
-}
-
-/// The card capabilities in historical bytes (ISO/IEC 7816-4, §8.1.1.2.7).
-///
-/// The same reading as TokenpinPCSC's `HistoricalBytes`, kept here so the OpenPGP layer does not depend on
-/// PC/SC. Candidates to move to TokenpinAPDU.
-enum CardCapabilities {
-    /// Chaining (bit 8) and extended Lc/Le (bit 7) from the third byte of compact-TLV object `7x`.
-    static func lengthCapabilities(_ historical: [UInt8]) -> LengthCapabilities? {
-        guard let category = historical.first else { return nil }
-        let objects: ArraySlice<UInt8>
-        switch category {
-        case 0x00:
-            guard historical.count >= 4 else { return nil }
-            objects = historical[1..<(historical.count - 3)]
-        case 0x80:
-            objects = historical[1...]
-        default:
-            return nil
-        }
-        var index = objects.startIndex
-        while index < objects.endIndex {
-            let tag = objects[index] >> 4
-            let length = Int(objects[index] & 0x0F)
-            index += 1
-            guard length <= objects.endIndex - index else { return nil }
-            if tag == 0x7, length >= 3 {
-                let third = objects[index + 2]
-                return LengthCapabilities(extendedLength: third & 0x40 != 0, commandChaining: third & 0x80 != 0)
-            }
-            index += length
-        }
-        return nil
-    }
 }

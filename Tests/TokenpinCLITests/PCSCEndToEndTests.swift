@@ -145,14 +145,19 @@ extension CLI {
         #expect(cli.remaining == 5)
     }
 
-    @Test func aCardPulledMidVerifyGivesAClearErrorAndNoFalseSuccess() throws {
+    /// A bound card, pulled and inserted again with a fault injected (`fallback = deny`, so nothing hides it).
+    func boundCard(withFault fault: String) throws -> (CLI, VirtualCard) {
         let cli = CLI.pcsc("fallback = deny\n")
         let state = cli.directory + "/card.json"
-        var card = try VirtualCard(index: 0, state: state, cli: cli)
+        let card = try VirtualCard(index: 0, state: state, cli: cli)
         try cli.bindCard()
         try card.pull(cli)
-        // The same card again, now vanishing in the middle of PSO:DECIPHER.
-        card = try VirtualCard(index: 0, state: state, arguments: ["--fault", "vanish@2A*1"], cli: cli)
+        return (cli, try VirtualCard(index: 0, state: state, arguments: ["--fault", fault], cli: cli))
+    }
+
+    @Test func aCardPulledMidVerifyGivesAClearErrorAndNoFalseSuccess() throws {
+        // The card vanishes in the middle of PSO:DECIPHER.
+        let (cli, card) = try boundCard(withFault: "vanish@2A*1")
         let verify = try cli.run(["--json", "verify", "--pin-stdin"], input: "123456\n")
         #expect(verify.status == 6, "\(verify.stdout) \(verify.stderr)")
         let message = (verify.json["error"] as? [String: Any])?["message"] as? String ?? ""
@@ -162,12 +167,7 @@ extension CLI {
     }
 
     @Test func malformedAnswersAreClearErrors() throws {
-        let cli = CLI.pcsc("fallback = deny\n")
-        let state = cli.directory + "/card.json"
-        var card = try VirtualCard(index: 0, state: state, cli: cli)
-        try cli.bindCard()
-        try card.pull(cli)
-        card = try VirtualCard(index: 0, state: state, arguments: ["--fault", "malformed:truncated@2A"], cli: cli)
+        let (cli, card) = try boundCard(withFault: "malformed:truncated@2A")
         let verify = try cli.run(["verify", "--pin-stdin"], input: "123456\n")
         #expect([1, 6].contains(verify.status), "\(verify.stderr)")
         #expect(verify.stderr.contains("error: ") || verify.stderr.contains("Token not verified"))
