@@ -64,6 +64,13 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // The card sources the executables plug into the service: PC/SC readers and the simulated card.
+        .target(
+            name: "TokenpinReaders",
+            dependencies: ["TokenpinService", "TokenpinAPDU", "TokenpinPCSC", "TokenpinSimulator"],
+            swiftSettings: strictSettings
+        ),
+
         // The operations joining core and token.
         .target(
             name: "TokenpinService",
@@ -73,7 +80,7 @@ let package = Package(
         .executableTarget(
             name: "tokenpin",
             dependencies: [
-                "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinPCSC", "TokenpinSimulator", "CTokenpinShims",
+                "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinReaders", "TokenpinSimulator", "CTokenpinShims",
             ],
             swiftSettings: strictSettings
         ),

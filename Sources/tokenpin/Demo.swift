@@ -1,5 +1,6 @@
 import Foundation
 import TokenpinCore
+import TokenpinReaders
 import TokenpinService
 import TokenpinSimulator
 

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TokenpinAPDU
 import TokenpinCore
+import TokenpinReaders
 import TokenpinService
 
 /// Counts the APDUs that reach a card.

@@ -2,12 +2,18 @@ import Foundation
 import Synchronization
 import TokenpinAPDU
 import TokenpinPCSC
-import TokenpinService
-import TokenpinSimulator
+public import TokenpinService
+public import TokenpinSimulator
+
+// The card sources the executables plug into the service: PC/SC readers through pcscd, and the in-process
+// simulated card. Kept out of TokenpinService so the service never imports PC/SC or the simulator.
 
 /// The PC/SC readers through pcscd: what tokenpin uses with real tokens.
-struct PCSCReaders: CardReaders {
-    func list() throws(ServiceError) -> [ReaderPresence] {
+public struct PCSCReaders: CardReaders {
+    /// The readers pcscd knows.
+    public init() {}
+
+    public func list() throws(ServiceError) -> [ReaderPresence] {
         do {
             let context = try PCSCContext()
             return try context.readerStatuses().map { ReaderPresence(name: $0.name, cardPresent: $0.state.contains(.present)) }
@@ -16,7 +22,7 @@ struct PCSCReaders: CardReaders {
         }
     }
 
-    func open(_ reader: String) throws(ServiceError) -> any CardHandle {
+    public func open(_ reader: String) throws(ServiceError) -> any CardHandle {
         do {
             return PCSCHandle(connection: try PCSCCardConnection(reader: reader))
         } catch {
@@ -24,7 +30,7 @@ struct PCSCReaders: CardReaders {
         }
     }
 
-    func describe(_ transportError: any Error) -> ServiceError {
+    public func describe(_ transportError: any Error) -> ServiceError {
         if let error = transportError as? PCSCError { return Self.serviceError(error) }
         return .tokenUnavailable("\(transportError)")
     }
@@ -64,19 +70,19 @@ final class PCSCHandle: CardHandle {
 
 /// The in-process virtual card (`--reader sim`): one reader holding a `SimulatedCard` whose state lives in a
 /// file next to the records, so every flow works on a bare machine.
-enum SimulatorReaders {
+public enum SimulatorReaders {
     /// The reader's name as `tokenpin readers` shows it.
-    static let readerName = "tokenpin virtual reader (simulated card)"
+    public static let readerName = "tokenpin virtual reader (simulated card)"
 
     /// One reader holding `card`.
-    static func readers(_ card: SimulatedCard) -> InProcessReaders {
+    public static func readers(_ card: SimulatedCard) -> InProcessReaders {
         InProcessReaders([InProcessReaders.Reader(
             name: readerName, isPresent: { card.isPresent },
             connect: { SimulatedCardConnection(card: card) }, reset: { card.reset() })])
     }
 
     /// Opens (or creates) the simulated card whose state is in `stateFile`.
-    static func open(stateFile: String) throws(ServiceError) -> InProcessReaders {
+    public static func open(stateFile: String) throws(ServiceError) -> InProcessReaders {
         let directory = (stateFile as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                  attributes: [.posixPermissions: 0o700])
@@ -89,10 +95,11 @@ enum SimulatorReaders {
 }
 
 /// One simulated card per process and state file, so that every command of a run sees the same card.
-enum SimulatorCards {
+public enum SimulatorCards {
     private static let cards = Mutex<[String: InProcessReaders]>([:])
 
-    static func shared(stateFile: String) -> any CardReaders {
+    /// The simulated card whose state is in `stateFile`, opened once per process.
+    public static func shared(stateFile: String) -> any CardReaders {
         cards.withLock { cards -> any CardReaders in
             if let existing = cards[stateFile] { return existing }
             do {
@@ -107,10 +114,14 @@ enum SimulatorCards {
 }
 
 /// Readers that could not be set up; every use reports why.
-struct UnavailableReaders: CardReaders {
-    let error: ServiceError
+public struct UnavailableReaders: CardReaders {
+    /// Why there are no readers.
+    public let error: ServiceError
 
-    func list() throws(ServiceError) -> [ReaderPresence] { throw error }
-    func open(_ reader: String) throws(ServiceError) -> any CardHandle { throw error }
-    func describe(_ transportError: any Error) -> ServiceError { error }
+    /// Readers that report `error` on every use.
+    public init(error: ServiceError) { self.error = error }
+
+    public func list() throws(ServiceError) -> [ReaderPresence] { throw error }
+    public func open(_ reader: String) throws(ServiceError) -> any CardHandle { throw error }
+    public func describe(_ transportError: any Error) -> ServiceError { error }
 }
