@@ -16,7 +16,7 @@ DEBUG_DIR      = .build/debug
 
 # Build and run: libsodium and pcsc-lite headers. Tests add the real PC/SC stack and peers.
 BUILD_PACKAGES = libsodium-dev libpcsclite-dev pkg-config
-TEST_PACKAGES  = pcscd vsmartcard-vpcd opensc pcsc-tools scdaemon gnupg util-linux
+TEST_PACKAGES  = pcscd vsmartcard-vpcd opensc pcsc-tools scdaemon gnupg util-linux python3 bc
 BENCH_PACKAGES = hyperfine time bc
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

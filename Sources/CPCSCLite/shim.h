@@ -1,2 +1,2 @@
-#include <winscard.h>
-#include <reader.h>
+#include <PCSC/winscard.h>
+#include <PCSC/reader.h>
