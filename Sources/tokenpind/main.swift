@@ -71,21 +71,29 @@ do {
     fail(error.description, code: 78)
 }
 
-for number in [SIGTERM, SIGINT, SIGHUP] { signal(number, SIG_IGN) }
-let signalQueue = DispatchQueue(label: "tokenpind.signals")
-let sources = [SIGTERM, SIGINT, SIGHUP].map { number in
-    let source = DispatchSource.makeSignalSource(signal: number, queue: signalQueue)
-    source.setEventHandler {
-        if number == SIGHUP {
-            daemon.reload()
-        } else {
-            logger.info("shutting down: finishing running operations")
-            daemon.beginShutdown()
+/// Turns SIGTERM/SIGINT into a drain and SIGHUP into a reload, on a queue of their own.
+///
+/// A plain function, not top-level code: top-level closures would be main-actor isolated and the handlers run
+/// on a dispatch queue.
+func installSignalHandlers(daemon: Daemon, logger: Logger) -> [any DispatchSourceSignal] {
+    for number in [SIGTERM, SIGINT, SIGHUP] { signal(number, SIG_IGN) }
+    let queue = DispatchQueue(label: "tokenpind.signals")
+    return [SIGTERM, SIGINT, SIGHUP].map { number in
+        let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+        source.setEventHandler {
+            if number == SIGHUP {
+                daemon.reload()
+            } else {
+                logger.info("shutting down: finishing running operations")
+                daemon.beginShutdown()
+            }
         }
+        source.resume()
+        return source
     }
-    source.resume()
-    return source
 }
+
+let sources = installSignalHandlers(daemon: daemon, logger: logger)
 
 logger.info("started", [("state-dir", options.stateDirectory),
                         ("daemon-kdf-memory.mib", String(daemon.configuration.daemonKDFMemoryMiB))])
