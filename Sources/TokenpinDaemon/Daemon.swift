@@ -21,6 +21,9 @@ public struct DaemonOptions: Sendable {
     public var maximumConnections = 512
     /// The most connections one uid may hold.
     public var maximumConnectionsPerUID = 128
+    /// The most operations holding Argon2id memory at once (default: twice the cores, so that one holder's record
+    /// writes and fsyncs overlap another's derivation while a status request still gets a fair share of a core).
+    public var maximumParallelKDF = 2 * ProcessInfo.processInfo.activeProcessorCount
 
     /// The defaults.
     public init() {}
@@ -65,7 +68,8 @@ public final class Daemon: Sendable {
         self.logger = logger
         let configuration = try Self.loadConfiguration(options)
         configurationState = Mutex(configuration)
-        budget = MemoryBudget(capacityKiB: configuration.daemonKDFMemoryMiB * 1024)
+        budget = MemoryBudget(capacityKiB: configuration.daemonKDFMemoryMiB * 1024,
+                              maximumHolders: options.maximumParallelKDF)
         connections = ConnectionTable(maximumTotal: options.maximumConnections,
                                       maximumPerUID: options.maximumConnectionsPerUID)
         store = RecordStore(directory: options.stateDirectory)

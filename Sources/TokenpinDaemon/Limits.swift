@@ -4,20 +4,25 @@ import Synchronization
 /// A semaphore weighted in KiB: Argon2id work takes its slot's memory from the budget and gives it back.
 ///
 /// Waiters are served first come, first served, so a flood queues in order and a large request is not starved
-/// by small ones. A request larger than the whole budget is refused before it waits (`fits`).
+/// by small ones. A request larger than the whole budget is refused before it waits (`fits`). At most
+/// `maximumHolders` hold memory at once (the daemon uses the number of cores): Argon2id is CPU-bound, so more
+/// parallel derivations than cores add memory and latency for everyone else without adding throughput.
 public final class MemoryBudget: @unchecked Sendable {
     // @unchecked Sendable: every stored property is read and written only while `condition` is locked.
     private let condition = NSCondition()
     private var capacity: Int
+    private let maximumHolders: Int
+    private var holders = 0
     private var used = 0
     private var peak = 0
     private var nextTicket: UInt64 = 0
     private var serving: UInt64 = 0
     private var waiting = 0
 
-    /// A budget of `capacityKiB`.
-    public init(capacityKiB: Int) {
+    /// A budget of `capacityKiB` shared by at most `maximumHolders` holders.
+    public init(capacityKiB: Int, maximumHolders: Int = .max) {
         capacity = max(1, capacityKiB)
+        self.maximumHolders = max(1, maximumHolders)
     }
 
     /// Whether a request of `kib` can ever be granted.
@@ -41,11 +46,12 @@ public final class MemoryBudget: @unchecked Sendable {
         let ticket = nextTicket
         nextTicket &+= 1
         waiting += 1
-        while serving != ticket || used + min(kib, capacity) > capacity {
+        while serving != ticket || used + min(kib, capacity) > capacity || holders >= maximumHolders {
             condition.wait()
         }
         waiting -= 1
         serving &+= 1
+        holders += 1
         used += min(kib, capacity)
         peak = max(peak, used)
         condition.broadcast()
@@ -56,6 +62,7 @@ public final class MemoryBudget: @unchecked Sendable {
     public func release(_ kib: Int) {
         condition.lock()
         used = max(0, used - min(kib, capacity))
+        holders = max(0, holders - 1)
         condition.broadcast()
         condition.unlock()
     }

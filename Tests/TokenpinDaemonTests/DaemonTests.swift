@@ -79,6 +79,25 @@ import TokenpinService
         #expect(budget.fits(100))
     }
 
+    @Test func budgetLimitsHolders() {
+        let budget = MemoryBudget(capacityKiB: 1000, maximumHolders: 2)
+        let inside = Mutex((now: 0, peak: 0))
+        let done = DispatchGroup()
+        for _ in 0..<8 {
+            done.enter()
+            Thread {
+                budget.acquire(10)
+                inside.withLock { $0.now += 1; $0.peak = max($0.peak, $0.now) }
+                usleep(5000)
+                inside.withLock { $0.now -= 1 }
+                budget.release(10)
+                done.leave()
+            }.start()
+        }
+        done.wait()
+        #expect(inside.withLock { $0.peak } == 2)
+    }
+
     @Test func budgetServesInArrivalOrder() {
         let budget = MemoryBudget(capacityKiB: 100)
         budget.acquire(100)
