@@ -86,7 +86,7 @@ let package = Package(
         // The daemon: server, peer authorization, relayed prompts, memory budget, limits.
         .target(
             name: "TokenpinDaemon",
-            dependencies: ["TokenpinProtocol", "TokenpinService", "TokenpinCore", "CTokenpinShims"],
+            dependencies: ["TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinPCSC", "CTokenpinShims"],
             swiftSettings: strictSettings
         ),
         .executableTarget(

@@ -21,6 +21,8 @@ public struct DaemonOptions: Sendable {
     public var maximumConnections = 512
     /// The most connections one uid may hold.
     public var maximumConnectionsPerUID = 128
+    /// Whether to watch PC/SC readers and cards for `watch` subscribers.
+    public var watchReaders = true
     /// The most operations holding Argon2id memory at once (default: twice the cores, so that one holder's record
     /// writes and fsyncs overlap another's derivation while a status request still gets a fair share of a core).
     public var maximumParallelKDF = 2 * ProcessInfo.processInfo.activeProcessorCount
@@ -176,8 +178,11 @@ public final class Daemon: Sendable {
         return fd
     }
 
-    /// Accepts connections until `beginShutdown`, starting a thread for each.
+    /// Accepts connections until `beginShutdown`, starting a thread for each (and the reader watcher).
     public func serve() {
+        if options.watchReaders {
+            ReaderWatcher(hub: hub, logger: logger) { [self] in isDraining }.start()
+        }
         let fd = listenFD.load(ordering: .acquiring)
         while !isDraining {
             var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)

@@ -66,7 +66,10 @@ public enum Authorization {
     }
 
     /// Whether a `watch` subscriber `peer` (subscribed for `filter`, nil: everyone it may see) sees an event of `user`.
+    ///
+    /// Events that concern no user (readers and cards) are seen by everyone.
     public static func sees(peer: Peer, filter: String?, eventUser: String?) -> Bool {
+        guard let eventUser else { return true }
         if let filter, filter != eventUser { return false }
         if peer.isRoot { return true }
         return eventUser == peer.name

@@ -12,13 +12,14 @@ import TokenpinDaemon
 let usage = """
     OVERVIEW: The tokenpin daemon: keeps PIN records root-owned and serves tokenpin, pam_tokenpin and watchers.
 
-    USAGE: tokenpind [--socket PATH] [--state-dir DIR] [--config FILE] [--debug]
+    USAGE: tokenpind [--socket PATH] [--state-dir DIR] [--config FILE] [--debug] [--no-readers]
 
     OPTIONS:
       --socket PATH     The Unix socket to listen on (default /run/tokenpin/socket; ignored under socket activation).
       --state-dir DIR   Where records live (default /var/lib/tokenpin; created 0700).
       --config FILE     Read this configuration file instead of /etc/tokenpin/tokenpin.conf and conf.d/.
       --debug           Log requests at debug level (never a secret).
+      --no-readers      Do not watch PC/SC readers and cards (no reader events for watchers).
       -h, --help        Show help information.
       --version         Show the version.
 
@@ -48,6 +49,7 @@ while let argument = arguments.popFirst() {
     case "--state-dir": options.stateDirectory = value()
     case "--config": options.configFile = value()
     case "--debug": level = .debug
+    case "--no-readers": options.watchReaders = false
     case "-h", "--help":
         print(usage, terminator: "")
         exit(0)
