@@ -149,10 +149,15 @@ public final class ConnectionTable: Sendable {
     }
 
     /// Takes a place for `uid`; false when a limit is reached.
+    ///
+    /// Root (login, sudo, sshd, the PAM stacks) is held only to the per-uid limit, so users filling the table
+    /// cannot keep root's authentications out.
     public func open(uid: UInt32) -> Bool {
         state.withLock { state in
-            guard state.total < maximumTotal, state.perUID[uid, default: 0] < maximumPerUID else { return false }
-            state.total += 1
+            guard uid == 0 || state.total < maximumTotal, state.perUID[uid, default: 0] < maximumPerUID else {
+                return false
+            }
+            if uid != 0 { state.total += 1 }
             state.perUID[uid, default: 0] += 1
             return true
         }
@@ -161,12 +166,12 @@ public final class ConnectionTable: Sendable {
     /// Gives the place back.
     public func close(uid: UInt32) {
         state.withLock { state in
-            state.total -= 1
+            if uid != 0 { state.total -= 1 }
             state.perUID[uid, default: 1] -= 1
             if state.perUID[uid] == 0 { state.perUID[uid] = nil }
         }
     }
 
-    /// Connections open now.
+    /// Connections of users other than root open now.
     public var total: Int { state.withLock { $0.total } }
 }

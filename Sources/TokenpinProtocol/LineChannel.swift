@@ -1,3 +1,4 @@
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -67,11 +68,14 @@ public final class LineChannel {
         return LineChannel(fd: fd)
     }
 
-    /// Reads one line, without its newline, waiting at most `timeoutMilliseconds` for each chunk (-1: forever).
+    /// Reads one line, without its newline, waiting at most `timeoutMilliseconds` for all of it (-1: forever).
+    ///
+    /// The limit covers the whole line, so a peer trickling a byte at a time cannot hold the connection open.
     ///
     /// Throws `.closed` at a clean end of stream, `.truncated` when the stream ends inside a line, `.oversized`
     /// past the limit, `.timeout` when the peer is silent. The caller wipes a returned line that held a secret.
     public func readLine(timeoutMilliseconds: Int32, deadline: (() -> Bool)? = nil) throws(ProtocolError) -> [UInt8] {
+        let start = DispatchTime.now().uptimeNanoseconds
         while true {
             if let newline = buffer.firstIndex(of: 0x0A) {
                 guard newline <= maximumLineLength else {
@@ -86,7 +90,16 @@ public final class LineChannel {
             guard buffer.count <= maximumLineLength else {
                 throw ProtocolError(.oversized, "a line is longer than \(maximumLineLength) bytes")
             }
-            try waitReadable(timeoutMilliseconds: timeoutMilliseconds, deadline: deadline)
+            var left = timeoutMilliseconds
+            if timeoutMilliseconds >= 0 {
+                let spent = Int64((DispatchTime.now().uptimeNanoseconds &- start) / 1_000_000)
+                left = Int32(clamping: max(0, Int64(timeoutMilliseconds) - spent))
+                if left == 0 {
+                    wipe(&buffer)
+                    throw ProtocolError(.timeout, "no complete message arrived in time")
+                }
+            }
+            try waitReadable(timeoutMilliseconds: left, deadline: deadline)
             var chunk = [UInt8](repeating: 0, count: 4096)
             let count = chunk.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, 0) }
             if count < 0 {
@@ -115,7 +128,7 @@ public final class LineChannel {
             if ready == 0 { waited += slice }
             if let deadline, deadline() { throw ProtocolError(.busy, "the daemon is shutting down") }
             if timeoutMilliseconds >= 0 && waited >= timeoutMilliseconds {
-                throw ProtocolError(.timeout, "nothing arrived for \(timeoutMilliseconds / 1000) s")
+                throw ProtocolError(.timeout, "no complete message arrived in time")
             }
         }
     }

@@ -52,6 +52,8 @@ import TokenpinService
         #expect(!table.open(uid: 1))
         #expect(table.open(uid: 2))
         #expect(!table.open(uid: 3))
+        let rootStillGetsIn = table.open(uid: 0)
+        #expect(rootStillGetsIn)
         table.close(uid: 1)
         #expect(table.open(uid: 3))
     }

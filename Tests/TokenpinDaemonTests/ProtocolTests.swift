@@ -219,7 +219,27 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         e.close()
         #expect(throws: ProtocolError(.closed, "the peer closed the connection")) { try f.readLine(timeoutMilliseconds: 1000) }
         let (g, h) = pair()
-        #expect(throws: ProtocolError(.timeout, "nothing arrived for 0 s")) { try h.readLine(timeoutMilliseconds: 300) }
+        #expect(throws: ProtocolError(.timeout, "no complete message arrived in time")) {
+            try h.readLine(timeoutMilliseconds: 300)
+        }
         withExtendedLifetime(g) {}
+    }
+
+    @Test func tricklingBytesDoNotExtendTheTimeout() throws {
+        let (a, b) = pair()
+        let fd = a.fd
+        Thread {
+            for _ in 0..<20 {
+                _ = withUnsafeBytes(of: UInt8(0x41)) { send(fd, $0.baseAddress, 1, Int32(MSG_NOSIGNAL)) }
+                usleep(100_000)
+            }
+        }.start()
+        let start = Date()
+        #expect(throws: ProtocolError(.timeout, "no complete message arrived in time")) {
+            try b.readLine(timeoutMilliseconds: 500)
+        }
+        #expect(Date().timeIntervalSince(start) < 1.5)
+        usleep(2_100_000)
+        withExtendedLifetime(a) {}
     }
 }
