@@ -85,4 +85,16 @@ if command -v scdoc >/dev/null; then
         check "man page $page builds" bash -c "scdoc < '$ROOT/docs/man/$page.scd' | grep -q '^\.TH'"
     done
 fi
+# make install pieces into a DESTDIR (the daemon binary needs a release build; `make install` does that).
+if command -v scdoc >/dev/null; then
+    DEST=$WORK/dest
+    expect_code "make install-pam install-units install-udev install-man" 0 \
+        make -s -C "$ROOT" install-pam install-units install-udev install-man DESTDIR="$DEST" PREFIX=/usr PAM_DIR=/usr/lib/security
+    for file in usr/lib/security/pam_tokenpin.so usr/share/pam-configs/tokenpin usr/lib/systemd/system/tokenpind.service \
+        usr/lib/systemd/system/tokenpind.socket usr/lib/udev/rules.d/70-tokenpin.rules usr/share/man/man8/tokenpind.8 \
+        usr/share/man/man8/pam_tokenpin.8 usr/share/man/man1/tokenpin.1 usr/share/man/man5/tokenpin.conf.5; do
+        check "installed $file" [ -f "$DEST/$file" ]
+    done
+    check "installed unit names the installed daemon" grep -q "^ExecStart=/usr/sbin/tokenpind$" "$DEST/usr/lib/systemd/system/tokenpind.service"
+fi
 finish
