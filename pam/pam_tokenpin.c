@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <syslog.h>
 #include <time.h>
@@ -126,7 +127,9 @@ static int tp_unavailable(const struct tp_options *options) {
 /* ---------------------------------------------------------------------------------------------- */
 /* Socket and lines                                                                               */
 
-static int tp_connect(struct tp_conn *conn, const char *path) {
+/* Connects with `timeout_ms` bounding connect and every send (a wedged daemon with a full backlog must not
+   hang a login: Linux applies SO_SNDTIMEO to connect on Unix stream sockets). */
+static int tp_connect(struct tp_conn *conn, const char *path, int timeout_ms) {
     struct sockaddr_un address;
     memset(&address, 0, sizeof(address));
     address.sun_family = AF_UNIX;
@@ -135,6 +138,8 @@ static int tp_connect(struct tp_conn *conn, const char *path) {
     conn->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     conn->used = 0;
     if (conn->fd < 0) return -1;
+    struct timeval limit = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+    (void)setsockopt(conn->fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
     if (connect(conn->fd, (struct sockaddr *)&address, sizeof(address)) != 0) {
         close(conn->fd);
         conn->fd = -1;
@@ -458,7 +463,7 @@ static int tp_run(pam_handle_t *pamh, const struct tp_options *options, const ch
         return PAM_BUF_ERR;
     }
     conn->fd = -1;
-    if (tp_connect(conn, options->socket_path) != 0) {
+    if (tp_connect(conn, options->socket_path, options->timeout_ms) != 0) {
         pam_syslog(pamh, LOG_NOTICE, "tokenpind is not reachable on %s", options->socket_path);
         result = tp_unavailable(options);
         goto done;
@@ -629,7 +634,7 @@ PAM_EXTERN int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const c
     if (status != PAM_SUCCESS) return status;
     if (flags & PAM_PRELIM_CHECK) {
         struct tp_conn probe;
-        if (tp_connect(&probe, options.socket_path) != 0) return PAM_TRY_AGAIN;
+        if (tp_connect(&probe, options.socket_path, options.timeout_ms) != 0) return PAM_TRY_AGAIN;
         close(probe.fd);
         return PAM_SUCCESS;
     }

@@ -45,6 +45,10 @@ public final class LineChannel {
     public static func connect(path: String, timeoutMilliseconds: Int32 = 5000) throws(ProtocolError) -> LineChannel {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ProtocolError(.io, "cannot create a socket") }
+        // Bounds connect (Linux applies the send timeout to it on Unix stream sockets) and every write, so a
+        // wedged daemon with a full backlog cannot hang the client.
+        var limit = timeval(tv_sec: Int(timeoutMilliseconds / 1000), tv_usec: Int(timeoutMilliseconds % 1000) * 1000)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let pathBytes = Array(path.utf8)
