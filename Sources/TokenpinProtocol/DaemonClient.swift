@@ -63,13 +63,17 @@ public struct DaemonClient: Sendable {
     /// Enrols a PIN; the recovery key comes back in guarded memory.
     public func enrol(_ interaction: some Interaction) throws(ServiceError) -> RemoteEnrolment {
         var fields = try run(Request(.enrol, user: user, newPINAttempts: Self.attempts(interaction)), interaction)
-        let value = JSONValue.object(fields)
-        guard case .string(var key)? = value["recoveryKey"], let kdf = KDFParameters(protocolValue: value["kdf"]) else {
+        let kdf = KDFParameters(protocolValue: JSONValue.object(fields)["kdf"])
+        let recordPath = JSONValue.object(fields)["record"]?.stringValue ?? ""
+        guard let index = fields.firstIndex(where: { $0.key == "recoveryKey" }), case .string(var key) = fields[index].value,
+              let kdf else {
             throw .serviceUnavailable("tokenpind sent a malformed enrolment result")
         }
+        // Drop every other reference to the key's bytes so that `consuming` wipes them in place.
+        fields[index].value = .null
         fields.removeAll()
         let text = SecretBytes(consuming: &key)
-        return RemoteEnrolment(recoveryKeyText: text, kdf: kdf, recordPath: value["record"]?.stringValue ?? "")
+        return RemoteEnrolment(recoveryKeyText: text, kdf: kdf, recordPath: recordPath)
     }
 
     /// Verifies the PIN.
