@@ -21,8 +21,10 @@ public struct DaemonOptions: Sendable {
     public var maximumConnections = 512
     /// The most connections one uid may hold.
     public var maximumConnectionsPerUID = 128
-    /// Whether to watch PC/SC readers and cards for `watch` subscribers.
+    /// Whether to watch PC/SC readers and cards for `watch` subscribers and `on-card-removal`.
     public var watchReaders = true
+    /// The loginctl binary `on-card-removal = lock` runs.
+    public var loginctl = "/usr/bin/loginctl"
     /// The most operations holding Argon2id memory at once (default: twice the cores, so that one holder's record
     /// writes and fsyncs overlap another's derivation while a status request still gets a fair share of a core).
     public var maximumParallelKDF = 2 * ProcessInfo.processInfo.activeProcessorCount
@@ -50,7 +52,7 @@ public final class Daemon: Sendable {
     public let options: DaemonOptions
     let logger: Logger
     let store: RecordStore
-    let configurationState: Mutex<Configuration>
+    let configurationState: ConfigurationBox
     /// The Argon2id memory budget.
     public let budget: MemoryBudget
     /// One operation per user.
@@ -59,6 +61,8 @@ public final class Daemon: Sendable {
     public let connections: ConnectionTable
     /// `watch` subscribers.
     public let hub = EventHub()
+    /// `on-card-removal`.
+    public let cardRemoval: CardRemovalPolicy
     private let draining = Atomic<Bool>(false)
     private let listenFD = Atomic<Int32>(-1)
     private let bound = Atomic<Bool>(false)
@@ -69,12 +73,19 @@ public final class Daemon: Sendable {
         self.options = options
         self.logger = logger
         let configuration = try Self.loadConfiguration(options)
-        configurationState = Mutex(configuration)
+        configurationState = ConfigurationBox(configuration)
         budget = MemoryBudget(capacityKiB: configuration.daemonKDFMemoryMiB * 1024,
                               maximumHolders: options.maximumParallelKDF)
         connections = ConnectionTable(maximumTotal: options.maximumConnections,
                                       maximumPerUID: options.maximumConnectionsPerUID)
         store = RecordStore(directory: options.stateDirectory)
+        let state = configurationState
+        let hub = self.hub
+        cardRemoval = CardRemovalPolicy(
+            locker: LoginctlLocker(loginctl: options.loginctl), logger: logger,
+            settings: { state.value.withLock { ($0.onCardRemoval, $0.lockGraceSeconds) } },
+            schedule: CardRemovalPolicy.dispatchSchedule,
+            onLocked: { user in hub.publish(user: user, name: "sessionsLocked", fields: []) })
         do {
             try store.prepare()
         } catch {
@@ -97,7 +108,7 @@ public final class Daemon: Sendable {
     }
 
     /// The configuration in force.
-    public var configuration: Configuration { configurationState.withLock { $0 } }
+    public var configuration: Configuration { configurationState.value.withLock { $0 } }
 
     /// Whether the daemon is shutting down.
     public var isDraining: Bool { draining.load(ordering: .acquiring) }
@@ -107,7 +118,7 @@ public final class Daemon: Sendable {
     public func reload() -> Bool {
         do {
             let fresh = try Self.loadConfiguration(options)
-            configurationState.withLock { $0 = fresh }
+            configurationState.value.withLock { $0 = fresh }
             budget.setCapacity(fresh.daemonKDFMemoryMiB * 1024)
             logger.info("configuration reloaded", [("daemon-kdf-memory.mib", String(fresh.daemonKDFMemoryMiB))])
             return true
@@ -181,7 +192,7 @@ public final class Daemon: Sendable {
     /// Accepts connections until `beginShutdown`, starting a thread for each (and the reader watcher).
     public func serve() {
         if options.watchReaders {
-            ReaderWatcher(hub: hub, logger: logger) { [self] in isDraining }.start()
+            ReaderWatcher(hub: hub, cardRemoval: cardRemoval, logger: logger) { [self] in isDraining }.start()
         }
         let fd = listenFD.load(ordering: .acquiring)
         while !isDraining {
@@ -406,6 +417,9 @@ public final class Daemon: Sendable {
             fields = [JSONMember("remaining", .int(counter.remaining)), JSONMember("lastTry", .bool(counter.remaining == 1))]
         }
         hub.publish(user: user, name: event.name, fields: fields)
+        if case .verified(let method) = report.outcome, method == .token || method == .both {
+            cardRemoval.tokenVerified(user: user)
+        }
         if let counter = report.counter, counter.isLocked, report.outcome != .locked {
             hub.publish(user: user, name: "locked", fields: [])
         }
@@ -480,6 +494,13 @@ struct Reply: ~Copyable {
     consuming func wipe() {
         TokenpinCore.wipe(&bytes)
     }
+}
+
+/// The configuration in force, shared with the closures that read it (`SIGHUP` replaces it).
+final class ConfigurationBox: Sendable {
+    let value: Mutex<Configuration>
+
+    init(_ configuration: Configuration) { value = Mutex(configuration) }
 }
 
 /// Counts running operations, so shutdown can wait for them.

@@ -10,12 +10,15 @@ import TokenpinProtocol
 /// no user, so every subscriber sees them.
 final class ReaderWatcher: Sendable {
     let hub: EventHub
+    let cardRemoval: CardRemovalPolicy?
     let logger: Logger
     let stopped: @Sendable () -> Bool
     let retrySeconds: Double
 
-    init(hub: EventHub, logger: Logger, retrySeconds: Double = 5, stopped: @escaping @Sendable () -> Bool) {
+    init(hub: EventHub, cardRemoval: CardRemovalPolicy? = nil, logger: Logger, retrySeconds: Double = 5,
+         stopped: @escaping @Sendable () -> Bool) {
         self.hub = hub
+        self.cardRemoval = cardRemoval
         self.logger = logger
         self.retrySeconds = retrySeconds
         self.stopped = stopped
@@ -49,6 +52,7 @@ final class ReaderWatcher: Sendable {
             }
             reportedOutage = false
             logger.info("watching readers", [("readers", String(monitor.readers.count))])
+            cardRemoval?.setPresent(monitor.readers.filter(\.isCardPresent).map(\.name))
             watch(monitor)
         }
     }
@@ -60,6 +64,7 @@ final class ReaderWatcher: Sendable {
                     let (name, fields) = Self.message(for: event)
                     logger.debug("reader event", [("event", name), ("reader", event.reader)])
                     hub.publish(user: nil, name: name, fields: fields)
+                    cardRemoval?.readerEvent(kind: name, reader: event.reader)
                 }
             } catch {
                 logger.info("reader monitoring stopped; retrying", [("error", error.description)])

@@ -134,3 +134,16 @@ import Testing
         #expect(throws: ConfigError.self) { try configuration.apply(text: "daemon-idle-timeout = 0", file: "x") }
     }
 }
+
+@Suite struct CardRemovalConfigTests {
+    @Test func onCardRemovalAndGrace() throws {
+        var configuration = Configuration()
+        #expect(configuration.onCardRemoval == .none)
+        #expect(configuration.lockGraceSeconds == 0)
+        try configuration.apply(text: "on-card-removal = lock\nlock-grace = 10", file: "x")
+        #expect(configuration.onCardRemoval == .lock)
+        #expect(configuration.lockGraceSeconds == 10)
+        #expect(throws: ConfigError.self) { try configuration.apply(text: "on-card-removal = shutdown", file: "x") }
+        #expect(throws: ConfigError.self) { try configuration.apply(text: "lock-grace = -1", file: "x") }
+    }
+}

@@ -311,3 +311,91 @@ final class TestDaemon: Sendable {
         #expect(test.daemon.configuration.kdfMemoryMiB == 8)
     }
 }
+
+/// Records which users' sessions were locked.
+final class RecordingLocker: SessionLocker {
+    let locked = Mutex<[String]>([])
+    func lockSessions(of user: String) -> Bool {
+        locked.withLock { $0.append(user) }
+        return true
+    }
+}
+
+/// Runs scheduled work when the test says so.
+final class ManualScheduler: Sendable {
+    let pending = Mutex<[(Int, @Sendable () -> Void)]>([])
+    func schedule(_ seconds: Int, _ work: @escaping @Sendable () -> Void) { pending.withLock { $0.append((seconds, work)) } }
+    func runAll() {
+        let work = pending.withLock { pending in defer { pending.removeAll() }; return pending }
+        for (_, item) in work { item() }
+    }
+}
+
+@Suite struct CardRemovalTests {
+    func make(_ action: CardRemovalAction, grace: Int = 0) -> (CardRemovalPolicy, RecordingLocker, ManualScheduler) {
+        let locker = RecordingLocker()
+        let scheduler = ManualScheduler()
+        let policy = CardRemovalPolicy(locker: locker, logger: .disabled, settings: { (action, grace) },
+                                       schedule: { scheduler.schedule($0, $1) })
+        return (policy, locker, scheduler)
+    }
+
+    @Test func removalLocksTheUserWhoVerifiedWithThatCard() {
+        let (policy, locker, scheduler) = make(.lock, grace: 5)
+        policy.readerEvent(kind: "cardInserted", reader: "Yubico YubiKey")
+        policy.tokenVerified(user: "alice")
+        policy.readerEvent(kind: "cardRemoved", reader: "Yubico YubiKey")
+        #expect(scheduler.pending.withLock { $0.map(\.0) } == [5])
+        scheduler.runAll()
+        #expect(locker.locked.withLock { $0 } == ["alice"])
+    }
+
+    @Test func cardBackWithinGraceCancels() {
+        let (policy, locker, scheduler) = make(.lock, grace: 5)
+        policy.setPresent(["r"])
+        policy.tokenVerified(user: "alice")
+        policy.readerEvent(kind: "cardRemoved", reader: "r")
+        policy.readerEvent(kind: "cardInserted", reader: "r")
+        scheduler.runAll()
+        #expect(locker.locked.withLock { $0 }.isEmpty)
+        policy.readerEvent(kind: "cardRemoved", reader: "r")  // the binding survived the grace
+        scheduler.runAll()
+        #expect(locker.locked.withLock { $0 } == ["alice"])
+    }
+
+    @Test func noneNeverLocksAndOtherReadersDoNotCount() {
+        let (policy, locker, scheduler) = make(.none)
+        policy.setPresent(["r"])
+        policy.tokenVerified(user: "alice")
+        policy.readerEvent(kind: "cardRemoved", reader: "r")
+        scheduler.runAll()
+        #expect(locker.locked.withLock { $0 }.isEmpty)
+        let (other, otherLocker, otherScheduler) = make(.lock)
+        other.setPresent(["r1"])
+        other.tokenVerified(user: "bob")
+        other.readerEvent(kind: "readerRemoved", reader: "r2")
+        otherScheduler.runAll()
+        #expect(otherLocker.locked.withLock { $0 }.isEmpty)
+        other.readerEvent(kind: "readerRemoved", reader: "r1")
+        otherScheduler.runAll()
+        #expect(otherLocker.locked.withLock { $0 } == ["bob"])
+    }
+
+    @Test func loginctlLockerRunsLoginctl() throws {
+        let directory = NSTemporaryDirectory() + "loginctl-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let fake = directory + "/loginctl"
+        try """
+            #!/bin/sh
+            echo "$@" >> \(directory)/calls
+            [ "$1" = show-user ] && echo "3 7"
+            exit 0
+            """.write(toFile: fake, atomically: true, encoding: .utf8)
+        chmod(fake, 0o755)
+        #expect(LoginctlLocker(loginctl: fake).lockSessions(of: "alice"))
+        let calls = try String(contentsOfFile: directory + "/calls", encoding: .utf8)
+        #expect(calls == "show-user alice -P Sessions\nlock-session 3 7\n")
+        #expect(!LoginctlLocker(loginctl: fake).lockSessions(of: "-rf"))
+    }
+}

@@ -69,6 +69,14 @@ public struct Appearance: Sendable, Equatable {
     }
 }
 
+/// What tokenpind does when the card a user verified with is removed (`on-card-removal`).
+public enum CardRemovalAction: String, Sendable, CaseIterable {
+    /// Nothing.
+    case none
+    /// Lock that user's sessions through logind (`loginctl lock-session`).
+    case lock
+}
+
 /// tokenpin's settings, from `tokenpin.conf` files (`key = value`, `#` comments).
 public struct Configuration: Sendable, Equatable {
     /// Wrong PINs before the PIN locks.
@@ -101,6 +109,10 @@ public struct Configuration: Sendable, Equatable {
     public var daemonPromptTimeoutSeconds: Int = 120
     /// tokenpind: requests one connection may make per minute (`daemon-rate-limit`).
     public var daemonRequestsPerMinute: Int = 60
+    /// tokenpind: what to do when the card a user verified with leaves its reader (`on-card-removal`).
+    public var onCardRemoval: CardRemovalAction = .none
+    /// tokenpind: seconds to wait for the card to come back before acting on its removal (`lock-grace`).
+    public var lockGraceSeconds: Int = 0
 
     /// The defaults.
     public init() {}
@@ -182,6 +194,7 @@ public struct Configuration: Sendable, Equatable {
         "prompt-pin", "prompt-new-pin", "prompt-confirm-pin", "prompt-current-pin", "prompt-recovery-key",
         "prompt-card-pin",
         "daemon-kdf-memory", "daemon-idle-timeout", "daemon-prompt-timeout", "daemon-rate-limit",
+        "on-card-removal", "lock-grace",
     ]
 
     mutating func set(key: String, value: String) throws(Message) {
@@ -268,6 +281,8 @@ public struct Configuration: Sendable, Equatable {
         case "daemon-idle-timeout": daemonIdleTimeoutSeconds = try integer(1...3600)
         case "daemon-prompt-timeout": daemonPromptTimeoutSeconds = try integer(5...3600)
         case "daemon-rate-limit": daemonRequestsPerMinute = try integer(1...100_000)
+        case "on-card-removal": onCardRemoval = try choice(CardRemovalAction.self)
+        case "lock-grace": lockGraceSeconds = try integer(0...3600)
         default:
             throw Message(text: "unknown key `\(key)`")
         }
