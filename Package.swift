@@ -12,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "tokenpin", targets: ["tokenpin"]),
+        .executable(name: "tokenpind", targets: ["tokenpind"]),
         .library(name: "TokenpinCore", targets: ["TokenpinCore"]),
         .library(name: "TokenpinAPDU", targets: ["TokenpinAPDU"]),
     ],
@@ -83,6 +84,36 @@ let package = Package(
             dependencies: [
                 "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinReaders", "TokenpinSimulator", "CTokenpinShims",
             ],
+            swiftSettings: strictSettings
+        ),
+
+        // The daemon protocol: messages, framing, and the client the CLI uses.
+        .target(
+            name: "TokenpinProtocol",
+            dependencies: ["TokenpinService", "TokenpinCore"],
+            swiftSettings: strictSettings
+        ),
+        // The daemon: server, peer authorization, relayed prompts, memory budget, limits.
+        .target(
+            name: "TokenpinDaemon",
+            dependencies: ["TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinPCSC", "CTokenpinShims"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "tokenpind",
+            dependencies: ["TokenpinDaemon", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "CTokenpinShims"],
+            swiftSettings: strictSettings
+        ),
+        // The end-to-end tests' client: DaemonClient driven from stdin, as the CLI will drive it.
+        .executableTarget(
+            name: "tokenpin-daemon-client",
+            dependencies: ["TokenpinProtocol", "TokenpinService", "TokenpinCore"],
+            path: "tests/service/client",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenpinDaemonTests",
+            dependencies: ["TokenpinDaemon", "TokenpinProtocol", "TokenpinService", "TokenpinCore"],
             swiftSettings: strictSettings
         ),
 

@@ -107,3 +107,43 @@ import Testing
         #expect(capture.lines == ["info test: verified user=alice pin.remaining=4"])
     }
 }
+
+@Suite struct DaemonConfigTests {
+    @Test(arguments: [("1024", 1024), ("512M", 512), ("512MiB", 512), ("1G", 1024), ("2GiB", 2048), ("8", 8)])
+    func daemonKDFMemorySizes(text: String, mib: Int) throws {
+        var configuration = Configuration()
+        try configuration.apply(text: "daemon-kdf-memory = \(text)", file: "x")
+        #expect(configuration.daemonKDFMemoryMiB == mib)
+    }
+
+    @Test(arguments: ["0", "4M", "1T", "lots", "-1G", ""])
+    func daemonKDFMemoryRejectsBadSizes(text: String) {
+        var configuration = Configuration()
+        #expect(throws: ConfigError.self) { try configuration.apply(text: "daemon-kdf-memory = \(text)", file: "x") }
+    }
+
+    @Test func daemonDefaultsAndLimits() throws {
+        var configuration = Configuration()
+        #expect(configuration.daemonKDFMemoryMiB == 1024)
+        #expect(configuration.daemonIdleTimeoutSeconds == 30)
+        try configuration.apply(text: "daemon-idle-timeout = 5\ndaemon-prompt-timeout = 60\ndaemon-rate-limit = 10",
+                                file: "x")
+        #expect(configuration.daemonIdleTimeoutSeconds == 5)
+        #expect(configuration.daemonPromptTimeoutSeconds == 60)
+        #expect(configuration.daemonRequestsPerMinute == 10)
+        #expect(throws: ConfigError.self) { try configuration.apply(text: "daemon-idle-timeout = 0", file: "x") }
+    }
+}
+
+@Suite struct CardRemovalConfigTests {
+    @Test func onCardRemovalAndGrace() throws {
+        var configuration = Configuration()
+        #expect(configuration.onCardRemoval == .none)
+        #expect(configuration.lockGraceSeconds == 0)
+        try configuration.apply(text: "on-card-removal = lock\nlock-grace = 10", file: "x")
+        #expect(configuration.onCardRemoval == .lock)
+        #expect(configuration.lockGraceSeconds == 10)
+        #expect(throws: ConfigError.self) { try configuration.apply(text: "on-card-removal = shutdown", file: "x") }
+        #expect(throws: ConfigError.self) { try configuration.apply(text: "lock-grace = -1", file: "x") }
+    }
+}

@@ -69,6 +69,14 @@ public struct Appearance: Sendable, Equatable {
     }
 }
 
+/// What tokenpind does when the card a user verified with is removed (`on-card-removal`).
+public enum CardRemovalAction: String, Sendable, CaseIterable {
+    /// Nothing.
+    case none
+    /// Lock that user's sessions through logind (`loginctl lock-session`).
+    case lock
+}
+
 /// tokenpin's settings, from `tokenpin.conf` files (`key = value`, `#` comments).
 public struct Configuration: Sendable, Equatable {
     /// Wrong PINs before the PIN locks.
@@ -93,6 +101,18 @@ public struct Configuration: Sendable, Equatable {
     public var reader: String?
     /// Colours and prompts.
     public var appearance = Appearance()
+    /// tokenpind: the memory all Argon2id work may use at once, in MiB (`daemon-kdf-memory`, default 1 GiB).
+    public var daemonKDFMemoryMiB: Int = 1024
+    /// tokenpind: seconds a connection may stay silent between requests (`daemon-idle-timeout`).
+    public var daemonIdleTimeoutSeconds: Int = 30
+    /// tokenpind: seconds a client may take to answer a prompt (`daemon-prompt-timeout`).
+    public var daemonPromptTimeoutSeconds: Int = 120
+    /// tokenpind: requests one connection may make per minute (`daemon-rate-limit`).
+    public var daemonRequestsPerMinute: Int = 60
+    /// tokenpind: what to do when the card a user verified with leaves its reader (`on-card-removal`).
+    public var onCardRemoval: CardRemovalAction = .none
+    /// tokenpind: seconds to wait for the card to come back before acting on its removal (`lock-grace`).
+    public var lockGraceSeconds: Int = 0
 
     /// The defaults.
     public init() {}
@@ -173,6 +193,8 @@ public struct Configuration: Sendable, Equatable {
         "color", "color-prompt", "color-dots", "color-error", "color-warning", "color-success", "dot",
         "prompt-pin", "prompt-new-pin", "prompt-confirm-pin", "prompt-current-pin", "prompt-recovery-key",
         "prompt-card-pin",
+        "daemon-kdf-memory", "daemon-idle-timeout", "daemon-prompt-timeout", "daemon-rate-limit",
+        "on-card-removal", "lock-grace",
     ]
 
     mutating func set(key: String, value: String) throws(Message) {
@@ -243,6 +265,24 @@ public struct Configuration: Sendable, Equatable {
         case "prompt-current-pin": appearance.promptCurrentPIN = try text()
         case "prompt-recovery-key": appearance.promptRecoveryKey = try text()
         case "prompt-card-pin": appearance.promptCardPIN = try text()
+        case "daemon-kdf-memory":
+            // MiB, or with a unit: 512M, 512MiB, 1G, 1GiB.
+            var number = value
+            var scale = 1
+            for (suffix, factor) in [("GiB", 1024), ("MiB", 1), ("G", 1024), ("M", 1)] where number.hasSuffix(suffix) {
+                number = String(number.dropLast(suffix.count)).trimmingCharacters(in: .whitespaces)
+                scale = factor
+                break
+            }
+            guard let amount = Int(number), amount > 0, amount * scale >= 8, amount * scale <= 1 << 20 else {
+                throw Message(text: "daemon-kdf-memory must be a size from 8M to 1024G (512M, 1G), not `\(value)`")
+            }
+            daemonKDFMemoryMiB = amount * scale
+        case "daemon-idle-timeout": daemonIdleTimeoutSeconds = try integer(1...3600)
+        case "daemon-prompt-timeout": daemonPromptTimeoutSeconds = try integer(5...3600)
+        case "daemon-rate-limit": daemonRequestsPerMinute = try integer(1...100_000)
+        case "on-card-removal": onCardRemoval = try choice(CardRemovalAction.self)
+        case "lock-grace": lockGraceSeconds = try integer(0...3600)
         default:
             throw Message(text: "unknown key `\(key)`")
         }

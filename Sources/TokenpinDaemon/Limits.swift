@@ -1,0 +1,177 @@
+import Foundation
+import Synchronization
+
+/// A semaphore weighted in KiB: Argon2id work takes its slot's memory from the budget and gives it back.
+///
+/// Waiters are served first come, first served, so a flood queues in order and a large request is not starved
+/// by small ones. A request larger than the whole budget is refused before it waits (`fits`). At most
+/// `maximumHolders` hold memory at once (the daemon uses the number of cores): Argon2id is CPU-bound, so more
+/// parallel derivations than cores add memory and latency for everyone else without adding throughput.
+public final class MemoryBudget: @unchecked Sendable {
+    // @unchecked Sendable: every stored property is read and written only while `condition` is locked.
+    private let condition = NSCondition()
+    private var capacity: Int
+    private let maximumHolders: Int
+    private var holders = 0
+    private var used = 0
+    private var peak = 0
+    private var nextTicket: UInt64 = 0
+    private var serving: UInt64 = 0
+    private var waiting = 0
+
+    /// A budget of `capacityKiB` shared by at most `maximumHolders` holders.
+    public init(capacityKiB: Int, maximumHolders: Int = .max) {
+        capacity = max(1, capacityKiB)
+        self.maximumHolders = max(1, maximumHolders)
+    }
+
+    /// Whether a request of `kib` can ever be granted.
+    public func fits(_ kib: Int) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return kib <= capacity
+    }
+
+    /// Changes the capacity (a reloaded `daemon-kdf-memory`); waiters re-check.
+    public func setCapacity(_ kib: Int) {
+        condition.lock()
+        capacity = max(1, kib)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Takes `kib` (clamped to the capacity), waiting in turn until it is free.
+    public func acquire(_ kib: Int) {
+        condition.lock()
+        let ticket = nextTicket
+        nextTicket &+= 1
+        waiting += 1
+        while serving != ticket || used + min(kib, capacity) > capacity || holders >= maximumHolders {
+            condition.wait()
+        }
+        waiting -= 1
+        serving &+= 1
+        holders += 1
+        used += min(kib, capacity)
+        peak = max(peak, used)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Gives back what `acquire(kib)` took.
+    public func release(_ kib: Int) {
+        condition.lock()
+        used = max(0, used - min(kib, capacity))
+        holders = max(0, holders - 1)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// In use, the most ever in use, and the number of waiters.
+    public var usage: (usedKiB: Int, peakKiB: Int, waiting: Int, capacityKiB: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (used, peak, waiting, capacity)
+    }
+}
+
+/// One operation per user inside the daemon (the store's `flock` does the same across processes).
+public final class UserLocks: @unchecked Sendable {
+    // @unchecked Sendable: `busy` is read and written only while `condition` is locked.
+    private let condition = NSCondition()
+    private var busy = Set<String>()
+
+    /// Creates the table.
+    public init() {}
+
+    /// Waits until no operation runs for `user`, then marks one running.
+    public func lock(_ user: String) {
+        condition.lock()
+        while busy.contains(user) { condition.wait() }
+        busy.insert(user)
+        condition.unlock()
+    }
+
+    /// Marks `user`'s operation finished.
+    public func unlock(_ user: String) {
+        condition.lock()
+        busy.remove(user)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Whether an operation runs for `user`.
+    public func isLocked(_ user: String) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return busy.contains(user)
+    }
+}
+
+/// A fixed-window request counter per connection; time is injected so tests never sleep.
+public struct RateLimiter: Sendable {
+    /// Requests allowed per window.
+    public var limit: Int
+    /// The window, in nanoseconds.
+    public var windowNanoseconds: UInt64
+    private var windowStart: UInt64 = 0
+    private var count = 0
+
+    /// Allows `limit` requests per `windowNanoseconds`.
+    public init(limit: Int, windowNanoseconds: UInt64) {
+        self.limit = limit
+        self.windowNanoseconds = windowNanoseconds
+    }
+
+    /// Counts a request at `now`; false when it is over the limit.
+    public mutating func allow(now: UInt64) -> Bool {
+        if count == 0 || now &- windowStart >= windowNanoseconds {
+            windowStart = now
+            count = 0
+        }
+        count += 1
+        return count <= limit
+    }
+}
+
+/// Counts connections in total and per uid.
+public final class ConnectionTable: Sendable {
+    private let state = Mutex<(total: Int, perUID: [UInt32: Int])>((0, [:]))
+    /// The most connections at once.
+    public let maximumTotal: Int
+    /// The most connections one uid may hold (root included: the bench and PAM stacks run as root).
+    public let maximumPerUID: Int
+
+    /// Creates the table.
+    public init(maximumTotal: Int, maximumPerUID: Int) {
+        self.maximumTotal = maximumTotal
+        self.maximumPerUID = maximumPerUID
+    }
+
+    /// Takes a place for `uid`; false when a limit is reached.
+    ///
+    /// Root (login, sudo, sshd, the PAM stacks) is held only to the per-uid limit, so users filling the table
+    /// cannot keep root's authentications out.
+    public func open(uid: UInt32) -> Bool {
+        state.withLock { state in
+            guard uid == 0 || state.total < maximumTotal, state.perUID[uid, default: 0] < maximumPerUID else {
+                return false
+            }
+            if uid != 0 { state.total += 1 }
+            state.perUID[uid, default: 0] += 1
+            return true
+        }
+    }
+
+    /// Gives the place back.
+    public func close(uid: UInt32) {
+        state.withLock { state in
+            if uid != 0 { state.total -= 1 }
+            state.perUID[uid, default: 1] -= 1
+            if state.perUID[uid] == 0 { state.perUID[uid] = nil }
+        }
+    }
+
+    /// Connections of users other than root open now.
+    public var total: Int { state.withLock { $0.total } }
+}

@@ -1,0 +1,77 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+internal import CTokenpinShims
+import TokenpinService
+
+/// The process at the other end of a connection, as the kernel reports it (`SO_PEERCRED`).
+public struct Peer: Sendable, Equatable {
+    /// The peer's process id.
+    public var pid: Int32
+    /// The peer's user id.
+    public var uid: UInt32
+    /// The peer's group id.
+    public var gid: UInt32
+    /// The login name of `uid`, or `uid<N>` when it has none.
+    public var name: String
+
+    /// Creates a peer.
+    public init(pid: Int32, uid: UInt32, gid: UInt32, name: String) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+        self.name = name
+    }
+
+    /// Whether the peer is root.
+    public var isRoot: Bool { uid == 0 }
+
+    /// The credentials of the peer of `fd`.
+    ///
+    /// The corresponding C function is `getsockopt(SO_PEERCRED)`.
+    public static func of(socket fd: Int32) -> Peer? {
+        var pid: pid_t = 0
+        var uid: uid_t = 0
+        var gid: gid_t = 0
+        guard tokenpin_peer_credentials(fd, &pid, &uid, &gid) == 0 else { return nil }
+        return Peer(pid: pid, uid: uid, gid: gid, name: userName(uid: uid))
+    }
+
+    /// The login name of `uid` from the password database, or `uid<N>`.
+    ///
+    /// The corresponding C function is `getpwuid_r`.
+    public static func userName(uid: UInt32) -> String {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let status = getpwuid_r(uid, &entry, &buffer, buffer.count, &result)
+        guard status == 0, result != nil, let name = entry.pw_name else { return "uid\(uid)" }
+        return String(cString: name)
+    }
+}
+
+/// Who may act on which record.
+///
+/// A user acts on their own record only; root may name any user, and is the only one who may touch another
+/// user's record at all (so resetting another user's lock is root's alone). Every operation, `watch`
+/// included, goes through this check.
+public enum Authorization {
+    /// The user `peer` acts on when it asks for `requested` (nil: itself), or the refusal.
+    public static func target(peer: Peer, requested: String?) -> Result<String, ServiceError> {
+        guard let requested, requested != peer.name else { return .success(peer.name) }
+        guard peer.isRoot else {
+            return .failure(.permissionDenied("\(peer.name) may act on their own record only; only root may name another user (\(requested))"))
+        }
+        return .success(requested)
+    }
+
+    /// Whether a `watch` subscriber `peer` (subscribed for `filter`, nil: everyone it may see) sees an event of `user`.
+    ///
+    /// Events that concern no user (readers and cards) are seen by everyone.
+    public static func sees(peer: Peer, filter: String?, eventUser: String?) -> Bool {
+        guard let eventUser else { return true }
+        if let filter, filter != eventUser { return false }
+        if peer.isRoot { return true }
+        return eventUser == peer.name
+    }
+}

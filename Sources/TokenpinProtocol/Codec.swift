@@ -1,0 +1,371 @@
+import Foundation
+import TokenpinCore
+import TokenpinService
+
+// How the service's values travel: events, prompts, verification reports, status, errors.
+// Every message the PAM module reads (prompt, event, the result of verify/change, error) is a flat object.
+
+extension SecretPrompt {
+    /// The prompt message for this prompt.
+    public var message: ServerMessage {
+        switch self {
+        case .cardPIN(let card, let tries), .adminPIN(let card, let tries), .resetCode(let card, let tries):
+            .prompt(name: name, card: card, triesLeft: tries)
+        default:
+            .prompt(name: name, card: nil, triesLeft: nil)
+        }
+    }
+
+    /// The prompt named by a `prompt` message, or nil when the name is unknown.
+    public init?(name: String, card: String?, triesLeft: Int?) {
+        switch name {
+        case "pin": self = .pin
+        case "current-pin": self = .currentPIN
+        case "new-pin": self = .newPIN
+        case "confirm-pin": self = .confirmPIN
+        case "recovery-key": self = .recoveryKey
+        case "card-pin": self = .cardPIN(card: card ?? "", triesLeft: triesLeft ?? 0)
+        case "new-card-pin": self = .newCardPIN
+        case "confirm-card-pin": self = .confirmCardPIN
+        case "admin-pin": self = .adminPIN(card: card ?? "", triesLeft: triesLeft ?? 0)
+        case "reset-code": self = .resetCode(card: card ?? "", triesLeft: triesLeft ?? 0)
+        default: return nil
+        }
+    }
+}
+
+extension Event {
+    /// The event's data fields (the name travels as `event`).
+    public var protocolFields: [JSONMember] {
+        switch self {
+        case .created, .changed, .reset, .locked, .cancelled: []
+        case .verified(let method): [JSONMember("method", .text(method.rawValue))]
+        case .wrongPIN(let remaining, let lastTry):
+            [JSONMember("remaining", .int(remaining)), JSONMember("lastTry", .bool(lastTry))]
+        case .delayed(let seconds): [JSONMember("seconds", .int(seconds))]
+        case .tokenFailed(let reason, let fallback):
+            [JSONMember("reason", .text(reason)), JSONMember("fallback", .bool(fallback))]
+        case .policyViolation(let rule): [JSONMember("rule", .text(rule))]
+        case .typeChanged(let type, let enabled):
+            [JSONMember("authType", .text(type.rawValue)), JSONMember("enabled", .bool(enabled))]
+        }
+    }
+
+    /// The event of an `event` message, or nil when it is not a service event (reader and card events).
+    public init?(name: String, fields: [JSONMember]) {
+        let value = JSONValue.object(fields)
+        switch name {
+        case "created": self = .created
+        case "changed": self = .changed
+        case "reset": self = .reset
+        case "locked": self = .locked
+        case "cancelled": self = .cancelled
+        case "verified":
+            guard let method = value["method"]?.stringValue.flatMap(VerificationMethod.init(rawValue:)) else { return nil }
+            self = .verified(method: method)
+        case "wrongPIN":
+            guard let remaining = value["remaining"]?.intValue else { return nil }
+            self = .wrongPIN(remaining: remaining, lastTry: value["lastTry"]?.boolValue ?? false)
+        case "delayed":
+            guard let seconds = value["seconds"]?.intValue else { return nil }
+            self = .delayed(seconds: seconds)
+        case "tokenFailed":
+            self = .tokenFailed(reason: value["reason"]?.stringValue ?? "", fallback: value["fallback"]?.boolValue ?? false)
+        case "policyViolation":
+            guard let rule = value["rule"]?.stringValue else { return nil }
+            self = .policyViolation(rule: rule)
+        case "typeChanged":
+            guard let type = value["authType"]?.stringValue.flatMap(AuthenticationType.init(rawValue:)) else { return nil }
+            self = .typeChanged(type: type, enabled: value["enabled"]?.boolValue ?? false)
+        default: return nil
+        }
+    }
+}
+
+/// Dates travel as whole milliseconds since 1970.
+enum ProtocolDate {
+    static func encode(_ date: Date?) -> JSONValue {
+        date.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? .null
+    }
+
+    static func decode(_ value: JSONValue?) -> Date? {
+        guard case .integer(let milliseconds)? = value else { return nil }
+        return Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+}
+
+extension RetryCounter {
+    /// The counter's fields, flat.
+    var protocolFields: [JSONMember] {
+        [JSONMember("remaining", .int(remaining)), JSONMember("max", .int(max)),
+         JSONMember("lastTry", .bool(remaining == 1)), JSONMember("locked", .bool(isLocked)),
+         JSONMember("failures", .int(failures)), JSONMember("recoveryFailures", .int(recoveryFailures)),
+         JSONMember("lockedAt", ProtocolDate.encode(lockedAt)),
+         JSONMember("lastAttemptAt", ProtocolDate.encode(lastAttemptAt))]
+    }
+
+    /// A counter from a message's fields, or nil when it has none (`max` missing).
+    init?(protocolFields value: JSONValue) {
+        guard let max = value["max"]?.intValue, let remaining = value["remaining"]?.intValue else { return nil }
+        self.init(max: max)
+        self.remaining = remaining
+        failures = value["failures"]?.intValue ?? 0
+        recoveryFailures = value["recoveryFailures"]?.intValue ?? 0
+        lockedAt = ProtocolDate.decode(value["lockedAt"])
+        lastAttemptAt = ProtocolDate.decode(value["lastAttemptAt"])
+    }
+}
+
+extension VerifyReport {
+    /// The exit code of this report, as the CLI computes it.
+    public var exitCode: ExitCode {
+        switch outcome {
+        case .verified: .success
+        case .rejected: .notVerified
+        case .locked, .delayed: .locked
+        }
+    }
+
+    /// The report's fields, flat: `outcome`, its data, the counter.
+    public var protocolFields: [JSONMember] {
+        var fields: [JSONMember] = []
+        switch outcome {
+        case .verified(let method):
+            fields += [JSONMember("outcome", .text("verified")), JSONMember("method", .text(method.rawValue))]
+        case .rejected(let remaining, let lastTry):
+            fields += [JSONMember("outcome", .text("rejected")), JSONMember("triesLeft", .int(remaining)),
+                       JSONMember("lastTry", .bool(lastTry))]
+        case .locked:
+            fields.append(JSONMember("outcome", .text("locked")))
+        case .delayed(let seconds):
+            fields += [JSONMember("outcome", .text("delayed")), JSONMember("retryAfter", .int(seconds))]
+        }
+        if let counter {
+            fields += counter.protocolFields.filter { field in !fields.contains { $0.key == field.key } }
+        }
+        if let tokenFailure { fields.append(JSONMember("tokenFailure", .text(tokenFailure))) }
+        fields.append(JSONMember("kdfNanoseconds", .integer(Int64(clamping: kdfNanoseconds))))
+        return fields
+    }
+
+    /// A report from a result's fields.
+    public init(protocolFields fields: [JSONMember]) throws(ProtocolError) {
+        let value = JSONValue.object(fields)
+        let outcome: VerifyOutcome
+        switch value["outcome"]?.stringValue {
+        case "verified":
+            guard let method = value["method"]?.stringValue.flatMap(VerificationMethod.init(rawValue:)) else {
+                throw ProtocolError(.badField, "`method` is missing or unknown")
+            }
+            outcome = .verified(method: method)
+        case "rejected":
+            guard let remaining = value["triesLeft"]?.intValue else { throw ProtocolError(.missingField, "`triesLeft` is missing") }
+            outcome = .rejected(remaining: remaining, lastTry: value["lastTry"]?.boolValue ?? false)
+        case "locked": outcome = .locked
+        case "delayed":
+            guard let seconds = value["retryAfter"]?.intValue else { throw ProtocolError(.missingField, "`retryAfter` is missing") }
+            outcome = .delayed(seconds: seconds)
+        default:
+            throw ProtocolError(.badField, "`outcome` is missing or unknown")
+        }
+        let nanoseconds = value["kdfNanoseconds"]?.intValue.map { UInt64(Swift.max(0, $0)) } ?? 0
+        self.init(outcome: outcome, tokenFailure: value["tokenFailure"]?.stringValue, kdfNanoseconds: nanoseconds,
+                  counter: RetryCounter(protocolFields: value))
+    }
+}
+
+extension KDFParameters {
+    /// The parameters as an object (salt in base64).
+    public var protocolValue: JSONValue {
+        .object([JSONMember("algorithm", .text(algorithm.rawValue)), JSONMember("memoryKiB", .int(memoryKiB)),
+                 JSONMember("passes", .int(passes)), JSONMember("salt", .text(Base64.encode([UInt8](salt))))])
+    }
+
+    init?(protocolValue value: JSONValue?) {
+        guard let value, let algorithm = value["algorithm"]?.stringValue.flatMap(Algorithm.init(rawValue:)),
+              let memory = value["memoryKiB"]?.intValue, let passes = value["passes"]?.intValue,
+              let salt = value["salt"]?.stringValue.flatMap(Base64.decode) else { return nil }
+        self.init(algorithm: algorithm, memoryKiB: memory, passes: passes, salt: Data(salt))
+    }
+}
+
+extension TypeStatus {
+    var protocolValue: JSONValue {
+        var members = [JSONMember("type", .text(type.rawValue)), JSONMember("enabled", .bool(enabled)),
+                       JSONMember("canDisable", .bool(canDisable))]
+        if let serial { members.append(JSONMember("serial", .text(serial))) }
+        return .object(members)
+    }
+
+    init?(protocolValue value: JSONValue) {
+        guard let type = value["type"]?.stringValue.flatMap(AuthenticationType.init(rawValue:)),
+              let enabled = value["enabled"]?.boolValue else { return nil }
+        self.init(type: type, enabled: enabled, canDisable: value["canDisable"]?.boolValue ?? true,
+                  serial: value["serial"]?.stringValue)
+    }
+
+    /// A list of types as an array.
+    public static func protocolValue(_ types: [TypeStatus]) -> JSONValue { .array(types.map(\.protocolValue)) }
+
+    /// Types from an array.
+    public static func list(protocolValue value: JSONValue?) throws(ProtocolError) -> [TypeStatus] {
+        guard case .array(let items)? = value else { throw ProtocolError(.missingField, "`types` is missing") }
+        var types: [TypeStatus] = []
+        for item in items {
+            guard let type = TypeStatus(protocolValue: item) else { throw ProtocolError(.badField, "a type is malformed") }
+            types.append(type)
+        }
+        return types
+    }
+}
+
+/// `status` as it crosses the socket: the same fields as `StatusReport` (without the token, which the daemon
+/// does not report yet).
+public struct RemoteStatus: Sendable, Equatable {
+    /// The user.
+    public var user: String
+    /// The record's path on the daemon's side.
+    public var recordPath: String
+    /// Whether a PIN is enrolled.
+    public var enrolled: Bool
+    /// Tries left.
+    public var remaining: Int?
+    /// Tries after a success.
+    public var maximum: Int?
+    /// Whether the PIN is locked.
+    public var locked: Bool
+    /// When it locked.
+    public var lockedAt: Date?
+    /// Seconds of failure delay still to run.
+    public var delaySeconds: Int
+    /// Failures since the last success.
+    public var failures: Int
+    /// The PIN slot's key derivation.
+    public var kdf: KDFParameters?
+    /// The authentication types.
+    public var types: [TypeStatus]
+    /// The verification mode stored with the record.
+    public var mode: VerificationMode?
+    /// The fallback policy stored with the record.
+    public var fallback: FallbackPolicy?
+
+    /// Copies a service report.
+    public init(_ report: StatusReport) {
+        user = report.user
+        recordPath = report.recordPath
+        enrolled = report.enrolled
+        remaining = report.remaining
+        maximum = report.maximum
+        locked = report.locked
+        lockedAt = report.lockedAt
+        delaySeconds = report.delaySeconds
+        failures = report.failures
+        kdf = report.kdf
+        types = report.types
+        mode = report.mode
+        fallback = report.fallback
+    }
+
+    /// The status as an object.
+    public var protocolValue: JSONValue {
+        .object([
+            JSONMember("user", .text(user)), JSONMember("record", .text(recordPath)),
+            JSONMember("enrolled", .bool(enrolled)), JSONMember("remaining", remaining.map(JSONValue.int) ?? .null),
+            JSONMember("max", maximum.map(JSONValue.int) ?? .null), JSONMember("locked", .bool(locked)),
+            JSONMember("lockedAt", ProtocolDate.encode(lockedAt)), JSONMember("delay", .int(delaySeconds)),
+            JSONMember("failures", .int(failures)), JSONMember("kdf", kdf?.protocolValue ?? .null),
+            JSONMember("types", TypeStatus.protocolValue(types)),
+            JSONMember("mode", mode.map { .text($0.rawValue) } ?? .null),
+            JSONMember("fallback", fallback.map { .text($0.rawValue) } ?? .null),
+        ])
+    }
+
+    /// A status from its object.
+    public init(protocolValue value: JSONValue?) throws(ProtocolError) {
+        guard let value, let user = value["user"]?.stringValue, let path = value["record"]?.stringValue,
+              let enrolled = value["enrolled"]?.boolValue else {
+            throw ProtocolError(.badField, "`status` is missing or malformed")
+        }
+        self.user = user
+        recordPath = path
+        self.enrolled = enrolled
+        remaining = value["remaining"]?.intValue
+        maximum = value["max"]?.intValue
+        locked = value["locked"]?.boolValue ?? false
+        lockedAt = ProtocolDate.decode(value["lockedAt"])
+        delaySeconds = value["delay"]?.intValue ?? 0
+        failures = value["failures"]?.intValue ?? 0
+        kdf = KDFParameters(protocolValue: value["kdf"].flatMap { $0 == .null ? nil : $0 })
+        types = try TypeStatus.list(protocolValue: value["types"])
+        mode = value["mode"]?.stringValue.flatMap(VerificationMode.init(rawValue:))
+        fallback = value["fallback"]?.stringValue.flatMap(FallbackPolicy.init(rawValue:))
+    }
+}
+
+extension ServiceError {
+    /// The error message for this error: code, message, exit code and the data to rebuild it.
+    public var protocolMessage: ServerMessage {
+        var fields: [JSONMember] = []
+        switch self {
+        case .notEnrolled(let user, let path), .alreadyEnrolled(let user, let path):
+            fields = [JSONMember("user", .text(user)), JSONMember("path", .text(path))]
+        case .policyViolation(let rule): fields = [JSONMember("rule", .text(rule.rawValue))]
+        case .store(let error):
+            fields = [JSONMember("path", .text(error.path)), JSONMember("detail", .text(error.detail))]
+        case .crypto(let error):
+            fields = [JSONMember("cryptoCode", .text(error.code.rawValue)), JSONMember("detail", .text(error.detail))]
+        case .malformedRecoveryKey(let detail), .tokenUnavailable(let detail), .serviceUnavailable(let detail),
+             .input(let detail), .configuration(let detail), .cardRefused(let detail), .permissionDenied(let detail):
+            fields = [JSONMember("detail", .text(detail))]
+        case .tokenAlreadyEnabled(let serial): fields = [JSONMember("serial", .text(serial))]
+        case .cancelled, .pinAlwaysEnabled, .tokenNotEnabled: fields = []
+        }
+        return .error(code: code, message: message, exitCode: Int(ExitCode(self).rawValue), fields: fields)
+    }
+
+    /// Rebuilds the error an `error` message describes; protocol-level codes become `serviceUnavailable`.
+    public init(protocolCode code: String, message: String, fields: [JSONMember]) {
+        let value = JSONValue.object(fields)
+        let detail = value["detail"]?.stringValue ?? message
+        let user = value["user"]?.stringValue ?? ""
+        let path = value["path"]?.stringValue ?? ""
+        switch code {
+        case "not-enrolled": self = .notEnrolled(user: user, path: path)
+        case "already-enrolled": self = .alreadyEnrolled(user: user, path: path)
+        case "policy":
+            if let rule = value["rule"]?.stringValue.flatMap(PolicyRule.init(rawValue:)) {
+                self = .policyViolation(rule)
+            } else {
+                self = .input(message)
+            }
+        case "cancelled": self = .cancelled
+        case "crypto":
+            let cryptoCode = value["cryptoCode"]?.stringValue.flatMap(CryptoError.Code.init(rawValue:)) ?? .operationFailed
+            self = .crypto(CryptoError(cryptoCode, detail))
+        case "pin-always-enabled": self = .pinAlwaysEnabled
+        case "malformed-recovery-key": self = .malformedRecoveryKey(detail)
+        case "token-unavailable": self = .tokenUnavailable(detail)
+        case "token-not-enabled": self = .tokenNotEnabled
+        case "token-already-enabled": self = .tokenAlreadyEnabled(serial: value["serial"]?.stringValue ?? "")
+        case "service-unavailable": self = .serviceUnavailable(detail)
+        case "input": self = .input(detail)
+        case "configuration": self = .configuration(detail)
+        case "card-refused": self = .cardRefused(detail)
+        case "permission-denied": self = .permissionDenied(detail)
+        default:
+            if code.hasPrefix("store-"), let storeCode = StoreError.Code(rawValue: String(code.dropFirst(6))) {
+                self = .store(StoreError(storeCode, path: path, detail))
+            } else {
+                self = .serviceUnavailable("tokenpind: \(message) (\(code))")
+            }
+        }
+    }
+}
+
+extension ProtocolError {
+    /// The `error` message for a broken request: code `protocol-<code>`, exit code 2 (usage) or 69 (busy).
+    public var message: ServerMessage {
+        let exit: ExitCode = (code == .busy || code == .rateLimited || code == .timeout) ? .serviceUnavailable : .usage
+        return .error(code: "protocol-" + code.rawValue, message: detail, exitCode: Int(exit.rawValue), fields: [])
+    }
+}

@@ -1,0 +1,234 @@
+import Foundation
+import TokenpinCore
+import TokenpinService
+
+/// What `enrol` through the daemon hands back: the same fields as `EnrolmentResult`.
+public struct RemoteEnrolment: ~Copyable {
+    /// The recovery key's written form, in guarded memory: show it once.
+    public let recoveryKeyText: SecretBytes
+    /// The PIN slot's key derivation.
+    public let kdf: KDFParameters
+    /// The record's path on the daemon's side.
+    public let recordPath: String
+}
+
+/// A service event or a reader/card event, as `watch` streams them.
+public struct WatchedEvent: Sendable, Equatable {
+    /// The event name (`verified`, `wrongPIN`, `locked`, `readerAdded`, ...).
+    public var name: String
+    /// The user it concerns, when it concerns one.
+    public var user: String?
+    /// All fields of the message (`event` excluded).
+    public var fields: [JSONMember]
+    /// The service event, when it is one.
+    public var event: Event? { Event(name: name, fields: fields) }
+    /// The JSON line the CLI prints for it (no newline).
+    public var jsonLine: String {
+        String(decoding: JSONValue.object([JSONMember("event", .text(name))] + fields).serialized, as: UTF8.self)
+    }
+}
+
+/// Runs the PIN operations in `tokenpind` over its socket, relaying prompts to a local `Interaction`.
+///
+/// Mirrors `PINService`: the same operations, the same value types and the same `ServiceError`s, so output and
+/// exit codes are the same in both modes. A daemon that cannot be reached is `.serviceUnavailable`. Secrets
+/// typed into the interaction cross only the socket; each line that held one is wiped once written.
+public struct DaemonClient: Sendable {
+    /// The daemon's socket.
+    public var socketPath: String
+    /// The user to act on (`--user`; only root may name another user); nil for the caller.
+    public var user: String?
+    /// How long to wait for the daemon's next message, in milliseconds (KDF queues count).
+    public var timeoutMilliseconds: Int32
+
+    /// The default socket.
+    public static let defaultSocketPath = "/run/tokenpin/socket"
+
+    /// Creates a client.
+    public init(socketPath: String = DaemonClient.defaultSocketPath, user: String? = nil,
+                timeoutMilliseconds: Int32 = 120_000) {
+        self.socketPath = socketPath
+        self.user = user
+        self.timeoutMilliseconds = timeoutMilliseconds
+    }
+
+    /// Whether a daemon socket exists at `path` (the CLI's test for "use the daemon").
+    public static func socketExists(at path: String = defaultSocketPath) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK
+    }
+
+    // MARK: Operations
+
+    /// Enrols a PIN; the recovery key comes back in guarded memory.
+    public func enrol(_ interaction: some Interaction) throws(ServiceError) -> RemoteEnrolment {
+        var fields = try run(Request(.enrol, user: user, newPINAttempts: Self.attempts(interaction)), interaction)
+        let kdf = KDFParameters(protocolValue: JSONValue.object(fields)["kdf"])
+        let recordPath = JSONValue.object(fields)["record"]?.stringValue ?? ""
+        guard let index = fields.firstIndex(where: { $0.key == "recoveryKey" }), case .string(var key) = fields[index].value,
+              let kdf else {
+            throw .serviceUnavailable("tokenpind sent a malformed enrolment result")
+        }
+        // Drop every other reference to the key's bytes so that `consuming` wipes them in place.
+        fields[index].value = .null
+        fields.removeAll()
+        let text = SecretBytes(consuming: &key)
+        return RemoteEnrolment(recoveryKeyText: text, kdf: kdf, recordPath: recordPath)
+    }
+
+    /// Verifies the PIN.
+    public func verify(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+        try report(Request(.verify, user: user), interaction)
+    }
+
+    /// Changes the PIN.
+    public func change(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+        try report(Request(.change, user: user, newPINAttempts: Self.attempts(interaction)), interaction)
+    }
+
+    /// Resets the PIN with the recovery key.
+    public func reset(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+        try report(Request(.reset, user: user, newPINAttempts: Self.attempts(interaction)), interaction)
+    }
+
+    /// The record's state.
+    public func status() throws(ServiceError) -> RemoteStatus {
+        let fields = try run(Request(.status, user: user), NoInteraction())
+        do {
+            return try RemoteStatus(protocolValue: JSONValue.object(fields)["status"])
+        } catch {
+            throw .serviceUnavailable("tokenpind sent a malformed status: \(error.detail)")
+        }
+    }
+
+    /// The authentication types.
+    public func types() throws(ServiceError) -> [TypeStatus] {
+        let fields = try run(Request(.types, user: user), NoInteraction())
+        do {
+            return try TypeStatus.list(protocolValue: JSONValue.object(fields)["types"])
+        } catch {
+            throw .serviceUnavailable("tokenpind sent malformed types: \(error.detail)")
+        }
+    }
+
+    /// Switches a type on or off (`toggle pin off` is refused as in local mode).
+    public func toggle(_ type: AuthenticationType, on: Bool, _ interaction: some Interaction) throws(ServiceError) {
+        _ = try run(Request(.toggle, user: user, authenticationType: type, on: on), interaction)
+    }
+
+    /// Moves a local record (its file's bytes) into the daemon's store; refuses when the daemon has one.
+    ///
+    /// Returns the record's path on the daemon's side.
+    public func importRecord(_ bytes: [UInt8]) throws(ServiceError) -> String {
+        let fields = try run(Request(.import, user: user, record: bytes), NoInteraction())
+        return JSONValue.object(fields)["record"]?.stringValue ?? ""
+    }
+
+    /// The protocol version the daemon speaks.
+    public func ping() throws(ServiceError) -> Int {
+        let fields = try run(Request(.ping), NoInteraction())
+        return JSONValue.object(fields)["version"]?.intValue ?? 0
+    }
+
+    /// Streams events to `handler` until it returns false or the daemon closes; a user sees their own events,
+    /// root sees everyone's.
+    public func watch(_ handler: (WatchedEvent) -> Bool) throws(ServiceError) {
+        let channel = try connect()
+        do {
+            try channel.send(ClientMessage.request(Request(.watch, user: user)))
+            while true {
+                let line = try channel.readLine(timeoutMilliseconds: -1)
+                switch try ServerMessage.parse(line) {
+                case .event(let name, let fields):
+                    let event = WatchedEvent(name: name, user: JSONValue.object(fields)["user"]?.stringValue,
+                                             fields: fields)
+                    if !handler(event) { return }
+                case .error(let code, let message, _, let fields):
+                    throw ServiceError(protocolCode: code, message: message, fields: fields)
+                case .result, .prompt, .question:
+                    continue
+                }
+            }
+        } catch let error as ProtocolError {
+            if error.code == .closed { return }
+            throw .serviceUnavailable("tokenpind: \(error.detail)")
+        } catch let error as ServiceError {
+            throw error
+        } catch {
+            throw .serviceUnavailable("tokenpind: \(error)")
+        }
+    }
+
+    // MARK: The exchange
+
+    static func attempts(_ interaction: some Interaction) -> Int { min(5, max(1, interaction.newPINAttempts)) }
+
+    func report(_ request: Request, _ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+        let fields = try run(request, interaction)
+        do {
+            return try VerifyReport(protocolFields: fields)
+        } catch {
+            throw .serviceUnavailable("tokenpind sent a malformed result: \(error.detail)")
+        }
+    }
+
+    func connect() throws(ServiceError) -> LineChannel {
+        do {
+            return try LineChannel.connect(path: socketPath)
+        } catch {
+            throw .serviceUnavailable("tokenpind is not reachable: \(error.detail); start it (systemctl start tokenpind) or use --local")
+        }
+    }
+
+    /// Sends `request`, answers prompts and questions through `interaction`, passes events on, and returns the
+    /// result's fields or throws the error the daemon sent.
+    func run(_ request: Request, _ interaction: some Interaction) throws(ServiceError) -> [JSONMember] {
+        let channel = try connect()
+        do {
+            try channel.send(ClientMessage.request(request))
+            while true {
+                var line = try channel.readLine(timeoutMilliseconds: timeoutMilliseconds)
+                let message = try ServerMessage.parse(line)
+                wipe(&line)
+                switch message {
+                case .prompt(let name, let card, let triesLeft):
+                    guard let prompt = SecretPrompt(name: name, card: card, triesLeft: triesLeft) else {
+                        try channel.send(ClientMessage.cancel)
+                        continue
+                    }
+                    let secret: SecretBytes
+                    do {
+                        secret = try interaction.readSecret(prompt)
+                    } catch {
+                        try channel.send(ClientMessage.cancel)
+                        continue
+                    }
+                    try channel.sendSecret(prompt: name, secret)
+                case .question(let text):
+                    let answer = (try? interaction.confirm(text)) ?? false
+                    try channel.send(ClientMessage.confirm(answer))
+                case .event(let name, let fields):
+                    if let event = Event(name: name, fields: fields) { interaction.report(event) }
+                case .result(_, let fields):
+                    return fields
+                case .error(let code, let message, _, let fields):
+                    throw ServiceError(protocolCode: code, message: message, fields: fields)
+                }
+            }
+        } catch let error as ServiceError {
+            throw error
+        } catch let error as ProtocolError {
+            throw .serviceUnavailable("tokenpind: \(error.detail)")
+        } catch {
+            throw .serviceUnavailable("tokenpind: \(error)")
+        }
+    }
+}
+
+/// The interaction of operations that ask nothing.
+struct NoInteraction: Interaction {
+    func readSecret(_ prompt: SecretPrompt) throws(ServiceError) -> SecretBytes { throw .cancelled }
+    func report(_ event: Event) {}
+    func confirm(_ question: String) throws(ServiceError) -> Bool { false }
+    var newPINAttempts: Int { 1 }
+}

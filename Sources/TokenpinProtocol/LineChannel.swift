@@ -1,0 +1,179 @@
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+import TokenpinCore
+
+/// Newline-delimited frames over a connected stream socket, with a line limit and read timeouts.
+///
+/// Owns the descriptor and closes it on release. Reads use `poll` so a silent peer times out; writes use
+/// `MSG_NOSIGNAL` so a peer that went away is an error, not a `SIGPIPE`. Buffered bytes are wiped when they are
+/// consumed or released, since a line may have held a secret.
+public final class LineChannel {
+    /// The socket.
+    public let fd: Int32
+    /// The longest line accepted, newline excluded.
+    public let maximumLineLength: Int
+    private var buffer: [UInt8] = []
+    private var closed = false
+
+    /// Wraps a connected socket.
+    public init(fd: Int32, maximumLineLength: Int = ProtocolLimits.maximumLineLength) {
+        self.fd = fd
+        self.maximumLineLength = maximumLineLength
+    }
+
+    deinit {
+        wipe(&buffer)
+        if !closed { Glibc.close(fd) }
+    }
+
+    /// Closes the socket now.
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        Glibc.close(fd)
+    }
+
+    /// Shuts both directions down, waking a thread blocked on it.
+    public func shutdown() {
+        guard !closed else { return }
+        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    /// Connects to the Unix socket at `path`.
+    public static func connect(path: String, timeoutMilliseconds: Int32 = 5000) throws(ProtocolError) -> LineChannel {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ProtocolError(.io, "cannot create a socket") }
+        // Bounds connect (Linux applies the send timeout to it on Unix stream sockets) and every write, so a
+        // wedged daemon with a full backlog cannot hang the client.
+        var limit = timeval(tv_sec: Int(timeoutMilliseconds / 1000), tv_usec: Int(timeoutMilliseconds % 1000) * 1000)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(path.utf8)
+        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            Glibc.close(fd)
+            throw ProtocolError(.io, "the socket path is too long")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: pathBytes)
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard result == 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw ProtocolError(.closed, "cannot connect to \(path): \(reason)")
+        }
+        return LineChannel(fd: fd)
+    }
+
+    /// Reads one line, without its newline, waiting at most `timeoutMilliseconds` for all of it (-1: forever).
+    ///
+    /// The limit covers the whole line, so a peer trickling a byte at a time cannot hold the connection open.
+    ///
+    /// Throws `.closed` at a clean end of stream, `.truncated` when the stream ends inside a line, `.oversized`
+    /// past the limit, `.timeout` when the peer is silent. The caller wipes a returned line that held a secret.
+    public func readLine(timeoutMilliseconds: Int32, deadline: (() -> Bool)? = nil) throws(ProtocolError) -> [UInt8] {
+        let start = DispatchTime.now().uptimeNanoseconds
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                guard newline <= maximumLineLength else {
+                    throw ProtocolError(.oversized, "a line is longer than \(maximumLineLength) bytes")
+                }
+                let line = Array(buffer[..<newline])
+                let rest = Array(buffer[(newline + 1)...])
+                wipe(&buffer)
+                buffer = rest
+                return line
+            }
+            guard buffer.count <= maximumLineLength else {
+                throw ProtocolError(.oversized, "a line is longer than \(maximumLineLength) bytes")
+            }
+            var left = timeoutMilliseconds
+            if timeoutMilliseconds >= 0 {
+                let spent = Int64((DispatchTime.now().uptimeNanoseconds &- start) / 1_000_000)
+                left = Int32(clamping: max(0, Int64(timeoutMilliseconds) - spent))
+                if left == 0 {
+                    wipe(&buffer)
+                    throw ProtocolError(.timeout, "no complete message arrived in time")
+                }
+            }
+            try waitReadable(timeoutMilliseconds: left, deadline: deadline)
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = chunk.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, 0) }
+            if count < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                throw ProtocolError(.io, "cannot read the socket: \(String(cString: strerror(errno)))")
+            }
+            if count == 0 {
+                if buffer.isEmpty { throw ProtocolError(.closed, "the peer closed the connection") }
+                wipe(&buffer)
+                throw ProtocolError(.truncated, "the connection closed in the middle of a message")
+            }
+            buffer += chunk[0..<count]
+            wipe(&chunk)
+        }
+    }
+
+    /// Waits until the socket is readable; `deadline` is polled every 200 ms and ends the wait when it says so.
+    private func waitReadable(timeoutMilliseconds: Int32, deadline: (() -> Bool)?) throws(ProtocolError) {
+        var waited: Int32 = 0
+        while true {
+            let slice: Int32 = timeoutMilliseconds < 0 ? 200 : min(200, max(0, timeoutMilliseconds - waited))
+            var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pollfd, 1, slice)
+            if ready > 0 { return }
+            if ready < 0 && errno != EINTR { throw ProtocolError(.io, "cannot poll the socket") }
+            if ready == 0 { waited += slice }
+            if let deadline, deadline() { throw ProtocolError(.busy, "the daemon is shutting down") }
+            if timeoutMilliseconds >= 0 && waited >= timeoutMilliseconds {
+                throw ProtocolError(.timeout, "no complete message arrived in time")
+            }
+        }
+    }
+
+    /// Writes all of `bytes`; throws when the peer is gone.
+    public func write(_ bytes: [UInt8]) throws(ProtocolError) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw ProtocolError(.closed, "cannot write to the peer: \(String(cString: strerror(errno)))")
+            }
+            offset += written
+        }
+    }
+
+    /// Writes one message.
+    public func send(_ message: ServerMessage) throws(ProtocolError) { try write(message.line) }
+
+    /// Writes a `secret` message for `prompt`; every buffer that held the secret is wiped before this returns.
+    public func sendSecret(prompt: String, _ secret: borrowing SecretBytes) throws(ProtocolError) {
+        var line: [UInt8] = []
+        line.reserveCapacity(64 + prompt.utf8.count * 6 + secret.count * 6)
+        line += Array("{\"v\":1,\"type\":\"secret\",\"prompt\":".utf8)
+        JSONValue.quote(Array(prompt.utf8), into: &line)
+        line += Array(",\"value\":".utf8)
+        var raw = secret.withUnsafeBytes { [UInt8]($0) }
+        JSONValue.quote(raw, into: &line)
+        wipe(&raw)
+        line += Array("}\n".utf8)
+        defer { wipe(&line) }
+        try write(line)
+    }
+
+    /// Writes one message; a `secret` line is wiped after it is written.
+    public func send(_ message: ClientMessage) throws(ProtocolError) {
+        var line = message.line
+        defer { wipe(&line) }
+        try write(line)
+    }
+}

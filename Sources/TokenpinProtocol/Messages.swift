@@ -1,0 +1,331 @@
+import TokenpinCore
+
+/// An operation a client asks for.
+public enum Operation: String, Sendable, CaseIterable {
+    /// Liveness check; answers the protocol version.
+    case ping
+    /// Enrol a PIN.
+    case enrol
+    /// Verify the PIN.
+    case verify
+    /// Change the PIN.
+    case change
+    /// Reset with the recovery key.
+    case reset
+    /// The record's state.
+    case status
+    /// The authentication types.
+    case types
+    /// Switch an authentication type on or off.
+    case toggle
+    /// Move a local record into the daemon's store.
+    case `import`
+    /// Subscribe to events.
+    case watch
+}
+
+/// A request: the first message of an exchange.
+public struct Request: Sendable, Equatable {
+    /// The operation.
+    public var operation: Operation
+    /// The user to act on; nil for the caller.
+    public var user: String?
+    /// `toggle`: the type.
+    public var authenticationType: AuthenticationType?
+    /// `toggle`: on or off.
+    public var on: Bool?
+    /// `import`: the record's bytes.
+    public var record: [UInt8]?
+    /// How many chances a refused new PIN gets (the client's `Interaction.newPINAttempts`, 1 to 5).
+    public var newPINAttempts: Int?
+
+    /// Creates a request.
+    public init(_ operation: Operation, user: String? = nil, authenticationType: AuthenticationType? = nil,
+                on: Bool? = nil, record: [UInt8]? = nil, newPINAttempts: Int? = nil) {
+        self.operation = operation
+        self.newPINAttempts = newPINAttempts
+        self.user = user
+        self.authenticationType = authenticationType
+        self.on = on
+        self.record = record
+    }
+}
+
+/// What a client sends.
+public enum ClientMessage: Sendable, Equatable {
+    /// Start an operation.
+    case request(Request)
+    /// The answer to a `prompt`; the bytes are a secret and are wiped by whoever consumes them.
+    case secret(prompt: String, value: [UInt8])
+    /// The answer to a `question`.
+    case confirm(Bool)
+    /// Stop the operation at the current prompt.
+    case cancel
+}
+
+/// What the daemon sends.
+public enum ServerMessage: Sendable, Equatable {
+    /// Asks for a secret; `card` and `triesLeft` for card prompts.
+    case prompt(name: String, card: String?, triesLeft: Int?)
+    /// Asks a yes/no question.
+    case question(String)
+    /// Something happened (flat fields: `event` plus data).
+    case event(name: String, fields: [JSONMember])
+    /// The final answer: `exitCode` from the exit-code table plus the operation's fields.
+    case result(exitCode: Int, fields: [JSONMember])
+    /// The final answer of a failed operation or a broken request.
+    case error(code: String, message: String, exitCode: Int, fields: [JSONMember])
+}
+
+// MARK: Decoding
+
+extension ClientMessage {
+    /// Parses one line from a client, strictly: known types, known fields, right types.
+    public static func parse(_ line: [UInt8]) throws(ProtocolError) -> ClientMessage {
+        let value = try JSONParser.parse(line)
+        guard let members = value.members else { throw ProtocolError(.malformed, "a message is a JSON object") }
+        let fields = try MessageFields(members)
+        let type = try fields.string("type")
+        switch type {
+        case "request":
+            try fields.allow(["v", "type", "op", "user", "authType", "on", "record", "newPINAttempts"])
+            let opName = try fields.string("op")
+            guard let operation = Operation(rawValue: opName) else {
+                throw ProtocolError(.unknownType, "unknown operation `\(opName)`")
+            }
+            var request = Request(operation)
+            if let user = try fields.optionalString("user") {
+                guard RecordStore.validate(user: user) else { throw ProtocolError(.badField, "`user` is not a user name") }
+                request.user = user
+            }
+            if let attempts = try fields.optionalInt("newPINAttempts") {
+                guard (1...5).contains(attempts) else { throw ProtocolError(.badField, "`newPINAttempts` must be 1 to 5") }
+                request.newPINAttempts = attempts
+            }
+            switch operation {
+            case .toggle:
+                let name = try fields.string("authType")
+                guard let type = AuthenticationType(rawValue: name) else {
+                    throw ProtocolError(.badField, "`authType` must be pin or token")
+                }
+                request.authenticationType = type
+                request.on = try fields.bool("on")
+            case .import:
+                let text = try fields.string("record")
+                guard let data = Base64.decode(text), !data.isEmpty else {
+                    throw ProtocolError(.badField, "`record` must be base64")
+                }
+                guard data.count <= ProtocolLimits.maximumImportBytes else {
+                    throw ProtocolError(.oversized, "the record is larger than \(ProtocolLimits.maximumImportBytes) bytes")
+                }
+                request.record = data
+            default:
+                try fields.allow(["v", "type", "op", "user", "newPINAttempts"])
+            }
+            return .request(request)
+        case "secret":
+            try fields.allow(["v", "type", "prompt", "value"])
+            let prompt = try fields.string("prompt")
+            guard case .string(let bytes) = fields["value"] else {
+                throw ProtocolError(fields["value"] == nil ? .missingField : .badField, "`value` must be a string")
+            }
+            return .secret(prompt: prompt, value: bytes)
+        case "confirm":
+            try fields.allow(["v", "type", "answer"])
+            return .confirm(try fields.bool("answer"))
+        case "cancel":
+            try fields.allow(["v", "type"])
+            return .cancel
+        default:
+            throw ProtocolError(.unknownType, "unknown message type `\(type)`")
+        }
+    }
+}
+
+extension ServerMessage {
+    /// Parses one line from the daemon.
+    public static func parse(_ line: [UInt8]) throws(ProtocolError) -> ServerMessage {
+        let value = try JSONParser.parse(line)
+        guard let members = value.members else { throw ProtocolError(.malformed, "a message is a JSON object") }
+        let fields = try MessageFields(members)
+        let rest = members.filter { $0.key != "v" && $0.key != "type" }
+        switch try fields.string("type") {
+        case "prompt":
+            return .prompt(name: try fields.string("prompt"), card: try fields.optionalString("card"),
+                           triesLeft: try fields.optionalInt("triesLeft"))
+        case "question":
+            return .question(try fields.string("text"))
+        case "event":
+            return .event(name: try fields.string("event"), fields: rest.filter { $0.key != "event" })
+        case "result":
+            return .result(exitCode: try fields.int("exitCode"), fields: rest.filter { $0.key != "exitCode" })
+        case "error":
+            return .error(code: try fields.string("code"), message: try fields.string("message"),
+                          exitCode: try fields.int("exitCode"),
+                          fields: rest.filter { !["code", "message", "exitCode"].contains($0.key) })
+        case let other:
+            throw ProtocolError(.unknownType, "unknown message type `\(other)`")
+        }
+    }
+}
+
+/// Typed access to a message's fields, checking the version.
+struct MessageFields {
+    let members: [JSONMember]
+
+    init(_ members: [JSONMember]) throws(ProtocolError) {
+        self.members = members
+        guard let version = members.first(where: { $0.key == "v" })?.value else {
+            throw ProtocolError(.missingField, "`v` is missing")
+        }
+        guard version.intValue == ProtocolLimits.version else {
+            throw ProtocolError(.unsupportedVersion, "this daemon speaks protocol version \(ProtocolLimits.version)")
+        }
+    }
+
+    subscript(key: String) -> JSONValue? { members.first { $0.key == key }?.value }
+
+    func allow(_ keys: Set<String>) throws(ProtocolError) {
+        if let extra = members.first(where: { !keys.contains($0.key) }) {
+            throw ProtocolError(.unknownField, "unknown field `\(extra.key)`")
+        }
+    }
+
+    func string(_ key: String) throws(ProtocolError) -> String {
+        guard let value = self[key] else { throw ProtocolError(.missingField, "`\(key)` is missing") }
+        guard let text = value.stringValue else { throw ProtocolError(.badField, "`\(key)` must be a string") }
+        return text
+    }
+
+    func optionalString(_ key: String) throws(ProtocolError) -> String? {
+        guard let value = self[key], value != .null else { return nil }
+        guard let text = value.stringValue else { throw ProtocolError(.badField, "`\(key)` must be a string") }
+        return text
+    }
+
+    func int(_ key: String) throws(ProtocolError) -> Int {
+        guard let value = self[key] else { throw ProtocolError(.missingField, "`\(key)` is missing") }
+        guard let number = value.intValue else { throw ProtocolError(.badField, "`\(key)` must be a whole number") }
+        return number
+    }
+
+    func optionalInt(_ key: String) throws(ProtocolError) -> Int? {
+        guard let value = self[key], value != .null else { return nil }
+        guard let number = value.intValue else { throw ProtocolError(.badField, "`\(key)` must be a whole number") }
+        return number
+    }
+
+    func bool(_ key: String) throws(ProtocolError) -> Bool {
+        guard let value = self[key] else { throw ProtocolError(.missingField, "`\(key)` is missing") }
+        guard let flag = value.boolValue else { throw ProtocolError(.badField, "`\(key)` must be true or false") }
+        return flag
+    }
+}
+
+// MARK: Encoding
+
+extension ClientMessage {
+    /// The line for this message, newline included. A `secret` line holds the secret: wipe it after writing.
+    public var line: [UInt8] {
+        var members: [JSONMember] = [JSONMember("v", .int(ProtocolLimits.version))]
+        switch self {
+        case .request(let request):
+            members.append(JSONMember("type", .text("request")))
+            members.append(JSONMember("op", .text(request.operation.rawValue)))
+            if let user = request.user { members.append(JSONMember("user", .text(user))) }
+            if let type = request.authenticationType { members.append(JSONMember("authType", .text(type.rawValue))) }
+            if let on = request.on { members.append(JSONMember("on", .bool(on))) }
+            if let record = request.record { members.append(JSONMember("record", .text(Base64.encode(record)))) }
+            if let attempts = request.newPINAttempts { members.append(JSONMember("newPINAttempts", .int(attempts))) }
+        case .secret(let prompt, let value):
+            members.append(JSONMember("type", .text("secret")))
+            members.append(JSONMember("prompt", .text(prompt)))
+            members.append(JSONMember("value", .string(value)))
+        case .confirm(let answer):
+            members.append(JSONMember("type", .text("confirm")))
+            members.append(JSONMember("answer", .bool(answer)))
+        case .cancel:
+            members.append(JSONMember("type", .text("cancel")))
+        }
+        var out = JSONValue.object(members).serialized
+        out.append(0x0A)
+        return out
+    }
+}
+
+extension ServerMessage {
+    /// The line for this message, newline included.
+    public var line: [UInt8] {
+        var members: [JSONMember] = [JSONMember("v", .int(ProtocolLimits.version))]
+        switch self {
+        case .prompt(let name, let card, let triesLeft):
+            members.append(JSONMember("type", .text("prompt")))
+            members.append(JSONMember("prompt", .text(name)))
+            if let card { members.append(JSONMember("card", .text(card))) }
+            if let triesLeft { members.append(JSONMember("triesLeft", .int(triesLeft))) }
+        case .question(let text):
+            members += [JSONMember("type", .text("question")), JSONMember("text", .text(text))]
+        case .event(let name, let fields):
+            members += [JSONMember("type", .text("event")), JSONMember("event", .text(name))] + fields
+        case .result(let exitCode, let fields):
+            members += [JSONMember("type", .text("result")), JSONMember("exitCode", .int(exitCode))] + fields
+        case .error(let code, let message, let exitCode, let fields):
+            members += [JSONMember("type", .text("error")), JSONMember("code", .text(code)),
+                        JSONMember("message", .text(message)), JSONMember("exitCode", .int(exitCode))] + fields
+        }
+        var out = JSONValue.object(members).serialized
+        out.append(0x0A)
+        return out
+    }
+}
+
+/// Base64 (RFC 4648, with padding), strict on decode.
+public enum Base64 {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+    /// Encodes bytes.
+    public static func encode(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var index = 0
+        while index < bytes.count {
+            let chunk = Array(bytes[index..<min(index + 3, bytes.count)])
+            let value = (UInt32(chunk[0]) << 16) | (UInt32(chunk.count > 1 ? chunk[1] : 0) << 8)
+                | UInt32(chunk.count > 2 ? chunk[2] : 0)
+            out.append(alphabet[Int(value >> 18 & 63)])
+            out.append(alphabet[Int(value >> 12 & 63)])
+            out.append(chunk.count > 1 ? alphabet[Int(value >> 6 & 63)] : UInt8(ascii: "="))
+            out.append(chunk.count > 2 ? alphabet[Int(value & 63)] : UInt8(ascii: "="))
+            index += 3
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Decodes text, or nil when it is not canonical padded base64.
+    public static func decode(_ text: String) -> [UInt8]? {
+        let input = Array(text.utf8)
+        guard input.count % 4 == 0 else { return nil }
+        var out: [UInt8] = []
+        var index = 0
+        while index < input.count {
+            var value: UInt32 = 0
+            var padding = 0
+            for offset in 0..<4 {
+                let byte = input[index + offset]
+                if byte == UInt8(ascii: "=") {
+                    guard index + 4 == input.count, offset >= 2 else { return nil }
+                    padding += 1
+                    value <<= 6
+                    continue
+                }
+                guard padding == 0, let digit = alphabet.firstIndex(of: byte) else { return nil }
+                value = value << 6 | UInt32(digit)
+            }
+            out.append(UInt8(value >> 16 & 0xFF))
+            if padding < 2 { out.append(UInt8(value >> 8 & 0xFF)) }
+            if padding < 1 { out.append(UInt8(value & 0xFF)) }
+            index += 4
+        }
+        return out
+    }
+}

@@ -1,0 +1,60 @@
+// No imports: the parser (JSON.swift) and this file build on their own, for the fuzz target
+// (tests/service/fuzz.sh).
+
+/// A frame or message that breaks the protocol: a code tests compare, and a human detail.
+public struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What is wrong.
+    public enum Code: String, Sendable, Equatable {
+        /// Not JSON, or JSON of the wrong shape.
+        case malformed
+        /// A line longer than the limit.
+        case oversized
+        /// The peer closed the connection in the middle of a line.
+        case truncated
+        /// A `v` this build does not speak.
+        case unsupportedVersion = "unsupported-version"
+        /// A `type` or `op` this build does not know.
+        case unknownType = "unknown-type"
+        /// A field the message does not have.
+        case unknownField = "unknown-field"
+        /// A required field is missing.
+        case missingField = "missing-field"
+        /// A field of the wrong type or out of range.
+        case badField = "bad-field"
+        /// A message that is not expected now (an answer with no question).
+        case unexpected
+        /// The peer sent nothing for too long.
+        case timeout
+        /// Too many requests on this connection.
+        case rateLimited = "rate-limited"
+        /// The daemon is shutting down or has no room.
+        case busy
+        /// The connection closed.
+        case closed
+        /// Reading or writing the socket failed.
+        case io
+    }
+
+    /// What is wrong.
+    public var code: Code
+    /// A human description, never containing a secret.
+    public var detail: String
+
+    /// Creates an error.
+    public init(_ code: Code, _ detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+
+    public var description: String { "\(code.rawValue): \(detail)" }
+}
+
+/// The protocol's constants.
+public enum ProtocolLimits {
+    /// The protocol version this build speaks (`"v":1`).
+    public static let version = 1
+    /// The longest line either side accepts, newline excluded (64 KiB).
+    public static let maximumLineLength = 65_536
+    /// The longest record `import` accepts, before base64 (48 KiB).
+    public static let maximumImportBytes = 49_152
+}

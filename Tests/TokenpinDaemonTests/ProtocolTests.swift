@@ -1,0 +1,245 @@
+import Foundation
+import Testing
+import TokenpinCore
+import TokenpinProtocol
+import TokenpinService
+
+func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+@Suite struct JSONParserTests {
+    @Test(arguments: [
+        "", " ", "{", "}", "[", "nul", "tru", "\"abc", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "[1,]", "01", "-",
+        "1.5", "1e3", "{\"a\":1}x", "{\"a\":1,\"a\":2}", "\"\\x\"", "\"\\u12\"", "\"\\ud800\"", "\"\u{01}\"",
+        "99999999999999999999", "{1:2}", "'a'",
+    ])
+    func rejectsMalformed(text: String) {
+        #expect(throws: ProtocolError.self) { try JSONParser.parse(bytes(text)) }
+    }
+
+    @Test func rejectsInvalidUTF8() {
+        for bad: [UInt8] in [[0x22, 0xC0, 0x80, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xFF, 0x22], [0x22, 0xE2, 0x82, 0x22]] {
+            #expect(throws: ProtocolError.self) { try JSONParser.parse(bad) }
+        }
+    }
+
+    @Test func rejectsDeepNesting() {
+        let deep = String(repeating: "[", count: 20) + String(repeating: "]", count: 20)
+        #expect(throws: ProtocolError.self) { try JSONParser.parse(bytes(deep)) }
+    }
+
+    @Test func parsesAndRoundTrips() throws {
+        let text = "{\"a\":[1,-2,true,false,null],\"b\":\"x\\\"y\\n\\u00e9\\ud83d\\ude00\",\"c\":{}}"
+        let value = try JSONParser.parse(bytes(text))
+        #expect(value["b"]?.stringValue == "x\"y\né😀")
+        #expect(try JSONParser.parse(value.serialized) == value)
+    }
+
+    @Test func randomBytesNeverTrap() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = bytes("{}[]\":,\\ u0123456789abcdeftrnl-\u{7f}") + [0x00, 0x0A, 0xC3, 0xA9, 0xFF]
+        for _ in 0..<3000 {
+            let length = Int.random(in: 0..<40, using: &generator)
+            let input = (0..<length).map { _ in alphabet.randomElement(using: &generator)! }
+            _ = try? ClientMessage.parse(input)
+            _ = try? ServerMessage.parse(input)
+        }
+    }
+}
+
+@Suite struct ClientMessageTests {
+    static let valid = [
+        "{\"v\":1,\"type\":\"request\",\"op\":\"verify\"}",
+        "{\"v\":1,\"type\":\"request\",\"op\":\"status\",\"user\":\"alice\"}",
+        "{\"v\":1,\"type\":\"request\",\"op\":\"toggle\",\"authType\":\"pin\",\"on\":false}",
+        "{\"v\":1,\"type\":\"request\",\"op\":\"import\",\"record\":\"e30=\"}",
+        "{\"v\":1,\"type\":\"request\",\"op\":\"change\",\"newPINAttempts\":3}",
+        "{\"v\":1,\"type\":\"secret\",\"prompt\":\"pin\",\"value\":\"482916\"}",
+        "{\"v\":1,\"type\":\"confirm\",\"answer\":true}",
+        "{\"v\":1,\"type\":\"cancel\"}",
+    ]
+
+    @Test(arguments: valid)
+    func everyPrefixFailsCleanly(text: String) throws {
+        let all = bytes(text)
+        _ = try ClientMessage.parse(all)
+        for length in 0..<all.count {
+            #expect(throws: ProtocolError.self) { try ClientMessage.parse(Array(all[..<length])) }
+        }
+        #expect(throws: ProtocolError.self) { try ClientMessage.parse(all + bytes("x")) }
+    }
+
+    @Test(arguments: [
+        ("{\"type\":\"request\",\"op\":\"verify\"}", ProtocolError.Code.missingField),
+        ("{\"v\":2,\"type\":\"request\",\"op\":\"verify\"}", .unsupportedVersion),
+        ("{\"v\":\"1\",\"type\":\"request\",\"op\":\"verify\"}", .unsupportedVersion),
+        ("{\"v\":1,\"type\":\"request\",\"op\":\"format-disk\"}", .unknownType),
+        ("{\"v\":1,\"type\":\"hello\"}", .unknownType),
+        ("{\"v\":1,\"type\":\"request\",\"op\":\"verify\",\"pin\":\"1234\"}", .unknownField),
+        ("{\"v\":1,\"type\":\"request\",\"op\":\"verify\",\"user\":\"../etc\"}", .badField),
+        ("{\"v\":1,\"type\":\"request\",\"op\":\"verify\",\"user\":7}", .badField),
+        ("{\"v\":1,\"type\":\"request\",\"op\":\"toggle\",\"authType\":\"face\",\"on\":true}", .badField),
+        ("{\"v\":1,\"type\":\"request\",\"op\":\"import\",\"record\":\"!!!\"}", .badField),
+        ("{\"v\":1,\"type\":\"request\",\"op\":\"change\",\"newPINAttempts\":9}", .badField),
+        ("{\"v\":1,\"type\":\"secret\",\"prompt\":\"pin\"}", .missingField),
+        ("{\"v\":1,\"type\":\"secret\",\"prompt\":\"pin\",\"value\":1234}", .badField),
+        ("[1,2]", .malformed),
+        ("garbage", .malformed),
+    ])
+    func rejectsWithCode(text: String, code: ProtocolError.Code) {
+        #expect(throws: ProtocolError(code, "")) {
+            do throws(ProtocolError) {
+                _ = try ClientMessage.parse(bytes(text))
+            } catch {
+                throw ProtocolError(error.code, "")
+            }
+        }
+    }
+
+    @Test func requestLinesRoundTrip() throws {
+        let requests = [
+            Request(.verify), Request(.status, user: "bob"), Request(.toggle, authenticationType: .pin, on: false),
+            Request(.import, record: [1, 2, 3, 0xFF]), Request(.enrol, newPINAttempts: 3),
+        ]
+        for request in requests {
+            let line = ClientMessage.request(request).line
+            #expect(line.last == 0x0A)
+            #expect(try ClientMessage.parse(Array(line.dropLast())) == .request(request))
+        }
+    }
+
+    @Test func secretLineKeepsEveryByte() throws {
+        let secret = SecretBytes(count: 4) { $0.copyBytes(from: [0x22, 0x5C, 0x0A, 0xC3]) }
+        _ = secret
+        let line = ClientMessage.secret(prompt: "pin", value: [0x22, 0x5C, 0x0A, 0x41]).line
+        #expect(line.filter { $0 == 0x0A }.count == 1)
+        #expect(try ClientMessage.parse(Array(line.dropLast())) == .secret(prompt: "pin", value: [0x22, 0x5C, 0x0A, 0x41]))
+    }
+
+    @Test func base64IsStrict() {
+        #expect(Base64.decode("aGVsbG8=") == bytes("hello"))
+        #expect(Base64.encode(bytes("hello")) == "aGVsbG8=")
+        for bad in ["aGVsbG8", "aGV=bG8=", "a===", "aGVsbG8==", "aGVs\nbG8="] { #expect(Base64.decode(bad) == nil) }
+        for length in 0..<20 {
+            let data = (0..<length).map { UInt8($0 * 37 & 0xFF) }
+            #expect(Base64.decode(Base64.encode(data)) == data)
+        }
+    }
+}
+
+@Suite struct ServerMessageTests {
+    @Test func verifyReportsRoundTrip() throws {
+        var counter = RetryCounter(max: 5)
+        counter.consumeAttempt(at: Date(timeIntervalSince1970: 1_700_000_000))
+        let reports = [
+            VerifyReport(outcome: .verified(method: .pin), kdfNanoseconds: 42, counter: RetryCounter(max: 5)),
+            VerifyReport(outcome: .rejected(remaining: 4, lastTry: false), counter: counter),
+            VerifyReport(outcome: .locked), VerifyReport(outcome: .delayed(seconds: 30), tokenFailure: "no card"),
+        ]
+        for report in reports {
+            let line = ServerMessage.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields).line
+            guard case .result(let code, let fields) = try ServerMessage.parse(Array(line.dropLast())) else {
+                Issue.record("not a result")
+                continue
+            }
+            #expect(code == Int(report.exitCode.rawValue))
+            #expect(try VerifyReport(protocolFields: fields) == report)
+        }
+    }
+
+    @Test func serviceErrorsRoundTrip() throws {
+        let errors: [ServiceError] = [
+            .notEnrolled(user: "a", path: "/p"), .alreadyEnrolled(user: "a", path: "/p"), .policyViolation(.sequence),
+            .store(StoreError(.corrupt, path: "/p", "bad")), .cancelled, .crypto(CryptoError(.kdfFailed, "oom")),
+            .pinAlwaysEnabled, .malformedRecoveryKey("short"), .tokenUnavailable("none"), .tokenNotEnabled,
+            .tokenAlreadyEnabled(serial: "0006 1234"), .serviceUnavailable("down"), .input("eof"),
+            .configuration("bad"), .cardRefused("no"), .permissionDenied("mine"),
+        ]
+        for error in errors {
+            guard case .error(let code, let message, let exitCode, let fields) =
+                try ServerMessage.parse(Array(error.protocolMessage.line.dropLast())) else {
+                Issue.record("not an error")
+                continue
+            }
+            #expect(exitCode == Int(ExitCode(error).rawValue))
+            #expect(ServiceError(protocolCode: code, message: message, fields: fields) == error)
+        }
+    }
+
+    @Test func everyPromptRoundTrips() throws {
+        let prompts: [SecretPrompt] = [.pin, .currentPIN, .newPIN, .confirmPIN, .recoveryKey,
+                                       .cardPIN(card: "0006 1234", triesLeft: 3), .newCardPIN, .confirmCardPIN,
+                                       .adminPIN(card: "x", triesLeft: 2), .resetCode(card: "y", triesLeft: 1)]
+        for prompt in prompts {
+            guard case .prompt(let name, let card, let tries) = try ServerMessage.parse(Array(prompt.message.line.dropLast())) else {
+                Issue.record("not a prompt")
+                continue
+            }
+            #expect(SecretPrompt(name: name, card: card, triesLeft: tries) == prompt)
+        }
+    }
+
+    @Test func everyEventRoundTrips() {
+        let events: [Event] = [.created, .verified(method: .pin), .changed, .reset, .wrongPIN(remaining: 1, lastTry: true),
+                               .locked, .delayed(seconds: 5), .tokenFailed(reason: "gone", fallback: true), .cancelled,
+                               .policyViolation(rule: "sequence"), .typeChanged(type: .token, enabled: false)]
+        for event in events {
+            #expect(Event(name: event.name, fields: event.protocolFields) == event)
+        }
+    }
+}
+
+@Suite struct LineChannelTests {
+    func pair() -> (LineChannel, LineChannel) {
+        var fds: [Int32] = [0, 0]
+        _ = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds)
+        return (LineChannel(fd: fds[0], maximumLineLength: 100), LineChannel(fd: fds[1], maximumLineLength: 100))
+    }
+
+    @Test func readsLinesAcrossWrites() throws {
+        let (a, b) = pair()
+        try a.write(bytes("one\ntw"))
+        try a.write(bytes("o\n"))
+        #expect(try b.readLine(timeoutMilliseconds: 1000) == bytes("one"))
+        #expect(try b.readLine(timeoutMilliseconds: 1000) == bytes("two"))
+    }
+
+    @Test func oversizedTruncatedClosedAndTimeout() throws {
+        let (a, b) = pair()
+        try a.write([UInt8](repeating: 0x41, count: 150))
+        #expect(throws: ProtocolError(.oversized, "a line is longer than 100 bytes")) {
+            try b.readLine(timeoutMilliseconds: 1000)
+        }
+        let (c, d) = pair()
+        try c.write(bytes("{\"v\":1"))
+        c.shutdown()
+        #expect(throws: ProtocolError(.truncated, "the connection closed in the middle of a message")) {
+            try d.readLine(timeoutMilliseconds: 1000)
+        }
+        let (e, f) = pair()
+        e.close()
+        #expect(throws: ProtocolError(.closed, "the peer closed the connection")) { try f.readLine(timeoutMilliseconds: 1000) }
+        let (g, h) = pair()
+        #expect(throws: ProtocolError(.timeout, "no complete message arrived in time")) {
+            try h.readLine(timeoutMilliseconds: 300)
+        }
+        withExtendedLifetime(g) {}
+    }
+
+    @Test func tricklingBytesDoNotExtendTheTimeout() throws {
+        let (a, b) = pair()
+        let fd = a.fd
+        Thread {
+            for _ in 0..<20 {
+                _ = withUnsafeBytes(of: UInt8(0x41)) { send(fd, $0.baseAddress, 1, Int32(MSG_NOSIGNAL)) }
+                usleep(100_000)
+            }
+        }.start()
+        let start = Date()
+        #expect(throws: ProtocolError(.timeout, "no complete message arrived in time")) {
+            try b.readLine(timeoutMilliseconds: 500)
+        }
+        #expect(Date().timeIntervalSince(start) < 1.5)
+        usleep(2_100_000)
+        withExtendedLifetime(a) {}
+    }
+}

@@ -1,0 +1,86 @@
+# Shared helpers for the service end-to-end tests. Source it; it sets up a private directory,
+# counts results and cleans up (daemons it started, PAM files, temporary users) on exit.
+# Never touches /run/tokenpin, /var/lib/tokenpin, /etc/systemd or another PAM service file.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BIN=${TOKENPIN_BIN:-$ROOT/.build/debug}
+TOKENPIND=$BIN/tokenpind
+CLIENT=$BIN/tokenpin-daemon-client
+PAM_MODULE=${PAM_MODULE:-$ROOT/.build/pam/pam_tokenpin.so}
+
+PASSED=0
+FAILED=0
+WORK=$(mktemp -d /tmp/tokenpin-service.XXXXXX)
+chmod 0755 "$WORK"   # other users reach the socket through it; the state dir inside stays 0700
+SOCKET=$WORK/socket
+STATE=$WORK/state
+CONFIG=$WORK/tokenpin.conf
+DAEMON_PID=
+CLEANUP_USERS=()
+CLEANUP_FILES=()
+printf 'kdf-memory-mib = 8\nkdf-passes = 1\n' > "$CONFIG"
+
+ok() { PASSED=$((PASSED + 1)); echo "ok - $1"; }
+not_ok() { FAILED=$((FAILED + 1)); echo "not ok - $1"; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; fi; }
+
+# expect_code NAME CODE COMMAND...: the command exits with CODE.
+expect_code() {
+    local name=$1 want=$2; shift 2
+    "$@" >"$WORK/out" 2>"$WORK/err"
+    local got=$?
+    if [ "$got" = "$want" ]; then ok "$name"; else not_ok "$name (exit $got, wanted $want: $(head -c 300 "$WORK/out" "$WORK/err"))"; fi
+}
+
+start_daemon() {
+    "$TOKENPIND" --socket "$SOCKET" --state-dir "$STATE" --config "$CONFIG" "$@" >>"$WORK/daemon.log" 2>&1 &
+    DAEMON_PID=$!
+    for _ in $(seq 100); do [ -S "$SOCKET" ] && "$CLIENT" --socket "$SOCKET" ping >/dev/null 2>&1 && return 0; sleep 0.05; done
+    echo "tokenpind did not start:"; cat "$WORK/daemon.log"; return 1
+}
+
+stop_daemon() {
+    if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
+        kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null
+    fi
+    DAEMON_PID=
+}
+
+client() { "$CLIENT" --socket "$SOCKET" "$@"; }
+
+# json_field FIELD: reads one JSON line on stdin and prints FIELD (a dotted path).
+json_field() { python3 -c 'import json,sys
+value=json.loads(sys.stdin.readline())
+for part in sys.argv[1].split("."): value=value[part]
+print(value)' "$1"; }
+
+# new_user VAR: creates a temporary user (removed at exit) and stores its name in VAR.
+new_user() {
+    local name="tpt$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+    useradd --no-create-home --shell /usr/sbin/nologin "$name" || return 1
+    CLEANUP_USERS+=("$name")
+    printf -v "$1" '%s' "$name"
+}
+
+# pam_service VAR LINE...: writes a uniquely named /etc/pam.d file (removed at exit), its name in VAR.
+pam_service() {
+    local var=$1; shift
+    local name="tokenpin-test-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
+    printf '%s\n' "$@" > "/etc/pam.d/$name"
+    CLEANUP_FILES+=("/etc/pam.d/$name")
+    printf -v "$var" '%s' "$name"
+}
+
+cleanup() {
+    stop_daemon
+    for user in "${CLEANUP_USERS[@]}"; do userdel "$user" 2>/dev/null; done
+    for file in "${CLEANUP_FILES[@]}"; do rm -f "$file"; done
+    if [ "${KEEP_WORK:-}" = "" ]; then rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+finish() {
+    echo "$PASSED passed, $FAILED failed"
+    [ "$FAILED" = 0 ]
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Reader and card events through `watch`, with a private pcscd (Simulator/pcscd-sandbox, vpcd readers) and the
+# simulated card: inserting and pulling the card reaches a watcher as cardInserted / cardRemoved.
+. "$(dirname "$0")/lib.sh"
+
+if [ "${TOKENPIN_SANDBOX:-}" != 1 ]; then
+    SIM=$BIN/tokenpin-sim
+    if ! command -v pcscd >/dev/null || [ ! -x "$SIM" ] || ! ls /usr/lib/pcsc/drivers/serial/libifdvpcd.so* >/dev/null 2>&1; then
+        echo "skipped: needs pcscd, vsmartcard-vpcd and tokenpin-sim"; finish; exit $?
+    fi
+    trap - EXIT; rm -rf "$WORK"
+    exec "$ROOT/Simulator/pcscd-sandbox" -- bash "$0"
+fi
+
+start_daemon || exit 1
+PORT=${TOKENPIN_VPCD_PORTS%%,*}
+client watch 2 >"$WORK/events" 2>&1 &
+WATCH=$!
+for _ in $(seq 50); do grep -q "watching readers" "$WORK/daemon.log" && break; sleep 0.1; done
+check "daemon watches the sandbox's readers" grep -q "watching readers" "$WORK/daemon.log"
+sleep 0.3
+"$TOKENPIN_SIM_BIN" --state "$WORK/card.json" --port "$PORT" 2>"$WORK/sim.log" &
+SIMPID=$!
+for _ in $(seq 50); do grep -q cardInserted "$WORK/events" && break; sleep 0.1; done
+kill -TERM "$SIMPID"; wait "$SIMPID" 2>/dev/null
+for _ in $(seq 50); do grep -q cardRemoved "$WORK/events" && break; sleep 0.1; done
+kill "$WATCH" 2>/dev/null; wait "$WATCH" 2>/dev/null
+check "card inserted reaches the watcher" grep -q '"event":"cardInserted","reader":' "$WORK/events"
+check "card removed reaches the watcher" grep -q '"event":"cardRemoved"' "$WORK/events"
+finish
