@@ -95,11 +95,15 @@ gpg_batch=(gpg --batch --no-tty --pinentry-mode loopback)
 # (GET_LINE / GET_HIDDEN / GET_BOOL keyword) is answered with the first unused "keyword=answer" argument
 # for that keyword; a cardedit.prompt without one gets "quit". PINs travel on the command channel
 # (loopback pinentry), never in argv of gpg. Prints gpg's status lines and messages.
-card_edit() {
-    local -a keys=() values=() used=()
+card_edit() { gpg_dialog --card-edit -- "$@"; }
+# gpg_dialog GPG-ARGS... -- ANSWERS...: the same for any interactive gpg command (--edit-key FPR).
+gpg_dialog() {
+    local -a command=() keys=() values=() used=()
+    while [[ $# -gt 0 && "$1" != "--" ]]; do command+=("$1"); shift; done
+    shift
     local pair index
     for pair in "$@"; do keys+=("${pair%%=*}"); values+=("${pair#*=}"); used+=(0); done
-    coproc GPG { gpg --no-tty --pinentry-mode loopback --command-fd 0 --status-fd 1 --card-edit 2>&1; }
+    coproc GPG { gpg --no-tty --pinentry-mode loopback --command-fd 0 --status-fd 1 "${command[@]}" 2>&1; }
     local pid=$GPG_PID prompts=0 line keyword answer
     while IFS= read -r -t 60 line <&"${GPG[0]}"; do
         echo "$line"
@@ -110,6 +114,8 @@ card_edit() {
         answer=""
         [[ "$keyword" == cardedit.prompt ]] && answer=quit
         [[ "$keyword" == cardutil.change_pin.menu ]] && answer=q
+        [[ "$keyword" == keyedit.prompt ]] && answer=save
+        [[ "$keyword" == keyedit.save.okay ]] && answer=y
         for index in "${!keys[@]}"; do
             if [[ "${used[$index]}" == 0 && "${keys[$index]}" == "$keyword" ]]; then
                 answer=${values[$index]}
@@ -184,6 +190,24 @@ check "gpg decrypts a message to the card's cv25519 key" "$out" "^a message for 
 out=$(echo "signed text" | "${gpg_batch[@]}" --passphrase 112233 -u holder@example.org -s 2>/dev/null | gpg --batch --verify 2>&1)
 check "gpg signs with the card's Ed25519 key and the signature verifies" "$out" "Good signature"
 
+# Key import: gpg moves a software cv25519 subkey to the card (keytocard). gpg sends the scalar big-endian;
+# if the card kept the wrong byte order it would compute a different shared secret and decryption would fail.
+"${gpg_batch[@]}" --passphrase '' --quick-gen-key "Import Test <import@example.org>" ed25519 cert,sign never >/dev/null 2>&1
+import_fpr=$(gpg --with-colons --list-keys import@example.org 2>/dev/null | awk -F: '/^fpr/ {print $10; exit}')
+"${gpg_batch[@]}" --passphrase '' --quick-add-key "$import_fpr" cv25519 encr never >/dev/null 2>&1
+echo "a message for the imported key" | gpg --batch --trust-model always -a -e -r import@example.org >"$work/imported.asc" 2>&1
+out=$(gpg_dialog --edit-key "$import_fpr" -- keyedit.prompt="key 1" keyedit.prompt=keytocard \
+    cardedit.genkeys.storekeytype=2 cardedit.genkeys.replace_key=y passphrase.enter=12345678 \
+    passphrase.enter=12345678 keyedit.prompt=save)
+subkey_fpr=$(gpg --with-colons --list-keys import@example.org 2>/dev/null | awk -F: '/^fpr/ {n++; if (n == 2) print $10}')
+out=$(gpg --with-colons -K import@example.org 2>&1)
+check "gpg moved the cv25519 subkey to the card (keytocard: the secret is now a card stub)" "$out" \
+    "^ssb:.*:D276000124010304FFFE$serial"
+out=$(gpg --card-status 2>&1 | sed -n 's/^Encryption key\.\.\.\.: //p' | tr -d ' ')
+check "gpg --card-status shows the imported subkey as the encryption key" "$out" "^$subkey_fpr$"
+out=$("${gpg_batch[@]}" --passphrase 112233 -d "$work/imported.asc" 2>&1)
+check "the card decrypts with the imported (byte-reversed) cv25519 key" "$out" "^a message for the imported key$"
+
 # A restarted simulator is the same card: counters and keys survive.
 stop_card
 gpgconf --kill all
@@ -191,8 +215,8 @@ if wait_for_removal; then pass "pcscd sees the card pulled when the simulator st
     fail "pcscd sees the card pulled when the simulator stops"
 fi
 if insert_card; then pass "the simulator restarts on the same state file"; else fail "the simulator restarts on the same state file"; fi
-out=$("${gpg_batch[@]}" --passphrase 112233 -d "$work/msg.asc" 2>&1)
-check "gpg decrypts after the simulator restarted" "$out" "^a message for the card$"
+out=$("${gpg_batch[@]}" --passphrase 112233 -d "$work/imported.asc" 2>&1)
+check "gpg decrypts with the imported key after the simulator restarted" "$out" "^a message for the imported key$"
 out=$(gpg --card-status 2>&1)
 check "the restarted card keeps its serial and counters" "$out" "^PIN retry counter : 3 3 3"
 

@@ -106,11 +106,8 @@ public enum CardInstruction {
     public static let activateFile: UInt8 = 0x44
 }
 
+// Internal, so that a later public constant of the same name in TokenpinAPDU cannot clash with it.
 extension StatusWord {
     /// `6A 81`: function not supported (the simulator has no RSA).
-    public static let functionNotSupported = StatusWord(rawValue: 0x6A81)
-    /// `6A 84`: not enough memory space in the file.
-    public static let notEnoughMemory = StatusWord(rawValue: 0x6A84)
-    /// `69 84`: referenced data not usable (for example a GET RESPONSE without pending data).
-    public static let referencedDataNotUsable = StatusWord(rawValue: 0x6984)
+    static let functionNotSupported = StatusWord(rawValue: 0x6A81)
 }

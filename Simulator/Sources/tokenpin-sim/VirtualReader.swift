@@ -107,6 +107,13 @@ func installSignalHandlers() {
     sigaction(SIGTERM, &action, nil)
     sigaction(SIGINT, &action, nil)
     signal(SIGPIPE, SIG_IGN)
+    // A parent may start us with these blocked (Foundation's Process inherits the spawning thread's mask);
+    // a blocked SIGTERM would leave the card in the reader for ever.
+    var unblock = sigset_t()
+    sigemptyset(&unblock)
+    sigaddset(&unblock, SIGTERM)
+    sigaddset(&unblock, SIGINT)
+    sigprocmask(SIG_UNBLOCK, &unblock, nil)
 }
 
 var isStopping: Bool { stopRequested.load(ordering: .relaxed) }

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import TokenpinAPDU
 import TokenpinCore
 @testable import TokenpinSimulator
@@ -84,8 +85,6 @@ struct HarnessError: Error, CustomStringConvertible {
 func requireSuccess(_ statusWord: StatusWord, sourceLocation: SourceLocation = #_sourceLocation) throws {
     guard statusWord == .success else { throw HarnessError("expected 9000, got \(statusWord) at \(sourceLocation)") }
 }
-
-import Testing
 
 /// A fresh temporary directory, removed by the caller.
 func temporaryDirectory() throws -> String {
