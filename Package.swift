@@ -82,7 +82,8 @@ let package = Package(
         .executableTarget(
             name: "tokenpin",
             dependencies: [
-                "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinReaders", "TokenpinSimulator", "CTokenpinShims",
+                "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinReaders", "TokenpinSimulator", "TokenpinProtocol",
+                "CTokenpinShims",
             ],
             swiftSettings: strictSettings
         ),
@@ -101,7 +102,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "tokenpind",
-            dependencies: ["TokenpinDaemon", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "CTokenpinShims"],
+            dependencies: [
+                "TokenpinDaemon", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinReaders", "CTokenpinShims",
+            ],
             swiftSettings: strictSettings
         ),
         // The end-to-end tests' client: DaemonClient driven from stdin, as the CLI will drive it.

@@ -379,16 +379,20 @@ static size_t tp_escape(char *out, const char *text, size_t length) {
     return n;
 }
 
-/* Sends a request naming `op` and `user`. */
-static int tp_send_request(struct tp_conn *conn, const char *op, const char *user) {
+/* Sends a request naming `op`, `user` and, for verify, the method the options force (NULL: token first, then
+ * the PIN as the daemon's fallback setting allows). */
+static int tp_send_request(struct tp_conn *conn, const char *op, const char *user, const char *method) {
     char line[512];
     char escaped[6 * 64 + 1];
     size_t length = strlen(user);
     if (length > 64) return -1;
     size_t n = tp_escape(escaped, user, length);
     escaped[n] = '\0';
+    char extra[64] = "";
+    if (strcmp(op, "change") == 0) snprintf(extra, sizeof(extra), ",\"newPINAttempts\":1");
+    else if (method != NULL) snprintf(extra, sizeof(extra), ",\"method\":\"%s\"", method);
     int written = snprintf(line, sizeof(line), "{\"v\":1,\"type\":\"request\",\"op\":\"%s\",\"user\":\"%s\"%s}\n",
-                           op, escaped, strcmp(op, "change") == 0 ? ",\"newPINAttempts\":1" : "");
+                           op, escaped, extra);
     if (written < 0 || (size_t)written >= sizeof(line)) return -1;
     return tp_write_all(conn->fd, line, (size_t)written);
 }
@@ -469,7 +473,11 @@ static int tp_run(pam_handle_t *pamh, const struct tp_options *options, const ch
         goto done;
     }
     tp_debug(pamh, options, "connected to %s, op %s for %s", options->socket_path, op, user);
-    if (tp_send_request(conn, op, user) != 0) {
+    /* mode=pin forces the PIN; mode=token, or fallback=deny, forces the token (no PIN after a token failure). */
+    const char *method = NULL;
+    if (options->mode == TP_MODE_PIN) method = "pin";
+    else if (options->mode == TP_MODE_TOKEN || !options->fallback_allow) method = "token";
+    if (tp_send_request(conn, op, user, strcmp(op, "verify") == 0 ? method : NULL) != 0) {
         result = tp_unavailable(options);
         goto done;
     }
@@ -547,6 +555,10 @@ static int tp_run(pam_handle_t *pamh, const struct tp_options *options, const ch
             } else if (outcome != NULL && strcmp(outcome, "locked") == 0) {
                 tp_say(pamh, PAM_ERROR_MSG, "PIN locked: no tries left. Unlock it with `tokenpin reset` and the recovery key.");
                 result = PAM_MAXTRIES;
+            } else if (outcome != NULL && strcmp(outcome, "tokenRejected") == 0) {
+                const char *reason = tp_string(message, "reason");
+                tp_say(pamh, PAM_TEXT_INFO, "Token not verified: %s", reason ? reason : "the card refused");
+                result = PAM_AUTH_ERR;
             } else if (outcome != NULL && strcmp(outcome, "delayed") == 0) {
                 tp_say(pamh, PAM_TEXT_INFO, "Too many wrong entries: try again in %lld s.", tp_int(message, "retryAfter", 0));
                 result = PAM_AUTH_ERR;
@@ -613,11 +625,6 @@ PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, cons
     const char *user = NULL;
     int status = tp_user(pamh, &user);
     if (status != PAM_SUCCESS) return status;
-    if (options.mode == TP_MODE_TOKEN && !options.fallback_allow) {
-        /* tokenpind has no token support yet: a token-only stack with no fallback cannot authenticate. */
-        tp_debug(pamh, &options, "mode=token with fallback=deny: no token path available");
-        return tp_unavailable(&options);
-    }
     return tp_run(pamh, &options, "verify", user);
 }
 

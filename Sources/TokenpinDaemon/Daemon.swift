@@ -23,6 +23,8 @@ public struct DaemonOptions: Sendable {
     public var maximumConnectionsPerUID = 128
     /// Whether to watch PC/SC readers and cards for `watch` subscribers and `on-card-removal`.
     public var watchReaders = true
+    /// Where cards come from for token operations (PC/SC readers, or the simulated card); nil: no token.
+    public var cards: (any CardReaders)?
     /// The loginctl binary `on-card-removal = lock` runs.
     public var loginctl = "/usr/bin/loginctl"
     /// The most operations holding Argon2id memory at once (default: twice the cores, so that one holder's record
@@ -325,7 +327,9 @@ public final class Daemon: Sendable {
                                      promptTimeoutSeconds: configuration.daemonPromptTimeoutSeconds,
                                      newPINAttempts: request.newPINAttempts ?? 1)
         defer { relay.finish() }
-        let service = PINService(store: store, configuration: configuration, user: user, logger: logger)
+        let selection = CardSelection(reader: request.reader ?? configuration.reader, serial: request.serial)
+        let service = PINService(store: store, configuration: configuration, user: user, logger: logger,
+                                 cards: options.cards, selection: selection)
         logger.debug("request", [("peer.uid", String(peer.uid)), ("user", user), ("op", request.operation.rawValue)])
         do {
             let reply = try execute(request, service: service, relay: relay, configuration: configuration)
@@ -347,14 +351,14 @@ public final class Daemon: Sendable {
     func weight(of operation: TokenpinProtocol.Operation, user: String, configuration: Configuration) throws(ServiceError) -> Int {
         let newSlot = configuration.kdfMemoryMiB.map { $0 * 1024 } ?? KDFCalibration().memoryCapKiB
         var stored = 0
-        if operation == .verify || operation == .change {
+        if operation == .verify || operation == .change || operation == .toggle {
             let record = try? store.load(user: user)
             stored = (record?.slot(.pin) ?? record?.slot(.composite))?.kdf.memoryKiB ?? 0
         }
         let weight: Int
         switch operation {
         case .verify: weight = stored
-        case .change: weight = max(stored, newSlot)
+        case .change, .toggle: weight = max(stored, newSlot)
         case .enrol, .reset: weight = newSlot
         default: weight = 0
         }
@@ -376,7 +380,7 @@ public final class Daemon: Sendable {
             let result = try service.enrol(relay)
             return Reply.enrolment(result)
         case .verify:
-            let report = try service.verifyPIN(relay)
+            let report = try service.verify(relay, method: request.method)
             publishOutcome(report, user: user, success: nil)
             return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
         case .change:
@@ -389,16 +393,34 @@ public final class Daemon: Sendable {
             return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
         case .status:
             let report = try service.status()
-            return Reply(.result(exitCode: 0, fields: [JSONMember("status", RemoteStatus(report).protocolValue)]))
+            return Reply(.result(exitCode: 0, fields: [JSONMember("status", report.protocolValue)]))
         case .types:
             let types = try service.types()
             return Reply(.result(exitCode: 0, fields: [JSONMember("types", TypeStatus.protocolValue(types))]))
         case .toggle:
-            guard request.authenticationType == .pin else {
-                throw .tokenUnavailable("tokenpind has no token support yet")
+            guard request.authenticationType == .token else {
+                try service.togglePIN(on: request.on ?? true)
+                return Reply(.result(exitCode: 0, fields: [JSONMember("authType", .text("pin")), JSONMember("enabled", .bool(true))]))
             }
-            try service.togglePIN(on: request.on ?? true)
-            return Reply(.result(exitCode: 0, fields: [JSONMember("authType", .text("pin")), JSONMember("enabled", .bool(true))]))
+            let on = request.on ?? true
+            let report = on
+                ? try service.enableToken(relay, generateKey: request.generateKey ?? false, assumeYes: request.assumeYes ?? false)
+                : try service.disableToken(relay)
+            publishOutcome(report, user: user, success: .typeChanged(type: .token, enabled: on))
+            let serial = (try? service.types())?.first { $0.type == .token }?.serial
+            return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields + [
+                JSONMember("authType", .text("token")), JSONMember("enabled", .bool(on)),
+                JSONMember("serial", serial.map(JSONValue.text) ?? .null),
+            ]))
+        case .readers:
+            let readers = try service.listReaders()
+            return Reply(.result(exitCode: 0, fields: [JSONMember("readers", .array(readers.map(\.protocolValue)))]))
+        case .cardChangePIN:
+            try service.changeCardPIN(relay)
+            return Reply(.result(exitCode: 0, fields: []))
+        case .cardUnblock:
+            try service.unblockCardPIN(relay, admin: request.admin ?? false)
+            return Reply(.result(exitCode: 0, fields: []))
         case .import:
             relay.lockUser()
             let path = try importRecord(request.record ?? [], user: user, configuration: configuration)

@@ -110,6 +110,11 @@ final class RelayInteraction: Interaction {
         }
     }
 
+    /// The daemon never asks to choose among cards: the client names one with `--reader` or `--serial`.
+    func choose(_ question: String, options: [String]) throws(ServiceError) -> Int {
+        throw .usage("several cards are present (\(options.joined(separator: "; "))); choose one with --reader or --serial")
+    }
+
     func confirm(_ question: String) throws(ServiceError) -> Bool {
         releaseBudget()
         do {

@@ -121,7 +121,7 @@ extension VerifyReport {
     public var exitCode: ExitCode {
         switch outcome {
         case .verified: .success
-        case .rejected: .notVerified
+        case .rejected, .tokenRejected: .notVerified
         case .locked, .delayed: .locked
         }
     }
@@ -139,6 +139,8 @@ extension VerifyReport {
             fields.append(JSONMember("outcome", .text("locked")))
         case .delayed(let seconds):
             fields += [JSONMember("outcome", .text("delayed")), JSONMember("retryAfter", .int(seconds))]
+        case .tokenRejected(let reason):
+            fields += [JSONMember("outcome", .text("tokenRejected")), JSONMember("reason", .text(reason))]
         }
         if let counter {
             fields += counter.protocolFields.filter { field in !fields.contains { $0.key == field.key } }
@@ -165,6 +167,8 @@ extension VerifyReport {
         case "delayed":
             guard let seconds = value["retryAfter"]?.intValue else { throw ProtocolError(.missingField, "`retryAfter` is missing") }
             outcome = .delayed(seconds: seconds)
+        case "tokenRejected":
+            outcome = .tokenRejected(reason: value["reason"]?.stringValue ?? "the token was not verified")
         default:
             throw ProtocolError(.badField, "`outcome` is missing or unknown")
         }
@@ -219,54 +223,8 @@ extension TypeStatus {
     }
 }
 
-/// `status` as it crosses the socket: the same fields as `StatusReport` (without the token, which the daemon
-/// does not report yet).
-public struct RemoteStatus: Sendable, Equatable {
-    /// The user.
-    public var user: String
-    /// The record's path on the daemon's side.
-    public var recordPath: String
-    /// Whether a PIN is enrolled.
-    public var enrolled: Bool
-    /// Tries left.
-    public var remaining: Int?
-    /// Tries after a success.
-    public var maximum: Int?
-    /// Whether the PIN is locked.
-    public var locked: Bool
-    /// When it locked.
-    public var lockedAt: Date?
-    /// Seconds of failure delay still to run.
-    public var delaySeconds: Int
-    /// Failures since the last success.
-    public var failures: Int
-    /// The PIN slot's key derivation.
-    public var kdf: KDFParameters?
-    /// The authentication types.
-    public var types: [TypeStatus]
-    /// The verification mode stored with the record.
-    public var mode: VerificationMode?
-    /// The fallback policy stored with the record.
-    public var fallback: FallbackPolicy?
-
-    /// Copies a service report.
-    public init(_ report: StatusReport) {
-        user = report.user
-        recordPath = report.recordPath
-        enrolled = report.enrolled
-        remaining = report.remaining
-        maximum = report.maximum
-        locked = report.locked
-        lockedAt = report.lockedAt
-        delaySeconds = report.delaySeconds
-        failures = report.failures
-        kdf = report.kdf
-        types = report.types
-        mode = report.mode
-        fallback = report.fallback
-    }
-
-    /// The status as an object.
+extension StatusReport {
+    /// The status as an object (the `status` field of a `status` result).
     public var protocolValue: JSONValue {
         .object([
             JSONMember("user", .text(user)), JSONMember("record", .text(recordPath)),
@@ -277,6 +235,7 @@ public struct RemoteStatus: Sendable, Equatable {
             JSONMember("types", TypeStatus.protocolValue(types)),
             JSONMember("mode", mode.map { .text($0.rawValue) } ?? .null),
             JSONMember("fallback", fallback.map { .text($0.rawValue) } ?? .null),
+            JSONMember("token", token?.protocolValue ?? .null),
         ])
     }
 
@@ -286,19 +245,65 @@ public struct RemoteStatus: Sendable, Equatable {
               let enrolled = value["enrolled"]?.boolValue else {
             throw ProtocolError(.badField, "`status` is missing or malformed")
         }
-        self.user = user
-        recordPath = path
-        self.enrolled = enrolled
-        remaining = value["remaining"]?.intValue
-        maximum = value["max"]?.intValue
-        locked = value["locked"]?.boolValue ?? false
-        lockedAt = ProtocolDate.decode(value["lockedAt"])
-        delaySeconds = value["delay"]?.intValue ?? 0
-        failures = value["failures"]?.intValue ?? 0
-        kdf = KDFParameters(protocolValue: value["kdf"].flatMap { $0 == .null ? nil : $0 })
-        types = try TypeStatus.list(protocolValue: value["types"])
-        mode = value["mode"]?.stringValue.flatMap(VerificationMode.init(rawValue:))
-        fallback = value["fallback"]?.stringValue.flatMap(FallbackPolicy.init(rawValue:))
+        var token: TokenStatus?
+        if let tokenValue = value["token"], tokenValue != .null { token = try TokenStatus(protocolValue: tokenValue) }
+        self.init(user: user, recordPath: path, enrolled: enrolled, remaining: value["remaining"]?.intValue,
+                  maximum: value["max"]?.intValue, locked: value["locked"]?.boolValue ?? false,
+                  lockedAt: ProtocolDate.decode(value["lockedAt"]), delaySeconds: value["delay"]?.intValue ?? 0,
+                  failures: value["failures"]?.intValue ?? 0,
+                  kdf: KDFParameters(protocolValue: value["kdf"].flatMap { $0 == .null ? nil : $0 }),
+                  types: try TypeStatus.list(protocolValue: value["types"]),
+                  mode: value["mode"]?.stringValue.flatMap(VerificationMode.init(rawValue:)),
+                  fallback: value["fallback"]?.stringValue.flatMap(FallbackPolicy.init(rawValue:)),
+                  token: token)
+    }
+}
+
+extension ReaderInfo {
+    /// The reader as an object.
+    public var protocolValue: JSONValue {
+        .object([
+            JSONMember("name", .text(name)), JSONMember("cardPresent", .bool(cardPresent)),
+            JSONMember("serial", serial.map(JSONValue.text) ?? .null), JSONMember("openpgp", .bool(isOpenPGP)),
+            JSONMember("usable", .bool(usable)), JSONMember("unusableReason", unusableReason.map(JSONValue.text) ?? .null),
+            JSONMember("cardPINTriesLeft", cardPINTriesLeft.map(JSONValue.int) ?? .null),
+        ])
+    }
+
+    /// A reader from its object.
+    public init(protocolValue value: JSONValue) throws(ProtocolError) {
+        guard let name = value["name"]?.stringValue, let present = value["cardPresent"]?.boolValue else {
+            throw ProtocolError(.badField, "a reader is malformed")
+        }
+        self.init(name: name, cardPresent: present, serial: value["serial"]?.stringValue,
+                  isOpenPGP: value["openpgp"]?.boolValue ?? false, usable: value["usable"]?.boolValue ?? false,
+                  unusableReason: value["unusableReason"]?.stringValue, cardPINTriesLeft: value["cardPINTriesLeft"]?.intValue)
+    }
+
+    /// A list of readers from an array.
+    public static func list(protocolValue value: JSONValue?) throws(ProtocolError) -> [ReaderInfo] {
+        guard case .array(let items) = value else { throw ProtocolError(.badField, "`readers` must be an array") }
+        var readers: [ReaderInfo] = []
+        for item in items { readers.append(try ReaderInfo(protocolValue: item)) }
+        return readers
+    }
+}
+
+extension TokenStatus {
+    /// The token side of a status as an object.
+    public var protocolValue: JSONValue {
+        .object([
+            JSONMember("readers", .array(readers.map(\.protocolValue))),
+            JSONMember("problem", problem.map(JSONValue.text) ?? .null),
+            JSONMember("reader", matchingReader.map(JSONValue.text) ?? .null),
+            JSONMember("cardPINTriesLeft", cardPINTriesLeft.map(JSONValue.int) ?? .null),
+        ])
+    }
+
+    /// The token side of a status from its object.
+    public init(protocolValue value: JSONValue) throws(ProtocolError) {
+        self.init(readers: try ReaderInfo.list(protocolValue: value["readers"]), problem: value["problem"]?.stringValue,
+                  matchingReader: value["reader"]?.stringValue, cardPINTriesLeft: value["cardPINTriesLeft"]?.intValue)
     }
 }
 
@@ -315,7 +320,8 @@ extension ServiceError {
         case .crypto(let error):
             fields = [JSONMember("cryptoCode", .text(error.code.rawValue)), JSONMember("detail", .text(error.detail))]
         case .malformedRecoveryKey(let detail), .tokenUnavailable(let detail), .serviceUnavailable(let detail),
-             .input(let detail), .configuration(let detail), .cardRefused(let detail), .permissionDenied(let detail):
+             .input(let detail), .configuration(let detail), .cardRefused(let detail), .permissionDenied(let detail),
+             .usage(let detail):
             fields = [JSONMember("detail", .text(detail))]
         case .tokenAlreadyEnabled(let serial): fields = [JSONMember("serial", .text(serial))]
         case .cancelled, .pinAlwaysEnabled, .tokenNotEnabled: fields = []
@@ -352,6 +358,7 @@ extension ServiceError {
         case "configuration": self = .configuration(detail)
         case "card-refused": self = .cardRefused(detail)
         case "permission-denied": self = .permissionDenied(detail)
+        case "usage": self = .usage(detail)
         default:
             if code.hasPrefix("store-"), let storeCode = StoreError.Code(rawValue: String(code.dropFirst(6))) {
                 self = .store(StoreError(storeCode, path: path, detail))

@@ -2,16 +2,6 @@ import Foundation
 import TokenpinCore
 import TokenpinService
 
-/// What `enrol` through the daemon hands back: the same fields as `EnrolmentResult`.
-public struct RemoteEnrolment: ~Copyable {
-    /// The recovery key's written form, in guarded memory: show it once.
-    public let recoveryKeyText: SecretBytes
-    /// The PIN slot's key derivation.
-    public let kdf: KDFParameters
-    /// The record's path on the daemon's side.
-    public let recordPath: String
-}
-
 /// A service event or a reader/card event, as `watch` streams them.
 public struct WatchedEvent: Sendable, Equatable {
     /// The event name (`verified`, `wrongPIN`, `locked`, `readerAdded`, ...).
@@ -40,6 +30,8 @@ public struct DaemonClient: Sendable {
     public var user: String?
     /// How long to wait for the daemon's next message, in milliseconds (KDF queues count).
     public var timeoutMilliseconds: Int32
+    /// The reader or card the token operations should use (`--reader`, `--serial`).
+    public var selection: CardSelection = CardSelection()
 
     /// The default socket.
     public static let defaultSocketPath = "/run/tokenpin/socket"
@@ -61,7 +53,7 @@ public struct DaemonClient: Sendable {
     // MARK: Operations
 
     /// Enrols a PIN; the recovery key comes back in guarded memory.
-    public func enrol(_ interaction: some Interaction) throws(ServiceError) -> RemoteEnrolment {
+    public func enrol(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult {
         var fields = try run(Request(.enrol, user: user, newPINAttempts: Self.attempts(interaction)), interaction)
         let kdf = KDFParameters(protocolValue: JSONValue.object(fields)["kdf"])
         let recordPath = JSONValue.object(fields)["record"]?.stringValue ?? ""
@@ -73,12 +65,14 @@ public struct DaemonClient: Sendable {
         fields[index].value = .null
         fields.removeAll()
         let text = SecretBytes(consuming: &key)
-        return RemoteEnrolment(recoveryKeyText: text, kdf: kdf, recordPath: recordPath)
+        return EnrolmentResult(recoveryKeyText: text, kdf: kdf, recordPath: recordPath)
     }
 
-    /// Verifies the PIN.
-    public func verify(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
-        try report(Request(.verify, user: user), interaction)
+    /// Verifies: the token first when enabled and present, else the PIN; `method` forces one.
+    public func verify(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError) -> VerifyReport {
+        var request = selected(Request(.verify, user: user))
+        request.method = method
+        return try report(request, interaction)
     }
 
     /// Changes the PIN.
@@ -92,10 +86,10 @@ public struct DaemonClient: Sendable {
     }
 
     /// The record's state.
-    public func status() throws(ServiceError) -> RemoteStatus {
+    public func status() throws(ServiceError) -> StatusReport {
         let fields = try run(Request(.status, user: user), NoInteraction())
         do {
-            return try RemoteStatus(protocolValue: JSONValue.object(fields)["status"])
+            return try StatusReport(protocolValue: JSONValue.object(fields)["status"])
         } catch {
             throw .serviceUnavailable("tokenpind sent a malformed status: \(error.detail)")
         }
@@ -111,9 +105,52 @@ public struct DaemonClient: Sendable {
         }
     }
 
-    /// Switches a type on or off (`toggle pin off` is refused as in local mode).
+    /// Switches the PIN type on (`toggle pin off` is refused as in local mode).
     public func toggle(_ type: AuthenticationType, on: Bool, _ interaction: some Interaction) throws(ServiceError) {
-        _ = try run(Request(.toggle, user: user, authenticationType: type, on: on), interaction)
+        _ = try run(selected(Request(.toggle, user: user, authenticationType: type, on: on)), interaction)
+    }
+
+    /// `toggle token on`: binds the card present, with the daemon asking the PIN, admin PIN and card PIN here.
+    public func enableToken(_ interaction: some Interaction, generateKey: Bool = false,
+                            assumeYes: Bool = false) throws(ServiceError) -> VerifyReport {
+        var request = selected(Request(.toggle, user: user, authenticationType: .token, on: true))
+        request.generateKey = generateKey
+        request.assumeYes = assumeYes
+        return try report(request, interaction)
+    }
+
+    /// `toggle token off`.
+    public func disableToken(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+        try report(selected(Request(.toggle, user: user, authenticationType: .token, on: false)), interaction)
+    }
+
+    /// The readers the daemon sees and the card in each.
+    public func listReaders() throws(ServiceError) -> [ReaderInfo] {
+        let fields = try run(selected(Request(.readers, user: user)), NoInteraction())
+        do {
+            return try ReaderInfo.list(protocolValue: JSONValue.object(fields)["readers"])
+        } catch {
+            throw .serviceUnavailable("tokenpind sent malformed readers: \(error.detail)")
+        }
+    }
+
+    /// `tokenpin token change-pin` through the daemon.
+    public func changeCardPIN(_ interaction: some Interaction) throws(ServiceError) {
+        _ = try run(selected(Request(.cardChangePIN, user: user)), interaction)
+    }
+
+    /// `tokenpin token unblock [--admin]` through the daemon.
+    public func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError) {
+        var request = selected(Request(.cardUnblock, user: user))
+        request.admin = admin
+        _ = try run(request, interaction)
+    }
+
+    private func selected(_ request: Request) -> Request {
+        var request = request
+        request.reader = selection.reader
+        request.serial = selection.serial
+        return request
     }
 
     /// Moves a local record (its file's bytes) into the daemon's store; refuses when the daemon has one.
@@ -230,5 +267,6 @@ struct NoInteraction: Interaction {
     func readSecret(_ prompt: SecretPrompt) throws(ServiceError) -> SecretBytes { throw .cancelled }
     func report(_ event: Event) {}
     func confirm(_ question: String) throws(ServiceError) -> Bool { false }
+    func choose(_ question: String, options: [String]) throws(ServiceError) -> Int { throw .cancelled }
     var newPINAttempts: Int { 1 }
 }

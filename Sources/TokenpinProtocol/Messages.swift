@@ -22,6 +22,12 @@ public enum Operation: String, Sendable, CaseIterable {
     case `import`
     /// Subscribe to events.
     case watch
+    /// The readers and the card in each.
+    case readers
+    /// Change the card's own PIN (PW1).
+    case cardChangePIN = "card-change-pin"
+    /// Unblock the card's PIN with the Reset Code, or the admin PIN (`admin`).
+    case cardUnblock = "card-unblock"
 }
 
 /// A request: the first message of an exchange.
@@ -38,6 +44,18 @@ public struct Request: Sendable, Equatable {
     public var record: [UInt8]?
     /// How many chances a refused new PIN gets (the client's `Interaction.newPINAttempts`, 1 to 5).
     public var newPINAttempts: Int?
+    /// `verify`: the one authentication type to use (`pin` or `token`).
+    public var method: VerificationMethod?
+    /// `toggle token on`: create a cv25519 decryption key on the card with the admin PIN.
+    public var generateKey: Bool?
+    /// `toggle token on`: the key generation is confirmed in advance.
+    public var assumeYes: Bool?
+    /// `card-unblock`: with the admin PIN instead of the Reset Code.
+    public var admin: Bool?
+    /// The reader to use (a name or a glob).
+    public var reader: String?
+    /// The card to use (its serial).
+    public var serial: String?
 
     /// Creates a request.
     public init(_ operation: Operation, user: String? = nil, authenticationType: AuthenticationType? = nil,
@@ -88,7 +106,8 @@ extension ClientMessage {
         let type = try fields.string("type")
         switch type {
         case "request":
-            try fields.allow(["v", "type", "op", "user", "authType", "on", "record", "newPINAttempts"])
+            let common: Set<String> = ["v", "type", "op", "user", "newPINAttempts", "reader", "serial"]
+            try fields.allow(common.union(["authType", "on", "record", "method", "generateKey", "yes", "admin"]))
             let opName = try fields.string("op")
             guard let operation = Operation(rawValue: opName) else {
                 throw ProtocolError(.unknownType, "unknown operation `\(opName)`")
@@ -102,6 +121,11 @@ extension ClientMessage {
                 guard (1...5).contains(attempts) else { throw ProtocolError(.badField, "`newPINAttempts` must be 1 to 5") }
                 request.newPINAttempts = attempts
             }
+            request.reader = try fields.optionalString("reader")
+            request.serial = try fields.optionalString("serial")
+            for text in [request.reader, request.serial].compactMap({ $0 }) where text.isEmpty || text.utf8.count > 256 {
+                throw ProtocolError(.badField, "`reader` and `serial` must be 1 to 256 bytes")
+            }
             switch operation {
             case .toggle:
                 let name = try fields.string("authType")
@@ -110,6 +134,20 @@ extension ClientMessage {
                 }
                 request.authenticationType = type
                 request.on = try fields.bool("on")
+                try fields.allow(common.union(["authType", "on", "generateKey", "yes"]))
+                request.generateKey = try fields.optionalBool("generateKey")
+                request.assumeYes = try fields.optionalBool("yes")
+            case .verify:
+                try fields.allow(common.union(["method"]))
+                if let name = try fields.optionalString("method") {
+                    guard name == "pin" || name == "token", let method = VerificationMethod(rawValue: name) else {
+                        throw ProtocolError(.badField, "`method` must be pin or token")
+                    }
+                    request.method = method
+                }
+            case .cardUnblock:
+                try fields.allow(common.union(["admin"]))
+                request.admin = try fields.optionalBool("admin")
             case .import:
                 let text = try fields.string("record")
                 guard let data = Base64.decode(text), !data.isEmpty else {
@@ -120,7 +158,7 @@ extension ClientMessage {
                 }
                 request.record = data
             default:
-                try fields.allow(["v", "type", "op", "user", "newPINAttempts"])
+                try fields.allow(common)
             }
             return .request(request)
         case "secret":
@@ -215,6 +253,12 @@ struct MessageFields {
         return number
     }
 
+    func optionalBool(_ key: String) throws(ProtocolError) -> Bool? {
+        guard let value = self[key] else { return nil }
+        guard let flag = value.boolValue else { throw ProtocolError(.badField, "`\(key)` must be true or false") }
+        return flag
+    }
+
     func bool(_ key: String) throws(ProtocolError) -> Bool {
         guard let value = self[key] else { throw ProtocolError(.missingField, "`\(key)` is missing") }
         guard let flag = value.boolValue else { throw ProtocolError(.badField, "`\(key)` must be true or false") }
@@ -237,6 +281,12 @@ extension ClientMessage {
             if let on = request.on { members.append(JSONMember("on", .bool(on))) }
             if let record = request.record { members.append(JSONMember("record", .text(Base64.encode(record)))) }
             if let attempts = request.newPINAttempts { members.append(JSONMember("newPINAttempts", .int(attempts))) }
+            if let method = request.method { members.append(JSONMember("method", .text(method.rawValue))) }
+            if let generate = request.generateKey { members.append(JSONMember("generateKey", .bool(generate))) }
+            if let yes = request.assumeYes { members.append(JSONMember("yes", .bool(yes))) }
+            if let admin = request.admin { members.append(JSONMember("admin", .bool(admin))) }
+            if let reader = request.reader { members.append(JSONMember("reader", .text(reader))) }
+            if let serial = request.serial { members.append(JSONMember("serial", .text(serial))) }
         case .secret(let prompt, let value):
             members.append(JSONMember("type", .text("secret")))
             members.append(JSONMember("prompt", .text(prompt)))

@@ -96,6 +96,26 @@ public struct StatusReport: Sendable, Equatable {
     public var fallback: FallbackPolicy?
     /// The token's state, when the token type is supported by this build.
     public var token: TokenStatus?
+
+    /// Creates a report.
+    public init(user: String, recordPath: String, enrolled: Bool, remaining: Int?, maximum: Int?, locked: Bool,
+                lockedAt: Date?, delaySeconds: Int, failures: Int, kdf: KDFParameters?, types: [TypeStatus],
+                mode: VerificationMode?, fallback: FallbackPolicy?, token: TokenStatus?) {
+        self.user = user
+        self.recordPath = recordPath
+        self.enrolled = enrolled
+        self.remaining = remaining
+        self.maximum = maximum
+        self.locked = locked
+        self.lockedAt = lockedAt
+        self.delaySeconds = delaySeconds
+        self.failures = failures
+        self.kdf = kdf
+        self.types = types
+        self.mode = mode
+        self.fallback = fallback
+        self.token = token
+    }
 }
 
 /// What the token side reports for `status` and `types`.
@@ -156,4 +176,11 @@ public struct EnrolmentResult: ~Copyable {
     public let kdf: KDFParameters
     /// The record's path.
     public let recordPath: String
+
+    /// Creates a result.
+    public init(recoveryKeyText: consuming SecretBytes, kdf: KDFParameters, recordPath: String) {
+        self.recoveryKeyText = recoveryKeyText
+        self.kdf = kdf
+        self.recordPath = recordPath
+    }
 }

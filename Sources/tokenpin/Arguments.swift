@@ -15,6 +15,8 @@ struct GlobalOptions {
     var reader: String?
     var serial: String?
     var user: String?
+    var socket: String?
+    var local = false
 }
 
 /// The command line split into global options, the command and its own arguments.
@@ -33,12 +35,12 @@ struct ParsedCommandLine {
 enum ArgumentParser {
     /// Options that take a value, and the commands that accept them (nil: every command).
     static let valueOptions: [String: Set<String>?] = [
-        "--store": nil, "--config": nil, "--reader": nil, "--serial": nil, "--user": nil,
+        "--store": nil, "--config": nil, "--reader": nil, "--serial": nil, "--user": nil, "--socket": nil,
         "--method": ["verify"], "--recovery-key-file": ["enrol"], "--iterations": ["bench"],
     ]
     /// Flags, and the commands that accept them (nil: every command).
     static let flagOptions: [String: Set<String>?] = [
-        "--json": nil, "--no-color": nil, "--pin-stdin": nil, "--quiet": nil, "-q": nil,
+        "--json": nil, "--no-color": nil, "--pin-stdin": nil, "--quiet": nil, "-q": nil, "--local": nil,
         "--generate-key": ["toggle"], "--yes": ["toggle"], "--admin": ["token"], "--token": ["bench"],
     ]
     /// Options that look like they take a PIN: refused with a reason.
@@ -102,6 +104,7 @@ enum ArgumentParser {
                 case "--reader": result.global.reader = value
                 case "--serial": result.global.serial = value
                 case "--user": result.global.user = value
+                case "--socket": result.global.socket = value
                 default: result.options[name] = value
                 }
             } else if let scope = flagOptions[name] {
@@ -114,6 +117,7 @@ enum ArgumentParser {
                 case "--no-color": result.global.noColor = true
                 case "--pin-stdin": result.global.pinStdin = true
                 case "--quiet", "-q": result.global.quiet = true
+                case "--local": result.global.local = true
                 default: result.flags.insert(name)
                 }
             } else {

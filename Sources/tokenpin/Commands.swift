@@ -1,5 +1,6 @@
 import Foundation
 import TokenpinCore
+import TokenpinProtocol
 import TokenpinService
 #if canImport(Glibc)
 import Glibc
@@ -95,7 +96,7 @@ struct EnrolCommand: Command {
     func run(_ context: Context) -> ExitCode {
         let result: EnrolmentResult
         do {
-            result = try context.service.enrol(context.interaction)
+            result = try context.backend.enrol(context.interaction)
         } catch {
             return context.fail(error)
         }
@@ -150,7 +151,7 @@ struct VerifyCommand: Command {
 
     func run(_ context: Context) -> ExitCode {
         do {
-            let report = try context.service.verify(context.interaction, method: method)
+            let report = try context.backend.verify(context.interaction, method: method)
             let success: String
             switch report.outcome {
             case .verified(.token): success = "Verified with the token."
@@ -168,7 +169,7 @@ struct VerifyCommand: Command {
 struct ChangeCommand: Command {
     func run(_ context: Context) -> ExitCode {
         do {
-            let report = try context.service.change(context.interaction)
+            let report = try context.backend.change(context.interaction)
             return context.finish(report, success: "PIN changed.", event: .changed)
         } catch {
             return context.fail(error)
@@ -180,7 +181,7 @@ struct ChangeCommand: Command {
 struct ResetCommand: Command {
     func run(_ context: Context) -> ExitCode {
         do {
-            let report = try context.service.reset(context.interaction)
+            let report = try context.backend.reset(context.interaction)
             return context.finish(report, success: "New PIN set; the lock is cleared.", event: .reset)
         } catch {
             return context.fail(error)
@@ -201,10 +202,10 @@ func typesJSON(_ types: [TypeStatus]) -> JSONValue {
 struct TypesCommand: Command {
     func run(_ context: Context) -> ExitCode {
         do {
-            let service = context.service
-            let types = try service.types()
+            let backend = context.backend
+            let types = try backend.types()
             let serial = types.first { $0.type == .token }?.serial
-            let token = service.tokenStatus(binding: nil)
+            let token = (try? backend.status().token) ?? TokenStatus(readers: [], problem: "no card readers configured")
             for type in types {
                 let state = type.enabled ? context.console.out.success("enabled ") : "disabled"
                 var detail = type.canDisable ? "" : "  (always enabled)"
@@ -270,10 +271,10 @@ func describeReaders(_ token: TokenStatus, context: Context, enrolledSerial: Str
 /// `tokenpin readers`: every reader and the card in it.
 struct ReadersCommand: Command {
     func run(_ context: Context) -> ExitCode {
-        let service = context.service
-        let enrolled = (try? service.types())?.first { $0.type == .token }?.serial
+        let backend = context.backend
+        let enrolled = (try? backend.types())?.first { $0.type == .token }?.serial
         do {
-            let readers = try service.listReaders()
+            let readers = try backend.listReaders()
             describeReaders(TokenStatus(readers: readers), context: context, enrolledSerial: enrolled)
             context.console.emit([("ok", .bool(true)),
                                   ("readers", .array(readers.map { readerJSON($0, enrolledSerial: enrolled) }))])
@@ -294,10 +295,10 @@ struct TokenCommand: Command {
         do {
             switch action {
             case .changePIN:
-                try context.service.changeCardPIN(context.interaction)
+                try context.backend.changeCardPIN(context.interaction)
                 context.console.say(context.console.out.success("Card PIN changed."))
             case .unblock:
-                try context.service.unblockCardPIN(context.interaction, admin: admin)
+                try context.backend.unblockCardPIN(context.interaction, admin: admin)
                 context.console.say(context.console.out.success("Card PIN set; the card's PIN counter is reset."))
             }
             context.console.emit([("ok", .bool(true)), ("event", .string(action == .changePIN ? "cardPINChanged" : "cardPINUnblocked"))])
@@ -319,7 +320,7 @@ struct ToggleCommand: Command {
         switch (type, on) {
         case (.pin, _):
             do {
-                try context.service.togglePIN(on: on)
+                try context.backend.togglePIN(on: on, context.interaction)
             } catch {
                 return context.fail(error)
             }
@@ -329,9 +330,9 @@ struct ToggleCommand: Command {
             return .success
         case (.token, true):
             do {
-                let report = try context.service.enableToken(context.interaction, generateKey: generateKey,
+                let report = try context.backend.enableToken(context.interaction, generateKey: generateKey,
                                                              assumeYes: assumeYes)
-                let serial = (try? context.service.types())?.first { $0.type == .token }?.serial
+                let serial = (try? context.backend.types())?.first { $0.type == .token }?.serial
                 return context.finish(report, success: "Token enabled: card \(serial.map(cardText) ?? "?").",
                                       event: .typeChanged(type: .token, enabled: true),
                                       extra: [("type", .string("token")), ("enabled", .bool(true)), ("serial", .optional(serial))])
@@ -340,7 +341,7 @@ struct ToggleCommand: Command {
             }
         case (.token, false):
             do {
-                let report = try context.service.disableToken(context.interaction)
+                let report = try context.backend.disableToken(context.interaction)
                 return context.finish(report, success: "Token disabled; verify with the PIN.",
                                       event: .typeChanged(type: .token, enabled: false),
                                       extra: [("type", .string("token")), ("enabled", .bool(false))])
@@ -356,7 +357,7 @@ struct StatusCommand: Command {
     func run(_ context: Context) -> ExitCode {
         let report: StatusReport
         do {
-            report = try context.service.status()
+            report = try context.backend.status()
         } catch {
             return context.fail(error)
         }
@@ -393,5 +394,54 @@ struct StatusCommand: Command {
         if let token = report.token { object.append(("token", tokenJSON(token, enrolledSerial: enrolledSerial))) }
         context.console.emit(object)
         return .success
+    }
+}
+
+/// `tokenpin import`: moves the local record into tokenpind's store (the daemon refuses to overwrite one).
+struct ImportCommand: Command {
+    func run(_ context: Context) -> ExitCode {
+        guard let daemon = context.daemon else {
+            return context.fail(.serviceUnavailable("tokenpind is not running (no socket at \(DaemonClient.defaultSocketPath)); "
+                + "start it, or name its socket with --socket"))
+        }
+        let path = context.store.recordPath(for: context.user)
+        do {
+            guard try context.store.load(user: context.user) != nil,
+                  let data = FileManager.default.contents(atPath: path) else {
+                throw ServiceError.notEnrolled(user: context.user, path: path)
+            }
+            let remote = try daemon.importRecord([UInt8](data))
+            // A copy left behind would be a second target for offline guessing: the record moves.
+            try context.store.remove(user: context.user)
+            context.console.say("Record moved to tokenpind: \(remote). The local copy \(path) was removed.")
+            context.console.emit([("ok", .bool(true)), ("event", .string("imported")), ("record", .string(remote)),
+                                  ("removed", .string(path))])
+            return .success
+        } catch let error as ServiceError {
+            return context.fail(error)
+        } catch let error as StoreError {
+            return context.fail(.store(error))
+        } catch {
+            return context.fail(.input("\(error)"))
+        }
+    }
+}
+
+/// `tokenpin watch`: tokenpind's events as JSON lines until interrupted.
+struct WatchCommand: Command {
+    func run(_ context: Context) -> ExitCode {
+        guard let daemon = context.daemon else {
+            return context.fail(.serviceUnavailable("tokenpind is not running (no socket at \(DaemonClient.defaultSocketPath)); "
+                + "start it, or name its socket with --socket"))
+        }
+        do {
+            try daemon.watch { event in
+                Console.write(1, event.jsonLine + "\n")
+                return true
+            }
+            return .success
+        } catch {
+            return context.fail(error)
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import TokenpinCore
+import TokenpinProtocol
 import TokenpinReaders
 import TokenpinService
 #if canImport(Glibc)
@@ -21,6 +22,19 @@ struct Context {
     var service: PINService {
         PINService(store: store, configuration: configuration, user: user, cards: cards, selection: selection)
     }
+
+    /// tokenpind, when its socket exists (or `--socket` names one) and `--local` is not given.
+    var daemon: DaemonClient? {
+        if options.global.local { return nil }
+        let path = options.global.socket ?? DaemonClient.defaultSocketPath
+        guard options.global.socket != nil || DaemonClient.socketExists(at: path) else { return nil }
+        var client = DaemonClient(socketPath: path, user: options.global.user)
+        client.selection = selection
+        return client
+    }
+
+    /// Where operations run: the daemon when there is one, else this process.
+    var backend: any Backend { daemon ?? service }
 
     /// Builds the context: loads the configuration, picks the store and the user.
     static func make(_ options: ParsedCommandLine) throws(ConfigError) -> Context {

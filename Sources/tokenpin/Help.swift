@@ -23,6 +23,9 @@ enum Help {
         ("-q, --quiet", "Print nothing on success but what must be shown."),
         ("--reader <name>", "Use only this reader (a name or glob); 'sim' is the simulated card."),
         ("--serial <hex>", "Use only the card with this serial."),
+        ("--socket <path>", "Talk to tokenpind on this socket (default: /run/tokenpin/socket when it exists)."),
+        ("--local", "Do not use tokenpind: keep the record in the store directory."),
+        ("--user <name>", "Act on this user's record (root only, through tokenpind)."),
         ("-h, --help", "Show help information."),
         ("--version", "Show the version."),
     ]
@@ -66,6 +69,12 @@ enum Help {
                         ("--token", "Time token verifies against the same APDUs sent bare (prompts: card PIN, admin PIN).")]),
         Entry(name: "demo", abstract: "Walk through every flow in a temporary store, narrating each step.",
               usage: "tokenpin demo"),
+        Entry(name: "import", abstract: "Move the local record into tokenpind's store.",
+              usage: "tokenpin import",
+              discussion: "The daemon refuses to overwrite a record it has; the local copy is removed after the move."),
+        Entry(name: "watch", abstract: "Print tokenpind's events as JSON lines.",
+              usage: "tokenpin watch",
+              discussion: "Verified, wrong PIN, locked, reader and card events; a user sees their own, root everyone's."),
         Entry(name: "help", abstract: "Show help for tokenpin or one of its commands.",
               usage: "tokenpin help [<command>]"),
     ]

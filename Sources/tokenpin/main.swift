@@ -61,6 +61,12 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
     case "readers":
         try noArguments()
         return ReadersCommand()
+    case "import":
+        try noArguments()
+        return ImportCommand()
+    case "watch":
+        try noArguments()
+        return WatchCommand()
     case "token":
         guard let action = parsed.arguments.first else {
             throw UsageError(message: "missing change-pin or unblock", command: name)

@@ -6,18 +6,20 @@ import Glibc
 import CTokenpinShims
 import TokenpinCore
 import TokenpinDaemon
+import TokenpinReaders
 
 // tokenpind: the tokenpin daemon. Runs in the foreground, logs to stderr (the journal under systemd).
 
 let usage = """
     OVERVIEW: The tokenpin daemon: keeps PIN records root-owned and serves tokenpin, pam_tokenpin and watchers.
 
-    USAGE: tokenpind [--socket PATH] [--state-dir DIR] [--config FILE] [--debug] [--no-readers]
+    USAGE: tokenpind [--socket PATH] [--state-dir DIR] [--config FILE] [--reader sim] [--debug] [--no-readers]
 
     OPTIONS:
       --socket PATH     The Unix socket to listen on (default /run/tokenpin/socket; ignored under socket activation).
       --state-dir DIR   Where records live (default /var/lib/tokenpin; created 0700).
       --config FILE     Read this configuration file instead of /etc/tokenpin/tokenpin.conf and conf.d/.
+      --reader sim      Use the simulated card (state in DIR/sim-card.json) instead of PC/SC readers.
       --debug           Log requests at debug level (never a secret).
       --no-readers      Do not watch PC/SC readers and cards (no reader events for watchers).
       -h, --help        Show help information.
@@ -37,6 +39,7 @@ if tokenpin_disable_core_dumps() != 0 { fail("cannot disable core dumps", code: 
 signal(SIGPIPE, SIG_IGN)
 
 var options = DaemonOptions()
+var simulatedCard = false
 var level = Logger.Level.info
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
@@ -50,6 +53,9 @@ while let argument = arguments.popFirst() {
     case "--config": options.configFile = value()
     case "--debug": level = .debug
     case "--no-readers": options.watchReaders = false
+    case "--reader":
+        guard value() == "sim" else { fail("--reader takes `sim`; choose PC/SC readers with the `reader` setting") }
+        simulatedCard = true
     case "-h", "--help":
         print(usage, terminator: "")
         exit(0)
@@ -58,6 +64,14 @@ while let argument = arguments.popFirst() {
         exit(0)
     default: fail("unknown option \(argument)\n\n" + usage)
     }
+}
+
+// Token operations: the PC/SC readers through pcscd, or the simulated card (which has no reader events).
+if simulatedCard {
+    options.cards = SimulatorCards.shared(stateFile: options.stateDirectory + "/sim-card.json")
+    options.watchReaders = false
+} else {
+    options.cards = PCSCReaders()
 }
 
 let logger = Logger(label: "tokenpind", minimumLevel: level) { record in

@@ -36,7 +36,7 @@ expect_code "not enrolled: PAM_AUTHINFO_UNAVAIL" 1 auth "$SERVICE" "$NOPIN" <<<4
 check "not enrolled: cannot retrieve authentication info" grep -qi "cannot retrieve authentication info" "$WORK/err"
 expect_code "not enrolled + ignore_unavailable: next module decides" 0 auth "$IGNORING" "$NOPIN" <<<482916
 expect_code "enrolled + ignore_unavailable: a wrong PIN still fails" 1 auth "$IGNORING" "$ALICE" <<<000000
-expect_code "mode=token fallback=deny without token support: unavailable" 1 auth "$TOKENONLY" "$ALICE" <<<482916
+expect_code "mode=token fallback=deny, no token enabled: unavailable" 1 auth "$TOKENONLY" "$ALICE" <<<482916
 expect_code "unknown option: refused" 1 auth "$BADOPT" "$ALICE" <<<482916
 
 # Password change through the password stack, on a fresh user.
