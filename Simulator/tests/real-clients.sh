@@ -80,53 +80,10 @@ out=$(opensc-tool --reader "$reader" --send-apdu 00A4040006D27600012401 --send-a
 check "opensc-tool GET DATA of an unknown DO answers 6A88" "$out" "SW1=0x6A, SW2=0x88"
 
 # --- GnuPG --------------------------------------------------------------------------------------------------
-export GNUPGHOME=$work/gnupg
-mkdir -m 700 "$GNUPGHOME"
-cat >"$GNUPGHOME/scdaemon.conf" <<EOF
-disable-ccid
-pcsc-driver ${TOKENPIN_PCSC_DRIVER:-/usr/lib/x86_64-linux-gnu/libpcsclite.so.1}
-reader-port $reader
-EOF
-echo allow-loopback-pinentry >"$GNUPGHOME/gpg-agent.conf"
+# gpg_card_setup and card_edit: GnuPG on this card through pcscd, and --card-edit driven by a script.
+source "$script_dir/gpg-card.sh"
+gpg_card_setup "$work/gnupg" "$reader"
 gpg_batch=(gpg --batch --no-tty --pinentry-mode loopback)
-
-# gpg --card-edit driven through --command-fd; every answer (PINs included) is one line on stdin.
-# gpg --card-edit driven like a person at the keyboard: each prompt gpg announces on its status channel
-# (GET_LINE / GET_HIDDEN / GET_BOOL keyword) is answered with the first unused "keyword=answer" argument
-# for that keyword; a cardedit.prompt without one gets "quit". PINs travel on the command channel
-# (loopback pinentry), never in argv of gpg. Prints gpg's status lines and messages.
-card_edit() { gpg_dialog --card-edit -- "$@"; }
-# gpg_dialog GPG-ARGS... -- ANSWERS...: the same for any interactive gpg command (--edit-key FPR).
-gpg_dialog() {
-    local -a command=() keys=() values=() used=()
-    while [[ $# -gt 0 && "$1" != "--" ]]; do command+=("$1"); shift; done
-    shift
-    local pair index
-    for pair in "$@"; do keys+=("${pair%%=*}"); values+=("${pair#*=}"); used+=(0); done
-    coproc GPG { gpg --no-tty --pinentry-mode loopback --command-fd 0 --status-fd 1 "${command[@]}" 2>&1; }
-    local pid=$GPG_PID prompts=0 line keyword answer
-    while IFS= read -r -t 60 line <&"${GPG[0]}"; do
-        echo "$line"
-        [[ "$line" =~ ^\[GNUPG:\]\ GET_(LINE|HIDDEN|BOOL)\ (.*)$ ]] || continue
-        keyword=${BASH_REMATCH[2]}
-        prompts=$((prompts + 1))
-        if ((prompts > 40)); then echo "card_edit: gpg keeps prompting ($keyword); giving up"; kill "$pid"; break; fi
-        answer=""
-        [[ "$keyword" == cardedit.prompt ]] && answer=quit
-        [[ "$keyword" == cardutil.change_pin.menu ]] && answer=q
-        [[ "$keyword" == keyedit.prompt ]] && answer=save
-        [[ "$keyword" == keyedit.save.okay ]] && answer=y
-        for index in "${!keys[@]}"; do
-            if [[ "${used[$index]}" == 0 && "${keys[$index]}" == "$keyword" ]]; then
-                answer=${values[$index]}
-                used[$index]=1
-                break
-            fi
-        done
-        echo "$answer" >&"${GPG[1]}"
-    done
-    wait "$pid" 2>/dev/null
-}
 # scdaemon keeps the card connected exclusively: stop it before another client uses the reader.
 apdu() { gpgconf --kill all 2>/dev/null; opensc-tool --reader "$reader" "$@" 2>&1; }
 
