@@ -15,15 +15,19 @@ CONF
     echo allow-loopback-pinentry >"$GNUPGHOME/gpg-agent.conf"
 }
 
-# card_edit KEYWORD=ANSWER...: gpg --card-edit driven like a person at the keyboard. Each prompt gpg
-# announces on its status channel (GET_LINE / GET_HIDDEN / GET_BOOL keyword) is answered with the first
-# unused "keyword=answer" argument for that keyword; a cardedit.prompt without one gets "quit". PINs travel on
-# the command channel (loopback pinentry), never in argv of gpg. Prints gpg's status lines and messages.
-card_edit() {
-    local -a keys=() values=() used=()
+# gpg --card-edit driven like a person at the keyboard: each prompt gpg announces on its status channel
+# (GET_LINE / GET_HIDDEN / GET_BOOL keyword) is answered with the first unused "keyword=answer" argument
+# for that keyword; a cardedit.prompt without one gets "quit". PINs travel on the command channel
+# (loopback pinentry), never in argv of gpg. Prints gpg's status lines and messages.
+card_edit() { gpg_dialog --card-edit -- "$@"; }
+# gpg_dialog GPG-ARGS... -- ANSWERS...: the same for any interactive gpg command (--edit-key FPR).
+gpg_dialog() {
+    local -a command=() keys=() values=() used=()
+    while [[ $# -gt 0 && "$1" != "--" ]]; do command+=("$1"); shift; done
+    shift
     local pair index
     for pair in "$@"; do keys+=("${pair%%=*}"); values+=("${pair#*=}"); used+=(0); done
-    coproc GPG { gpg --no-tty --pinentry-mode loopback --command-fd 0 --status-fd 1 --card-edit 2>&1; }
+    coproc GPG { gpg --no-tty --pinentry-mode loopback --command-fd 0 --status-fd 1 "${command[@]}" 2>&1; }
     local pid=$GPG_PID prompts=0 line keyword answer
     while IFS= read -r -t 60 line <&"${GPG[0]}"; do
         echo "$line"
@@ -34,6 +38,8 @@ card_edit() {
         answer=""
         [[ "$keyword" == cardedit.prompt ]] && answer=quit
         [[ "$keyword" == cardutil.change_pin.menu ]] && answer=q
+        [[ "$keyword" == keyedit.prompt ]] && answer=save
+        [[ "$keyword" == keyedit.save.okay ]] && answer=y
         for index in "${!keys[@]}"; do
             if [[ "${used[$index]}" == 0 && "${keys[$index]}" == "$keyword" ]]; then
                 answer=${values[$index]}
