@@ -157,27 +157,25 @@ public struct RecordStore: Sendable {
         struct Header: Decodable { var version: Int }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
-        let header: Header
-        do {
-            header = try decoder.decode(Header.self, from: data)
-        } catch {
-            throw StoreError(.corrupt, path: path, "the record is not valid JSON or has no version (truncated or edited?)")
-        }
-        guard header.version == EnrolmentRecord.currentVersion else {
-            throw StoreError(.unknownVersion, path: path,
-                             "the record has format version \(header.version); this tokenpin reads version \(EnrolmentRecord.currentVersion)")
-        }
-        let record: EnrolmentRecord
-        do {
-            record = try decoder.decode(EnrolmentRecord.self, from: data)
-        } catch {
+        // One decoding pass in the common case; the header alone is read only to explain a failure.
+        guard let record = try? decoder.decode(EnrolmentRecord.self, from: data) else {
+            guard let header = try? decoder.decode(Header.self, from: data) else {
+                throw StoreError(.corrupt, path: path, "the record is not valid JSON or has no version (truncated or edited?)")
+            }
+            if header.version != EnrolmentRecord.currentVersion { throw unknownVersion(header.version, path: path) }
             throw StoreError(.corrupt, path: path, "the record does not have the expected fields (truncated or edited?)")
         }
+        if record.version != EnrolmentRecord.currentVersion { throw unknownVersion(record.version, path: path) }
         if let problem = record.structuralProblem { throw StoreError(.corrupt, path: path, problem) }
         if let user, record.user != user {
             throw StoreError(.corrupt, path: path, "the record belongs to \(record.user), not \(user)")
         }
         return record
+    }
+
+    static func unknownVersion(_ version: Int, path: String) -> StoreError {
+        StoreError(.unknownVersion, path: path,
+                   "the record has format version \(version); this tokenpin reads version \(EnrolmentRecord.currentVersion)")
     }
 
     /// Encodes a record as the store writes it.
