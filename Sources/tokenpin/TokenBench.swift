@@ -126,28 +126,13 @@ extension BenchCommand {
                   let reader = try service.listReaders().first(where: { $0.serial == binding.serial })?.name else {
                 return context.fail(.tokenUnavailable("the bound card went away"))
             }
-            // Warm up, then the token verifications.
-            _ = try service.verify(interaction, method: .token)
-            var verifyTimes: [Double] = []
-            var apdus: [Int] = []
-            for _ in 0..<iterations {
-                let before = counter.count
-                let start = time.monotonicNanoseconds
-                let report = try service.verify(interaction, method: .token)
-                verifyTimes.append(Double(time.monotonicNanoseconds - start) / 1e6)
-                apdus.append(counter.count - before)
-                guard report.outcome == .verified(method: .token) else {
-                    return context.console.fail(.notVerified, errorCode: "bench", message: "the token did not verify: \(report.outcome)")
-                }
-            }
             // The same four APDUs, bare, through the same readers: open, one transaction, close with a reset.
-            var bareTimes: [Double] = []
-            var transmitTimes: [Double] = []
             let select = CommandAPDU(ins: 0xA4, p1: 0x04, p2: 0x00, data: [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01]).encoded()
             let getData = CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0x6E, le: 65536).encoded(extended: true)
             let point = TLV(tag: 0xA6, children: [TLV(tag: 0x7F49, children: [TLV(tag: 0x86, value: [UInt8](binding.ephemeralPublicKey))])])
             let decipher = CommandAPDU(ins: 0x2A, p1: 0x80, p2: 0x86, data: point.encoded, le: 256).encoded()
-            for _ in 0..<iterations {
+            /// One bare round: returns (total ms, transmits ms), or nil when an APDU failed.
+            func bareRound() throws -> (Double, Double)? {
                 var verifyCommand = interaction.cardPIN.withUnsafeBytes { [0x00, 0x20, 0x00, 0x82, UInt8($0.count)] + Array($0) }
                 defer { secureZero(&verifyCommand) }
                 let start = time.monotonicNanoseconds
@@ -165,10 +150,32 @@ extension BenchCommand {
                     return last
                 }
                 handle.close()
-                bareTimes.append(Double(time.monotonicNanoseconds - start) / 1e6)
-                transmitTimes.append(Double(inner) / 1e6)
-                guard statuses.allSatisfy({ $0 == 0x90 }) else {
-                    return context.console.fail(.notVerified, errorCode: "bench", message: "a bare APDU failed")
+                guard statuses.allSatisfy({ $0 == 0x90 }) else { return nil }
+                return (Double(time.monotonicNanoseconds - start) / 1e6, Double(inner) / 1e6)
+            }
+            // Warm up both, then interleave them (alternating which goes first) so drift hits both alike.
+            _ = try service.verify(interaction, method: .token)
+            _ = try bareRound()
+            var verifyTimes: [Double] = []
+            var apdus: [Int] = []
+            var bareTimes: [Double] = []
+            var transmitTimes: [Double] = []
+            for round in 0..<(2 * iterations) {
+                if (round % 2 == 0) == (round / 2 % 2 == 0) {
+                    let before = counter.count
+                    let start = time.monotonicNanoseconds
+                    let report = try service.verify(interaction, method: .token)
+                    verifyTimes.append(Double(time.monotonicNanoseconds - start) / 1e6)
+                    apdus.append(counter.count - before)
+                    guard report.outcome == .verified(method: .token) else {
+                        return context.console.fail(.notVerified, errorCode: "bench", message: "the token did not verify: \(report.outcome)")
+                    }
+                } else {
+                    guard let (total, transmits) = try bareRound() else {
+                        return context.console.fail(.notVerified, errorCode: "bench", message: "a bare APDU failed")
+                    }
+                    bareTimes.append(total)
+                    transmitTimes.append(transmits)
                 }
             }
             // What tokenpin adds outside the card: reading the record under the user's lock.
