@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzes the two protocol parsers for FUZZ_SECONDS each (default 15): the daemon's JSON parser (Swift) and the
-# PAM module's flat parser (C, with AddressSanitizer). Seeds are real protocol lines.
+# Fuzzes the parsers that read hostile input for FUZZ_SECONDS each (default 15): the daemon's JSON parser (Swift),
+# the PAM module's flat parser (C, with AddressSanitizer) and the APDU layer (TLV, APDUs, historical bytes).
+# Seeds are real protocol lines and card answers.
 . "$(dirname "$0")/lib.sh"
 SECONDS_EACH=${FUZZ_SECONDS:-15}
 mkdir -p "$WORK/seeds"
@@ -27,6 +28,19 @@ if swiftc -sanitize=fuzzer,address -parse-as-library -O -o "$WORK/fuzz-json" \
     run json "$WORK/fuzz-json"
 else
     not_ok "build the Swift fuzz target: $(head -3 "$WORK/build-json.log")"
+fi
+# Card answers and commands as seeds for the APDU layer.
+mkdir -p "$WORK/apdu-seeds"
+printf '\x6e\x81\x05\x4f\x03\xd2\x76\x00' > "$WORK/apdu-seeds/tlv"
+printf '\x00\x2a\x80\x86\x27\xa6\x25\x7f\x49\x22\x86\x20%s\x00' "$(head -c 32 /dev/zero | tr '\0' 'A')" > "$WORK/apdu-seeds/pso"
+printf '\x00\xca\x00\x6e\x00\x00\x00' > "$WORK/apdu-seeds/extended"
+printf '\x80\x73\x00\x00\xe0\x05\x90\x00' > "$WORK/apdu-seeds/historical"
+if swiftc -sanitize=fuzzer,address -parse-as-library -O -o "$WORK/fuzz-apdu" "$ROOT"/Sources/TokenpinAPDU/*.swift \
+    "$ROOT/tests/service/fuzz/apdu_parsers.swift" 2>"$WORK/build-apdu.log"; then
+    cp "$WORK/apdu-seeds/"* "$WORK/seeds/" 2>/dev/null
+    run apdu "$WORK/fuzz-apdu"
+else
+    not_ok "build the APDU fuzz target: $(head -3 "$WORK/build-apdu.log")"
 fi
 if clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fuse-ld=lld -Wno-unused-function \
     -o "$WORK/fuzz-pam" "$ROOT/tests/service/fuzz/pam_parser.c" -lpam 2>"$WORK/build-pam.log"; then
