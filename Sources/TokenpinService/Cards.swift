@@ -83,7 +83,7 @@ struct CardProbe {
 }
 
 /// Labels a card for the person: `0006:12345678`.
-func cardLabel(serial: String) -> String {
+public func cardLabel(serial: String) -> String {
     serial.count == 12 ? String(serial.prefix(4)) + ":" + String(serial.dropFirst(4)) : serial
 }
 

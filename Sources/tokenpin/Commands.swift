@@ -202,16 +202,18 @@ func typesJSON(_ types: [TypeStatus]) -> JSONValue {
 struct TypesCommand: Command {
     func run(_ context: Context) -> ExitCode {
         do {
-            let backend = context.backend
-            let types = try backend.types()
+            // One status read gives the types and the readers: the record is loaded and the cards probed once.
+            let status = try context.backend.status()
+            guard status.enrolled else { return context.fail(.notEnrolled(user: status.user, path: status.recordPath)) }
+            let types = status.types
             let serial = types.first { $0.type == .token }?.serial
-            let token = (try? backend.status().token) ?? TokenStatus(readers: [], problem: "no card readers configured")
+            let token = status.token ?? TokenStatus(readers: [], problem: "no card readers configured")
             for type in types {
                 let state = type.enabled ? context.console.out.success("enabled ") : "disabled"
                 var detail = type.canDisable ? "" : "  (always enabled)"
                 if let serial = type.serial {
                     let present = token.readers.contains { $0.serial == serial }
-                    detail = "  card \(cardText(serial)), \(present ? "present" : "not present")"
+                    detail = "  card \(cardLabel(serial: serial)), \(present ? "present" : "not present")"
                 }
                 context.console.say("\(type.type.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0)) \(state)\(detail)")
             }
@@ -223,11 +225,6 @@ struct TypesCommand: Command {
             return context.fail(error)
         }
     }
-}
-
-/// `0006:12345678` from the 12 hex digits tokenpin records.
-func cardText(_ serial: String) -> String {
-    serial.count == 12 ? String(serial.prefix(4)) + ":" + String(serial.dropFirst(4)) : serial
 }
 
 func readerJSON(_ reader: ReaderInfo, enrolledSerial: String?) -> JSONValue {
@@ -257,7 +254,7 @@ func describeReaders(_ token: TokenStatus, context: Context, enrolledSerial: Str
         if !reader.cardPresent {
             line += "no card"
         } else if let serial = reader.serial {
-            line += "OpenPGP card \(cardText(serial))"
+            line += "OpenPGP card \(cardLabel(serial: serial))"
             line += reader.usable ? ", usable" : ", not usable (\(reader.unusableReason ?? "unknown"))"
             if let tries = reader.cardPINTriesLeft { line += ", card PIN \(tries) \(tries == 1 ? "try" : "tries") left" }
             if serial == enrolledSerial { line += context.console.out.success(" [enrolled]") }
@@ -333,7 +330,7 @@ struct ToggleCommand: Command {
                 let report = try context.backend.enableToken(context.interaction, generateKey: generateKey,
                                                              assumeYes: assumeYes)
                 let serial = (try? context.backend.types())?.first { $0.type == .token }?.serial
-                return context.finish(report, success: "Token enabled: card \(serial.map(cardText) ?? "?").",
+                return context.finish(report, success: "Token enabled: card \(serial.map { cardLabel(serial: $0) } ?? "?").",
                                       event: .typeChanged(type: .token, enabled: true),
                                       extra: [("type", .string("token")), ("enabled", .bool(true)), ("serial", .optional(serial))])
             } catch {
@@ -371,7 +368,7 @@ struct StatusCommand: Command {
             if report.delaySeconds > 0 { say("Delay:      \(report.delaySeconds) s before the next try") }
             if let kdf = report.kdf { say("KDF:        \(kdf.summary)") }
             for type in report.types {
-                say("Type:       \(type.type.rawValue) \(type.enabled ? "enabled" : "disabled")\(type.serial.map { " (card \(cardText($0)))" } ?? "")")
+                say("Type:       \(type.type.rawValue) \(type.enabled ? "enabled" : "disabled")\(type.serial.map { " (card \(cardLabel(serial: $0)))" } ?? "")")
             }
             if let mode = report.mode, report.types.contains(where: { $0.type == .token && $0.enabled }) {
                 say("Mode:       \(mode.rawValue), fallback \(report.fallback?.rawValue ?? "allow")")

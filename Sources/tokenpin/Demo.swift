@@ -116,7 +116,7 @@ extension DemoCommand {
         narrator.step("A factory-new OpenPGP card is in the (simulated) reader")
         let readers = try service.listReaders()
         narrator.result(readers.count == 1 && readers[0].isOpenPGP && !readers[0].usable,
-                        readers.map { "\($0.name): card \(cardText($0.serial ?? "?")), \($0.usable ? "usable" : "not usable (\($0.unusableReason ?? ""))")" }
+                        readers.map { "\($0.name): card \(cardLabel(serial: $0.serial ?? "?")), \($0.usable ? "usable" : "not usable (\($0.unusableReason ?? ""))")" }
                             .joined(separator: "; "))
 
         narrator.step("Switch the token on without --generate-key: refused, the card has no cv25519 key")
@@ -132,7 +132,7 @@ extension DemoCommand {
                                                 assumeYes: true).outcome, .verified(method: .pin))
         let types = try service.types()
         narrator.result(types[1].enabled, "types: " + types.map { "\($0.type.rawValue) \($0.enabled ? "enabled" : "disabled")" }
-            .joined(separator: ", ") + " (card \(cardText(types[1].serial ?? "?")))")
+            .joined(separator: ", ") + " (card \(cardLabel(serial: types[1].serial ?? "?")))")
 
         narrator.step("Verify: the token comes first, asking for the card PIN")
         let byToken = ScriptedInteraction([cardPIN])

@@ -320,3 +320,31 @@ import Glibc
         #expect(result.json["peakRSSMiB"] != nil)
     }
 }
+
+@Suite struct DaemonModeTests {
+    @Test func aNamedSocketWithoutADaemonIsExitSixtyNine() throws {
+        let cli = CLI()
+        let socket = cli.directory + "/no-daemon.sock"
+        let verify = try cli.run(["--socket", socket, "--json", "verify", "--pin-stdin"], input: "482916\n")
+        #expect(verify.status == 69, "\(verify.stdout) \(verify.stderr)")
+        #expect((verify.json["error"] as? [String: Any])?["code"] as? String == "service-unavailable")
+        #expect(!verify.stdout.contains("482916"))
+    }
+
+    @Test(arguments: [["import"], ["watch"]])
+    func importAndWatchNeedTheDaemon(arguments: [String]) throws {
+        let cli = CLI()
+        try cli.enrol()
+        let result = try cli.run(["--local"] + arguments)
+        #expect(result.status == 69)
+        #expect(result.stderr.contains("tokenpind is not running"))
+        #expect(cli.remaining == 5, "the local record is left where it is")
+    }
+
+    @Test func localModeIsTheDefaultWithoutASocket() throws {
+        let cli = CLI()
+        try cli.enrol()
+        #expect(try cli.run(["verify", "--pin-stdin"], input: "482916\n").status == 0)
+        #expect(try cli.run(["--local", "verify", "--pin-stdin"], input: "482916\n").status == 0)
+    }
+}
