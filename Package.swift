@@ -30,6 +30,8 @@ let package = Package(
             providers: [.apt(["libpcsclite-dev"])]
         ),
         .target(name: "CTokenpinShims"),
+        // libpam for tokenpind's login-password check before enrolment (the PAM module itself is pam/, plain C).
+        .target(name: "CTokenpinPAM", linkerSettings: [.linkedLibrary("pam")]),
 
         // The domain: secrets, PIN policy, key slots, record, store, counter, events.
         .target(
@@ -97,7 +99,7 @@ let package = Package(
         // The daemon: server, peer authorization, relayed prompts, memory budget, limits.
         .target(
             name: "TokenpinDaemon",
-            dependencies: ["TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinPCSC", "CTokenpinShims"],
+            dependencies: ["TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinPCSC", "CTokenpinShims", "CTokenpinPAM"],
             swiftSettings: strictSettings
         ),
         .executableTarget(

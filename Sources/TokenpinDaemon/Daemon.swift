@@ -30,6 +30,8 @@ public struct DaemonOptions: Sendable {
     /// The most operations holding Argon2id memory at once (default: twice the cores, so that one holder's record
     /// writes and fsyncs overlap another's derivation while a status request still gets a fair share of a core).
     public var maximumParallelKDF = 2 * ProcessInfo.processInfo.activeProcessorCount
+    /// The longest one write to a client may block (`SO_SNDTIMEO`): a client that stops reading is dropped then.
+    public var sendTimeoutMilliseconds = 5000
 
     /// The defaults.
     public init() {}
@@ -203,6 +205,7 @@ public final class Daemon: Sendable {
             let client = accept(fd, nil, nil)
             guard client >= 0 else { continue }
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            Self.limitWrites(socket: client, milliseconds: options.sendTimeoutMilliseconds)
             guard let peer = Peer.of(socket: client) else {
                 close(client)
                 continue
@@ -221,6 +224,15 @@ public final class Daemon: Sendable {
             thread.start()
         }
         close(fd)
+    }
+
+    /// Bounds every write to `fd`: a peer that stops reading makes a write fail after `milliseconds`, so no reply
+    /// or prompt can block a thread (and what it holds) for longer.
+    ///
+    /// The corresponding C function is `setsockopt(SO_SNDTIMEO)`.
+    static func limitWrites(socket fd: Int32, milliseconds: Int) {
+        var limit = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
 
     /// Stops accepting; idle connections close and prompts are abandoned; running operations finish.
@@ -312,6 +324,12 @@ public final class Daemon: Sendable {
     }
 
     /// Runs one request; false when the connection must close (the client broke the protocol or left).
+    ///
+    /// The order is fixed, so no two operations can wait for each other in a cycle: the login password (when
+    /// the operation creates a first way in), then the user's lock (bounded wait), then inside the service the
+    /// record's `flock`, then key-derivation memory around each derivation only. The lock is given back before
+    /// the reply is written, and writes are bounded by the send timeout, so a client that does not read holds
+    /// nothing that anyone else needs.
     func perform(_ request: Request, channel: LineChannel, peer: Peer) -> Bool {
         let configuration = self.configuration
         let user: String
@@ -323,56 +341,85 @@ public final class Daemon: Sendable {
         }
         operations.increment()
         defer { operations.decrement() }
-        let relay = RelayInteraction(channel: channel, daemon: self, user: user, weightKiB: 0,
+        let relay = RelayInteraction(channel: channel, daemon: self, user: user,
                                      promptTimeoutSeconds: configuration.daemonPromptTimeoutSeconds,
-                                     newPINAttempts: request.newPINAttempts ?? 1)
-        defer { relay.finish() }
+                                     newPINAttempts: min(max(1, request.newPINAttempts ?? 1), 5))
         let selection = CardSelection(reader: request.reader ?? configuration.reader, serial: request.serial)
-        let service = PINService(store: store, configuration: configuration, user: user, logger: logger,
+        var service = PINService(store: store, configuration: configuration, user: user, logger: logger,
                                  cards: options.cards, selection: selection)
+        let waitSeconds = Double(configuration.daemonWaitTimeoutSeconds)
+        service.derivationGate = BudgetGate(budget: budget, waitSeconds: waitSeconds,
+                                            capacityMiB: configuration.daemonKDFMemoryMiB)
         logger.debug("request", [("peer.uid", String(peer.uid)), ("user", user), ("op", request.operation.rawValue)])
-        do {
-            let reply = try execute(request, service: service, relay: relay, configuration: configuration)
-            try? channel.write(reply.line)
-            reply.wipe()
-        } catch {
-            if let failure = relay.failure {
-                if failure.code != .closed && failure.code != .truncated {
-                    try? channel.send(failure.message)
-                }
-                return false
+        var reply: Reply?
+        var error: ServiceError?
+        var locked = false
+        do throws(ServiceError) {
+            if request.operation.createsFirstWayIn {
+                try checkFirstWayIn(request, peer: peer, user: user, service: service, relay: relay,
+                                    configuration: configuration)
             }
-            try? channel.send(error.protocolMessage)
+            if request.operation.needsUserLock {
+                guard userLocks.lock(user, waitingAtMost: waitSeconds) else {
+                    throw .busy("another operation for \(user) is running")
+                }
+                locked = true
+            }
+            reply = try execute(request, service: service, relay: relay, configuration: configuration)
+        } catch let caught {
+            error = caught
         }
-        return relay.failure == nil
+        // Everything is given back before the client is written to: the reply waits for no one.
+        if locked { userLocks.unlock(user) }
+        if let failure = relay.failure {
+            if failure.code != .closed && failure.code != .truncated && failure.code != .io {
+                try? channel.send(failure.message)
+            }
+            if var unsent = reply.take() { unsent.wipe() }
+            return false
+        }
+        if var reply = reply.take() {
+            let sent = (try? channel.write(reply.line)) != nil
+            reply.wipe()
+            return sent
+        }
+        guard let error else { return true }
+        return (try? channel.send(error.protocolMessage)) != nil
     }
 
-    /// The memory the key derivations of `operation` need, in KiB.
-    func weight(of operation: TokenpinProtocol.Operation, user: String, configuration: Configuration) throws(ServiceError) -> Int {
-        let newSlot = configuration.kdfMemoryMiB.map { $0 * 1024 } ?? KDFCalibration().memoryCapKiB
-        var stored = 0
-        if operation == .verify || operation == .change || operation == .toggle {
-            let record = try? store.load(user: user)
-            stored = (record?.slot(.pin) ?? record?.slot(.composite))?.kdf.memoryKiB ?? 0
+    /// `enrol` and `import` create a first way in: the record must not exist yet, and a user (not root) proves
+    /// who they are with their login password first (`enrol-auth = password`), before any lock is taken.
+    func checkFirstWayIn(_ request: Request, peer: Peer, user: String, service: PINService, relay: RelayInteraction,
+                         configuration: Configuration) throws(ServiceError) {
+        do {
+            if try store.load(user: user) != nil {
+                throw ServiceError.alreadyEnrolled(user: user, path: store.recordPath(for: user))
+            }
+        } catch let error as ServiceError {
+            throw error
+        } catch let error as StoreError {
+            throw .store(error)
+        } catch {
+            throw .input("\(error)")
         }
-        let weight: Int
-        switch operation {
-        case .verify: weight = stored
-        case .change, .toggle: weight = max(stored, newSlot)
-        case .enrol, .reset: weight = newSlot
-        default: weight = 0
+        guard !peer.isRoot, configuration.enrolAuth == .password else { return }
+        let check = LoginPasswordCheck(service: configuration.enrolPAMService)
+        do {
+            try check.verify(user: user, relay)
+        } catch {
+            if case .passwordRejected = error {
+                logger.warning("login password refused before enrolment", [("user", user)])
+                hub.publish(user: user, name: "passwordRejected", fields: [])
+            }
+            throw error
         }
-        guard budget.fits(weight) else {
-            throw .configuration("the key derivation needs \(weight / 1024) MiB, more than daemon-kdf-memory (\(configuration.daemonKDFMemoryMiB) MiB)")
-        }
-        return weight
+        logger.info("login password checked before enrolment", [("user", user)])
     }
 
     /// Runs the operation and builds the final message.
     func execute(_ request: Request, service: PINService, relay: RelayInteraction,
                  configuration: Configuration) throws(ServiceError) -> Reply {
         let user = service.user
-        relay.weightKiB = try weight(of: request.operation, user: user, configuration: configuration)
         switch request.operation {
         case .ping:
             return Reply(.result(exitCode: 0, fields: [JSONMember("version", .int(ProtocolLimits.version))]))
@@ -422,7 +469,6 @@ public final class Daemon: Sendable {
             try service.unblockCardPIN(relay, admin: request.admin ?? false)
             return Reply(.result(exitCode: 0, fields: []))
         case .import:
-            relay.lockUser()
             let path = try importRecord(request.record ?? [], user: user, configuration: configuration)
             return Reply(.result(exitCode: 0, fields: [JSONMember("record", .text(path))]))
         case .watch:
@@ -488,6 +534,7 @@ public final class Daemon: Sendable {
 
 /// The final message of an operation; the enrolment's carries the recovery key and is wiped once sent.
 struct Reply: ~Copyable {
+
     private var bytes: [UInt8]
 
     init(_ message: ServerMessage) { bytes = message.line }
@@ -513,7 +560,7 @@ struct Reply: ~Copyable {
 
     var line: [UInt8] { bytes }
 
-    consuming func wipe() {
+    mutating func wipe() {
         TokenpinCore.wipe(&bytes)
     }
 }
@@ -559,4 +606,17 @@ final class OperationCounter: @unchecked Sendable {
         }
         return true
     }
+}
+
+extension TokenpinProtocol.Operation {
+    /// Whether the operation reads and writes the user's record, so runs under the user's lock.
+    var needsUserLock: Bool {
+        switch self {
+        case .enrol, .verify, .change, .reset, .toggle, .import, .cardChangePIN, .cardUnblock: true
+        case .ping, .status, .types, .readers, .watch: false
+        }
+    }
+
+    /// Whether the operation creates a first way in for a user who has none (`enrol`, `import`).
+    var createsFirstWayIn: Bool { self == .enrol || self == .import }
 }

@@ -7,6 +7,8 @@ import Synchronization
 /// by small ones. A request larger than the whole budget is refused before it waits (`fits`). At most
 /// `maximumHolders` hold memory at once (the daemon uses the number of cores): Argon2id is CPU-bound, so more
 /// parallel derivations than cores add memory and latency for everyone else without adding throughput.
+///
+/// Every wait is bounded: a waiter whose time runs out leaves the queue, and those behind it move up.
 public final class MemoryBudget: @unchecked Sendable {
     // @unchecked Sendable: every stored property is read and written only while `condition` is locked.
     private let condition = NSCondition()
@@ -16,8 +18,8 @@ public final class MemoryBudget: @unchecked Sendable {
     private var used = 0
     private var peak = 0
     private var nextTicket: UInt64 = 0
-    private var serving: UInt64 = 0
-    private var waiting = 0
+    /// Tickets of the waiters, oldest first; only the first may take memory.
+    private var queue: [UInt64] = []
 
     /// A budget of `capacityKiB` shared by at most `maximumHolders` holders.
     public init(capacityKiB: Int, maximumHolders: Int = .max) {
@@ -40,22 +42,35 @@ public final class MemoryBudget: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Takes `kib` (clamped to the capacity), waiting in turn until it is free.
-    public func acquire(_ kib: Int) {
+    /// Takes `kib` (clamped to the capacity), waiting in turn until it is free or `seconds` have passed.
+    ///
+    /// Returns false, holding nothing, when the time ran out.
+    @discardableResult
+    public func acquire(_ kib: Int, waitingAtMost seconds: Double = .infinity) -> Bool {
+        // NSCondition.wait(until: .distantFuture) traps on Linux: no deadline means a plain wait.
+        let deadline = seconds.isFinite ? Date(timeIntervalSinceNow: max(0, min(seconds, 86_400))) : nil
         condition.lock()
+        defer { condition.unlock() }
         let ticket = nextTicket
         nextTicket &+= 1
-        waiting += 1
-        while serving != ticket || used + min(kib, capacity) > capacity || holders >= maximumHolders {
-            condition.wait()
+        queue.append(ticket)
+        while queue.first != ticket || used + min(kib, capacity) > capacity || holders >= maximumHolders {
+            guard let deadline else {
+                condition.wait()
+                continue
+            }
+            if !condition.wait(until: deadline) && Date() >= deadline {
+                queue.removeAll { $0 == ticket }
+                condition.broadcast()
+                return false
+            }
         }
-        waiting -= 1
-        serving &+= 1
+        queue.removeFirst()
         holders += 1
         used += min(kib, capacity)
         peak = max(peak, used)
         condition.broadcast()
-        condition.unlock()
+        return true
     }
 
     /// Gives back what `acquire(kib)` took.
@@ -67,15 +82,18 @@ public final class MemoryBudget: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// In use, the most ever in use, and the number of waiters.
-    public var usage: (usedKiB: Int, peakKiB: Int, waiting: Int, capacityKiB: Int) {
+    /// In use, the most ever in use, the number of waiters, the capacity and the holders.
+    public var usage: (usedKiB: Int, peakKiB: Int, waiting: Int, capacityKiB: Int, holders: Int) {
         condition.lock()
         defer { condition.unlock() }
-        return (used, peak, waiting, capacity)
+        return (used, peak, queue.count, capacity, holders)
     }
 }
 
 /// One operation per user inside the daemon (the store's `flock` does the same across processes).
+///
+/// Lock order, everywhere in the daemon: this lock first, then the record's `flock`, then the memory budget
+/// (only around a key derivation). Every wait is bounded.
 public final class UserLocks: @unchecked Sendable {
     // @unchecked Sendable: `busy` is read and written only while `condition` is locked.
     private let condition = NSCondition()
@@ -84,12 +102,23 @@ public final class UserLocks: @unchecked Sendable {
     /// Creates the table.
     public init() {}
 
-    /// Waits until no operation runs for `user`, then marks one running.
-    public func lock(_ user: String) {
+    /// Waits until no operation runs for `user` (at most `seconds`), then marks one running.
+    ///
+    /// Returns false, holding nothing, when the time ran out.
+    @discardableResult
+    public func lock(_ user: String, waitingAtMost seconds: Double = .infinity) -> Bool {
+        let deadline = seconds.isFinite ? Date(timeIntervalSinceNow: max(0, min(seconds, 86_400))) : nil
         condition.lock()
-        while busy.contains(user) { condition.wait() }
+        defer { condition.unlock() }
+        while busy.contains(user) {
+            guard let deadline else {
+                condition.wait()
+                continue
+            }
+            if !condition.wait(until: deadline) && Date() >= deadline && busy.contains(user) { return false }
+        }
         busy.insert(user)
-        condition.unlock()
+        return true
     }
 
     /// Marks `user`'s operation finished.

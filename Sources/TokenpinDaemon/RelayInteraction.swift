@@ -5,58 +5,39 @@ import TokenpinService
 /// The `Interaction` of an operation run for a client: prompts and questions go back over the socket, answers
 /// come in, events go out to the client and to `watch` subscribers.
 ///
-/// It also paces the operation: before each prompt it gives back the memory budget (a client slow to answer
-/// holds nothing), and when a secret arrives it takes the user's in-process lock (once) and the memory the
-/// operation's key derivation needs, in that order, so waiting never deadlocks.
+/// It is only a channel: it takes no lock and no memory. The daemon takes the user's lock before the operation
+/// starts, and the service takes key-derivation memory around each derivation, never across a prompt. Every
+/// write is bounded by the socket's send timeout; after the first failed write nothing more is sent, so a client
+/// that stops reading costs at most one timeout.
 final class RelayInteraction: Interaction {
     let channel: LineChannel
     let daemon: Daemon
     let user: String
     let promptTimeoutMilliseconds: Int32
     let newPINAttempts: Int
-    /// The memory the operation's Argon2id work needs, in KiB.
-    var weightKiB: Int
-    private var holdsBudget = false
-    private var holdsUserLock = false
     /// The protocol error that ended the exchange, if the client broke the protocol or went away.
     private(set) var failure: ProtocolError?
 
-    init(channel: LineChannel, daemon: Daemon, user: String, weightKiB: Int, promptTimeoutSeconds: Int,
-         newPINAttempts: Int) {
+    init(channel: LineChannel, daemon: Daemon, user: String, promptTimeoutSeconds: Int, newPINAttempts: Int) {
         self.channel = channel
         self.daemon = daemon
         self.user = user
-        self.weightKiB = weightKiB
         self.promptTimeoutMilliseconds = Int32(clamping: promptTimeoutSeconds * 1000)
         self.newPINAttempts = newPINAttempts
     }
 
-    /// Takes the user's lock now (operations that ask nothing first, such as `import`).
-    func lockUser() {
-        guard !holdsUserLock else { return }
-        daemon.userLocks.lock(user)
-        holdsUserLock = true
-    }
+    /// Whether the client can still be written to.
+    var isConnected: Bool { failure == nil }
 
-    /// Gives back the budget and the user's lock.
-    func finish() {
-        releaseBudget()
-        if holdsUserLock {
-            daemon.userLocks.unlock(user)
-            holdsUserLock = false
+    /// Writes `message`; the first failure ends the exchange and later writes are skipped.
+    private func send(_ message: ServerMessage) throws(ServiceError) {
+        guard failure == nil else { throw .cancelled }
+        do {
+            try channel.send(message)
+        } catch {
+            failure = error
+            throw .cancelled
         }
-    }
-
-    private func releaseBudget() {
-        guard holdsBudget else { return }
-        daemon.budget.release(weightKiB)
-        holdsBudget = false
-    }
-
-    private func acquireBudget() {
-        guard !holdsBudget, weightKiB > 0 else { return }
-        daemon.budget.acquire(weightKiB)
-        holdsBudget = true
     }
 
     /// Reads the client's next message; any failure ends the exchange as a cancellation.
@@ -73,7 +54,6 @@ final class RelayInteraction: Interaction {
     }
 
     func readSecret(_ prompt: SecretPrompt) throws(ServiceError) -> SecretBytes {
-        releaseBudget()
         guard !daemon.isDraining else {
             failure = ProtocolError(.busy, "the daemon is shutting down")
             throw .cancelled
@@ -83,20 +63,12 @@ final class RelayInteraction: Interaction {
             // The PIN prompt carries the tries left, so the PAM module can say "last try" before asking.
             message = .prompt(name: prompt.name, card: nil, triesLeft: record.counter.remaining)
         }
-        do {
-            try channel.send(message)
-        } catch {
-            failure = error
-            throw .cancelled
-        }
+        try send(message)
         var answer = try nextMessage()
         switch answer {
         case .secret(let name, var value) where name == prompt.name:
             answer = .cancel  // drop the enum's reference so `value` is the only one and is wiped in place
-            let secret = SecretBytes(consuming: &value)
-            lockUser()
-            acquireBudget()
-            return secret
+            return SecretBytes(consuming: &value)
         case .secret(_, var value):
             answer = .cancel
             wipe(&value)
@@ -116,13 +88,7 @@ final class RelayInteraction: Interaction {
     }
 
     func confirm(_ question: String) throws(ServiceError) -> Bool {
-        releaseBudget()
-        do {
-            try channel.send(ServerMessage.question(question))
-        } catch {
-            failure = error
-            throw .cancelled
-        }
+        try send(ServerMessage.question(question))
         switch try nextMessage() {
         case .confirm(let answer):
             return answer
@@ -135,7 +101,28 @@ final class RelayInteraction: Interaction {
     }
 
     func report(_ event: Event) {
-        try? channel.send(ServerMessage.event(name: event.name, fields: event.protocolFields))
+        try? send(ServerMessage.event(name: event.name, fields: event.protocolFields))
         daemon.hub.publish(user: user, name: event.name, fields: event.protocolFields)
+    }
+}
+
+/// The daemon's `DerivationGate`: the shared Argon2id memory budget, with a bounded wait.
+struct BudgetGate: DerivationGate {
+    let budget: MemoryBudget
+    /// The longest a derivation waits for memory before the operation answers `busy`.
+    let waitSeconds: Double
+    /// `daemon-kdf-memory`, for the message when a derivation can never fit.
+    let capacityMiB: Int
+
+    func withMemory<R: ~Copyable>(kibibytes: Int, _ body: () throws -> R) throws -> R {
+        guard budget.fits(kibibytes) else {
+            throw ServiceError.configuration(
+                "the key derivation needs \(kibibytes / 1024) MiB, more than daemon-kdf-memory (\(capacityMiB) MiB)")
+        }
+        guard budget.acquire(kibibytes, waitingAtMost: waitSeconds) else {
+            throw ServiceError.busy("no key-derivation memory came free within \(Int(waitSeconds)) s")
+        }
+        defer { budget.release(kibibytes) }
+        return try body()
     }
 }

@@ -29,6 +29,7 @@ extension SecretPrompt {
         case "confirm-card-pin": self = .confirmCardPIN
         case "admin-pin": self = .adminPIN(card: card ?? "", triesLeft: triesLeft ?? 0)
         case "reset-code": self = .resetCode(card: card ?? "", triesLeft: triesLeft ?? 0)
+        case "password": self = .loginPassword
         default: return nil
         }
     }
@@ -321,7 +322,7 @@ extension ServiceError {
             fields = [JSONMember("cryptoCode", .text(error.code.rawValue)), JSONMember("detail", .text(error.detail))]
         case .malformedRecoveryKey(let detail), .tokenUnavailable(let detail), .serviceUnavailable(let detail),
              .input(let detail), .configuration(let detail), .cardRefused(let detail), .permissionDenied(let detail),
-             .usage(let detail):
+             .usage(let detail), .busy(let detail), .passwordRejected(let detail):
             fields = [JSONMember("detail", .text(detail))]
         case .tokenAlreadyEnabled(let serial): fields = [JSONMember("serial", .text(serial))]
         case .cancelled, .pinAlwaysEnabled, .tokenNotEnabled: fields = []
@@ -359,6 +360,8 @@ extension ServiceError {
         case "card-refused": self = .cardRefused(detail)
         case "permission-denied": self = .permissionDenied(detail)
         case "usage": self = .usage(detail)
+        case "busy": self = .busy(detail)
+        case "password-rejected": self = .passwordRejected(detail)
         default:
             if code.hasPrefix("store-"), let storeCode = StoreError.Code(rawValue: String(code.dropFirst(6))) {
                 self = .store(StoreError(storeCode, path: path, detail))

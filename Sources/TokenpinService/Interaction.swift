@@ -22,6 +22,8 @@ public enum SecretPrompt: Sendable, Equatable {
     case adminPIN(card: String, triesLeft: Int)
     /// The card's Reset Code, naming the card and its tries left.
     case resetCode(card: String, triesLeft: Int)
+    /// The user's login password, which tokenpind checks through PAM before a first way in (`enrol`, `import`).
+    case loginPassword
 
     /// The stable name used by the daemon protocol and tests.
     public var name: String {
@@ -36,6 +38,7 @@ public enum SecretPrompt: Sendable, Equatable {
         case .confirmCardPIN: "confirm-card-pin"
         case .adminPIN: "admin-pin"
         case .resetCode: "reset-code"
+        case .loginPassword: "password"
         }
     }
 }

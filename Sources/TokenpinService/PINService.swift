@@ -23,6 +23,8 @@ public struct PINService: Sendable {
     public var cards: (any CardReaders)?
     /// Which reader or card to use when several are present.
     public var selection: CardSelection
+    /// Admits Argon2id derivations to a shared memory budget (the daemon's); nil: no budget (local mode).
+    public var derivationGate: (any DerivationGate)?
 
     /// Points where tests inject faults.
     public struct Hooks: Sendable {
@@ -67,11 +69,11 @@ public struct PINService: Sendable {
                 let kdf = try chooseKDF()
                 let vaultKey = Vault.newKey()
                 let now = time.now
-                let kek = try kdf.deriveKey(from: pin.secret)
+                let kek = try deriveKey(kdf, from: pin.secret)
                 let pinSlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: now)
                 let recovery = RecoveryKey.generate()
                 let recoveryKDF = KDFParameters(algorithm: .blake2b)
-                let recoveryKEK = try recoveryKDF.deriveKey(from: recovery)
+                let recoveryKEK = try deriveKey(recoveryKDF, from: recovery)
                 let recoverySlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: recoveryKEK, kind: .recovery,
                                                     kdf: recoveryKDF, user: user, created: now)
                 let record = EnrolmentRecord(
@@ -93,7 +95,11 @@ public struct PINService: Sendable {
         }
         var calibration = KDFCalibration(targetMilliseconds: configuration.kdfTargetMilliseconds)
         if let passes = configuration.kdfPasses { calibration.minimumPasses = passes }
-        return try calibration.calibrate(timeSource: time).parameters
+        guard let derivationGate else { return try calibration.calibrate(timeSource: time).parameters }
+        // Calibration runs Argon2id at up to the memory cap: it takes its share of the budget like a derivation.
+        return try derivationGate.withMemory(kibibytes: calibration.memoryCapKiB) { () throws -> KDFParameters in
+            try calibration.calibrate(timeSource: time).parameters
+        }
     }
 
     // MARK: Verify
@@ -123,18 +129,23 @@ public struct PINService: Sendable {
             guard let slot = record.slot(slotKind) else {
                 throw ServiceError.tokenUnavailable("mode = both: the PIN alone cannot verify; the token is needed too")
             }
-            // Invariant 1: count the attempt durably before the PIN is checked.
-            let now = time.now
-            record.counter.consumeAttempt(at: now)
-            record.updated = now
-            try store.save(record)
-            try hooks.afterCounterPersisted?()
-            let start = time.monotonicNanoseconds
-            let pinKey = try slot.kdf.deriveKey(from: pin.secret)
-            let kek = try finishKey(pinKey, slot)
-            let vaultKey = slot.open(keyEncryptionKey: kek, user: user)
-            let kdfTime = time.monotonicNanoseconds &- start
-            guard let vaultKey else {
+            var kdfTime: UInt64 = 0
+            // The derivation's memory is taken before the attempt is counted: a busy daemon answers `busy` with
+            // nothing counted. Lock order: the user (daemon), the record (flock), then memory.
+            let opened = try withDerivationMemory(for: slot.kdf) { () throws -> SecretBytes? in
+                // Invariant 1: count the attempt durably before the PIN is checked.
+                let now = time.now
+                record.counter.consumeAttempt(at: now)
+                record.updated = now
+                try store.save(record)
+                try hooks.afterCounterPersisted?()
+                let start = time.monotonicNanoseconds
+                let pinKey = try slot.kdf.deriveKey(from: pin.secret)
+                let kek = try finishKey(pinKey, slot)
+                defer { kdfTime = time.monotonicNanoseconds &- start }
+                return slot.open(keyEncryptionKey: kek, user: user)
+            }
+            guard let vaultKey = opened else {
                 logger.info("wrong PIN", [("user", user), ("pin.remaining", String(record.counter.remaining))])
                 let outcome: VerifyOutcome = record.counter.isLocked
                     ? .locked : .rejected(remaining: record.counter.remaining, lastTry: record.counter.remaining == 1)
@@ -175,7 +186,7 @@ public struct PINService: Sendable {
                     candidate.matches(current) ? .sameAsCurrent : nil
                 }
                 let kdf = try chooseKDF()
-                let kek = try kdf.deriveKey(from: newPIN.secret)
+                let kek = try deriveKey(kdf, from: newPIN.secret)
                 let slot = try VaultSlot.seal(vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: time.now)
                 record.setSlot(.pin, slot)
                 record.updated = time.now
@@ -220,7 +231,7 @@ public struct PINService: Sendable {
                 record.counter.recoveryFailures += 1
                 record.counter.lastAttemptAt = time.now
                 try store.save(record)
-                let kek = try slot.kdf.deriveKey(from: recovery)
+                let kek = try deriveKey(slot.kdf, from: recovery)
                 guard let vaultKey = slot.open(keyEncryptionKey: kek, user: user) else {
                     logger.info("wrong recovery key", [("user", user)])
                     return VerifyReport(outcome: .rejected(remaining: record.counter.remaining, lastTry: false),
@@ -229,7 +240,7 @@ public struct PINService: Sendable {
                 record.counter.recoveryFailures = 0
                 let newPIN = try readNewPIN(interaction)
                 let kdf = try chooseKDF()
-                let newKEK = try kdf.deriveKey(from: newPIN.secret)
+                let newKEK = try deriveKey(kdf, from: newPIN.secret)
                 let pinSlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: newKEK, kind: .pin, kdf: kdf, user: user,
                                                created: time.now)
                 record.setSlot(.pin, pinSlot)

@@ -36,6 +36,11 @@ public enum ServiceError: Error, Sendable, Equatable {
     case permissionDenied(String)
     /// The request cannot be carried out as asked (several cards and no way to choose).
     case usage(String)
+    /// A lock or the memory budget did not free up in time (another operation for the same user is running, or
+    /// the daemon is saturated); nothing was counted. Try again.
+    case busy(String)
+    /// The login password asked before a first way in (`enrol`, `import` through the daemon) was wrong.
+    case passwordRejected(String)
 
     /// A sentence for the user.
     public var message: String {
@@ -57,6 +62,8 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .cardRefused(let why): why
         case .permissionDenied(let why): why
         case .usage(let why): why
+        case .busy(let why): "busy: \(why); nothing was counted, try again"
+        case .passwordRejected(let why): why
         }
     }
 
@@ -80,6 +87,8 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .cardRefused: "card-refused"
         case .permissionDenied: "permission-denied"
         case .usage: "usage"
+        case .busy: "busy"
+        case .passwordRejected: "password-rejected"
         }
     }
 }
@@ -158,6 +167,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .cardRefused: self = .notVerified
         case .permissionDenied: self = .permissionDenied
         case .usage: self = .usage
+        case .busy: self = .serviceUnavailable
+        case .passwordRejected: self = .notVerified
         }
     }
 }

@@ -398,7 +398,7 @@ extension PINService {
         if mode == .both {
             let pinKDF = try chooseKDF()
             let salt = [UInt8](pinKDF.salt)
-            let pinKey = try pinKDF.deriveKey(from: pin.secret)
+            let pinKey = try deriveKey(pinKDF, from: pin.secret)
             let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: salt)
             let compositeKey = try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: binding, salt: salt)
             record.setSlot(.composite, try VaultSlot.seal(vaultKey, keyEncryptionKey: compositeKey, kind: .composite,
@@ -421,7 +421,7 @@ extension PINService {
             if record.slot(.composite) != nil {
                 return try verifyBoth(interaction, prompt: .pin) { record, vaultKey, _, pin in
                     let kdf = try chooseKDF()
-                    let pinKey = try kdf.deriveKey(from: pin.secret)
+                    let pinKey = try deriveKey(kdf, from: pin.secret)
                     record.setSlot(.pin, try VaultSlot.seal(vaultKey, keyEncryptionKey: pinKey, kind: .pin, kdf: kdf,
                                                             user: user, created: time.now))
                     record.setSlot(.composite, nil)

@@ -102,6 +102,7 @@ final class CLIInteraction: Interaction {
         case .confirmCardPIN: "New card PIN again"
         case .adminPIN(let card, let tries): "Admin PIN for card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"
         case .resetCode(let card, let tries): "Reset Code for card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"
+        case .loginPassword: "Login password (tokenpind checks it before a first PIN)"
         }
     }
 

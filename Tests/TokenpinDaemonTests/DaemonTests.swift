@@ -137,16 +137,19 @@ final class TestDaemon: Sendable {
     let daemon: Daemon
     let logs = LogCapture()
 
-    init(config: String = "") throws {
+    init(config: String = "", adjust: (inout DaemonOptions) -> Void = { _ in }) throws {
         directory = NSTemporaryDirectory() + "tokenpind-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let file = directory + "/tokenpin.conf"
-        try ("kdf-memory-mib = 8\nkdf-passes = 1\n" + config).write(toFile: file, atomically: true, encoding: .utf8)
+        // enrol-auth = none: these tests connect as whoever runs them; the password check before enrolment is
+        // tested with temporary users and a PAM service of their own in tests/service/adversary.sh.
+        try ("kdf-memory-mib = 8\nkdf-passes = 1\nenrol-auth = none\n" + config).write(toFile: file, atomically: true, encoding: .utf8)
         var options = DaemonOptions()
         options.socketPath = directory + "/socket"
         options.stateDirectory = directory + "/state"
         options.configFile = file
         options.watchReaders = false
+        adjust(&options)
         socket = options.socketPath
         daemon = try Daemon(options: options, logger: logs.logger(label: "tokenpind", level: .debug))
         try daemon.listen()

@@ -113,6 +113,13 @@ public struct Configuration: Sendable, Equatable {
     public var onCardRemoval: CardRemovalAction = .none
     /// tokenpind: seconds to wait for the card to come back before acting on its removal (`lock-grace`).
     public var lockGraceSeconds: Int = 0
+    /// tokenpind: the longest an operation waits for the user's lock or for key-derivation memory before it
+    /// answers `busy` (`daemon-wait-timeout`).
+    public var daemonWaitTimeoutSeconds: Int = 30
+    /// tokenpind: what a user proves before a first way in through the daemon, `enrol` or `import` (`enrol-auth`).
+    public var enrolAuth: EnrolAuthentication = .password
+    /// tokenpind: the PAM service that checks the login password for `enrol-auth = password` (`enrol-pam-service`).
+    public var enrolPAMService: String = "tokenpin-enrol"
 
     /// The defaults.
     public init() {}
@@ -185,6 +192,14 @@ public struct Configuration: Sendable, Equatable {
 
     struct Message: Error { var text: String }
 
+    /// What a user proves to tokenpind before it creates a first way in for them (`enrol-auth`).
+    public enum EnrolAuthentication: String, Sendable, CaseIterable {
+        /// The login password, checked through the PAM service `enrol-pam-service`.
+        case password
+        /// Nothing: any process running as the user may enrol a PIN (a single-user machine's choice).
+        case none
+    }
+
     /// Every key the files may set.
     public static let keys = [
         "retries-max", "fail-delay", "kdf-target-ms", "kdf-memory-mib", "kdf-passes",
@@ -194,7 +209,7 @@ public struct Configuration: Sendable, Equatable {
         "prompt-pin", "prompt-new-pin", "prompt-confirm-pin", "prompt-current-pin", "prompt-recovery-key",
         "prompt-card-pin",
         "daemon-kdf-memory", "daemon-idle-timeout", "daemon-prompt-timeout", "daemon-rate-limit",
-        "on-card-removal", "lock-grace",
+        "on-card-removal", "lock-grace", "daemon-wait-timeout", "enrol-auth", "enrol-pam-service",
     ]
 
     mutating func set(key: String, value: String) throws(Message) {
@@ -283,6 +298,13 @@ public struct Configuration: Sendable, Equatable {
         case "daemon-rate-limit": daemonRequestsPerMinute = try integer(1...100_000)
         case "on-card-removal": onCardRemoval = try choice(CardRemovalAction.self)
         case "lock-grace": lockGraceSeconds = try integer(0...3600)
+        case "daemon-wait-timeout": daemonWaitTimeoutSeconds = try integer(1...600)
+        case "enrol-auth": enrolAuth = try choice(EnrolAuthentication.self)
+        case "enrol-pam-service":
+            guard RecordStore.validate(user: value) else {
+                throw Message(text: "enrol-pam-service must name a file in /etc/pam.d (letters, digits, - _ .), not `\(value)`")
+            }
+            enrolPAMService = value
         default:
             throw Message(text: "unknown key `\(key)`")
         }
