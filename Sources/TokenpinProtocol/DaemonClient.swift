@@ -157,7 +157,13 @@ public struct DaemonClient: Sendable {
     ///
     /// Returns the record's path on the daemon's side.
     public func importRecord(_ bytes: [UInt8]) throws(ServiceError) -> String {
-        let fields = try run(Request(.import, user: user, record: bytes), NoInteraction())
+        try importRecord(bytes, NoInteraction())
+    }
+
+    /// `importRecord`, answering the daemon's prompt for the login password (a user's first record) through
+    /// `interaction`.
+    public func importRecord(_ bytes: [UInt8], _ interaction: some Interaction) throws(ServiceError) -> String {
+        let fields = try run(Request(.import, user: user, record: bytes), interaction)
         return JSONValue.object(fields)["record"]?.stringValue ?? ""
     }
 

@@ -407,7 +407,7 @@ struct ImportCommand: Command {
                   let data = FileManager.default.contents(atPath: path) else {
                 throw ServiceError.notEnrolled(user: context.user, path: path)
             }
-            let remote = try daemon.importRecord([UInt8](data))
+            let remote = try daemon.importRecord([UInt8](data), context.interaction)
             // A copy left behind would be a second target for offline guessing: the record moves.
             try context.store.remove(user: context.user)
             context.console.say("Record moved to tokenpind: \(remote). The local copy \(path) was removed.")

@@ -55,13 +55,18 @@ value=json.loads(sys.stdin.readline())
 for part in sys.argv[1].split("."): value=value[part]
 print(value)' "$1"; }
 
-# new_user VAR: creates a temporary user (removed at exit) and stores its name in VAR.
+# new_user VAR: creates a temporary user (removed at exit) with the login password `password_of NAME`, and
+# stores its name in VAR.
 new_user() {
     local name="tpt$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
     useradd --no-create-home --shell /usr/sbin/nologin "$name" || return 1
     CLEANUP_USERS+=("$name")
+    printf '%s:%s\n' "$name" "$(password_of "$name")" | chpasswd || return 1
     printf -v "$1" '%s' "$name"
 }
+
+# password_of NAME: the login password new_user gave NAME.
+password_of() { printf 'Pw-%s-7q' "$1"; }
 
 # pam_service VAR LINE...: writes a uniquely named /etc/pam.d file (removed at exit), its name in VAR.
 pam_service() {
@@ -79,6 +84,11 @@ cleanup() {
     if [ "${KEEP_WORK:-}" = "" ]; then rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
+
+# The PAM service tokenpind checks login passwords with before a user enrols (enrol-auth = password, the
+# default): pam_unix alone, as the shipped /etc/pam.d/tokenpin-enrol.
+pam_service ENROL_SERVICE 'auth required pam_unix.so' 'account required pam_unix.so'
+printf 'enrol-pam-service = %s\n' "$ENROL_SERVICE" >> "$CONFIG"
 
 finish() {
     echo "$PASSED passed, $FAILED failed"

@@ -8,8 +8,8 @@ new_user ALICE && new_user BOB || { echo "cannot create users"; exit 1; }
 as_alice() { runuser -u "$ALICE" -- "$CLIENT" --socket "$SOCKET" "$@"; }
 as_bob() { setpriv --reuid="$(id -u "$BOB")" --regid="$(id -g "$BOB")" --clear-groups -- "$CLIENT" --socket "$SOCKET" "$@"; }
 
-expect_code "alice enrols herself" 0 as_alice enrol < <(printf '482916\n482916\n')
-expect_code "bob enrols himself (setpriv)" 0 as_bob enrol < <(printf '739154\n739154\n')
+expect_code "alice enrols herself (login password first)" 0 as_alice enrol < <(printf '%s\n482916\n482916\n' "$(password_of "$ALICE")")
+expect_code "bob enrols himself (setpriv)" 0 as_bob enrol < <(printf '%s\n739154\n739154\n' "$(password_of "$BOB")")
 check "records are named by the peer's uid" [ -f "$STATE/$ALICE.json" ] && [ -f "$STATE/$BOB.json" ]
 check "alice's status is hers" [ "$(as_alice status | json_field status.user)" = "$ALICE" ]
 expect_code "alice cannot read bob's status (77)" 77 as_alice --user "$BOB" status

@@ -78,7 +78,7 @@ do {
         guard let file = argument, let data = FileManager.default.contents(atPath: file) else {
             fail(.input("import needs a readable record file"))
         }
-        let path = try client.importRecord([UInt8](data))
+        let path = try client.importRecord([UInt8](data), ScriptedInteraction(readAnswers()))
         emit([JSONMember("ok", .bool(true)), JSONMember("record", .text(path))], code: .success)
     case "watch":
         var remaining = Int(argument ?? "1") ?? 1
