@@ -142,5 +142,42 @@ DAEMON_PID=
 check "SIGTERM with a client parked at a prompt: the daemon exits within 5 s (${took}s)" [ "$took" -le 5 ]
 kill "$attacker" 2>/dev/null; wait "$attacker" 2>/dev/null
 
+# 7. Cards through the root daemon: a user reaches only the card bound to their own record; switching the token
+#    off needs a counted verification; a token verify parked at its card-PIN prompt holds nothing others need.
+start_daemon --reader sim || exit 1
+tp() { "$BIN/tokenpin" --socket "$SOCKET" "$@"; }
+tp --user "$VICTIM" toggle token on --generate-key --yes --pin-stdin < <(printf '482916\n12345678\n123456\n') >/dev/null 2>&1 \
+    || not_ok "bind the victim's card"
+as_mallory "$BIN/tokenpin" --socket "$SOCKET" --json readers >"$WORK/out" 2>&1
+check "readers for a user without a bound card: no card serial shown" bash -c "! grep -q '\"serial\":\"[0-9A-F]' '$WORK/out'"
+before_card=$(tp --user "$VICTIM" --json status | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"]["cardPINTriesLeft"])' 2>/dev/null)
+as_mallory "$BIN/tokenpin" --socket "$SOCKET" token change-pin --pin-stdin < <(printf '000000\n111111\n111111\n') >"$WORK/out" 2>&1
+check "token change-pin on another user's card: permission denied (77)" [ $? = 77 ]
+as_mallory "$BIN/tokenpin" --socket "$SOCKET" token unblock --admin --pin-stdin < <(printf '00000000\n111111\n111111\n') >"$WORK/out" 2>&1
+check "token unblock --admin on another user's card: permission denied (77)" [ $? = 77 ]
+after_card=$(tp --user "$VICTIM" --json status | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"]["cardPINTriesLeft"])' 2>/dev/null)
+check "the victim's card PIN counter untouched ($before_card -> $after_card)" [ -n "$before_card" ] && [ "$before_card" = "$after_card" ]
+tp --user "$VICTIM" toggle token off --pin-stdin </dev/null >"$WORK/out" 2>&1
+code=$?
+check "toggle token off without a PIN: refused (exit $code)" [ "$code" != 0 ]
+check "toggle token off without a PIN: the token stays on" bash -c "'$BIN/tokenpin' --socket '$SOCKET' --user '$VICTIM' types | grep -q 'token  enabled'"
+# A token verify parked at the card-PIN prompt, then a PIN verify of the same user: busy, bounded, nothing held.
+python3 "$ROOT/tests/service/attack.py" "$SOCKET" park verify-token "$VICTIM" 4 >"$WORK/park" 2>&1 &
+parked=$!
+sleep 0.5
+start=$(date +%s.%N)
+client --user "$VICTIM" verify <<<482916 >"$WORK/out" 2>&1
+took=$(echo "$(date +%s.%N) - $start" | bc)
+check "a PIN verify while a token verify waits at the card-PIN prompt: busy within the wait bound (${took}s)" \
+    grep -q '"code":"busy"' "$WORK/out"
+check "the parked verify was at the card-PIN prompt" grep -q 'card-pin' "$WORK/park"
+expect_code "another user verifies meanwhile" 0 client --user "$MALLORY" verify <<<739154
+start=$(date +%s)
+kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null
+took=$(( $(date +%s) - start ))
+DAEMON_PID=
+check "SIGTERM with a token verify parked at the card-PIN prompt: the daemon exits within 5 s (${took}s)" [ "$took" -le 5 ]
+wait "$parked" 2>/dev/null
+
 echo "longest stall of the victim: ${LONGEST}s (limit ${STALL_LIMIT}s)"
 finish

@@ -5,7 +5,8 @@ Each subcommand is one attack; it prints one JSON line saying what it saw and ex
 itself could not be carried out. Run it as an unprivileged user (runuser) against a private socket.
 
   attack.py SOCKET pipeline PINGS USER PIN HOLD   pipeline PINGS pings, a verify and its PIN; never read; hold HOLD s
-  attack.py SOCKET park OP USER HOLD              start OP and sit at its first prompt for HOLD s
+  attack.py SOCKET park OP USER HOLD              start OP (verify-token: verify with the card) and sit at its
+                                                  first prompt for HOLD s
   attack.py SOCKET garbage KIND                   send one kind of garbage and report the answer
   attack.py SOCKET flood COUNT HOLD               open COUNT connections and hold them HOLD s
   attack.py SOCKET trickle SECONDS                send a request one byte a second
@@ -79,6 +80,8 @@ def park(path, op, user, hold):
     request = {"v": 1, "type": "request", "op": op, "user": user}
     if op == "verify":
         request["method"] = "pin"
+    elif op == "verify-token":
+        request.update(op="verify", method="token")
     s.sendall(line(request))
     first = read_line(s)
     time.sleep(float(hold))
