@@ -82,7 +82,9 @@ public final class Daemon: Sendable {
                               maximumHolders: options.maximumParallelKDF)
         connections = ConnectionTable(maximumTotal: options.maximumConnections,
                                       maximumPerUID: options.maximumConnectionsPerUID)
-        store = RecordStore(directory: options.stateDirectory)
+        var store = RecordStore(directory: options.stateDirectory)
+        store.lockWaitSeconds = Double(configuration.daemonWaitTimeoutSeconds)
+        self.store = store
         let state = configurationState
         let hub = self.hub
         cardRemoval = CardRemovalPolicy(

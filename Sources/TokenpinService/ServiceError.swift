@@ -153,6 +153,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
             case .insecure, .permissionDenied: self = .permissionDenied
             case .io: self = .ioError
             case .invalidUser: self = .usage
+            case .busy: self = .serviceUnavailable
             }
         case .cancelled: self = .cancelled
         case .crypto: self = .ioError

@@ -16,6 +16,9 @@ public struct RecordStore: Sendable {
     public let owner: uid_t
     /// The largest record accepted; anything bigger is not ours.
     public static let maximumRecordSize = 1 << 20
+    /// The longest `withLock` waits for another process's lock (nil: as long as it takes, as local mode's
+    /// processes queue behind each other's key derivations). tokenpind bounds it by `daemon-wait-timeout`.
+    public var lockWaitSeconds: Double?
 
     /// A store in `directory`, owned by the effective user.
     public init(directory: String, owner: uid_t = geteuid()) {
@@ -113,8 +116,20 @@ public struct RecordStore: Sendable {
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw systemError(path, "cannot open the lock file") }
         defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw systemError(path, "cannot lock the record") }
+        guard let lockWaitSeconds else {
+            while flock(fd, LOCK_EX) != 0 {
+                guard errno == EINTR else { throw systemError(path, "cannot lock the record") }
+            }
+            return try body()
+        }
+        // A bounded wait: poll the non-blocking lock until the deadline (flock has no timed form).
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ UInt64(max(0, min(lockWaitSeconds, 3600)) * 1e9)
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR else { throw systemError(path, "cannot lock the record") }
+            guard DispatchTime.now().uptimeNanoseconds < deadline else {
+                throw StoreError(.busy, path: path, "another process holds the record's lock; try again")
+            }
+            usleep(10_000)
         }
         return try body()
     }

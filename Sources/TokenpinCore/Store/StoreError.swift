@@ -14,6 +14,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case permissionDenied
         /// A user name that cannot name a record.
         case invalidUser
+        /// Another process held the record's lock for longer than the store waits (`lockWaitSeconds`).
+        case busy
     }
 
     /// What is wrong.
