@@ -131,6 +131,23 @@ runuser -u "$NEWBIE" -- "$CLIENT" --socket "$SOCKET" enrol < <(printf '%s\n48291
 check "enrol with the login password: enrolled" [ $? = 0 ]
 victim_ok "password checks"
 
+# 5b. PAM never fails open: once a secret was sent (or refused before sending), nothing but a verification is
+#     success, and PAM_IGNORE is only for a user without a record or an unreachable daemon.
+if [ ! -f "$PAM_MODULE" ]; then make -C "$ROOT" -s pam >/dev/null; fi
+# PAM_IGNORE from pam_tokenpin falls through to pam_permit: a fail-open shows as success.
+IGNORING_STACK=("auth [ignore=ignore default=die] $PAM_MODULE socket=$SOCKET timeout=10 ignore_unavailable"
+    "auth required pam_permit.so" "account required pam_permit.so")
+pam_service IGNORING "${IGNORING_STACK[@]}"
+before=$(remaining "$MALLORY")
+for pin in '\xff' '\xc3' '\xed\xa0\x80' '\xc0\xaf' '000000'; do
+    printf "$pin\n" | pamtester "$IGNORING" "$MALLORY" authenticate >"$WORK/out" 2>&1
+    code=$?
+    check "PAM with ignore_unavailable, PIN $pin: not authenticated (exit $code)" [ "$code" != 0 ]
+done
+after=$(remaining "$MALLORY")
+check "PAM: only the well-formed wrong PIN was counted ($before -> $after)" [ "$after" = $((before - 1)) ]
+alive "PAM odd bytes"
+
 # 6. SIGTERM ends the daemon within its drain time, with clients parked at prompts.
 as_mallory $ATTACK "$SOCKET" park verify "$MALLORY" 20 >/dev/null 2>&1 &
 attacker=$!
