@@ -4,7 +4,7 @@ import Testing
 
 /// Records and counters carrying numbers at and past their bounds.
 ///
-/// Every case must end in an error that names the field (or key and line); none may trap. A trap kills the test
+/// Every case must end in an error that names the field; none may trap. A trap kills the test
 /// process, so on code without the range checks these tests do not fail, they crash.
 @Suite struct HostileRecordTests {
     /// A valid record with a PIN, a recovery and a token slot, as a JSON object to tamper with.
