@@ -117,10 +117,7 @@ extension ClientMessage {
                 guard RecordStore.validate(user: user) else { throw ProtocolError(.badField, "`user` is not a user name") }
                 request.user = user
             }
-            if let attempts = try fields.optionalInt("newPINAttempts") {
-                guard (1...5).contains(attempts) else { throw ProtocolError(.badField, "`newPINAttempts` must be 1 to 5") }
-                request.newPINAttempts = attempts
-            }
+            request.newPINAttempts = try fields.optionalInt("newPINAttempts", in: 1...5)
             request.reader = try fields.optionalString("reader")
             request.serial = try fields.optionalString("serial")
             for text in [request.reader, request.serial].compactMap({ $0 }) where text.isEmpty || text.utf8.count > 256 {
@@ -190,16 +187,17 @@ extension ServerMessage {
         switch try fields.string("type") {
         case "prompt":
             return .prompt(name: try fields.string("prompt"), card: try fields.optionalString("card"),
-                           triesLeft: try fields.optionalInt("triesLeft"))
+                           triesLeft: try fields.optionalInt("triesLeft", in: ProtocolRanges.tries))
         case "question":
             return .question(try fields.string("text"))
         case "event":
             return .event(name: try fields.string("event"), fields: rest.filter { $0.key != "event" })
         case "result":
-            return .result(exitCode: try fields.int("exitCode"), fields: rest.filter { $0.key != "exitCode" })
+            return .result(exitCode: try fields.int("exitCode", in: ProtocolRanges.exitCode),
+                           fields: rest.filter { $0.key != "exitCode" })
         case "error":
             return .error(code: try fields.string("code"), message: try fields.string("message"),
-                          exitCode: try fields.int("exitCode"),
+                          exitCode: try fields.int("exitCode", in: ProtocolRanges.exitCode),
                           fields: rest.filter { !["code", "message", "exitCode"].contains($0.key) })
         case let other:
             throw ProtocolError(.unknownType, "unknown message type `\(other)`")
@@ -241,16 +239,18 @@ struct MessageFields {
         return text
     }
 
-    func int(_ key: String) throws(ProtocolError) -> Int {
-        guard let value = self[key] else { throw ProtocolError(.missingField, "`\(key)` is missing") }
-        guard let number = value.intValue else { throw ProtocolError(.badField, "`\(key)` must be a whole number") }
+    /// The whole number at `key`, checked against `range` before anyone uses it.
+    func int(_ key: String, in range: ClosedRange<Int>) throws(ProtocolError) -> Int {
+        guard self[key] != nil else { throw ProtocolError(.missingField, "`\(key)` is missing") }
+        guard let number = try optionalInt(key, in: range) else {
+            throw ProtocolError(.badField, "`\(key)` must be a whole number")
+        }
         return number
     }
 
-    func optionalInt(_ key: String) throws(ProtocolError) -> Int? {
-        guard let value = self[key], value != .null else { return nil }
-        guard let number = value.intValue else { throw ProtocolError(.badField, "`\(key)` must be a whole number") }
-        return number
+    /// The whole number at `key` in `range`, or nil when absent or null; `bad-field` naming the key otherwise.
+    func optionalInt(_ key: String, in range: ClosedRange<Int>) throws(ProtocolError) -> Int? {
+        try JSONValue.object(members).number(key, in: range)
     }
 
     func optionalBool(_ key: String) throws(ProtocolError) -> Bool? {
