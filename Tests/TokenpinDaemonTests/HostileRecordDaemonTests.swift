@@ -81,4 +81,27 @@ import TokenpinService
             #expect(try test.client.ping() == 1)
         }
     }
+
+    @Test func datesAtTheEndsOfTheCalendarAreServedWithoutTrapping() throws {
+        let test = try TestDaemon(config: "fail-delay = 0,30\n")
+        defer { test.stop() }
+        let bytes = try record(in: test) { object in
+            var counter = object["counter"] as? [String: Any] ?? [:]
+            counter["failures"] = 1
+            counter["remaining"] = 4
+            counter["lastAttemptAt"] = "9999-12-31T23:59:59Z"
+            counter["lockedAt"] = "0001-01-01T00:00:00Z"
+            object["counter"] = counter
+            object["updated"] = "9999-12-31T23:59:59Z"
+        }
+        _ = try test.client.importRecord(bytes)
+        let status = try test.client.status()
+        #expect(status.remaining == 4)
+        #expect(status.delaySeconds == 0)  // one failure: the schedule's first entry, no pause
+        #expect(try test.client.verify(ScriptedInteraction(["000000"])).outcome == .rejected(remaining: 3, lastTry: false))
+        // Two failures now, the last one just made: the second entry's pause, never more.
+        let delayed = try test.client.status()
+        #expect((1...30).contains(delayed.delaySeconds))
+        #expect(try test.client.ping() == 1)
+    }
 }
