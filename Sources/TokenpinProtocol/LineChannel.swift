@@ -208,15 +208,9 @@ public final class LineChannel {
 
     /// Writes a `secret` message for `prompt`; every buffer that held the secret is wiped before this returns.
     public func sendSecret(prompt: String, _ secret: borrowing SecretBytes) throws(ProtocolError) {
-        var line: [UInt8] = []
-        line.reserveCapacity(64 + prompt.utf8.count * 6 + secret.count * 6)
-        line += Array("{\"v\":1,\"type\":\"secret\",\"prompt\":".utf8)
-        JSONValue.quote(Array(prompt.utf8), into: &line)
-        line += Array(",\"value\":".utf8)
         var raw = secret.withUnsafeBytes { [UInt8]($0) }
-        JSONValue.quote(raw, into: &line)
+        var line = ClientMessage.secretLine(prompt: prompt, value: raw)
         wipe(&raw)
-        line += Array("}\n".utf8)
         defer { wipe(&line) }
         try write(line)
     }

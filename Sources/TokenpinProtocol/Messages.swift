@@ -271,6 +271,7 @@ struct MessageFields {
 extension ClientMessage {
     /// The line for this message, newline included. A `secret` line holds the secret: wipe it after writing.
     public var line: [UInt8] {
+        if case .secret(let prompt, let value) = self { return Self.secretLine(prompt: prompt, value: value) }
         var members: [JSONMember] = [JSONMember("v", .int(ProtocolLimits.version))]
         switch self {
         case .request(let request):
@@ -287,10 +288,8 @@ extension ClientMessage {
             if let admin = request.admin { members.append(JSONMember("admin", .bool(admin))) }
             if let reader = request.reader { members.append(JSONMember("reader", .text(reader))) }
             if let serial = request.serial { members.append(JSONMember("serial", .text(serial))) }
-        case .secret(let prompt, let value):
-            members.append(JSONMember("type", .text("secret")))
-            members.append(JSONMember("prompt", .text(prompt)))
-            members.append(JSONMember("value", .string(value)))
+        case .secret:
+            break  // built above, without intermediate copies
         case .confirm(let answer):
             members.append(JSONMember("type", .text("confirm")))
             members.append(JSONMember("answer", .bool(answer)))
@@ -300,6 +299,21 @@ extension ClientMessage {
         var out = JSONValue.object(members).serialized
         out.append(0x0A)
         return out
+    }
+}
+
+extension ClientMessage {
+    /// The line of a `secret` message, newline included, built in one buffer reserved for the worst case (every
+    /// byte escaped), so no reallocation leaves a copy of the secret behind. Wipe it after writing.
+    static func secretLine(prompt: String, value: [UInt8]) -> [UInt8] {
+        var line: [UInt8] = []
+        line.reserveCapacity(64 + prompt.utf8.count * 6 + value.count * 6)
+        line += Array("{\"v\":1,\"type\":\"secret\",\"prompt\":".utf8)
+        JSONValue.quote(Array(prompt.utf8), into: &line)
+        line += Array(",\"value\":".utf8)
+        JSONValue.quote(value, into: &line)
+        line += Array("}\n".utf8)
+        return line
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenpinCore
 @testable import TokenpinProtocol
 #if canImport(Glibc)
 import Glibc
@@ -89,5 +90,28 @@ import Glibc
         }
         let (bytes, buffered) = reader.receiveBufferSnapshot
         #expect(buffered == 0 && bytes.allSatisfy { $0 == 0 })
+    }
+}
+
+@Suite struct SecretLineTests {
+    @Test(arguments: [[UInt8](), Array("482916".utf8), [0x00, 0x01, 0x1F, 0x22, 0x5C, 0x7F], Array("pïn ✓".utf8)])
+    func aSecretLineIsBuiltInItsReservedBufferAndParsesBack(_ value: [UInt8]) throws {
+        let line = ClientMessage.secretLine(prompt: "new-pin", value: value)
+        // Every byte escaped (six bytes each) fits the reservation, so the buffer never grew.
+        #expect(line.count <= 64 + "new-pin".utf8.count * 6 + value.count * 6)
+        #expect(line.last == 0x0A)
+        #expect(try ClientMessage.parse(Array(line.dropLast())) == .secret(prompt: "new-pin", value: value))
+        #expect(ClientMessage.secret(prompt: "new-pin", value: value).line == line)
+    }
+
+    @Test func sendSecretWritesTheSameLine() throws {
+        var fds: [Int32] = [0, 0]
+        _ = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds)
+        let writer = LineChannel(fd: fds[0])
+        let reader = LineChannel(fd: fds[1])
+        let value = Array("739154".utf8)
+        let secret = SecretBytes(count: value.count) { $0.copyBytes(from: value) }
+        try writer.sendSecret(prompt: "pin", secret)
+        #expect(try reader.readLine(timeoutMilliseconds: 2000) == Array(ClientMessage.secretLine(prompt: "pin", value: value).dropLast()))
     }
 }
