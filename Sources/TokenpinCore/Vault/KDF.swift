@@ -161,7 +161,7 @@ public struct KDFCalibration: Sendable {
             let start = timeSource.monotonicNanoseconds
             let parameters = KDFParameters(algorithm: .argon2id13, memoryKiB: memoryKiB, passes: passes, salt: Data(salt))
             _ = try parameters.deriveKey(from: password)
-            return Double(timeSource.monotonicNanoseconds - start) / 1e6
+            return Double(timeSource.monotonicNanoseconds &- start) / 1e6
         }
     }
 }
