@@ -78,7 +78,7 @@ public final class Daemon: Sendable {
         self.logger = logger
         let configuration = try Self.loadConfiguration(options)
         configurationState = ConfigurationBox(configuration)
-        budget = MemoryBudget(capacityKiB: configuration.daemonKDFMemoryMiB * 1024,
+        budget = MemoryBudget(capacityKiB: Self.kibibytes(mebibytes: configuration.daemonKDFMemoryMiB),
                               maximumHolders: options.maximumParallelKDF)
         connections = ConnectionTable(maximumTotal: options.maximumConnections,
                                       maximumPerUID: options.maximumConnectionsPerUID)
@@ -113,6 +113,12 @@ public final class Daemon: Sendable {
         }
     }
 
+    /// `mebibytes` in KiB, saturating (the configuration bounds it; a programmatic value might not be).
+    static func kibibytes(mebibytes: Int) -> Int {
+        let (product, overflow) = max(0, mebibytes).multipliedReportingOverflow(by: 1024)
+        return overflow ? .max : product
+    }
+
     /// The configuration in force.
     public var configuration: Configuration { configurationState.value.withLock { $0 } }
 
@@ -125,7 +131,7 @@ public final class Daemon: Sendable {
         do {
             let fresh = try Self.loadConfiguration(options)
             configurationState.value.withLock { $0 = fresh }
-            budget.setCapacity(fresh.daemonKDFMemoryMiB * 1024)
+            budget.setCapacity(Self.kibibytes(mebibytes: fresh.daemonKDFMemoryMiB))
             logger.info("configuration reloaded", [("daemon-kdf-memory.mib", String(fresh.daemonKDFMemoryMiB))])
             return true
         } catch {
@@ -260,7 +266,7 @@ public final class Daemon: Sendable {
         let channel = LineChannel(fd: fd)
         let configuration = self.configuration
         var limiter = RateLimiter(limit: configuration.daemonRequestsPerMinute, windowNanoseconds: 60_000_000_000)
-        let idle = Int32(clamping: configuration.daemonIdleTimeoutSeconds * 1000)
+        let idle = Int32(clamping: min(configuration.daemonIdleTimeoutSeconds, 86_400) * 1000)
         while !isDraining {
             var line: [UInt8]
             do {

@@ -22,7 +22,7 @@ final class RelayInteraction: Interaction {
         self.channel = channel
         self.daemon = daemon
         self.user = user
-        self.promptTimeoutMilliseconds = Int32(clamping: promptTimeoutSeconds * 1000)
+        self.promptTimeoutMilliseconds = Int32(clamping: min(max(0, promptTimeoutSeconds), 86_400) * 1000)
         self.newPINAttempts = newPINAttempts
     }
 

@@ -65,10 +65,10 @@ extension Event {
             guard let method = value["method"]?.stringValue.flatMap(VerificationMethod.init(rawValue:)) else { return nil }
             self = .verified(method: method)
         case "wrongPIN":
-            guard let remaining = value["remaining"]?.intValue else { return nil }
+            guard let remaining = try? value.number("remaining", in: ProtocolRanges.tries) else { return nil }
             self = .wrongPIN(remaining: remaining, lastTry: value["lastTry"]?.boolValue ?? false)
         case "delayed":
-            guard let seconds = value["seconds"]?.intValue else { return nil }
+            guard let seconds = try? value.number("seconds", in: ProtocolRanges.delay) else { return nil }
             self = .delayed(seconds: seconds)
         case "tokenFailed":
             self = .tokenFailed(reason: value["reason"]?.stringValue ?? "", fallback: value["fallback"]?.boolValue ?? false)
@@ -83,14 +83,53 @@ extension Event {
     }
 }
 
-/// Dates travel as whole milliseconds since 1970.
+/// The ranges of the numbers messages from the daemon carry; a number outside its range is a `bad-field` error
+/// that names the field, checked before anything uses the number.
+public enum ProtocolRanges {
+    /// Tries left of the PIN or a card's PIN (a card counts to 15 at most; the PIN to `retries-max`, 100).
+    public static let tries = 0...255
+    /// `max` of the PIN's retry counter.
+    public static let maximumTries = 1...RetryCounter.maximumTries
+    /// Failure counts.
+    public static let failures = 0...RetryCounter.maximumFailureCount
+    /// Seconds of a failure delay.
+    public static let delay = 0...RetryCounter.maximumDelaySeconds
+    /// Exit codes (a process's exit status is one byte).
+    public static let exitCode = 0...255
+}
+
+extension JSONValue {
+    /// The whole number at `key` of an object, checked against `range`; nil when the field is absent or null.
+    ///
+    /// Throws `bad-field`, naming the field, when it is not a whole number in `range`.
+    func number(_ key: String, in range: ClosedRange<Int>) throws(ProtocolError) -> Int? {
+        guard let field = self[key], field != .null else { return nil }
+        guard let number = field.intValue, range.contains(number) else {
+            throw ProtocolError(.badField, "`\(key)` must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return number
+    }
+}
+
+/// Dates travel as whole milliseconds since 1970, from year 0 to year 9999 (a date beyond is sent as the bound).
 enum ProtocolDate {
+    /// 9999-12-31T23:59:59.999Z in milliseconds since 1970; the earliest date is year 0, as far back.
+    static let limit: Int64 = 253_402_300_799_999
+
     static func encode(_ date: Date?) -> JSONValue {
-        date.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? .null
+        guard let date else { return .null }
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        guard !milliseconds.isNaN else { return .null }
+        // Clamped as a Double first, so the conversion cannot trap on a far or infinite date.
+        return .integer(Int64(Swift.min(Swift.max(milliseconds, -Double(limit)), Double(limit))))
     }
 
-    static func decode(_ value: JSONValue?) -> Date? {
-        guard case .integer(let milliseconds)? = value else { return nil }
+    /// The date at `key`; nil when absent or null; `bad-field` naming the field when it is not a date in range.
+    static func decode(_ value: JSONValue, _ key: String) throws(ProtocolError) -> Date? {
+        guard let field = value[key], field != .null else { return nil }
+        guard case .integer(let milliseconds) = field, (-limit...limit).contains(milliseconds) else {
+            throw ProtocolError(.badField, "`\(key)` must be whole milliseconds since 1970, up to year 9999")
+        }
         return Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
 }
@@ -106,14 +145,17 @@ extension RetryCounter {
     }
 
     /// A counter from a message's fields, or nil when it has none (`max` missing).
-    init?(protocolFields value: JSONValue) {
-        guard let max = value["max"]?.intValue, let remaining = value["remaining"]?.intValue else { return nil }
+    ///
+    /// Each number is range-checked (`bad-field` naming it), as the record's structural check would.
+    init?(protocolFields value: JSONValue) throws(ProtocolError) {
+        guard let max = try value.number("max", in: ProtocolRanges.maximumTries) else { return nil }
+        guard let remaining = try value.number("remaining", in: 0...max) else { return nil }
         self.init(max: max)
         self.remaining = remaining
-        failures = value["failures"]?.intValue ?? 0
-        recoveryFailures = value["recoveryFailures"]?.intValue ?? 0
-        lockedAt = ProtocolDate.decode(value["lockedAt"])
-        lastAttemptAt = ProtocolDate.decode(value["lastAttemptAt"])
+        failures = try value.number("failures", in: ProtocolRanges.failures) ?? 0
+        recoveryFailures = try value.number("recoveryFailures", in: ProtocolRanges.failures) ?? 0
+        lockedAt = try ProtocolDate.decode(value, "lockedAt")
+        lastAttemptAt = try ProtocolDate.decode(value, "lastAttemptAt")
     }
 }
 
@@ -162,20 +204,24 @@ extension VerifyReport {
             }
             outcome = .verified(method: method)
         case "rejected":
-            guard let remaining = value["triesLeft"]?.intValue else { throw ProtocolError(.missingField, "`triesLeft` is missing") }
+            guard let remaining = try value.number("triesLeft", in: ProtocolRanges.tries) else {
+                throw ProtocolError(.missingField, "`triesLeft` is missing")
+            }
             outcome = .rejected(remaining: remaining, lastTry: value["lastTry"]?.boolValue ?? false)
         case "locked": outcome = .locked
         case "delayed":
-            guard let seconds = value["retryAfter"]?.intValue else { throw ProtocolError(.missingField, "`retryAfter` is missing") }
+            guard let seconds = try value.number("retryAfter", in: ProtocolRanges.delay) else {
+                throw ProtocolError(.missingField, "`retryAfter` is missing")
+            }
             outcome = .delayed(seconds: seconds)
         case "tokenRejected":
             outcome = .tokenRejected(reason: value["reason"]?.stringValue ?? "the token was not verified")
         default:
             throw ProtocolError(.badField, "`outcome` is missing or unknown")
         }
-        let nanoseconds = value["kdfNanoseconds"]?.intValue.map { UInt64(Swift.max(0, $0)) } ?? 0
+        let nanoseconds = try value.number("kdfNanoseconds", in: 0...Int.max).map { UInt64($0) } ?? 0
         self.init(outcome: outcome, tokenFailure: value["tokenFailure"]?.stringValue, kdfNanoseconds: nanoseconds,
-                  counter: RetryCounter(protocolFields: value))
+                  counter: try RetryCounter(protocolFields: value))
     }
 }
 
@@ -186,11 +232,13 @@ extension KDFParameters {
                  JSONMember("passes", .int(passes)), JSONMember("salt", .text(Base64.encode([UInt8](salt))))])
     }
 
+    /// The parameters of an object, or nil when it is malformed or out of the bounds a slot may hold.
     init?(protocolValue value: JSONValue?) {
         guard let value, let algorithm = value["algorithm"]?.stringValue.flatMap(Algorithm.init(rawValue:)),
               let memory = value["memoryKiB"]?.intValue, let passes = value["passes"]?.intValue,
               let salt = value["salt"]?.stringValue.flatMap(Base64.decode) else { return nil }
         self.init(algorithm: algorithm, memoryKiB: memory, passes: passes, salt: Data(salt))
+        guard problem == nil else { return nil }
     }
 }
 
@@ -248,11 +296,21 @@ extension StatusReport {
         }
         var token: TokenStatus?
         if let tokenValue = value["token"], tokenValue != .null { token = try TokenStatus(protocolValue: tokenValue) }
-        self.init(user: user, recordPath: path, enrolled: enrolled, remaining: value["remaining"]?.intValue,
-                  maximum: value["max"]?.intValue, locked: value["locked"]?.boolValue ?? false,
-                  lockedAt: ProtocolDate.decode(value["lockedAt"]), delaySeconds: value["delay"]?.intValue ?? 0,
-                  failures: value["failures"]?.intValue ?? 0,
-                  kdf: KDFParameters(protocolValue: value["kdf"].flatMap { $0 == .null ? nil : $0 }),
+        let maximum = try value.number("max", in: ProtocolRanges.maximumTries)
+        var kdf: KDFParameters?
+        if let kdfValue = value["kdf"], kdfValue != .null {
+            guard let parameters = KDFParameters(protocolValue: kdfValue) else {
+                throw ProtocolError(.badField, "`kdf` is malformed or out of bounds")
+            }
+            kdf = parameters
+        }
+        self.init(user: user, recordPath: path, enrolled: enrolled,
+                  remaining: try value.number("remaining", in: 0...(maximum ?? RetryCounter.maximumTries)),
+                  maximum: maximum, locked: value["locked"]?.boolValue ?? false,
+                  lockedAt: try ProtocolDate.decode(value, "lockedAt"),
+                  delaySeconds: try value.number("delay", in: ProtocolRanges.delay) ?? 0,
+                  failures: try value.number("failures", in: ProtocolRanges.failures) ?? 0,
+                  kdf: kdf,
                   types: try TypeStatus.list(protocolValue: value["types"]),
                   mode: value["mode"]?.stringValue.flatMap(VerificationMode.init(rawValue:)),
                   fallback: value["fallback"]?.stringValue.flatMap(FallbackPolicy.init(rawValue:)),
@@ -278,7 +336,8 @@ extension ReaderInfo {
         }
         self.init(name: name, cardPresent: present, serial: value["serial"]?.stringValue,
                   isOpenPGP: value["openpgp"]?.boolValue ?? false, usable: value["usable"]?.boolValue ?? false,
-                  unusableReason: value["unusableReason"]?.stringValue, cardPINTriesLeft: value["cardPINTriesLeft"]?.intValue)
+                  unusableReason: value["unusableReason"]?.stringValue,
+                  cardPINTriesLeft: try value.number("cardPINTriesLeft", in: ProtocolRanges.tries))
     }
 
     /// A list of readers from an array.
@@ -304,7 +363,8 @@ extension TokenStatus {
     /// The token side of a status from its object.
     public init(protocolValue value: JSONValue) throws(ProtocolError) {
         self.init(readers: try ReaderInfo.list(protocolValue: value["readers"]), problem: value["problem"]?.stringValue,
-                  matchingReader: value["reader"]?.stringValue, cardPINTriesLeft: value["cardPINTriesLeft"]?.intValue)
+                  matchingReader: value["reader"]?.stringValue,
+                  cardPINTriesLeft: try value.number("cardPINTriesLeft", in: ProtocolRanges.tries))
     }
 }
 

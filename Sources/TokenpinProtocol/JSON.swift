@@ -95,7 +95,13 @@ public enum JSONValue: Sendable, Equatable {
             case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
             case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
             case 0..<0x20, 0x7F:
-                out += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+                // Byte by byte: no temporary array holding a secret's byte is left behind unwiped.
+                out.append(UInt8(ascii: "\\"))
+                out.append(UInt8(ascii: "u"))
+                out.append(UInt8(ascii: "0"))
+                out.append(UInt8(ascii: "0"))
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0xF)])
             default: out.append(byte)
             }
         }

@@ -7,25 +7,70 @@ import TokenpinCore
 /// Newline-delimited frames over a connected stream socket, with a line limit and read timeouts.
 ///
 /// Owns the descriptor and closes it on release. Reads use `poll` so a silent peer times out; writes use
-/// `MSG_NOSIGNAL` so a peer that went away is an error, not a `SIGPIPE`. Buffered bytes are wiped when they are
-/// consumed or released, since a line may have held a secret.
+/// `MSG_NOSIGNAL` so a peer that went away is an error, not a `SIGPIPE`.
+///
+/// A line may hold a secret, so received bytes live in one buffer allocated once, large enough for the longest
+/// line and one read, which never grows or moves: `recv` writes into it directly, a line that spans several reads
+/// is assembled in place, and the bytes a line leaves behind are zeroed when it is taken out. The whole buffer is
+/// wiped before it is released.
 public final class LineChannel {
     /// The socket.
     public let fd: Int32
     /// The longest line accepted, newline excluded.
     public let maximumLineLength: Int
-    private var buffer: [UInt8] = []
+    /// The most bytes one `recv` asks for.
+    static let readSize = 4096
+    /// Received bytes: `buffer[0..<buffered]` not yet returned, the rest zero. Allocated on the first read.
+    private var buffer: UnsafeMutableRawBufferPointer?
+    private var buffered = 0
     private var closed = false
 
     /// Wraps a connected socket.
     public init(fd: Int32, maximumLineLength: Int = ProtocolLimits.maximumLineLength) {
         self.fd = fd
-        self.maximumLineLength = maximumLineLength
+        self.maximumLineLength = max(0, min(maximumLineLength, ProtocolLimits.maximumLineLength))
     }
 
     deinit {
-        wipe(&buffer)
+        if let buffer {
+            secureZero(buffer)
+            buffer.deallocate()
+        }
         if !closed { Glibc.close(fd) }
+    }
+
+    /// The receive buffer, allocated zeroed on first use with room for the longest line, its newline and one read.
+    private func receiveBuffer() -> UnsafeMutableRawBufferPointer {
+        if let buffer { return buffer }
+        let fresh = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumLineLength + 1 + Self.readSize, alignment: 1)
+        fresh.initializeMemory(as: UInt8.self, repeating: 0)
+        buffer = fresh
+        return fresh
+    }
+
+    /// Zeroes every buffered byte.
+    private func discardBuffered() {
+        if let buffer { secureZero(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<buffered])) }
+        buffered = 0
+    }
+
+    /// Takes `buffer[0..<length]` out as a line, drops the newline after it, moves what follows to the front and
+    /// zeroes the bytes left behind.
+    private func takeLine(length: Int, from buffer: UnsafeMutableRawBufferPointer) -> [UInt8] {
+        let line = [UInt8](UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
+        let rest = buffered - (length + 1)
+        if rest > 0, let base = buffer.baseAddress {
+            memmove(base, base + length + 1, rest)
+        }
+        secureZero(UnsafeMutableRawBufferPointer(rebasing: buffer[rest..<buffered]))
+        buffered = rest
+        return line
+    }
+
+    /// A copy of the whole receive buffer, for tests that check what stays in memory.
+    var receiveBufferSnapshot: (bytes: [UInt8], buffered: Int) {
+        guard let buffer else { return ([], 0) }
+        return ([UInt8](UnsafeRawBufferPointer(buffer)), buffered)
     }
 
     /// Closes the socket now.
@@ -80,18 +125,17 @@ public final class LineChannel {
     /// past the limit, `.timeout` when the peer is silent. The caller wipes a returned line that held a secret.
     public func readLine(timeoutMilliseconds: Int32, deadline: (() -> Bool)? = nil) throws(ProtocolError) -> [UInt8] {
         let start = DispatchTime.now().uptimeNanoseconds
+        let buffer = receiveBuffer()
         while true {
-            if let newline = buffer.firstIndex(of: 0x0A) {
+            if let newline = UnsafeRawBufferPointer(rebasing: buffer[0..<buffered]).firstIndex(of: 0x0A) {
                 guard newline <= maximumLineLength else {
+                    discardBuffered()
                     throw ProtocolError(.oversized, "a line is longer than \(maximumLineLength) bytes")
                 }
-                let line = Array(buffer[..<newline])
-                let rest = Array(buffer[(newline + 1)...])
-                wipe(&buffer)
-                buffer = rest
-                return line
+                return takeLine(length: newline, from: buffer)
             }
-            guard buffer.count <= maximumLineLength else {
+            guard buffered <= maximumLineLength else {
+                discardBuffered()
                 throw ProtocolError(.oversized, "a line is longer than \(maximumLineLength) bytes")
             }
             var left = timeoutMilliseconds
@@ -99,24 +143,31 @@ public final class LineChannel {
                 let spent = Int64((DispatchTime.now().uptimeNanoseconds &- start) / 1_000_000)
                 left = Int32(clamping: max(0, Int64(timeoutMilliseconds) - spent))
                 if left == 0 {
-                    wipe(&buffer)
+                    discardBuffered()
                     throw ProtocolError(.timeout, "no complete message arrived in time")
                 }
             }
-            try waitReadable(timeoutMilliseconds: left, deadline: deadline)
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            let count = chunk.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, 0) }
+            do {
+                try waitReadable(timeoutMilliseconds: left, deadline: deadline)
+            } catch {
+                discardBuffered()
+                throw error
+            }
+            // At most `maximumLineLength` bytes are buffered here, so a whole read always fits behind them.
+            let free = UnsafeMutableRawBufferPointer(rebasing: buffer[buffered..<(buffered + Self.readSize)])
+            let count = Glibc.recv(fd, free.baseAddress, free.count, 0)
             if count < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
-                throw ProtocolError(.io, "cannot read the socket: \(String(cString: strerror(errno)))")
+                let reason = String(cString: strerror(errno))
+                discardBuffered()
+                throw ProtocolError(.io, "cannot read the socket: \(reason)")
             }
             if count == 0 {
-                if buffer.isEmpty { throw ProtocolError(.closed, "the peer closed the connection") }
-                wipe(&buffer)
+                if buffered == 0 { throw ProtocolError(.closed, "the peer closed the connection") }
+                discardBuffered()
                 throw ProtocolError(.truncated, "the connection closed in the middle of a message")
             }
-            buffer += chunk[0..<count]
-            wipe(&chunk)
+            buffered += count
         }
     }
 
@@ -157,15 +208,9 @@ public final class LineChannel {
 
     /// Writes a `secret` message for `prompt`; every buffer that held the secret is wiped before this returns.
     public func sendSecret(prompt: String, _ secret: borrowing SecretBytes) throws(ProtocolError) {
-        var line: [UInt8] = []
-        line.reserveCapacity(64 + prompt.utf8.count * 6 + secret.count * 6)
-        line += Array("{\"v\":1,\"type\":\"secret\",\"prompt\":".utf8)
-        JSONValue.quote(Array(prompt.utf8), into: &line)
-        line += Array(",\"value\":".utf8)
         var raw = secret.withUnsafeBytes { [UInt8]($0) }
-        JSONValue.quote(raw, into: &line)
+        var line = ClientMessage.secretLine(prompt: prompt, value: raw)
         wipe(&raw)
-        line += Array("}\n".utf8)
         defer { wipe(&line) }
         try write(line)
     }

@@ -117,10 +117,7 @@ extension ClientMessage {
                 guard RecordStore.validate(user: user) else { throw ProtocolError(.badField, "`user` is not a user name") }
                 request.user = user
             }
-            if let attempts = try fields.optionalInt("newPINAttempts") {
-                guard (1...5).contains(attempts) else { throw ProtocolError(.badField, "`newPINAttempts` must be 1 to 5") }
-                request.newPINAttempts = attempts
-            }
+            request.newPINAttempts = try fields.optionalInt("newPINAttempts", in: 1...5)
             request.reader = try fields.optionalString("reader")
             request.serial = try fields.optionalString("serial")
             for text in [request.reader, request.serial].compactMap({ $0 }) where text.isEmpty || text.utf8.count > 256 {
@@ -190,16 +187,17 @@ extension ServerMessage {
         switch try fields.string("type") {
         case "prompt":
             return .prompt(name: try fields.string("prompt"), card: try fields.optionalString("card"),
-                           triesLeft: try fields.optionalInt("triesLeft"))
+                           triesLeft: try fields.optionalInt("triesLeft", in: ProtocolRanges.tries))
         case "question":
             return .question(try fields.string("text"))
         case "event":
             return .event(name: try fields.string("event"), fields: rest.filter { $0.key != "event" })
         case "result":
-            return .result(exitCode: try fields.int("exitCode"), fields: rest.filter { $0.key != "exitCode" })
+            return .result(exitCode: try fields.int("exitCode", in: ProtocolRanges.exitCode),
+                           fields: rest.filter { $0.key != "exitCode" })
         case "error":
             return .error(code: try fields.string("code"), message: try fields.string("message"),
-                          exitCode: try fields.int("exitCode"),
+                          exitCode: try fields.int("exitCode", in: ProtocolRanges.exitCode),
                           fields: rest.filter { !["code", "message", "exitCode"].contains($0.key) })
         case let other:
             throw ProtocolError(.unknownType, "unknown message type `\(other)`")
@@ -241,16 +239,18 @@ struct MessageFields {
         return text
     }
 
-    func int(_ key: String) throws(ProtocolError) -> Int {
-        guard let value = self[key] else { throw ProtocolError(.missingField, "`\(key)` is missing") }
-        guard let number = value.intValue else { throw ProtocolError(.badField, "`\(key)` must be a whole number") }
+    /// The whole number at `key`, checked against `range` before anyone uses it.
+    func int(_ key: String, in range: ClosedRange<Int>) throws(ProtocolError) -> Int {
+        guard self[key] != nil else { throw ProtocolError(.missingField, "`\(key)` is missing") }
+        guard let number = try optionalInt(key, in: range) else {
+            throw ProtocolError(.badField, "`\(key)` must be a whole number")
+        }
         return number
     }
 
-    func optionalInt(_ key: String) throws(ProtocolError) -> Int? {
-        guard let value = self[key], value != .null else { return nil }
-        guard let number = value.intValue else { throw ProtocolError(.badField, "`\(key)` must be a whole number") }
-        return number
+    /// The whole number at `key` in `range`, or nil when absent or null; `bad-field` naming the key otherwise.
+    func optionalInt(_ key: String, in range: ClosedRange<Int>) throws(ProtocolError) -> Int? {
+        try JSONValue.object(members).number(key, in: range)
     }
 
     func optionalBool(_ key: String) throws(ProtocolError) -> Bool? {
@@ -271,6 +271,7 @@ struct MessageFields {
 extension ClientMessage {
     /// The line for this message, newline included. A `secret` line holds the secret: wipe it after writing.
     public var line: [UInt8] {
+        if case .secret(let prompt, let value) = self { return Self.secretLine(prompt: prompt, value: value) }
         var members: [JSONMember] = [JSONMember("v", .int(ProtocolLimits.version))]
         switch self {
         case .request(let request):
@@ -287,10 +288,8 @@ extension ClientMessage {
             if let admin = request.admin { members.append(JSONMember("admin", .bool(admin))) }
             if let reader = request.reader { members.append(JSONMember("reader", .text(reader))) }
             if let serial = request.serial { members.append(JSONMember("serial", .text(serial))) }
-        case .secret(let prompt, let value):
-            members.append(JSONMember("type", .text("secret")))
-            members.append(JSONMember("prompt", .text(prompt)))
-            members.append(JSONMember("value", .string(value)))
+        case .secret:
+            break  // built above, without intermediate copies
         case .confirm(let answer):
             members.append(JSONMember("type", .text("confirm")))
             members.append(JSONMember("answer", .bool(answer)))
@@ -300,6 +299,21 @@ extension ClientMessage {
         var out = JSONValue.object(members).serialized
         out.append(0x0A)
         return out
+    }
+}
+
+extension ClientMessage {
+    /// The line of a `secret` message, newline included, built in one buffer reserved for the worst case (every
+    /// byte escaped), so no reallocation leaves a copy of the secret behind. Wipe it after writing.
+    static func secretLine(prompt: String, value: [UInt8]) -> [UInt8] {
+        var line: [UInt8] = []
+        line.reserveCapacity(64 + prompt.utf8.count * 6 + value.count * 6)
+        line += Array("{\"v\":1,\"type\":\"secret\",\"prompt\":".utf8)
+        JSONValue.quote(Array(prompt.utf8), into: &line)
+        line += Array(",\"value\":".utf8)
+        JSONValue.quote(value, into: &line)
+        line += Array("}\n".utf8)
+        return line
     }
 }
 

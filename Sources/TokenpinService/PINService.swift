@@ -91,7 +91,8 @@ public struct PINService: Sendable {
     /// The Argon2id parameters for a new PIN slot: fixed by `kdf-memory-mib`/`kdf-passes`, else calibrated.
     public func chooseKDF() throws -> KDFParameters {
         if let memory = configuration.kdfMemoryMiB {
-            return .argon2id(memoryKiB: memory * 1024, passes: configuration.kdfPasses ?? 3)
+            return .argon2id(memoryKiB: memory.multipliedReportingOverflow(by: 1024).overflow ? .max : memory * 1024,
+                             passes: configuration.kdfPasses ?? 3)
         }
         var calibration = KDFCalibration(targetMilliseconds: configuration.kdfTargetMilliseconds)
         if let passes = configuration.kdfPasses { calibration.minimumPasses = passes }
@@ -228,7 +229,7 @@ public struct PINService: Sendable {
                                                        lastAttempt: record.counter.lastAttemptAt, now: time.now,
                                                        schedule: configuration.failDelay)
                 if delay > 0 { return VerifyReport(outcome: .delayed(seconds: delay), counter: record.counter) }
-                record.counter.recoveryFailures += 1
+                record.counter.countRecoveryFailure()
                 record.counter.lastAttemptAt = time.now
                 try store.save(record)
                 let kek = try deriveKey(slot.kdf, from: recovery)

@@ -117,6 +117,8 @@ extension BenchCommand {
         let time = SystemTimeSource()
         do {
             let cardPIN = try context.interaction.readSecret(.cardPIN(card: "to benchmark", triesLeft: 3))
+            // A short APDU's Lc is one byte; OpenPGP card PINs are at most 127 bytes.
+            guard cardPIN.count <= 127 else { throw ServiceError.usage("a card PIN is at most 127 bytes") }
             let adminPIN = try context.interaction.readSecret(.adminPIN(card: "to benchmark (only if it needs a key)", triesLeft: 3))
             var benchPIN = Array("739154".utf8)
             let interaction = BenchInteraction(pin: SecretBytes(consuming: &benchPIN), cardPIN: cardPIN, adminPIN: adminPIN)

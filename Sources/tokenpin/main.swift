@@ -168,5 +168,10 @@ func runMain() -> ExitCode {
     return command.run(context)
 }
 
+// No core files and not dumpable, before any secret or Argon2 memory exists (as tokenpind does).
+guard CoreDumps.disable() else {
+    Console.write(2, "error: cannot disable core dumps, so a PIN could end up in a core file\n")
+    exit(ExitCode.ioError.rawValue)
+}
 signal(SIGPIPE, SIG_IGN)
 exit(runMain().rawValue)

@@ -200,6 +200,11 @@ public struct Configuration: Sendable, Equatable {
         case none
     }
 
+    /// The most entries `fail-delay` may list.
+    public static let maximumFailDelayEntries = 100
+    /// The largest `daemon-kdf-memory`, in MiB (1024G); times 1024 (KiB) it still fits any `Int`.
+    public static let maximumDaemonKDFMemoryMiB = 1 << 20
+
     /// Every key the files may set.
     public static let keys = [
         "retries-max", "fail-delay", "kdf-target-ms", "kdf-memory-mib", "kdf-passes",
@@ -238,19 +243,24 @@ public struct Configuration: Sendable, Equatable {
             return value
         }
         switch key {
-        case "retries-max": retriesMax = try integer(1...100)
+        case "retries-max": retriesMax = try integer(1...RetryCounter.maximumTries)
         case "fail-delay":
             var delays: [Int] = []
-            for part in value.split(separator: ",", omittingEmptySubsequences: false) {
-                guard let seconds = Int(part.trimmingCharacters(in: .whitespaces)), (0...86400).contains(seconds) else {
-                    throw Message(text: "fail-delay must be seconds separated by commas (0,0,0,30,300), not `\(value)`")
+            let parts = value.split(separator: ",", omittingEmptySubsequences: false)
+            guard parts.count <= Self.maximumFailDelayEntries else {
+                throw Message(text: "fail-delay has more than \(Self.maximumFailDelayEntries) entries")
+            }
+            for part in parts {
+                guard let seconds = Int(part.trimmingCharacters(in: .whitespaces)),
+                      (0...RetryCounter.maximumDelaySeconds).contains(seconds) else {
+                    throw Message(text: "fail-delay must be seconds from 0 to \(RetryCounter.maximumDelaySeconds) separated by commas (0,0,0,30,300), not `\(value)`")
                 }
                 delays.append(seconds)
             }
             failDelay = delays
         case "kdf-target-ms": kdfTargetMilliseconds = try integer(50...10000)
-        case "kdf-memory-mib": kdfMemoryMiB = try integer(8...4096)
-        case "kdf-passes": kdfPasses = try integer(1...64)
+        case "kdf-memory-mib": kdfMemoryMiB = try integer(8...KDFParameters.maximumMemoryKiB / 1024)
+        case "kdf-passes": kdfPasses = try integer(1...KDFParameters.maximumPasses)
         case "pin-min-length": policy.minLength = try integer(4...128)
         case "pin-max-length": policy.maxLength = try integer(4...256)
         case "pin-charset": policy.charset = try choice(PINCharset.self)
@@ -289,7 +299,9 @@ public struct Configuration: Sendable, Equatable {
                 scale = factor
                 break
             }
-            guard let amount = Int(number), amount > 0, amount * scale >= 8, amount * scale <= 1 << 20 else {
+            // The amount is bounded before it is scaled, so no value overflows.
+            guard let amount = Int(number), amount > 0, amount <= Self.maximumDaemonKDFMemoryMiB / scale,
+                  amount * scale >= 8 else {
                 throw Message(text: "daemon-kdf-memory must be a size from 8M to 1024G (512M, 1G), not `\(value)`")
             }
             daemonKDFMemoryMiB = amount * scale

@@ -21,8 +21,15 @@ public enum Argon2id {
         guard salt.count == saltLength else {
             throw CryptoError(.invalidLength, "Argon2id salt must be \(saltLength) bytes, not \(salt.count)")
         }
-        guard memoryBytes >= minimumMemory, passes >= minimumPasses else {
+        // Compared with libsodium's bounds before any conversion, so no input traps.
+        guard memoryBytes >= minimumMemory, passes >= max(1, minimumPasses) else {
             throw CryptoError(.kdfFailed, "Argon2id parameters below libsodium's minimum")
+        }
+        guard memoryBytes <= crypto_pwhash_memlimit_max(), passes <= crypto_pwhash_opslimit_max() else {
+            throw CryptoError(.kdfFailed, "Argon2id parameters above libsodium's maximum")
+        }
+        guard (16...1024).contains(length) else {
+            throw CryptoError(.invalidLength, "Argon2id output must be 16 to 1024 bytes, not \(length)")
         }
         let key = SecretBytes(count: length)
         let status = key.withUnsafeMutableBytes { out in
@@ -32,7 +39,7 @@ public enum Argon2id {
                                   pin.baseAddress!.assumingMemoryBound(to: CChar.self),
                                   UInt64(pin.count),
                                   saltBytes.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                  UInt64(passes), Int(memoryBytes), crypto_pwhash_ALG_ARGON2ID13)
+                                  UInt64(passes), memoryBytes, crypto_pwhash_ALG_ARGON2ID13)
                 }
             }
         }

@@ -25,7 +25,7 @@ public struct KDFParameters: Codable, Sendable, Equatable {
         self.algorithm = algorithm
         self.memoryKiB = memoryKiB
         self.passes = passes
-        self.salt = salt ?? Data(SecureRandom.bytes(16))
+        self.salt = salt ?? Data(SecureRandom.bytes(Self.saltLength))
     }
 
     /// Argon2id with the given cost and a fresh salt.
@@ -38,16 +38,33 @@ public struct KDFParameters: Codable, Sendable, Equatable {
     /// The most passes a stored slot may ask for.
     public static let maximumPasses = 64
 
+    /// The smallest memory a slot may ask for: libsodium's minimum, rounded up to whole KiB.
+    public static var minimumMemoryKiB: Int { (Argon2id.minimumMemory + 1023) / 1024 }
+    /// The salt size, 16 bytes.
+    public static let saltLength = 16
+
     /// Whether the parameters are within the bounds tokenpin runs.
-    public var isWithinBounds: Bool {
-        guard salt.count == 16 else { return false }
+    public var isWithinBounds: Bool { problem == nil }
+
+    /// Which parameter is out of bounds, or nil; the message names the field as a record spells it.
+    ///
+    /// Each number is compared with its bounds before anything multiplies it.
+    public var problem: String? {
+        guard salt.count == Self.saltLength else { return "kdf.salt is \(salt.count) bytes, not \(Self.saltLength)" }
         switch algorithm {
         case .argon2id13:
-            return memoryKiB * 1024 >= Argon2id.minimumMemory && memoryKiB <= Self.maximumMemoryKiB
-                && passes >= Argon2id.minimumPasses && passes <= Self.maximumPasses
+            guard (Self.minimumMemoryKiB...Self.maximumMemoryKiB).contains(memoryKiB) else {
+                return "kdf.memoryKiB is \(memoryKiB); it must be from \(Self.minimumMemoryKiB) to \(Self.maximumMemoryKiB)"
+            }
+            let leastPasses = Swift.max(1, Argon2id.minimumPasses)
+            guard (leastPasses...Self.maximumPasses).contains(passes) else {
+                return "kdf.passes is \(passes); it must be from \(leastPasses) to \(Self.maximumPasses)"
+            }
         case .blake2b:
-            return memoryKiB == 0 && passes == 0
+            guard memoryKiB == 0 else { return "kdf.memoryKiB is \(memoryKiB); it must be 0 for blake2b" }
+            guard passes == 0 else { return "kdf.passes is \(passes); it must be 0 for blake2b" }
         }
+        return nil
     }
 
     /// `argon2id m=64 MiB t=3` or `blake2b`.
@@ -62,6 +79,7 @@ public struct KDFParameters: Codable, Sendable, Equatable {
     ///
     /// Argon2id for PINs; keyed BLAKE2b over a context and the salt for high-entropy secrets.
     public func deriveKey(from secret: borrowing SecretBytes) throws(CryptoError) -> SecretBytes {
+        if let problem { throw CryptoError(.kdfFailed, "KDF parameters out of bounds: \(problem)") }
         switch algorithm {
         case .argon2id13:
             return try Argon2id.deriveKey(password: secret, salt: [UInt8](salt), memoryBytes: memoryKiB * 1024,
@@ -108,18 +126,31 @@ public struct KDFCalibration: Sendable {
     /// Argon2id's time grows linearly with memory × passes, so one probe at the floor gives the cost per
     /// MiB-pass; the choice is then checked with one run at the chosen parameters and adjusted once.
     public func calibrate(measure: (_ memoryKiB: Int, _ passes: Int) throws -> Double) rethrows -> Result {
-        let probe = try measure(memoryFloorKiB, minimumPasses)
-        let perUnit = max(probe, 0.001) / Double(memoryFloorKiB * minimumPasses)
-        let budget = Double(targetMilliseconds) / perUnit  // KiB × passes that fit the target
-        var memory = Int(budget / Double(minimumPasses))
-        memory = min(memoryCapKiB, max(memoryFloorKiB, memory)) / 1024 * 1024
-        var passes = max(minimumPasses, Int(budget / Double(memory)))
+        // Every setting is clamped into the bounds a slot may hold before it is used, and every conversion from a
+        // measurement (which may be 0, negative or NaN on a broken clock) goes through `whole`, which never traps.
+        let floor = min(max(memoryFloorKiB, KDFParameters.minimumMemoryKiB), KDFParameters.maximumMemoryKiB)
+        let cap = min(max(memoryCapKiB, floor), KDFParameters.maximumMemoryKiB)
+        let leastPasses = min(max(minimumPasses, 1), KDFParameters.maximumPasses)
+        let target = Double(min(max(targetMilliseconds, 1), 3_600_000))
+        let probe = try measure(floor, leastPasses)
+        let perUnit = (probe.isFinite && probe > 0.001 ? probe : 0.001) / (Double(floor) * Double(leastPasses))
+        let budget = target / perUnit  // KiB × passes that fit the target
+        var memory = Self.whole(budget / Double(leastPasses), in: floor...cap)
+        memory = max(floor, memory / 1024 * 1024)
+        var passes = Self.whole(budget / Double(memory), in: leastPasses...KDFParameters.maximumPasses)
         var measured = try measure(memory, passes)
-        if measured > Double(targetMilliseconds) * 1.25, passes > minimumPasses {
-            passes = max(minimumPasses, Int(Double(passes) * Double(targetMilliseconds) / measured))
+        if measured > target * 1.25, passes > leastPasses {
+            passes = Self.whole(Double(passes) * target / measured, in: leastPasses...KDFParameters.maximumPasses)
             measured = try measure(memory, passes)
         }
         return Result(parameters: .argon2id(memoryKiB: memory, passes: passes), measuredMilliseconds: measured)
+    }
+
+    /// `value` rounded down into `range`; NaN gives the lower bound.
+    static func whole(_ value: Double, in range: ClosedRange<Int>) -> Int {
+        guard value >= Double(range.lowerBound) else { return range.lowerBound }
+        guard value < Double(range.upperBound) else { return range.upperBound }
+        return Int(value)
     }
 
     /// Calibrates by running Argon2id on this machine.
@@ -128,8 +159,9 @@ public struct KDFCalibration: Sendable {
         let salt = SecureRandom.bytes(Argon2id.saltLength)
         return try calibrate { memoryKiB, passes in
             let start = timeSource.monotonicNanoseconds
-            _ = try Argon2id.deriveKey(password: password, salt: salt, memoryBytes: memoryKiB * 1024, passes: passes)
-            return Double(timeSource.monotonicNanoseconds - start) / 1e6
+            let parameters = KDFParameters(algorithm: .argon2id13, memoryKiB: memoryKiB, passes: passes, salt: Data(salt))
+            _ = try parameters.deriveKey(from: password)
+            return Double(timeSource.monotonicNanoseconds &- start) / 1e6
         }
     }
 }

@@ -35,6 +35,13 @@ public struct RetryCounter: Codable, Sendable, Equatable {
     /// Wrong recovery keys entered since the last reset.
     public var recoveryFailures: Int
 
+    /// The largest `max` a record may hold (`retries-max` is 1 to 100).
+    public static let maximumTries = 100
+    /// The largest `failures` or `recoveryFailures` a record may hold; counting stops there.
+    public static let maximumFailureCount = 1_000_000
+    /// The longest pause `delay(at:schedule:)` returns: one day, the largest `fail-delay` entry.
+    public static let maximumDelaySeconds = 86_400
+
     /// A full counter.
     public init(max: Int) {
         self.remaining = max
@@ -48,29 +55,61 @@ public struct RetryCounter: Codable, Sendable, Equatable {
     /// Whether the PIN is locked.
     public var isLocked: Bool { remaining <= 0 }
 
+    /// Which field is out of range, or nil; the message names the field as the record spells it.
+    public var rangeProblem: String? {
+        guard (1...Self.maximumTries).contains(max) else {
+            return "counter.max is \(max); it must be from 1 to \(Self.maximumTries)"
+        }
+        guard (0...max).contains(remaining) else {
+            return "counter.remaining is \(remaining); it must be from 0 to counter.max (\(max))"
+        }
+        guard (0...Self.maximumFailureCount).contains(failures) else {
+            return "counter.failures is \(failures); it must be from 0 to \(Self.maximumFailureCount)"
+        }
+        guard (0...Self.maximumFailureCount).contains(recoveryFailures) else {
+            return "counter.recoveryFailures is \(recoveryFailures); it must be from 0 to \(Self.maximumFailureCount)"
+        }
+        return nil
+    }
+
     /// The seconds to wait before the next attempt under `schedule` (`fail-delay`), or 0.
     ///
     /// `schedule[n - 1]` is the pause after the n-th consecutive failure; past the end the last entry holds.
+    /// Entries are clamped to 0 through `maximumDelaySeconds`, so the result is always in that range, whatever the
+    /// counter, the dates or the schedule hold.
     public func delay(at now: Date, schedule: [Int]) -> Int {
         guard failures > 0, !schedule.isEmpty, let last = lastAttemptAt else { return 0 }
-        let pause = schedule[Swift.min(failures, schedule.count) - 1]
+        let entry = schedule[Swift.min(failures, schedule.count) - 1]
+        let pause = Swift.min(Swift.max(entry, 0), Self.maximumDelaySeconds)
         guard pause > 0 else { return 0 }
         let elapsed = now.timeIntervalSince(last)
-        if elapsed < 0 { return pause }  // a clock set back does not shorten the pause
-        return elapsed >= Double(pause) ? 0 : Int((Double(pause) - elapsed).rounded(.up))
+        // A clock set back does not shorten the pause, nor does a date that is not a number.
+        guard elapsed.isFinite, elapsed >= 0 else { return pause }
+        return elapsed >= Double(pause) ? 0 : Swift.min(pause, Int((Double(pause) - elapsed).rounded(.up)))
     }
 
-    /// Counts an attempt before its outcome is known.
+    /// Counts an attempt before its outcome is known; `failures` saturates at `maximumFailureCount`.
     public mutating func consumeAttempt(at now: Date) {
-        remaining = Swift.max(0, remaining - 1)
-        failures += 1
+        remaining = remaining > 0 ? remaining - 1 : 0
+        failures = Self.counted(failures)
         lastAttemptAt = now
         if remaining == 0 { lockedAt = now }
     }
 
-    /// Restores the counter after a success; `newMax` applies a changed `retries-max`.
+    /// Counts a wrong (or not yet checked) recovery key; `recoveryFailures` saturates at `maximumFailureCount`.
+    public mutating func countRecoveryFailure() {
+        recoveryFailures = Self.counted(recoveryFailures)
+    }
+
+    /// `count + 1`, kept in 1 through `maximumFailureCount` (a negative count is taken as 0).
+    static func counted(_ count: Int) -> Int {
+        count < 0 ? 1 : Swift.min(count, maximumFailureCount - 1) + 1
+    }
+
+    /// Restores the counter after a success; `newMax` applies a changed `retries-max` (clamped to 1 through
+    /// `maximumTries`).
     public mutating func restore(max newMax: Int? = nil) {
-        if let newMax { max = newMax }
+        if let newMax { max = Swift.min(Swift.max(newMax, 1), Self.maximumTries) }
         remaining = max
         lockedAt = nil
         failures = 0
@@ -139,20 +178,25 @@ public struct EnrolmentRecord: Codable, Sendable, Equatable {
     /// Whether the token type is on.
     public var tokenEnabled: Bool { slot(.token) != nil || slot(.composite) != nil }
 
-    /// Why the record is not one tokenpin can use, or nil.
+    /// Why the record is not one tokenpin can use, or nil; the message names the field that is wrong.
+    ///
+    /// Every field is bounded here, before anything does arithmetic with it: the version, the user name, each
+    /// counter field, each slot's KDF cost, salt, nonce, sealed key and token binding.
     public var structuralProblem: String? {
         if version != Self.currentVersion { return "unknown record version \(version)" }
         if user.isEmpty { return "record names no user" }
-        if counter.max < 1 || counter.max > 100 || counter.remaining < 0 || counter.remaining > counter.max {
-            return "retry counter out of range"
+        guard RecordStore.validate(user: user) else {
+            return "user is not a user name tokenpin accepts (1 to 64 letters, digits, `_`, `-`, `.`)"
         }
-        if counter.failures < 0 || counter.recoveryFailures < 0 { return "retry counter out of range" }
+        if let problem = counter.rangeProblem { return problem }
         if slot(.pin) == nil && slot(.composite) == nil { return "record has no PIN slot" }
         if slot(.recovery) == nil { return "record has no recovery slot" }
         for kind in SlotKind.allCases where slots.filter({ $0.kind == kind }).count > 1 {
             return "record has two \(kind.rawValue) slots"
         }
-        if let bad = slots.first(where: { !$0.isWellFormed }) { return "\(bad.kind.rawValue) slot is malformed" }
+        for slot in slots {
+            if let problem = slot.problem { return "\(slot.kind.rawValue) slot: \(problem)" }
+        }
         return nil
     }
 }

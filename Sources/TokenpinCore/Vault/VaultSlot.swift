@@ -30,6 +30,26 @@ public struct TokenBinding: Codable, Sendable, Equatable {
         self.ephemeralPublicKey = ephemeralPublicKey
         self.reader = reader
     }
+
+    /// The longest serial accepted, in bytes.
+    public static let maximumSerialLength = 64
+    /// The longest reader name accepted, in bytes.
+    public static let maximumReaderLength = 256
+
+    /// Which field is out of range, or nil; the message names the field.
+    public var problem: String? {
+        guard cardPublicKey.count == 32 else { return "token.cardPublicKey is \(cardPublicKey.count) bytes, not 32" }
+        guard ephemeralPublicKey.count == 32 else {
+            return "token.ephemeralPublicKey is \(ephemeralPublicKey.count) bytes, not 32"
+        }
+        guard (1...Self.maximumSerialLength).contains(serial.utf8.count) else {
+            return "token.serial must be 1 to \(Self.maximumSerialLength) bytes, not \(serial.utf8.count)"
+        }
+        if let reader, reader.utf8.count > Self.maximumReaderLength {
+            return "token.reader is longer than \(Self.maximumReaderLength) bytes"
+        }
+        return nil
+    }
 }
 
 /// One way to unwrap the vault key: the vault key sealed with XChaCha20-Poly1305 under a key derived from
@@ -68,30 +88,34 @@ public struct VaultSlot: Codable, Sendable, Equatable {
     }
 
     /// Whether sizes and parameters are what tokenpin writes; a slot that is not is refused as corrupt.
-    public var isWellFormed: Bool {
-        guard nonce.count == XChaCha20Poly1305.nonceLength,
-              wrappedKey.count == Vault.keyLength + XChaCha20Poly1305.tagLength,
-              kdf.isWithinBounds else { return false }
+    public var isWellFormed: Bool { problem == nil }
+
+    /// Which field is not what tokenpin writes, or nil; the message names the field as the record spells it.
+    public var problem: String? {
+        if let problem = kdf.problem { return problem }
+        guard nonce.count == XChaCha20Poly1305.nonceLength else {
+            return "nonce is \(nonce.count) bytes, not \(XChaCha20Poly1305.nonceLength)"
+        }
+        let sealedLength = Vault.keyLength + XChaCha20Poly1305.tagLength
+        guard wrappedKey.count == sealedLength else { return "wrappedKey is \(wrappedKey.count) bytes, not \(sealedLength)" }
         switch kind {
         case .pin, .composite:
-            guard kdf.algorithm == .argon2id13 else { return false }
+            guard kdf.algorithm == .argon2id13 else { return "kdf.algorithm must be argon2id13" }
         case .recovery, .token:
-            guard kdf.algorithm == .blake2b else { return false }
+            guard kdf.algorithm == .blake2b else { return "kdf.algorithm must be blake2b" }
         }
         if kind == .token || kind == .composite {
-            guard let token, token.cardPublicKey.count == 32, token.ephemeralPublicKey.count == 32,
-                  !token.serial.isEmpty, token.serial.utf8.count <= 64 else { return false }
-        } else if token != nil {
-            return false
+            guard let token else { return "token is missing" }
+            return token.problem
         }
-        return true
+        return token == nil ? nil : "token is set in a slot that has no card"
     }
 
     /// The associated data: a length-prefixed encoding of everything in the slot but the sealed key.
     func header(user: String) -> [UInt8] {
         var out: [UInt8] = []
         func field(_ bytes: some Collection<UInt8>) {
-            let count = UInt32(bytes.count)
+            let count = UInt32(clamping: bytes.count)  // fields are bounded far below 4 GiB (`problem`)
             out += [UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
             out += bytes
         }
