@@ -23,6 +23,8 @@ public struct PINService: Sendable {
     public var cards: (any CardReaders)?
     /// Which reader or card to use when several are present.
     public var selection: CardSelection
+    /// Which cards operations may reach: `.any` in local mode; the daemon sets `.boundCardOnly` for non-root peers.
+    public var cardScope: CardScope = .any
 
     /// Points where tests inject faults.
     public struct Hooks: Sendable {

@@ -26,6 +26,20 @@ public struct CardSelection: Sendable, Equatable {
     }
 }
 
+/// Which cards an operation may reach.
+///
+/// Local mode acts with the user's own smart-card rights (pcscd's policy applies), so any card will do. The
+/// daemon runs as root: for a non-root peer it sets `.boundCardOnly`, so a user reaches only the card bound
+/// to their own record.
+public enum CardScope: Sendable, Equatable {
+    /// Every card the selection allows: local mode, and root through the daemon.
+    case any
+    /// Only the card bound to the user's record, recognised by the serial read from the card before any PIN
+    /// is sent: `readers` and `status` show only that card, the card-PIN commands manage only that card, and
+    /// with no binding they manage none.
+    case boundCardOnly
+}
+
 /// Why the token could not be used; becomes a fallback to the PIN or an error.
 struct TokenFailure: Error {
     enum Kind {
@@ -447,11 +461,25 @@ extension PINService {
 // MARK: Readers, status and the card's own PIN
 
 extension PINService {
-    /// Every reader the selection allows and the card in it.
+    /// Every reader the selection allows and the card in it; under `.boundCardOnly` only the reader holding
+    /// the card bound to the record (none without a binding, and then no card is read at all).
     public func listReaders() throws(ServiceError) -> [ReaderInfo] {
-        try probeCards().map { probe in
+        var bound: String?
+        if cardScope == .boundCardOnly {
+            bound = try guarded { () throws -> String? in try boundCard()?.serial }
+            guard bound != nil else { return [] }
+        }
+        let readers = try probeCards().map { probe in
             probe.data == nil && probe.problem == "no card" ? ReaderInfo(name: probe.reader, cardPresent: false) : probe.info
         }
+        guard let bound else { return readers }
+        return readers.filter { $0.serial == bound }
+    }
+
+    /// The card bound to the record (token or composite slot), or nil when there is no record or no binding.
+    func boundCard() throws -> TokenBinding? {
+        guard try store.exists(), let record = try store.load(user: user) else { return nil }
+        return record.slot(.token)?.token ?? record.slot(.composite)?.token
     }
 
     /// What the token side looks like for `status` and `types`; problems (pcscd down) are reported, not thrown.
@@ -466,12 +494,23 @@ extension PINService {
         }
     }
 
-    /// The card the card-PIN commands act on: the bound card when there is one, else the one chosen.
-    func managedCard(_ interaction: some Interaction) throws -> OpenedCard {
-        if try store.exists(), let record = try store.load(user: user),
-           let binding = record.slot(.token)?.token ?? record.slot(.composite)?.token {
-            return try openEnrolledCard(serial: binding.serial, lastReader: binding.reader)
+    /// The card the card-PIN commands act on: the bound card when there is one (found by the serial read from
+    /// the card, before any prompt), else the one chosen. Under `.boundCardOnly` only the bound card, and no
+    /// card at all without a binding.
+    func managedCard(_ interaction: some Interaction, command: String) throws -> OpenedCard {
+        let binding = try boundCard()
+        if cardScope == .boundCardOnly {
+            let local = "manage another card with `tokenpin --local token \(command)`, under your own smart-card rights"
+            guard let binding else {
+                throw ServiceError.permissionDenied("through tokenpind you manage only the card bound to your record, "
+                    + "and no card is bound; " + local)
+            }
+            if let named = selection.serial, !CardSelection(serial: named).accepts(serial: binding.serial) {
+                throw ServiceError.permissionDenied("through tokenpind you manage only the card bound to your record "
+                    + "(\(cardLabel(serial: binding.serial))), not card \(named); " + local)
+            }
         }
+        if let binding { return try openEnrolledCard(serial: binding.serial, lastReader: binding.reader) }
         return try openCard(reader: chooseCard(interaction).reader)
     }
 
@@ -489,7 +528,7 @@ extension PINService {
     /// Prompts: card PIN, new card PIN, new card PIN again.
     public func changeCardPIN(_ interaction: some Interaction) throws(ServiceError) {
         try guarded { () throws -> Void in
-            let card = try managedCard(interaction)
+            let card = try managedCard(interaction, command: "change-pin")
             defer { card.handle.close() }
             let tries = card.data.passwordStatus.retriesPW1
             guard tries > 0 else { throw ServiceError.cardRefused(failure(.blocked, card: card.label).reason) }
@@ -508,7 +547,7 @@ extension PINService {
     /// Prompts: Reset Code (or admin PIN), new card PIN, new card PIN again.
     public func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError) {
         try guarded { () throws -> Void in
-            let card = try managedCard(interaction)
+            let card = try managedCard(interaction, command: "unblock")
             defer { card.handle.close() }
             let status = card.data.passwordStatus
             if admin {
