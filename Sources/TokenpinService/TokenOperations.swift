@@ -221,14 +221,20 @@ extension PINService {
                 if method == .pin { throw ServiceError.tokenUnavailable("mode = both: the PIN alone cannot verify") }
                 return try verifyBoth(interaction, prompt: .pin) { _, _, _, _ in }
             }
-            guard let slot = record.slot(.token) else {
+            guard record.slot(.token) != nil else {
                 if method == .token { throw ServiceError.tokenNotEnabled }
                 return try verifyPIN(interaction)
             }
             var tokenFailure: String?
             if method != .pin {
                 do {
-                    return try store.withLock(user: user) { () throws -> VerifyReport in try verifyToken(slot: slot, counter: record.counter, interaction) }
+                    return try store.withLock(user: user) { () throws -> VerifyReport in
+                        // The slot as it is now: another verification may have re-sealed it since it was read.
+                        guard let current = try store.load(user: user) else {
+                            throw ServiceError.notEnrolled(user: user, path: recordPath)
+                        }
+                        return try verifyToken(record: current, interaction)
+                    }
                 } catch let failure as TokenFailure {
                     let fallback = method == nil && fallbackAllowed(record)
                     interaction.report(.tokenFailed(reason: failure.reason, fallback: fallback))
@@ -253,20 +259,60 @@ extension PINService {
         configuration.fallback == .allow && record.policy.fallback == .allow
     }
 
-    /// One token verification: find the enrolled card, VERIFY its PIN, PSO:DECIPHER, derive, unwrap.
-    func verifyToken(slot: VaultSlot, counter: RetryCounter, _ interaction: some Interaction) throws -> VerifyReport {
+    /// One token verification, under the user's lock: open the token slot with the card, then re-seal it under
+    /// a fresh ephemeral key so the card answer just used never opens it again. The PIN counter is not touched.
+    func verifyToken(record: EnrolmentRecord, _ interaction: some Interaction) throws -> VerifyReport {
+        guard let slot = record.slot(.token) else { throw ServiceError.tokenNotEnabled }
+        let opened = try openTokenSlot(slot, interaction)
+        var record = record
+        try sealToken(record: &record, vaultKey: opened.vaultKey, agreement: try freshAgreement(slot, reader: opened.card.reader))
+        record.updated = time.now
+        try store.save(record)
+        logger.info("verified", [("user", user), ("method", "token")])
+        return VerifyReport(outcome: .verified(method: .token), kdfNanoseconds: opened.nanoseconds, counter: record.counter,
+                            card: opened.card)
+    }
+
+    /// The vault key a card opened, and which card it was.
+    struct OpenedTokenSlot: ~Copyable {
+        let vaultKey: SecretBytes
+        let card: VerifiedCard
+        let nanoseconds: UInt64
+    }
+
+    /// Finds the enrolled card, VERIFYs its PIN, has it compute the shared secret (PSO:DECIPHER), derives the
+    /// token key and opens `slot`. The shared secret and the key are wiped before this returns.
+    func openTokenSlot(_ slot: VaultSlot, _ interaction: some Interaction) throws -> OpenedTokenSlot {
         guard let binding = slot.token else { throw StoreError(.corrupt, path: recordPath, "token slot without a binding") }
         let card = try openEnrolledCard(serial: binding.serial, lastReader: binding.reader)
         defer { card.handle.close() }
         let shared = try cardSecret(card, binding: binding, interaction)
         let start = time.monotonicNanoseconds
         let kek = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))
-        guard slot.open(keyEncryptionKey: kek, user: user) != nil else {
+        let vaultKey = slot.open(keyEncryptionKey: kek, user: user)
+        guard let vaultKey else {
             throw TokenFailure(kind: .refused, reason: "card \(card.label) does not open the token slot (was its decryption key replaced?)")
         }
-        logger.info("verified", [("user", user), ("method", "token")])
-        return VerifyReport(outcome: .verified(method: .token), kdfNanoseconds: time.monotonicNanoseconds &- start,
-                            counter: counter)
+        return OpenedTokenSlot(vaultKey: vaultKey, card: VerifiedCard(serial: card.serial, reader: card.reader),
+                               nanoseconds: time.monotonicNanoseconds &- start)
+    }
+
+    /// A binding and the secret the card answers for it (computed here for a fresh binding).
+    struct KeyAgreement: ~Copyable {
+        let binding: TokenBinding
+        let secret: SecretBytes
+    }
+
+    /// The re-seal's key agreement: a fresh X25519 pair (e', E') and the secret X25519(e', C) computed here from
+    /// the card's public key `C`, which the card would answer to PSO:DECIPHER with E'. No APDU is sent; e' is
+    /// wiped when this returns, E' replaces the slot's ephemeral key.
+    func freshAgreement(_ slot: VaultSlot, reader: String?) throws -> KeyAgreement {
+        guard var binding = slot.token else { throw StoreError(.corrupt, path: recordPath, "token slot without a binding") }
+        let ephemeral = try X25519.generateKeyPair()
+        let secret = try X25519.sharedSecret(secretKey: ephemeral.secretKey, peerPublicKey: [UInt8](binding.cardPublicKey))
+        binding.ephemeralPublicKey = Data(ephemeral.publicKey)
+        if let reader { binding.reader = reader }
+        return KeyAgreement(binding: binding, secret: secret)
     }
 
     /// Asks for the card PIN (showing the card's tries left), verifies it on the card and has the card compute
@@ -313,14 +359,31 @@ extension PINService {
         let pin = PIN(try interaction.readSecret(prompt))
         do {
             let shared = try cardSecret(card, binding: binding, interaction)
+            let pinKeyHolder = KeyHolder()
             var report = try countedAttempt(pin: pin, slotKind: .composite, finishKey: { pinKey, slot in
-                guard let binding = slot.token else { throw StoreError(.corrupt, path: recordPath, "composite slot without a binding") }
-                let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))
-                return try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: binding, salt: [UInt8](slot.kdf.salt))
+                guard let current = slot.token else { throw StoreError(.corrupt, path: recordPath, "composite slot without a binding") }
+                guard current.ephemeralPublicKey == binding.ephemeralPublicKey else {
+                    // The card answered for a key another verification has replaced meanwhile.
+                    throw TokenFailure(kind: .unavailable, reason: "the token slot was re-sealed by another verification while "
+                        + "the card was asked; try again")
+                }
+                pinKeyHolder.key = pinKey.duplicate()
+                let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: current, salt: [UInt8](slot.kdf.salt))
+                return try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: current, salt: [UInt8](slot.kdf.salt))
             }, onSuccess: { record, vaultKey in
-                try onSuccess(&record, vaultKey, shared, pin)
+                // Re-seal under a fresh ephemeral key: the PIN's key and KDF parameters stay, the card's part changes.
+                guard let slot = record.slot(.composite), let pinKey = pinKeyHolder.key.take() else {
+                    throw StoreError(.corrupt, path: recordPath, "composite slot vanished during verification")
+                }
+                let renewed = try freshAgreement(slot, reader: card.reader)
+                try sealComposite(record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: slot.kdf, shared: renewed.secret,
+                                  binding: renewed.binding)
+                try onSuccess(&record, vaultKey, renewed.secret, pin)
             })
-            if case .verified = report.outcome { report.outcome = .verified(method: .both) }
+            if case .verified = report.outcome {
+                report.outcome = .verified(method: .both)
+                report.card = VerifiedCard(serial: card.serial, reader: card.reader)
+            }
             return report
         } catch let failure as TokenFailure {
             interaction.report(.tokenFailed(reason: failure.reason, fallback: false))
@@ -353,16 +416,22 @@ extension PINService {
             let pin = PIN(try interaction.readSecret(.pin))
             return try countedAttempt(pin: pin) { record, vaultKey in
                 try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
-                try bind(record: &record, vaultKey: vaultKey, pin: pin, reader: probe.reader, generateKey: generateKey,
-                         assumeYes: assumeYes, interaction)
+                try bind(record: &record, vaultKey: vaultKey, pin: pin, reader: probe.reader, serial: probe.serial,
+                         generateKey: generateKey, assumeYes: assumeYes, interaction)
             }
         }
     }
 
+    /// Binds the card in `reader`, which must still be the card with `serial` that was chosen: the serial is
+    /// read from the card again before any PIN is sent to it.
     func bind(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pin: borrowing PIN, reader: String,
-              generateKey: Bool, assumeYes: Bool, _ interaction: some Interaction) throws {
+              serial: String?, generateKey: Bool, assumeYes: Bool, _ interaction: some Interaction) throws {
         let card = try openCard(reader: reader)
         defer { card.handle.close() }
+        guard let serial, card.serial == serial else {
+            throw ServiceError.tokenUnavailable("the card in \(reader) changed since it was chosen: it was "
+                + "\(serial.map(cardLabel(serial:)) ?? "unknown"), it is now \(card.label); nothing was sent to it")
+        }
         var cardPublicKey: [UInt8]
         do {
             if card.data.hasCurve25519DecryptionKey {
@@ -411,20 +480,34 @@ extension PINService {
                         shared: borrowing SecretBytes, binding: TokenBinding, mode: VerificationMode) throws {
         if mode == .both {
             let pinKDF = try chooseKDF()
-            let salt = [UInt8](pinKDF.salt)
             let pinKey = try pinKDF.deriveKey(from: pin.secret)
-            let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: salt)
-            let compositeKey = try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: binding, salt: salt)
-            record.setSlot(.composite, try VaultSlot.seal(vaultKey, keyEncryptionKey: compositeKey, kind: .composite,
-                                                          kdf: pinKDF, token: binding, user: user, created: time.now))
+            try sealComposite(record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: pinKDF, shared: shared, binding: binding)
             record.setSlot(.pin, nil)
             record.setSlot(.token, nil)
         } else {
-            let kdf = KDFParameters(algorithm: .blake2b)
-            let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](kdf.salt))
-            record.setSlot(.token, try VaultSlot.seal(vaultKey, keyEncryptionKey: tokenKey, kind: .token, kdf: kdf,
-                                                      token: binding, user: user, created: time.now))
+            try sealToken(record: &record, vaultKey: vaultKey, agreement: KeyAgreement(binding: binding, secret: shared.duplicate()))
         }
+    }
+
+    /// Seals the vault key into the `token` slot for `renewed`'s key agreement, under a fresh BLAKE2b salt.
+    func sealToken(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, agreement renewed: borrowing KeyAgreement) throws {
+        let kdf = KDFParameters(algorithm: .blake2b)
+        let tokenKey = try TokenKeys.tokenKey(sharedSecret: renewed.secret, binding: renewed.binding, salt: [UInt8](kdf.salt))
+        let created = record.slot(.token)?.created ?? time.now
+        record.setSlot(.token, try VaultSlot.seal(vaultKey, keyEncryptionKey: tokenKey, kind: .token, kdf: kdf,
+                                                  token: renewed.binding, user: user, created: created))
+    }
+
+    /// Seals the vault key into the `composite` slot: the PIN's key (derived with `kdf`, whose salt the slot
+    /// keeps) mixed with the token key of `shared` and `binding`.
+    func sealComposite(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pinKey: borrowing SecretBytes,
+                       kdf: KDFParameters, shared: borrowing SecretBytes, binding: TokenBinding) throws {
+        let salt = [UInt8](kdf.salt)
+        let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: salt)
+        let compositeKey = try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: binding, salt: salt)
+        let created = record.slot(.composite)?.created ?? time.now
+        record.setSlot(.composite, try VaultSlot.seal(vaultKey, keyEncryptionKey: compositeKey, kind: .composite,
+                                                      kdf: kdf, token: binding, user: user, created: created))
     }
 
     /// `toggle token off`: removes the binding. In `mode = both` the PIN and the card are needed (prompts:
@@ -579,4 +662,10 @@ extension PINService {
             logger.info("card PIN unblocked", [("card", card.label)])
         }
     }
+}
+
+/// Carries the PIN's key from a counted attempt's key derivation to its success handler, so a re-seal needs no
+/// second Argon2id run. The key is wiped when taken and dropped, or with the holder.
+final class KeyHolder {
+    var key: SecretBytes?
 }
