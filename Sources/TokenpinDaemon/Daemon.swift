@@ -405,7 +405,7 @@ public final class Daemon: Sendable {
             let on = request.on ?? true
             let report = on
                 ? try service.enableToken(relay, generateKey: request.generateKey ?? false, assumeYes: request.assumeYes ?? false)
-                : try service.disableToken(relay)
+                : try service.disableToken(relay, method: request.method)
             publishOutcome(report, user: user, success: .typeChanged(type: .token, enabled: on))
             let serial = (try? service.types())?.first { $0.type == .token }?.serial
             return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields + [

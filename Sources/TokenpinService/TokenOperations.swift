@@ -510,12 +510,19 @@ extension PINService {
                                                       kdf: kdf, token: binding, user: user, created: created))
     }
 
-    /// `toggle token off`: removes the binding. In `mode = both` the PIN and the card are needed (prompts:
-    /// PIN, card PIN) and a plain PIN slot takes the composite slot's place.
-    public func disableToken(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+    /// `toggle token off`: removes the binding after a counted verification, like switching it on.
+    ///
+    /// `method` nil or `.pin`: one counted PIN attempt (a wrong PIN counts exactly as in `verify`; prompt: PIN).
+    /// `.token`: the card PIN and PSO:DECIPHER opening the token slot (prompt: card PIN). The report names the
+    /// method used. In `mode = both` the PIN and the card are needed (prompts: PIN, card PIN) and a plain PIN
+    /// slot takes the composite slot's place.
+    public func disableToken(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError) -> VerifyReport {
         try guarded { () throws -> VerifyReport in
             let record = try loadRecord()
             if record.slot(.composite) != nil {
+                if method == .pin {
+                    throw ServiceError.tokenUnavailable("mode = both: the PIN alone cannot switch the token off; the card is needed too")
+                }
                 return try verifyBoth(interaction, prompt: .pin) { record, vaultKey, _, pin in
                     let kdf = try chooseKDF()
                     let pinKey = try kdf.deriveKey(from: pin.secret)
@@ -523,20 +530,42 @@ extension PINService {
                                                             user: user, created: time.now))
                     record.setSlot(.composite, nil)
                     record.policy.mode = .either
-                    logger.info("token disabled", [("user", user)])
+                    logger.info("token disabled", [("user", user), ("method", "both")])
                     interaction.report(.typeChanged(type: .token, enabled: false))
                 }
             }
             guard record.slot(.token) != nil else { throw ServiceError.tokenNotEnabled }
-            return try store.withLock(user: user) { () throws -> VerifyReport in
-                guard var record = try store.load(user: user) else { throw ServiceError.notEnrolled(user: user, path: recordPath) }
+            if method == .token { return try disableTokenWithCard(interaction) }
+            if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
+            let pin = PIN(try interaction.readSecret(.pin))
+            return try countedAttempt(pin: pin) { record, _ in
                 record.setSlot(.token, nil)
-                record.updated = time.now
-                try store.save(record)
-                logger.info("token disabled", [("user", user)])
+                logger.info("token disabled", [("user", user), ("method", "pin")])
                 interaction.report(.typeChanged(type: .token, enabled: false))
-                return VerifyReport(outcome: .verified(method: .pin), counter: record.counter)
             }
+        }
+    }
+
+    /// `toggle token off --method token`: under the user's lock, the card opens the token slot, then the slot goes.
+    /// A refusal by the card is an outcome (`tokenRejected`); a card that is not there is an error.
+    func disableTokenWithCard(_ interaction: some Interaction) throws -> VerifyReport {
+        try store.withLock(user: user) { () throws -> VerifyReport in
+            guard var record = try store.load(user: user) else { throw ServiceError.notEnrolled(user: user, path: recordPath) }
+            guard let slot = record.slot(.token) else { throw ServiceError.tokenNotEnabled }
+            do {
+                _ = try openTokenSlot(slot, interaction)
+            } catch let failure as TokenFailure {
+                interaction.report(.tokenFailed(reason: failure.reason, fallback: false))
+                guard failure.kind == .refused else { throw failure.serviceError }
+                return VerifyReport(outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
+                                    counter: record.counter)
+            }
+            record.setSlot(.token, nil)
+            record.updated = time.now
+            try store.save(record)
+            logger.info("token disabled", [("user", user), ("method", "token")])
+            interaction.report(.typeChanged(type: .token, enabled: false))
+            return VerifyReport(outcome: .verified(method: .token), counter: record.counter)
         }
     }
 }
