@@ -83,10 +83,11 @@ public final class Daemon: Sendable {
         store = RecordStore(directory: options.stateDirectory)
         let state = configurationState
         let hub = self.hub
+        let cards = options.cards
         cardRemoval = CardRemovalPolicy(
             locker: LoginctlLocker(loginctl: options.loginctl), logger: logger,
             settings: { state.value.withLock { ($0.onCardRemoval, $0.lockGraceSeconds) } },
-            schedule: CardRemovalPolicy.dispatchSchedule,
+            schedule: CardRemovalPolicy.dispatchSchedule, locate: { serial in cards?.reader(holding: serial) },
             onLocked: { user in hub.publish(user: user, name: "sessionsLocked", fields: []) })
         do {
             try store.prepare()
@@ -439,8 +440,8 @@ public final class Daemon: Sendable {
             fields = [JSONMember("remaining", .int(counter.remaining)), JSONMember("lastTry", .bool(counter.remaining == 1))]
         }
         hub.publish(user: user, name: event.name, fields: fields)
-        if case .verified(let method) = report.outcome, method == .token || method == .both {
-            cardRemoval.tokenVerified(user: user)
+        if case .verified(let method) = report.outcome, method == .token || method == .both, let card = report.card {
+            cardRemoval.tokenVerified(user: user, serial: card.serial, reader: card.reader)
         }
         if let counter = report.counter, counter.isLocked, report.outcome != .locked {
             hub.publish(user: user, name: "locked", fields: [])

@@ -693,8 +693,31 @@ extension PINService {
     }
 }
 
+// MARK: Finding a card by serial
+
 /// Carries the PIN's key from a counted attempt's key derivation to its success handler, so a re-seal needs no
 /// second Argon2id run. The key is wiped when taken and dropped, or with the holder.
 final class KeyHolder {
     var key: SecretBytes?
+}
+
+extension CardReaders {
+    /// The reader holding the OpenPGP card with `serial` (as tokenpin records it, 12 hex digits), or nil.
+    ///
+    /// Reads only public data (SELECT, GET DATA application related data) and sends no PIN; the daemon uses it
+    /// to tell whether the card a user verified with came back within `lock-grace`.
+    public func reader(holding serial: String) -> String? {
+        guard let presences = try? list() else { return nil }
+        for presence in presences where presence.cardPresent {
+            guard let handle = try? open(presence.name) else { continue }
+            defer { handle.close() }
+            let session = OpenPGPSession(connection: handle.connection)
+            let data = try? handle.exclusive { () throws -> ApplicationRelatedData in
+                try session.select()
+                return try session.applicationRelatedData()
+            }
+            if let data, CardProbe.serial(of: data.aid) == serial { return presence.name }
+        }
+        return nil
+    }
 }
