@@ -136,7 +136,8 @@ public final class CardRemovalPolicy: Sendable {
             for (user, serial) in users.sorted(by: { $0.key < $1.key }) {
                 // Only the card the user verified with cancels the lock, wherever it is now.
                 if cardCameBack, let back = locate(serial) {
-                    logger.info("card back within lock-grace; sessions stay unlocked", [("user", user), ("reader", back)])
+                    logger.info("card back within lock-grace; sessions stay unlocked",
+                                [("user", user), ("reader", back)])
                     state.withLock { state in state.watched[back, default: [:]][user] = serial }
                     continue
                 }

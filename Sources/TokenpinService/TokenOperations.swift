@@ -265,7 +265,8 @@ extension PINService {
         guard let slot = record.slot(.token) else { throw ServiceError.tokenNotEnabled }
         let opened = try openTokenSlot(slot, interaction)
         var record = record
-        try sealToken(record: &record, vaultKey: opened.vaultKey, agreement: try freshAgreement(slot, reader: opened.card.reader))
+        let renewed = try freshAgreement(slot, reader: opened.card.reader)
+        try sealToken(record: &record, vaultKey: opened.vaultKey, agreement: renewed)
         record.updated = time.now
         try store.save(record)
         logger.info("verified", [("user", user), ("method", "token")])
@@ -369,7 +370,8 @@ extension PINService {
                 }
                 pinKeyHolder.key = pinKey.duplicate()
                 let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: current, salt: [UInt8](slot.kdf.salt))
-                return try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: current, salt: [UInt8](slot.kdf.salt))
+                return try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: current,
+                                                  salt: [UInt8](slot.kdf.salt))
             }, onSuccess: { record, vaultKey in
                 // Re-seal under a fresh ephemeral key: the PIN's key and KDF parameters stay, the card's part changes.
                 guard let slot = record.slot(.composite), let pinKey = pinKeyHolder.key.take() else {
@@ -485,17 +487,20 @@ extension PINService {
             record.setSlot(.pin, nil)
             record.setSlot(.token, nil)
         } else {
-            try sealToken(record: &record, vaultKey: vaultKey, agreement: KeyAgreement(binding: binding, secret: shared.duplicate()))
+            let agreement = KeyAgreement(binding: binding, secret: shared.duplicate())
+            try sealToken(record: &record, vaultKey: vaultKey, agreement: agreement)
         }
     }
 
-    /// Seals the vault key into the `token` slot for `renewed`'s key agreement, under a fresh BLAKE2b salt.
-    func sealToken(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, agreement renewed: borrowing KeyAgreement) throws {
+    /// Seals the vault key into the `token` slot for `agreement`, under a fresh BLAKE2b salt.
+    func sealToken(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes,
+                   agreement: borrowing KeyAgreement) throws {
         let kdf = KDFParameters(algorithm: .blake2b)
-        let tokenKey = try TokenKeys.tokenKey(sharedSecret: renewed.secret, binding: renewed.binding, salt: [UInt8](kdf.salt))
+        let tokenKey = try TokenKeys.tokenKey(sharedSecret: agreement.secret, binding: agreement.binding,
+                                              salt: [UInt8](kdf.salt))
         let created = record.slot(.token)?.created ?? time.now
         record.setSlot(.token, try VaultSlot.seal(vaultKey, keyEncryptionKey: tokenKey, kind: .token, kdf: kdf,
-                                                  token: renewed.binding, user: user, created: created))
+                                                  token: agreement.binding, user: user, created: created))
     }
 
     /// Seals the vault key into the `composite` slot: the PIN's key (derived with `kdf`, whose salt the slot
@@ -516,12 +521,14 @@ extension PINService {
     /// `.token`: the card PIN and PSO:DECIPHER opening the token slot (prompt: card PIN). The report names the
     /// method used. In `mode = both` the PIN and the card are needed (prompts: PIN, card PIN) and a plain PIN
     /// slot takes the composite slot's place.
-    public func disableToken(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError) -> VerifyReport {
+    public func disableToken(_ interaction: some Interaction,
+                             method: VerificationMethod? = nil) throws(ServiceError) -> VerifyReport {
         try guarded { () throws -> VerifyReport in
             let record = try loadRecord()
             if record.slot(.composite) != nil {
                 if method == .pin {
-                    throw ServiceError.tokenUnavailable("mode = both: the PIN alone cannot switch the token off; the card is needed too")
+                    throw ServiceError.tokenUnavailable(
+                        "mode = both: the PIN alone cannot switch the token off; the card is needed too")
                 }
                 return try verifyBoth(interaction, prompt: .pin) { record, vaultKey, _, pin in
                     let kdf = try chooseKDF()
@@ -693,13 +700,13 @@ extension PINService {
     }
 }
 
-// MARK: Finding a card by serial
-
 /// Carries the PIN's key from a counted attempt's key derivation to its success handler, so a re-seal needs no
 /// second Argon2id run. The key is wiped when taken and dropped, or with the holder.
 final class KeyHolder {
     var key: SecretBytes?
 }
+
+// MARK: Finding a card by serial
 
 extension CardReaders {
     /// The reader holding the OpenPGP card with `serial` (as tokenpin records it, 12 hex digits), or nil.
