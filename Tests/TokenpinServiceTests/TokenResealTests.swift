@@ -160,12 +160,66 @@ func tappedSetup(mode: VerificationMode = .either) throws -> TappedSetup {
         #expect(try setup.service.verify(ScriptedInteraction(["739154", cardPIN])).outcome == .verified(method: .both))
     }
 
+    @Test func inModeBothACardAnswerForAKeyReplacedMeanwhileIsReportedAsSuch() throws {
+        let stateFile = NSTemporaryDirectory() + "/tokenpin-card-\(UUID().uuidString).json"
+        defer { try? FileManager.default.removeItem(atPath: stateFile) }
+        let card = try SimulatedCard(stateFile: stateFile, serial: 0x0000_1111)
+        var configuration = makeService().configuration
+        configuration.mode = .both
+        let service = PINService(store: makeService().store, configuration: configuration, user: "alice",
+                                 time: ManualTime(), cards: readers([("Reader A", card)]))
+        try enrol(service)
+        _ = try service.enableToken(ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true, assumeYes: true)
+        // The same card in a second session (its key and serial from the state file), for a second process.
+        var other = service
+        other.cards = readers([("Reader A", try SimulatedCard(stateFile: stateFile))])
+        let concurrent = other
+        // That process verifies (and re-seals) while this one waits at the card PIN prompt, before its lock.
+        let interruption: () throws -> Void = {
+            let outcome = try concurrent.verify(ScriptedInteraction(["482916", cardPIN])).outcome
+            #expect(outcome == .verified(method: .both))
+        }
+        let script = InterruptedInteraction(ScriptedInteraction(["482916", cardPIN]), interruption: interruption)
+        #expect { _ = try service.verify(script) } throws: { error in
+            guard let error = error as? ServiceError, case .tokenUnavailable(let why) = error else { return false }
+            return why.contains("re-sealed by another verification")
+        }
+        #expect(try service.store.load(user: "alice")?.counter.remaining == 4, "counted before the check (invariant 1)")
+        #expect(try service.verify(ScriptedInteraction(["482916", cardPIN])).outcome == .verified(method: .both))
+    }
+
     @Test func theReportNamesTheCardThatVerified() throws {
         let setup = try tappedSetup()
         let report = try setup.service.verify(ScriptedInteraction([cardPIN]))
         #expect(report.card == VerifiedCard(serial: "FFFE00001111", reader: "Reader A"))
         #expect(try setup.service.verify(ScriptedInteraction(["482916"]), method: .pin).card == nil)
     }
+}
+
+/// A script that runs `interruption` once, when the card PIN is first asked for.
+final class InterruptedInteraction: Interaction {
+    let script: ScriptedInteraction
+    var interruption: (() throws -> Void)?
+
+    init(_ script: ScriptedInteraction, interruption: @escaping () throws -> Void) {
+        self.script = script
+        self.interruption = interruption
+    }
+
+    func readSecret(_ prompt: SecretPrompt) throws(ServiceError) -> SecretBytes {
+        if case .cardPIN = prompt, let interruption {
+            self.interruption = nil
+            do { try interruption() } catch { throw .input("the interruption failed: \(error)") }
+        }
+        return try script.readSecret(prompt)
+    }
+
+    func report(_ event: Event) { script.report(event) }
+    func confirm(_ question: String) throws(ServiceError) -> Bool { try script.confirm(question) }
+    func choose(_ question: String, options: [String]) throws(ServiceError) -> Int {
+        try script.choose(question, options: options)
+    }
+    var newPINAttempts: Int { script.newPINAttempts }
 }
 
 /// Serves card `first` on the first connection to the reader and `then` on every later one: a card swapped
