@@ -46,35 +46,44 @@ public struct LoginctlLocker: SessionLocker {
     }
 }
 
-/// `on-card-removal = lock`: remembers which users verified with the card in which reader, and locks their
-/// sessions when that card leaves (after `lock-grace` seconds, unless a card is back in the reader by then).
+/// `on-card-removal = lock`: remembers which users verified with which card (serial) in which reader, and
+/// locks their sessions when that card leaves, after `lock-grace` seconds, unless that same card is back by
+/// then.
 ///
-/// Which reader held the card is known only as "the readers with a card when the token verification
-/// succeeded": with several cards present, removing any of them locks. Time is injected: `schedule` runs a
-/// closure after a delay (a dispatch queue in the daemon, a manual list in tests).
+/// Another card in the reader cancels nothing: when the grace period ends and any card was inserted meanwhile,
+/// `locate` reads the serials of the cards present (public data only) and only the bound serial counts. When no
+/// card was inserted, no card is read. Time is injected: `schedule` runs a closure after a delay (a dispatch
+/// queue in the daemon, a manual list in tests).
 public final class CardRemovalPolicy: Sendable {
     struct State {
         var cardsPresent = Set<String>()
-        var usersByReader: [String: Set<String>] = [:]
-        var generation: [String: Int] = [:]
+        /// Reader name to the users who verified with the card in it, and that card's serial.
+        var watched: [String: [String: String]] = [:]
+        /// Counts card insertions, so a grace period that saw none needs no card read.
+        var insertions = 0
     }
 
     private let state = Mutex(State())
     private let locker: any SessionLocker
     private let settings: @Sendable () -> (action: CardRemovalAction, grace: Int)
     private let schedule: @Sendable (Int, @escaping @Sendable () -> Void) -> Void
+    private let locate: @Sendable (String) -> String?
     private let logger: Logger
     private let onLocked: @Sendable (String) -> Void
 
-    /// Creates the policy; `settings` reads the current configuration (so `SIGHUP` applies).
+    /// Creates the policy; `settings` reads the current configuration (so `SIGHUP` applies); `locate` names
+    /// the reader holding the card with a serial, or nil (the daemon reads the cards present, see
+    /// `CardReaders.reader(holding:)`).
     public init(locker: any SessionLocker, logger: Logger,
                 settings: @escaping @Sendable () -> (action: CardRemovalAction, grace: Int),
                 schedule: @escaping @Sendable (Int, @escaping @Sendable () -> Void) -> Void,
+                locate: @escaping @Sendable (String) -> String?,
                 onLocked: @escaping @Sendable (String) -> Void = { _ in }) {
         self.locker = locker
         self.logger = logger
         self.settings = settings
         self.schedule = schedule
+        self.locate = locate
         self.onLocked = onLocked
     }
 
@@ -89,7 +98,7 @@ public final class CardRemovalPolicy: Sendable {
         case "cardInserted":
             state.withLock { state in
                 state.cardsPresent.insert(reader)
-                state.generation[reader, default: 0] += 1
+                state.insertions += 1
             }
         case "cardRemoved", "readerRemoved":
             cardLeft(reader)
@@ -100,34 +109,38 @@ public final class CardRemovalPolicy: Sendable {
 
     /// The readers that had a card when the watcher started.
     public func setPresent(_ readers: [String]) {
-        state.withLock { $0.cardsPresent = Set(readers) }
+        state.withLock { state in
+            state.cardsPresent = Set(readers)
+            state.insertions += 1
+        }
     }
 
-    /// A verification of `user` succeeded with the token.
-    public func tokenVerified(user: String) {
+    /// A verification of `user` succeeded with the card `serial` in `reader` (`VerifyReport.card`).
+    public func tokenVerified(user: String, serial: String, reader: String) {
         guard settings().action == .lock else { return }
         state.withLock { state in
-            for reader in state.cardsPresent { state.usersByReader[reader, default: []].insert(user) }
+            for name in state.watched.keys { state.watched[name]?[user] = nil }
+            state.watched[reader, default: [:]][user] = serial
         }
     }
 
     private func cardLeft(_ reader: String) {
-        let (users, generation) = state.withLock { state -> (Set<String>, Int) in
+        let (users, insertions) = state.withLock { state -> ([String: String], Int) in
             state.cardsPresent.remove(reader)
-            state.generation[reader, default: 0] += 1
-            return (state.usersByReader.removeValue(forKey: reader) ?? [], state.generation[reader, default: 0])
+            return (state.watched.removeValue(forKey: reader) ?? [:], state.insertions)
         }
         let (action, grace) = settings()
         guard action == .lock, !users.isEmpty else { return }
         schedule(grace) { [self] in
-            // A card back in the reader during the grace period (or anything else since) cancels the lock.
-            let unchanged = state.withLock { $0.generation[reader, default: 0] == generation }
-            guard unchanged else {
-                logger.info("card back within lock-grace; sessions stay unlocked", [("reader", reader)])
-                state.withLock { state in state.usersByReader[reader, default: []].formUnion(users) }
-                return
-            }
-            for user in users.sorted() {
+            let cardCameBack = state.withLock { $0.insertions != insertions }
+            for (user, serial) in users.sorted(by: { $0.key < $1.key }) {
+                // Only the card the user verified with cancels the lock, wherever it is now.
+                if cardCameBack, let back = locate(serial) {
+                    logger.info("card back within lock-grace; sessions stay unlocked",
+                                [("user", user), ("reader", back)])
+                    state.withLock { state in state.watched[back, default: [:]][user] = serial }
+                    continue
+                }
                 let locked = locker.lockSessions(of: user)
                 logger.info("card removed: locking sessions", [("user", user), ("reader", reader),
                                                                 ("locked", String(locked))])

@@ -87,10 +87,11 @@ public final class Daemon: Sendable {
         self.store = store
         let state = configurationState
         let hub = self.hub
+        let cards = options.cards
         cardRemoval = CardRemovalPolicy(
             locker: LoginctlLocker(loginctl: options.loginctl), logger: logger,
             settings: { state.value.withLock { ($0.onCardRemoval, $0.lockGraceSeconds) } },
-            schedule: CardRemovalPolicy.dispatchSchedule,
+            schedule: CardRemovalPolicy.dispatchSchedule, locate: { serial in cards?.reader(holding: serial) },
             onLocked: { user in hub.publish(user: user, name: "sessionsLocked", fields: []) })
         do {
             try store.prepare()
@@ -358,6 +359,8 @@ public final class Daemon: Sendable {
         let waitSeconds = Double(configuration.daemonWaitTimeoutSeconds)
         service.derivationGate = BudgetGate(budget: budget, waitSeconds: waitSeconds,
                                             capacityMiB: configuration.daemonKDFMemoryMiB)
+        // A root daemon must not lend its pcscd rights: a user reaches only the card bound to their own record.
+        service.cardScope = peer.isRoot ? .any : .boundCardOnly
         logger.debug("request", [("peer.uid", String(peer.uid)), ("user", user), ("op", request.operation.rawValue)])
         var reply: Reply?
         var error: ServiceError?
@@ -460,7 +463,7 @@ public final class Daemon: Sendable {
             let on = request.on ?? true
             let report = on
                 ? try service.enableToken(relay, generateKey: request.generateKey ?? false, assumeYes: request.assumeYes ?? false)
-                : try service.disableToken(relay)
+                : try service.disableToken(relay, method: request.method)
             publishOutcome(report, user: user, success: .typeChanged(type: .token, enabled: on))
             let serial = (try? service.types())?.first { $0.type == .token }?.serial
             return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields + [
@@ -493,8 +496,8 @@ public final class Daemon: Sendable {
             fields = [JSONMember("remaining", .int(counter.remaining)), JSONMember("lastTry", .bool(counter.remaining == 1))]
         }
         hub.publish(user: user, name: event.name, fields: fields)
-        if case .verified(let method) = report.outcome, method == .token || method == .both {
-            cardRemoval.tokenVerified(user: user)
+        if case .verified(let method) = report.outcome, method == .token || method == .both, let card = report.card {
+            cardRemoval.tokenVerified(user: user, serial: card.serial, reader: card.reader)
         }
         if let counter = report.counter, counter.isLocked, report.outcome != .locked {
             hub.publish(user: user, name: "locked", fields: [])

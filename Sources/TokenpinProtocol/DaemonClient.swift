@@ -119,9 +119,11 @@ public struct DaemonClient: Sendable {
         return try report(request, interaction)
     }
 
-    /// `toggle token off`.
-    public func disableToken(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
-        try report(selected(Request(.toggle, user: user, authenticationType: .token, on: false)), interaction)
+    /// `toggle token off`, after the PIN (`method` nil or `.pin`) or the card (`.token`) verified.
+    public func disableToken(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError) -> VerifyReport {
+        var request = selected(Request(.toggle, user: user, authenticationType: .token, on: false))
+        request.method = method
+        return try report(request, interaction)
     }
 
     /// The readers the daemon sees and the card in each.

@@ -44,7 +44,7 @@ public struct Request: Sendable, Equatable {
     public var record: [UInt8]?
     /// How many chances a refused new PIN gets (the client's `Interaction.newPINAttempts`, 1 to 5).
     public var newPINAttempts: Int?
-    /// `verify`: the one authentication type to use (`pin` or `token`).
+    /// `verify`: the one authentication type to use (`pin` or `token`); `toggle token off`: the verification.
     public var method: VerificationMethod?
     /// `toggle token on`: create a cv25519 decryption key on the card with the admin PIN.
     public var generateKey: Bool?
@@ -131,17 +131,13 @@ extension ClientMessage {
                 }
                 request.authenticationType = type
                 request.on = try fields.bool("on")
-                try fields.allow(common.union(["authType", "on", "generateKey", "yes"]))
+                try fields.allow(common.union(["authType", "on", "generateKey", "yes", "method"]))
                 request.generateKey = try fields.optionalBool("generateKey")
                 request.assumeYes = try fields.optionalBool("yes")
+                request.method = try Self.method(fields)
             case .verify:
                 try fields.allow(common.union(["method"]))
-                if let name = try fields.optionalString("method") {
-                    guard name == "pin" || name == "token", let method = VerificationMethod(rawValue: name) else {
-                        throw ProtocolError(.badField, "`method` must be pin or token")
-                    }
-                    request.method = method
-                }
+                request.method = try Self.method(fields)
             case .cardUnblock:
                 try fields.allow(common.union(["admin"]))
                 request.admin = try fields.optionalBool("admin")
@@ -174,6 +170,15 @@ extension ClientMessage {
         default:
             throw ProtocolError(.unknownType, "unknown message type `\(type)`")
         }
+    }
+
+    /// The optional `method` field of `verify` and `toggle`: `pin` or `token`.
+    static func method(_ fields: MessageFields) throws(ProtocolError) -> VerificationMethod? {
+        guard let name = try fields.optionalString("method") else { return nil }
+        guard name == "pin" || name == "token", let method = VerificationMethod(rawValue: name) else {
+            throw ProtocolError(.badField, "`method` must be pin or token")
+        }
+        return method
     }
 }
 

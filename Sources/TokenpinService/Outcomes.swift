@@ -36,13 +36,31 @@ public struct VerifyReport: Sendable, Equatable {
     public var kdfNanoseconds: UInt64
     /// The counter after the attempt.
     public var counter: RetryCounter?
+    /// The card that verified (`method` token or both), for the card-removal lock.
+    public var card: VerifiedCard?
 
     /// Creates a report.
-    public init(outcome: VerifyOutcome, tokenFailure: String? = nil, kdfNanoseconds: UInt64 = 0, counter: RetryCounter? = nil) {
+    public init(outcome: VerifyOutcome, tokenFailure: String? = nil, kdfNanoseconds: UInt64 = 0, counter: RetryCounter? = nil,
+                card: VerifiedCard? = nil) {
         self.outcome = outcome
         self.tokenFailure = tokenFailure
         self.kdfNanoseconds = kdfNanoseconds
         self.counter = counter
+        self.card = card
+    }
+}
+
+/// The card a token verification used: its serial as read from the card, and the reader it was in.
+public struct VerifiedCard: Sendable, Equatable {
+    /// Manufacturer and serial number, 12 hex digits.
+    public var serial: String
+    /// The reader.
+    public var reader: String
+
+    /// Creates the description.
+    public init(serial: String, reader: String) {
+        self.serial = serial
+        self.reader = reader
     }
 }
 

@@ -25,6 +25,8 @@ public struct PINService: Sendable {
     public var selection: CardSelection
     /// Admits Argon2id derivations to a shared memory budget (the daemon's); nil: no budget (local mode).
     public var derivationGate: (any DerivationGate)?
+    /// Which cards operations may reach: `.any` in local mode; the daemon sets `.boundCardOnly` for non-root peers.
+    public var cardScope: CardScope = .any
 
     /// Points where tests inject faults.
     public struct Hooks: Sendable {

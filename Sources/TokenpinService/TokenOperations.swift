@@ -26,6 +26,20 @@ public struct CardSelection: Sendable, Equatable {
     }
 }
 
+/// Which cards an operation may reach.
+///
+/// Local mode acts with the user's own smart-card rights (pcscd's policy applies), so any card will do. The
+/// daemon runs as root: for a non-root peer it sets `.boundCardOnly`, so a user reaches only the card bound
+/// to their own record.
+public enum CardScope: Sendable, Equatable {
+    /// Every card the selection allows: local mode, and root through the daemon.
+    case any
+    /// Only the card bound to the user's record, recognised by the serial read from the card before any PIN
+    /// is sent: `readers` and `status` show only that card, the card-PIN commands manage only that card, and
+    /// with no binding they manage none.
+    case boundCardOnly
+}
+
 /// Why the token could not be used; becomes a fallback to the PIN or an error.
 struct TokenFailure: Error {
     enum Kind {
@@ -207,14 +221,20 @@ extension PINService {
                 if method == .pin { throw ServiceError.tokenUnavailable("mode = both: the PIN alone cannot verify") }
                 return try verifyBoth(interaction, prompt: .pin) { _, _, _, _ in }
             }
-            guard let slot = record.slot(.token) else {
+            guard record.slot(.token) != nil else {
                 if method == .token { throw ServiceError.tokenNotEnabled }
                 return try verifyPIN(interaction)
             }
             var tokenFailure: String?
             if method != .pin {
                 do {
-                    return try store.withLock(user: user) { () throws -> VerifyReport in try verifyToken(slot: slot, counter: record.counter, interaction) }
+                    return try store.withLock(user: user) { () throws -> VerifyReport in
+                        // The slot as it is now: another verification may have re-sealed it since it was read.
+                        guard let current = try store.load(user: user) else {
+                            throw ServiceError.notEnrolled(user: user, path: recordPath)
+                        }
+                        return try verifyToken(record: current, interaction)
+                    }
                 } catch let failure as TokenFailure {
                     let fallback = method == nil && fallbackAllowed(record)
                     interaction.report(.tokenFailed(reason: failure.reason, fallback: fallback))
@@ -239,20 +259,61 @@ extension PINService {
         configuration.fallback == .allow && record.policy.fallback == .allow
     }
 
-    /// One token verification: find the enrolled card, VERIFY its PIN, PSO:DECIPHER, derive, unwrap.
-    func verifyToken(slot: VaultSlot, counter: RetryCounter, _ interaction: some Interaction) throws -> VerifyReport {
+    /// One token verification, under the user's lock: open the token slot with the card, then re-seal it under
+    /// a fresh ephemeral key so the card answer just used never opens it again. The PIN counter is not touched.
+    func verifyToken(record: EnrolmentRecord, _ interaction: some Interaction) throws -> VerifyReport {
+        guard let slot = record.slot(.token) else { throw ServiceError.tokenNotEnabled }
+        let opened = try openTokenSlot(slot, interaction)
+        var record = record
+        let renewed = try freshAgreement(slot, reader: opened.card.reader)
+        try sealToken(record: &record, vaultKey: opened.vaultKey, agreement: renewed)
+        record.updated = time.now
+        try store.save(record)
+        logger.info("verified", [("user", user), ("method", "token")])
+        return VerifyReport(outcome: .verified(method: .token), kdfNanoseconds: opened.nanoseconds, counter: record.counter,
+                            card: opened.card)
+    }
+
+    /// The vault key a card opened, and which card it was.
+    struct OpenedTokenSlot: ~Copyable {
+        let vaultKey: SecretBytes
+        let card: VerifiedCard
+        let nanoseconds: UInt64
+    }
+
+    /// Finds the enrolled card, VERIFYs its PIN, has it compute the shared secret (PSO:DECIPHER), derives the
+    /// token key and opens `slot`. The shared secret and the key are wiped before this returns.
+    func openTokenSlot(_ slot: VaultSlot, _ interaction: some Interaction) throws -> OpenedTokenSlot {
         guard let binding = slot.token else { throw StoreError(.corrupt, path: recordPath, "token slot without a binding") }
         let card = try openEnrolledCard(serial: binding.serial, lastReader: binding.reader)
         defer { card.handle.close() }
         let shared = try cardSecret(card, binding: binding, interaction)
         let start = time.monotonicNanoseconds
         let kek = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))
-        guard slot.open(keyEncryptionKey: kek, user: user) != nil else {
+        let vaultKey = slot.open(keyEncryptionKey: kek, user: user)
+        guard let vaultKey else {
             throw TokenFailure(kind: .refused, reason: "card \(card.label) does not open the token slot (was its decryption key replaced?)")
         }
-        logger.info("verified", [("user", user), ("method", "token")])
-        return VerifyReport(outcome: .verified(method: .token), kdfNanoseconds: time.monotonicNanoseconds &- start,
-                            counter: counter)
+        return OpenedTokenSlot(vaultKey: vaultKey, card: VerifiedCard(serial: card.serial, reader: card.reader),
+                               nanoseconds: time.monotonicNanoseconds &- start)
+    }
+
+    /// A binding and the secret the card answers for it (computed here for a fresh binding).
+    struct KeyAgreement: ~Copyable {
+        let binding: TokenBinding
+        let secret: SecretBytes
+    }
+
+    /// The re-seal's key agreement: a fresh X25519 pair (e', E') and the secret X25519(e', C) computed here from
+    /// the card's public key `C`, which the card would answer to PSO:DECIPHER with E'. No APDU is sent; e' is
+    /// wiped when this returns, E' replaces the slot's ephemeral key.
+    func freshAgreement(_ slot: VaultSlot, reader: String?) throws -> KeyAgreement {
+        guard var binding = slot.token else { throw StoreError(.corrupt, path: recordPath, "token slot without a binding") }
+        let ephemeral = try X25519.generateKeyPair()
+        let secret = try X25519.sharedSecret(secretKey: ephemeral.secretKey, peerPublicKey: [UInt8](binding.cardPublicKey))
+        binding.ephemeralPublicKey = Data(ephemeral.publicKey)
+        if let reader { binding.reader = reader }
+        return KeyAgreement(binding: binding, secret: secret)
     }
 
     /// Asks for the card PIN (showing the card's tries left), verifies it on the card and has the card compute
@@ -299,14 +360,32 @@ extension PINService {
         let pin = PIN(try interaction.readSecret(prompt))
         do {
             let shared = try cardSecret(card, binding: binding, interaction)
+            let pinKeyHolder = KeyHolder()
             var report = try countedAttempt(pin: pin, slotKind: .composite, finishKey: { pinKey, slot in
-                guard let binding = slot.token else { throw StoreError(.corrupt, path: recordPath, "composite slot without a binding") }
-                let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))
-                return try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: binding, salt: [UInt8](slot.kdf.salt))
+                guard let current = slot.token else { throw StoreError(.corrupt, path: recordPath, "composite slot without a binding") }
+                guard current.ephemeralPublicKey == binding.ephemeralPublicKey else {
+                    // The card answered for a key another verification has replaced meanwhile.
+                    throw TokenFailure(kind: .unavailable, reason: "the token slot was re-sealed by another verification while "
+                        + "the card was asked; try again")
+                }
+                pinKeyHolder.key = pinKey.duplicate()
+                let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: current, salt: [UInt8](slot.kdf.salt))
+                return try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: current,
+                                                  salt: [UInt8](slot.kdf.salt))
             }, onSuccess: { record, vaultKey in
-                try onSuccess(&record, vaultKey, shared, pin)
+                // Re-seal under a fresh ephemeral key: the PIN's key and KDF parameters stay, the card's part changes.
+                guard let slot = record.slot(.composite), let pinKey = pinKeyHolder.key.take() else {
+                    throw StoreError(.corrupt, path: recordPath, "composite slot vanished during verification")
+                }
+                let renewed = try freshAgreement(slot, reader: card.reader)
+                try sealComposite(record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: slot.kdf, shared: renewed.secret,
+                                  binding: renewed.binding)
+                try onSuccess(&record, vaultKey, renewed.secret, pin)
             })
-            if case .verified = report.outcome { report.outcome = .verified(method: .both) }
+            if case .verified = report.outcome {
+                report.outcome = .verified(method: .both)
+                report.card = VerifiedCard(serial: card.serial, reader: card.reader)
+            }
             return report
         } catch let failure as TokenFailure {
             interaction.report(.tokenFailed(reason: failure.reason, fallback: false))
@@ -339,16 +418,22 @@ extension PINService {
             let pin = PIN(try interaction.readSecret(.pin))
             return try countedAttempt(pin: pin) { record, vaultKey in
                 try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
-                try bind(record: &record, vaultKey: vaultKey, pin: pin, reader: probe.reader, generateKey: generateKey,
-                         assumeYes: assumeYes, interaction)
+                try bind(record: &record, vaultKey: vaultKey, pin: pin, reader: probe.reader, serial: probe.serial,
+                         generateKey: generateKey, assumeYes: assumeYes, interaction)
             }
         }
     }
 
+    /// Binds the card in `reader`, which must still be the card with `serial` that was chosen: the serial is
+    /// read from the card again before any PIN is sent to it.
     func bind(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pin: borrowing PIN, reader: String,
-              generateKey: Bool, assumeYes: Bool, _ interaction: some Interaction) throws {
+              serial: String?, generateKey: Bool, assumeYes: Bool, _ interaction: some Interaction) throws {
         let card = try openCard(reader: reader)
         defer { card.handle.close() }
+        guard let serial, card.serial == serial else {
+            throw ServiceError.tokenUnavailable("the card in \(reader) changed since it was chosen: it was "
+                + "\(serial.map(cardLabel(serial:)) ?? "unknown"), it is now \(card.label); nothing was sent to it")
+        }
         var cardPublicKey: [UInt8]
         do {
             if card.data.hasCurve25519DecryptionKey {
@@ -397,28 +482,54 @@ extension PINService {
                         shared: borrowing SecretBytes, binding: TokenBinding, mode: VerificationMode) throws {
         if mode == .both {
             let pinKDF = try chooseKDF()
-            let salt = [UInt8](pinKDF.salt)
             let pinKey = try deriveKey(pinKDF, from: pin.secret)
-            let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: salt)
-            let compositeKey = try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: binding, salt: salt)
-            record.setSlot(.composite, try VaultSlot.seal(vaultKey, keyEncryptionKey: compositeKey, kind: .composite,
-                                                          kdf: pinKDF, token: binding, user: user, created: time.now))
+            try sealComposite(record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: pinKDF, shared: shared, binding: binding)
             record.setSlot(.pin, nil)
             record.setSlot(.token, nil)
         } else {
-            let kdf = KDFParameters(algorithm: .blake2b)
-            let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](kdf.salt))
-            record.setSlot(.token, try VaultSlot.seal(vaultKey, keyEncryptionKey: tokenKey, kind: .token, kdf: kdf,
-                                                      token: binding, user: user, created: time.now))
+            let agreement = KeyAgreement(binding: binding, secret: shared.duplicate())
+            try sealToken(record: &record, vaultKey: vaultKey, agreement: agreement)
         }
     }
 
-    /// `toggle token off`: removes the binding. In `mode = both` the PIN and the card are needed (prompts:
-    /// PIN, card PIN) and a plain PIN slot takes the composite slot's place.
-    public func disableToken(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+    /// Seals the vault key into the `token` slot for `agreement`, under a fresh BLAKE2b salt.
+    func sealToken(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes,
+                   agreement: borrowing KeyAgreement) throws {
+        let kdf = KDFParameters(algorithm: .blake2b)
+        let tokenKey = try TokenKeys.tokenKey(sharedSecret: agreement.secret, binding: agreement.binding,
+                                              salt: [UInt8](kdf.salt))
+        let created = record.slot(.token)?.created ?? time.now
+        record.setSlot(.token, try VaultSlot.seal(vaultKey, keyEncryptionKey: tokenKey, kind: .token, kdf: kdf,
+                                                  token: agreement.binding, user: user, created: created))
+    }
+
+    /// Seals the vault key into the `composite` slot: the PIN's key (derived with `kdf`, whose salt the slot
+    /// keeps) mixed with the token key of `shared` and `binding`.
+    func sealComposite(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pinKey: borrowing SecretBytes,
+                       kdf: KDFParameters, shared: borrowing SecretBytes, binding: TokenBinding) throws {
+        let salt = [UInt8](kdf.salt)
+        let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: salt)
+        let compositeKey = try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: binding, salt: salt)
+        let created = record.slot(.composite)?.created ?? time.now
+        record.setSlot(.composite, try VaultSlot.seal(vaultKey, keyEncryptionKey: compositeKey, kind: .composite,
+                                                      kdf: kdf, token: binding, user: user, created: created))
+    }
+
+    /// `toggle token off`: removes the binding after a counted verification, like switching it on.
+    ///
+    /// `method` nil or `.pin`: one counted PIN attempt (a wrong PIN counts exactly as in `verify`; prompt: PIN).
+    /// `.token`: the card PIN and PSO:DECIPHER opening the token slot (prompt: card PIN). The report names the
+    /// method used. In `mode = both` the PIN and the card are needed (prompts: PIN, card PIN) and a plain PIN
+    /// slot takes the composite slot's place.
+    public func disableToken(_ interaction: some Interaction,
+                             method: VerificationMethod? = nil) throws(ServiceError) -> VerifyReport {
         try guarded { () throws -> VerifyReport in
             let record = try loadRecord()
             if record.slot(.composite) != nil {
+                if method == .pin {
+                    throw ServiceError.tokenUnavailable(
+                        "mode = both: the PIN alone cannot switch the token off; the card is needed too")
+                }
                 return try verifyBoth(interaction, prompt: .pin) { record, vaultKey, _, pin in
                     let kdf = try chooseKDF()
                     let pinKey = try deriveKey(kdf, from: pin.secret)
@@ -426,20 +537,42 @@ extension PINService {
                                                             user: user, created: time.now))
                     record.setSlot(.composite, nil)
                     record.policy.mode = .either
-                    logger.info("token disabled", [("user", user)])
+                    logger.info("token disabled", [("user", user), ("method", "both")])
                     interaction.report(.typeChanged(type: .token, enabled: false))
                 }
             }
             guard record.slot(.token) != nil else { throw ServiceError.tokenNotEnabled }
-            return try store.withLock(user: user) { () throws -> VerifyReport in
-                guard var record = try store.load(user: user) else { throw ServiceError.notEnrolled(user: user, path: recordPath) }
+            if method == .token { return try disableTokenWithCard(interaction) }
+            if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
+            let pin = PIN(try interaction.readSecret(.pin))
+            return try countedAttempt(pin: pin) { record, _ in
                 record.setSlot(.token, nil)
-                record.updated = time.now
-                try store.save(record)
-                logger.info("token disabled", [("user", user)])
+                logger.info("token disabled", [("user", user), ("method", "pin")])
                 interaction.report(.typeChanged(type: .token, enabled: false))
-                return VerifyReport(outcome: .verified(method: .pin), counter: record.counter)
             }
+        }
+    }
+
+    /// `toggle token off --method token`: under the user's lock, the card opens the token slot, then the slot goes.
+    /// A refusal by the card is an outcome (`tokenRejected`); a card that is not there is an error.
+    func disableTokenWithCard(_ interaction: some Interaction) throws -> VerifyReport {
+        try store.withLock(user: user) { () throws -> VerifyReport in
+            guard var record = try store.load(user: user) else { throw ServiceError.notEnrolled(user: user, path: recordPath) }
+            guard let slot = record.slot(.token) else { throw ServiceError.tokenNotEnabled }
+            do {
+                _ = try openTokenSlot(slot, interaction)
+            } catch let failure as TokenFailure {
+                interaction.report(.tokenFailed(reason: failure.reason, fallback: false))
+                guard failure.kind == .refused else { throw failure.serviceError }
+                return VerifyReport(outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
+                                    counter: record.counter)
+            }
+            record.setSlot(.token, nil)
+            record.updated = time.now
+            try store.save(record)
+            logger.info("token disabled", [("user", user), ("method", "token")])
+            interaction.report(.typeChanged(type: .token, enabled: false))
+            return VerifyReport(outcome: .verified(method: .token), counter: record.counter)
         }
     }
 }
@@ -447,11 +580,25 @@ extension PINService {
 // MARK: Readers, status and the card's own PIN
 
 extension PINService {
-    /// Every reader the selection allows and the card in it.
+    /// Every reader the selection allows and the card in it; under `.boundCardOnly` only the reader holding
+    /// the card bound to the record (none without a binding, and then no card is read at all).
     public func listReaders() throws(ServiceError) -> [ReaderInfo] {
-        try probeCards().map { probe in
+        var bound: String?
+        if cardScope == .boundCardOnly {
+            bound = try guarded { () throws -> String? in try boundCard()?.serial }
+            guard bound != nil else { return [] }
+        }
+        let readers = try probeCards().map { probe in
             probe.data == nil && probe.problem == "no card" ? ReaderInfo(name: probe.reader, cardPresent: false) : probe.info
         }
+        guard let bound else { return readers }
+        return readers.filter { $0.serial == bound }
+    }
+
+    /// The card bound to the record (token or composite slot), or nil when there is no record or no binding.
+    func boundCard() throws -> TokenBinding? {
+        guard try store.exists(), let record = try store.load(user: user) else { return nil }
+        return record.slot(.token)?.token ?? record.slot(.composite)?.token
     }
 
     /// What the token side looks like for `status` and `types`; problems (pcscd down) are reported, not thrown.
@@ -466,12 +613,23 @@ extension PINService {
         }
     }
 
-    /// The card the card-PIN commands act on: the bound card when there is one, else the one chosen.
-    func managedCard(_ interaction: some Interaction) throws -> OpenedCard {
-        if try store.exists(), let record = try store.load(user: user),
-           let binding = record.slot(.token)?.token ?? record.slot(.composite)?.token {
-            return try openEnrolledCard(serial: binding.serial, lastReader: binding.reader)
+    /// The card the card-PIN commands act on: the bound card when there is one (found by the serial read from
+    /// the card, before any prompt), else the one chosen. Under `.boundCardOnly` only the bound card, and no
+    /// card at all without a binding.
+    func managedCard(_ interaction: some Interaction, command: String) throws -> OpenedCard {
+        let binding = try boundCard()
+        if cardScope == .boundCardOnly {
+            let local = "manage another card with `tokenpin --local token \(command)`, under your own smart-card rights"
+            guard let binding else {
+                throw ServiceError.permissionDenied("through tokenpind you manage only the card bound to your record, "
+                    + "and no card is bound; " + local)
+            }
+            if let named = selection.serial, !CardSelection(serial: named).accepts(serial: binding.serial) {
+                throw ServiceError.permissionDenied("through tokenpind you manage only the card bound to your record "
+                    + "(\(cardLabel(serial: binding.serial))), not card \(named); " + local)
+            }
         }
+        if let binding { return try openEnrolledCard(serial: binding.serial, lastReader: binding.reader) }
         return try openCard(reader: chooseCard(interaction).reader)
     }
 
@@ -489,7 +647,7 @@ extension PINService {
     /// Prompts: card PIN, new card PIN, new card PIN again.
     public func changeCardPIN(_ interaction: some Interaction) throws(ServiceError) {
         try guarded { () throws -> Void in
-            let card = try managedCard(interaction)
+            let card = try managedCard(interaction, command: "change-pin")
             defer { card.handle.close() }
             let tries = card.data.passwordStatus.retriesPW1
             guard tries > 0 else { throw ServiceError.cardRefused(failure(.blocked, card: card.label).reason) }
@@ -508,7 +666,7 @@ extension PINService {
     /// Prompts: Reset Code (or admin PIN), new card PIN, new card PIN again.
     public func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError) {
         try guarded { () throws -> Void in
-            let card = try managedCard(interaction)
+            let card = try managedCard(interaction, command: "unblock")
             defer { card.handle.close() }
             let status = card.data.passwordStatus
             if admin {
@@ -539,5 +697,34 @@ extension PINService {
             }
             logger.info("card PIN unblocked", [("card", card.label)])
         }
+    }
+}
+
+/// Carries the PIN's key from a counted attempt's key derivation to its success handler, so a re-seal needs no
+/// second Argon2id run. The key is wiped when taken and dropped, or with the holder.
+final class KeyHolder {
+    var key: SecretBytes?
+}
+
+// MARK: Finding a card by serial
+
+extension CardReaders {
+    /// The reader holding the OpenPGP card with `serial` (as tokenpin records it, 12 hex digits), or nil.
+    ///
+    /// Reads only public data (SELECT, GET DATA application related data) and sends no PIN; the daemon uses it
+    /// to tell whether the card a user verified with came back within `lock-grace`.
+    public func reader(holding serial: String) -> String? {
+        guard let presences = try? list() else { return nil }
+        for presence in presences where presence.cardPresent {
+            guard let handle = try? open(presence.name) else { continue }
+            defer { handle.close() }
+            let session = OpenPGPSession(connection: handle.connection)
+            let data = try? handle.exclusive { () throws -> ApplicationRelatedData in
+                try session.select()
+                return try session.applicationRelatedData()
+            }
+            if let data, CardProbe.serial(of: data.aid) == serial { return presence.name }
+        }
+        return nil
     }
 }

@@ -13,7 +13,7 @@ protocol Backend {
     func types() throws(ServiceError) -> [TypeStatus]
     func togglePIN(on: Bool, _ interaction: some Interaction) throws(ServiceError)
     func enableToken(_ interaction: some Interaction, generateKey: Bool, assumeYes: Bool) throws(ServiceError) -> VerifyReport
-    func disableToken(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport
+    func disableToken(_ interaction: some Interaction, method: VerificationMethod?) throws(ServiceError) -> VerifyReport
     func listReaders() throws(ServiceError) -> [ReaderInfo]
     func changeCardPIN(_ interaction: some Interaction) throws(ServiceError)
     func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError)

@@ -306,12 +306,14 @@ struct TokenCommand: Command {
     }
 }
 
-/// `tokenpin toggle TYPE on|off [--generate-key] [--yes]`.
+/// `tokenpin toggle TYPE on|off [--generate-key] [--yes] [--method pin|token]`.
 struct ToggleCommand: Command {
     var type: AuthenticationType
     var on: Bool
     var generateKey = false
     var assumeYes = false
+    /// `toggle token off`: verify with the PIN (nil, the default) or the card.
+    var method: VerificationMethod?
 
     func run(_ context: Context) -> ExitCode {
         switch (type, on) {
@@ -338,7 +340,7 @@ struct ToggleCommand: Command {
             }
         case (.token, false):
             do {
-                let report = try context.backend.disableToken(context.interaction)
+                let report = try context.backend.disableToken(context.interaction, method: method)
                 return context.finish(report, success: "Token disabled; verify with the PIN.",
                                       event: .typeChanged(type: .token, enabled: false),
                                       extra: [("type", .string("token")), ("enabled", .bool(false))])

@@ -157,8 +157,8 @@ extension DemoCommand {
         narrator.expect(try service.verify(ScriptedInteraction([cardPIN])).outcome, .verified(method: .token))
         narrator.expect(try service.verify(ScriptedInteraction([newPIN]), method: .pin).outcome, .verified(method: .pin))
 
-        narrator.step("Switch the token off: the PIN verifies alone again")
-        narrator.expect(try service.disableToken(ScriptedInteraction([])).outcome, .verified(method: .pin))
+        narrator.step("Switch the token off (after the PIN, like switching it on): the PIN verifies alone again")
+        narrator.expect(try service.disableToken(ScriptedInteraction([newPIN])).outcome, .verified(method: .pin))
         let script = ScriptedInteraction([newPIN])
         narrator.expect(try service.verify(script).outcome, .verified(method: .pin))
         narrator.result(script.prompts == [.pin], "asked: " + script.prompts.map(\.name).joined(separator: ", "))

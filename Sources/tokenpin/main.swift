@@ -8,6 +8,13 @@ import Glibc
 /// Parses the command line into a command, or a usage error.
 func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command)? {
     guard let name = parsed.command else { return nil }
+    func method() throws(UsageError) -> VerificationMethod? {
+        guard let value = parsed.options["--method"] else { return nil }
+        guard value == "pin" || value == "token" else {
+            throw UsageError(message: "--method must be pin or token, not '\(value)'", command: name)
+        }
+        return VerificationMethod(rawValue: value)
+    }
     func noArguments() throws(UsageError) {
         guard parsed.arguments.isEmpty else {
             throw UsageError(message: "unexpected argument '\(parsed.arguments[0])'", command: name)
@@ -19,14 +26,7 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
         return EnrolCommand(recoveryKeyFile: parsed.options["--recovery-key-file"])
     case "verify":
         try noArguments()
-        var method: VerificationMethod?
-        if let value = parsed.options["--method"] {
-            guard value == "pin" || value == "token" else {
-                throw UsageError(message: "--method must be pin or token, not '\(value)'", command: name)
-            }
-            method = VerificationMethod(rawValue: value)
-        }
-        return VerifyCommand(method: method)
+        return VerifyCommand(method: try method())
     case "change":
         try noArguments()
         return ChangeCommand()
@@ -56,8 +56,11 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
         if type == .pin && (parsed.flags.contains("--generate-key") || parsed.flags.contains("--yes")) {
             throw UsageError(message: "--generate-key and --yes apply to `toggle token on`", command: name)
         }
+        if parsed.options["--method"] != nil && (type != .token || state != "off") {
+            throw UsageError(message: "--method applies to `toggle token off`", command: name)
+        }
         return ToggleCommand(type: type, on: state == "on", generateKey: parsed.flags.contains("--generate-key"),
-                             assumeYes: parsed.flags.contains("--yes"))
+                             assumeYes: parsed.flags.contains("--yes"), method: try method())
     case "readers":
         try noArguments()
         return ReadersCommand()

@@ -36,6 +36,8 @@ import Glibc
         (["toggle", "face", "on"], "unknown type 'face'"),
         (["toggle", "pin", "maybe"], "expected on or off"),
         (["verify", "--method", "face"], "--method must be pin or token"),
+        (["toggle", "token", "off", "--method", "face"], "--method must be pin or token"),
+        (["toggle", "token", "on", "--method", "pin"], "--method applies to `toggle token off`"),
         (["verify", "extra"], "unexpected argument 'extra'"),
         (["status", "--store"], "missing value for '--store'"),
         (["enrol", "--method", "pin"], "'--method' is not an option of 'enrol'"),

@@ -124,8 +124,12 @@ extension CLI {
         #expect(changeCard.status == 0, "\(changeCard.stderr)")
         #expect(try cli.run(["--json", "verify", "--pin-stdin"], input: "246813\n").json["method"] as? String == "token")
 
-        let off = try cli.run(["toggle", "token", "off"])
-        #expect(off.status == 0)
+        let wrongPIN = try cli.run(["--json", "toggle", "token", "off", "--pin-stdin"], input: "000001\n")
+        #expect(wrongPIN.status == 1, "a wrong PIN switches nothing off: \(wrongPIN.stderr)")
+        #expect(cli.remaining == 4, "and counts")
+        let off = try cli.run(["--json", "toggle", "token", "off", "--method", "token", "--pin-stdin"], input: "246813\n")
+        #expect(off.status == 0, "\(off.stderr)")
+        #expect(off.json["method"] as? String == "token")
         #expect(try cli.run(["types"]).stdout.contains("token  disabled"))
         _ = card
     }

@@ -78,6 +78,7 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         ("{\"v\":1,\"type\":\"request\",\"op\":\"verify\",\"user\":\"../etc\"}", .badField),
         ("{\"v\":1,\"type\":\"request\",\"op\":\"verify\",\"user\":7}", .badField),
         ("{\"v\":1,\"type\":\"request\",\"op\":\"toggle\",\"authType\":\"face\",\"on\":true}", .badField),
+        ("{\"v\":1,\"type\":\"request\",\"op\":\"toggle\",\"authType\":\"token\",\"on\":false,\"method\":\"both\"}", .badField),
         ("{\"v\":1,\"type\":\"request\",\"op\":\"import\",\"record\":\"!!!\"}", .badField),
         ("{\"v\":1,\"type\":\"request\",\"op\":\"change\",\"newPINAttempts\":9}", .badField),
         ("{\"v\":1,\"type\":\"secret\",\"prompt\":\"pin\"}", .missingField),
@@ -98,6 +99,11 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     @Test func requestLinesRoundTrip() throws {
         let requests = [
             Request(.verify), Request(.status, user: "bob"), Request(.toggle, authenticationType: .pin, on: false),
+            { () -> Request in
+                var off = Request(.toggle, authenticationType: .token, on: false)
+                off.method = .token
+                return off
+            }(),
             Request(.import, record: [1, 2, 3, 0xFF]), Request(.enrol, newPINAttempts: 3),
         ]
         for request in requests {

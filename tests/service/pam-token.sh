@@ -31,6 +31,13 @@ expect_code "mode=pin: the PIN alone" 0 auth "$PINONLY" "$DAVE" <<<482916
 check "mode=pin: no card prompt" bash -c "! grep -q 'Card PIN' '$WORK/out' '$WORK/err'"
 remaining=$(tokenpin --json status | json_field remaining)
 check "the PIN counter was never touched by card failures" test "$remaining" = 5
-check "no PIN in the daemon log" bash -c "! grep -qE '482916|123456|000000|12345678' '$WORK/daemon.log'"
+expect_code "toggle token off through the daemon: a wrong PIN switches nothing off (1)" 1 \
+    tokenpin toggle token off --pin-stdin <<<000001
+check "the wrong PIN was counted" test "$(tokenpin --json status | json_field remaining)" = 4
+expect_code "toggle token off --method token: the card PIN relayed (0)" 0 \
+    tokenpin --json toggle token off --method token --pin-stdin <<<123456
+check "the event names the card as the method" grep -q '"method":"token"' "$WORK/out"
+check "types through the daemon: token disabled" bash -c "'$BIN/tokenpin' --socket '$SOCKET' --user '$DAVE' types | grep -q 'token  disabled'"
+check "no PIN in the daemon log" bash -c "! grep -qE '482916|123456|000000|000001|12345678' '$WORK/daemon.log'"
 stop_daemon
 finish

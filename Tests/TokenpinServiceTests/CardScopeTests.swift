@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+import TokenpinAPDU
+import TokenpinCore
+@testable import TokenpinService
+import TokenpinSimulator
+
+/// The admin PIN's tries left, through a fresh session (GET DATA C4, byte 7).
+func adminPINTries(_ card: SimulatedCard) -> Int {
+    let connection = SimulatedCardConnection(card: card)
+    _ = try? connection.send(CommandAPDU(ins: 0xA4, p1: 0x04, p2: 0x00, data: [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01]))
+    let answer = try? connection.send(CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0xC4, le: 256))
+    card.reset()
+    guard let data = answer?.data, data.count >= 7 else { return -1 }
+    return Int(data[6])
+}
+
+/// What a non-root peer of the daemon gets: the same service, limited to the card bound to its record.
+func daemonScoped(_ service: PINService) -> PINService {
+    var scoped = service
+    scoped.cardScope = .boundCardOnly
+    return scoped
+}
+
+/// Bob: enrolled, no card bound, in front of alice's card (Reader A) and a spare card (Reader B).
+func bobBeforeOthersCards() throws -> (bob: PINService, alice: TokenSetup, spare: SimulatedCard) {
+    let spare = try newCard(0x2222_2222)
+    let alice = try tokenSetup(extraCards: [("Reader B", spare)])
+    let bob = PINService(store: alice.service.store, configuration: alice.service.configuration, user: "bob",
+                         time: ManualTime(), cards: alice.service.cards)
+    try enrol(bob)
+    return (daemonScoped(bob), alice, spare)
+}
+
+@Suite struct CardScopeTests {
+    @Test func localModeReachesEveryCard() throws {
+        let (bob, alice, _) = try bobBeforeOthersCards()
+        var local = bob
+        local.cardScope = .any
+        #expect(PINService(store: alice.service.store, configuration: alice.service.configuration, user: "x").cardScope == .any)
+        #expect(try local.listReaders().map(\.name) == ["Reader A", "Reader B"])
+    }
+
+    @Test func readersAndStatusShowOnlyTheBoundCard() throws {
+        let (bob, alice, spare) = try bobBeforeOthersCards()
+        #expect(try bob.listReaders().isEmpty, "no binding: no card")
+        #expect(try bob.status().token?.readers.isEmpty == true)
+
+        let scopedAlice = daemonScoped(alice.service)
+        let readers = try scopedAlice.listReaders()
+        #expect(readers.map(\.name) == ["Reader A"])
+        #expect(readers.first?.serial == "FFFE00001111")
+        let status = try #require(try scopedAlice.status().token)
+        #expect(status.readers.map(\.name) == ["Reader A"] && status.matchingReader == "Reader A")
+        alice.card.remove()
+        #expect(try scopedAlice.listReaders().isEmpty, "the bound card is not present")
+        _ = spare
+    }
+
+    @Test(arguments: [false, true])
+    func withoutABindingNoCardPINIsManagedThroughTheDaemon(unblock: Bool) throws {
+        let (bob, alice, spare) = try bobBeforeOthersCards()
+        var targeted = bob
+        targeted.selection = CardSelection(serial: "00001111")  // names alice's card
+        let script = ScriptedInteraction(["000000", "246813", "246813"])
+        #expect {
+            if unblock { try targeted.unblockCardPIN(script, admin: true) } else { try targeted.changeCardPIN(script) }
+        } throws: { error in
+            guard let error = error as? ServiceError, case .permissionDenied(let why) = error else { return false }
+            return ExitCode(error) == .permissionDenied && why.contains("tokenpin --local token")
+        }
+        #expect(script.prompts.isEmpty, "nothing asked")
+        #expect(cardPINTries(alice.card) == 3 && adminPINTries(alice.card) == 3)
+        #expect(cardPINTries(spare) == 3 && adminPINTries(spare) == 3)
+    }
+
+    @Test func aUserWithNoRecordManagesNoCard() throws {
+        let (bob, alice, _) = try bobBeforeOthersCards()
+        let stranger = daemonScoped(PINService(store: bob.store, configuration: bob.configuration, user: "carol",
+                                               time: ManualTime(), cards: bob.cards))
+        let before = alice.card.processedCount
+        #expect { try stranger.changeCardPIN(ScriptedInteraction(["000000", "246813", "246813"])) } throws: { error in
+            guard let error = error as? ServiceError else { return false }
+            return ExitCode(error) == .permissionDenied
+        }
+        #expect(alice.card.processedCount == before, "not even a SELECT")
+        #expect(try stranger.listReaders().isEmpty)
+    }
+
+    @Test func withABindingOnlyTheBoundCardIsManaged() throws {
+        let spare = try newCard(0x2222_2222)
+        let alice = try tokenSetup(extraCards: [("Reader B", spare)])
+        var scoped = daemonScoped(alice.service)
+        // The bound card, checked by serial on the card before any prompt.
+        let change = ScriptedInteraction([cardPIN, "246813", "246813"])
+        try scoped.changeCardPIN(change)
+        #expect(change.prompts.map(\.name) == ["card-pin", "new-card-pin", "confirm-card-pin"])
+        #expect(try scoped.verify(ScriptedInteraction(["246813"])).outcome == .verified(method: .token))
+        // Naming another card is refused; so is managing any card while the bound one is away.
+        scoped.selection = CardSelection(serial: "22222222")
+        #expect { try scoped.changeCardPIN(ScriptedInteraction(["000000", "246813", "246813"])) } throws: { error in
+            guard let error = error as? ServiceError else { return false }
+            return ExitCode(error) == .permissionDenied
+        }
+        scoped.selection = CardSelection()
+        alice.card.remove()
+        let script = ScriptedInteraction(["000000", "246813", "246813"])
+        #expect { try scoped.unblockCardPIN(script, admin: true) } throws: { error in
+            guard let error = error as? ServiceError else { return false }
+            return ExitCode(error) == .tokenUnavailable
+        }
+        #expect(script.prompts.isEmpty)
+        #expect(cardPINTries(spare) == 3 && adminPINTries(spare) == 3)
+    }
+
+    @Test func bindingThroughTheDaemonReachesTheCardOnlyAfterThePINVerified() throws {
+        let setup = try tokenSetup(bind: false)
+        let scoped = daemonScoped(setup.service)
+        let script = ScriptedInteraction(["000001", adminPIN, cardPIN])
+        #expect(try scoped.enableToken(script, generateKey: true, assumeYes: true).outcome == .rejected(remaining: 4, lastTry: false))
+        #expect(script.prompts == [.pin], "a wrong PIN: no admin PIN, no card PIN")
+        #expect(adminPINTries(setup.card) == 3 && cardPINTries(setup.card) == 3)
+        #expect(try scoped.listReaders().isEmpty, "nothing bound")
+
+        let stranger = daemonScoped(PINService(store: setup.service.store, configuration: setup.service.configuration,
+                                               user: "carol", time: ManualTime(), cards: setup.service.cards))
+        let before = setup.card.processedCount
+        #expect { _ = try stranger.enableToken(ScriptedInteraction([adminPIN, adminPIN, cardPIN]), generateKey: true,
+                                                assumeYes: true) } throws: { error in
+            guard let error = error as? ServiceError, case .notEnrolled = error else { return false }
+            return true
+        }
+        #expect(setup.card.processedCount == before, "no record: the card is not touched")
+
+        let right = ScriptedInteraction(["482916", adminPIN, cardPIN])
+        #expect(try scoped.enableToken(right, generateKey: true, assumeYes: true).outcome == .verified(method: .pin))
+        #expect(right.prompts.map(\.name) == ["pin", "admin-pin", "card-pin"])
+        #expect(try scoped.listReaders().map(\.name) == ["Reader A"])
+    }
+}
