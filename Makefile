@@ -2,7 +2,9 @@
 #
 #   make demo      build and run the walkthrough on the simulated token
 #   make test      build and run every test (unit, CLI end to end, PC/SC through a private pcscd)
-#   make install   install binaries, man pages, config example (PREFIX, DESTDIR)
+#   make           build what make install copies: static release binaries, the PAM module, man pages
+#   make install   copy what make built: binaries, PAM module and service file, units, udev rules, man pages,
+#                  docs, config example (PREFIX, DESTDIR); builds nothing, so `make && sudo make install`
 #   make bench     the figures: KDF calibration, verify latency, start-up, peak memory, token verify vs bare APDUs and gpg
 #   make pam       the PAM module (C, no Swift runtime): .build/pam/pam_tokenpin.so
 #   make man       the man pages from their scdoc sources: .build/man/
@@ -14,6 +16,9 @@ PREFIX        ?= /usr/local
 DESTDIR       ?=
 SWIFT         ?= swift
 BUILD_FLAGS   ?=
+# Release binaries carry the Swift runtime and Foundation inside and no symbols, so they run without the
+# toolchain and need only Debian's libraries (docs/packaging.md); relocations are read-only after start.
+RELEASE_FLAGS ?= --static-swift-stdlib -Xlinker -s -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
 RELEASE_DIR    = .build/release
 DEBUG_DIR      = .build/debug
 
@@ -25,17 +30,18 @@ BENCH_PACKAGES = hyperfine time python3 bc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps test-deps bench-deps build debug test demo bench bench-daemon install uninstall clean pam man \
-        install-daemon install-pam install-units install-udev install-man
+        install-check install-daemon install-pam install-units install-udev install-man
 
 CC            ?= cc
 PAM_CFLAGS    ?= -std=c11 -O2 -Wall -Wextra -Werror -fPIC -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+PAM_LDFLAGS   ?= -Wl,-z,relro -Wl,-z,now
 PAM_DIR       ?= $(shell pkg-config --variable=libdir pam 2>/dev/null || echo /usr/lib/x86_64-linux-gnu)/security
 SYSTEMD_DIR   ?= /usr/lib/systemd/system
 UDEV_DIR      ?= /usr/lib/udev/rules.d
 PAM_CONFIGS   ?= /usr/share/pam-configs
 MAN_PAGES      = tokenpin.1 tokenpind.8 tokenpin.conf.5 pam_tokenpin.8
 
-all: build
+all: build pam man
 
 # Installs the packages in $(1) that dpkg does not list as installed.
 define apt_install
@@ -58,7 +64,7 @@ bench-deps: deps
 	$(call apt_install,$(BENCH_PACKAGES))
 
 build: deps
-	$(SWIFT) build -c release $(BUILD_FLAGS)
+	$(SWIFT) build -c release $(RELEASE_FLAGS) $(BUILD_FLAGS)
 
 debug: deps
 	$(SWIFT) build $(BUILD_FLAGS)
@@ -75,9 +81,10 @@ pam: .build/pam/pam_tokenpin.so
 
 .build/pam/pam_tokenpin.so: pam/pam_tokenpin.c
 	@mkdir -p .build/pam
-	$(CC) $(PAM_CFLAGS) -shared -o $@ $< -lpam
+	$(CC) $(PAM_CFLAGS) $(PAM_LDFLAGS) -shared -o $@ $< -lpam
 
-# Man pages: scdoc sources in docs/man/*.scd, built at install.
+# Man pages: scdoc sources in docs/man/*.scd. They write @PREFIX@ where a path depends on the install;
+# install-man puts the PREFIX of that install in, so each install names its own paths.
 man: $(addprefix .build/man/,$(MAN_PAGES))
 
 .build/man/%: docs/man/%.scd
@@ -92,38 +99,56 @@ bench: bench-deps test-deps build
 	@if [ "$$(id -u)" = 0 ]; then TOKENPIN_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin TOKENPIN_SIM_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin-sim scripts/bench-token; \
 	else echo "note: scripts/bench-token needs root (a private pcscd)"; fi
 
-install: build install-daemon install-pam install-units install-udev install-man
+# Copies only: it fails, saying what to run, when make has not built everything (so `sudo make install`
+# never compiles as root or needs swift on root's PATH).
+INSTALL_INPUTS = $(RELEASE_DIR)/tokenpin $(RELEASE_DIR)/tokenpind .build/pam/pam_tokenpin.so $(addprefix .build/man/,$(MAN_PAGES))
+
+install: install-check install-daemon install-pam install-units install-udev install-man
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/tokenpin $(DESTDIR)/etc/tokenpin
 	install -m 0755 $(RELEASE_DIR)/tokenpin $(DESTDIR)$(PREFIX)/bin/tokenpin
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/tokenpin/
 	install -m 0644 config/tokenpin.conf.example $(DESTDIR)$(PREFIX)/share/doc/tokenpin/tokenpin.conf.example
 	[ -e $(DESTDIR)/etc/tokenpin/tokenpin.conf ] || install -m 0644 config/tokenpin.conf.example $(DESTDIR)/etc/tokenpin/tokenpin.conf
 
-install-daemon: build
+install-check:
+	@missing=""; for f in $(INSTALL_INPUTS); do [ -f "$$f" ] || missing="$$missing $$f"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "error: nothing to install yet (missing:$$missing)" >&2; \
+	  echo "hint: build first as yourself, then install: make && sudo make install" >&2; exit 1; \
+	fi; \
+	if ldd $(RELEASE_DIR)/tokenpin | grep -q libswiftCore; then \
+	  echo "error: $(RELEASE_DIR)/tokenpin needs the Swift toolchain's libraries (built without --static-swift-stdlib)" >&2; \
+	  echo "hint: rebuild with make, then install: make && sudo make install" >&2; exit 1; \
+	fi
+
+install-daemon: install-check
 	install -d $(DESTDIR)$(PREFIX)/sbin
 	install -m 0755 $(RELEASE_DIR)/tokenpind $(DESTDIR)$(PREFIX)/sbin/tokenpind
 
-install-pam: pam
-	install -d $(DESTDIR)$(PAM_DIR) $(DESTDIR)$(PAM_CONFIGS)
+# The module, the pam-auth-update profile and the daemon's own PAM service (the password check at enrolment).
+install-pam: install-check
+	install -d $(DESTDIR)$(PAM_DIR) $(DESTDIR)$(PAM_CONFIGS) $(DESTDIR)/etc/pam.d
 	install -m 0644 .build/pam/pam_tokenpin.so $(DESTDIR)$(PAM_DIR)/pam_tokenpin.so
 	install -m 0644 pam-configs/tokenpin $(DESTDIR)$(PAM_CONFIGS)/tokenpin
+	[ -e $(DESTDIR)/etc/pam.d/tokenpin-enrol ] || install -m 0644 pam/tokenpin-enrol $(DESTDIR)/etc/pam.d/tokenpin-enrol
 
 # The unit names the binary where this install put it.
-install-units:
+install-units: install-check
 	install -d $(DESTDIR)$(SYSTEMD_DIR)
 	sed 's#/usr/local/sbin/tokenpind#$(PREFIX)/sbin/tokenpind#' systemd/tokenpind.service > $(DESTDIR)$(SYSTEMD_DIR)/tokenpind.service
 	chmod 0644 $(DESTDIR)$(SYSTEMD_DIR)/tokenpind.service
 	install -m 0644 systemd/tokenpind.socket $(DESTDIR)$(SYSTEMD_DIR)/tokenpind.socket
 
-install-udev:
+install-udev: install-check
 	install -d $(DESTDIR)$(UDEV_DIR)
 	install -m 0644 udev/70-tokenpin.rules $(DESTDIR)$(UDEV_DIR)/70-tokenpin.rules
 
-install-man: man
+install-man: install-check
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8
-	install -m 0644 .build/man/tokenpin.1 $(DESTDIR)$(PREFIX)/share/man/man1/
-	install -m 0644 .build/man/tokenpin.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/
-	install -m 0644 .build/man/tokenpind.8 .build/man/pam_tokenpin.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	for page in $(MAN_PAGES); do \
+	  sed 's#@PREFIX@#$(PREFIX)#g' .build/man/$$page > $(DESTDIR)$(PREFIX)/share/man/man$${page##*.}/$$page && \
+	  chmod 0644 $(DESTDIR)$(PREFIX)/share/man/man$${page##*.}/$$page || exit 1; \
+	done
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/tokenpind $(DESTDIR)$(PAM_DIR)/pam_tokenpin.so $(DESTDIR)$(PAM_CONFIGS)/tokenpin
@@ -133,6 +158,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/tokenpind.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_tokenpin.8
 	rm -f $(DESTDIR)$(PREFIX)/bin/tokenpin
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/tokenpin
+	@echo "note: /etc/tokenpin and /etc/pam.d/tokenpin-enrol stay (configuration); remove them by hand"
 
 clean:
 	rm -rf .build
