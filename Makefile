@@ -5,6 +5,7 @@
 #   make           build what make install copies: static release binaries, the PAM module, man pages
 #   make install   copy what make built: binaries, PAM module and service file, units, udev rules, man pages,
 #                  docs, config example (PREFIX, DESTDIR); builds nothing, so `make && sudo make install`
+#   make deb       the Debian package: .build/deb/tokenpin_VERSION_amd64.deb (debian/, debhelper)
 #   make bench     the figures: KDF calibration, verify latency, start-up, peak memory, token verify vs bare APDUs and gpg
 #   make pam       the PAM module (C, no Swift runtime): .build/pam/pam_tokenpin.so
 #   make man       the man pages from their scdoc sources: .build/man/
@@ -26,11 +27,18 @@ DEBUG_DIR      = .build/debug
 BUILD_PACKAGES = libsodium-dev libpcsclite-dev pkg-config libpam0g-dev scdoc
 TEST_PACKAGES  = pcscd vsmartcard-vpcd opensc pcsc-tools scdaemon gnupg util-linux iproute2 pamtester passwd python3 bc
 BENCH_PACKAGES = hyperfine time python3 bc
+# make deb and its test (tests/service/package.sh).
+DEB_PACKAGES   = debhelper dpkg-dev lintian
+# The version, written once in the sources; the package takes it from there.
+VERSION       := $(shell sed -n 's/^public let tokenpinVersion = "\(.*\)"$$/\1/p' Sources/TokenpinCore/Version.swift)
+DEB_ARCH      := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB_DIR        = .build/deb
+DEB            = $(DEB_DIR)/tokenpin_$(VERSION)_$(DEB_ARCH).deb
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps test-deps bench-deps build debug test demo bench bench-daemon install uninstall clean pam man \
-        install-check install-daemon install-pam install-units install-udev install-man
+.PHONY: all deps test-deps bench-deps deb-deps build debug test demo bench bench-daemon install uninstall clean pam man \
+        install-check install-daemon install-pam install-units install-udev install-man deb
 
 CC            ?= cc
 PAM_CFLAGS    ?= -std=c11 -O2 -Wall -Wextra -Werror -fPIC -D_FORTIFY_SOURCE=2 -fstack-protector-strong
@@ -63,6 +71,9 @@ test-deps: deps
 bench-deps: deps
 	$(call apt_install,$(BENCH_PACKAGES))
 
+deb-deps: deps
+	$(call apt_install,$(DEB_PACKAGES))
+
 build: deps
 	$(SWIFT) build -c release $(RELEASE_FLAGS) $(BUILD_FLAGS)
 
@@ -72,7 +83,7 @@ debug: deps
 demo: build
 	$(RELEASE_DIR)/tokenpin demo
 
-test: test-deps pam
+test: test-deps deb-deps pam
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	scripts/run-tests
 
@@ -149,6 +160,19 @@ install-man: install-check
 	  sed 's#@PREFIX@#$(PREFIX)#g' .build/man/$$page > $(DESTDIR)$(PREFIX)/share/man/man$${page##*.}/$$page && \
 	  chmod 0644 $(DESTDIR)$(PREFIX)/share/man/man$${page##*.}/$$page || exit 1; \
 	done
+
+# The Debian package from debian/ (debhelper), built by dpkg-buildpackage's steps so the .deb lands in
+# .build/deb and not in the checkout's parent. The static release build above is reused: debian/rules runs
+# make, which finds everything up to date.
+deb: deb-deps all
+	dpkg-checkbuilddeps
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)
+	sed -e 's/@VERSION@/$(VERSION)/' -e "s/@DATE@/$$(date -R -d @$$(git log -1 --format=%ct 2>/dev/null || date +%s))/" \
+	  debian/changelog.in > debian/changelog
+	debian/rules clean
+	debian/rules build
+	DEB_DESTDIR=$(CURDIR)/$(DEB_DIR) debian/rules binary
+	@ls -l $(DEB)
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/tokenpind $(DESTDIR)$(PAM_DIR)/pam_tokenpin.so $(DESTDIR)$(PAM_CONFIGS)/tokenpin
