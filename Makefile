@@ -2,7 +2,10 @@
 #
 #   make demo      build and run the walkthrough on the simulated token
 #   make test      build and run every test (unit, CLI end to end, PC/SC through a private pcscd)
-#   make install   install binaries, man pages, config example (PREFIX, DESTDIR)
+#   make           build what make install copies: static release binaries, the PAM module, man pages
+#   make install   copy what make built: binaries, PAM module and service file, units, udev rules, man pages,
+#                  docs, config example (PREFIX, DESTDIR); builds nothing, so `make && sudo make install`
+#   make deb       the Debian package: .build/deb/tokenpin_VERSION_amd64.deb (debian/, debhelper)
 #   make bench     the figures: KDF calibration, verify latency, start-up, peak memory, token verify vs bare APDUs and gpg
 #   make pam       the PAM module (C, no Swift runtime): .build/pam/pam_tokenpin.so
 #   make man       the man pages from their scdoc sources: .build/man/
@@ -14,6 +17,9 @@ PREFIX        ?= /usr/local
 DESTDIR       ?=
 SWIFT         ?= swift
 BUILD_FLAGS   ?=
+# Release binaries carry the Swift runtime and Foundation inside and no symbols, so they run without the
+# toolchain and need only Debian's libraries (docs/packaging.md); relocations are read-only after start.
+RELEASE_FLAGS ?= --static-swift-stdlib -Xlinker -s -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
 RELEASE_DIR    = .build/release
 DEBUG_DIR      = .build/debug
 
@@ -21,21 +27,29 @@ DEBUG_DIR      = .build/debug
 BUILD_PACKAGES = libsodium-dev libpcsclite-dev pkg-config libpam0g-dev scdoc
 TEST_PACKAGES  = pcscd vsmartcard-vpcd opensc pcsc-tools scdaemon gnupg util-linux iproute2 pamtester passwd python3 bc
 BENCH_PACKAGES = hyperfine time python3 bc
+# make deb and its test (tests/service/package.sh).
+DEB_PACKAGES   = debhelper dpkg-dev lintian
+# The version, written once in the sources; the package takes it from there.
+VERSION       := $(shell sed -n 's/^public let tokenpinVersion = "\(.*\)"$$/\1/p' Sources/TokenpinCore/Version.swift)
+DEB_ARCH      := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB_DIR        = .build/deb
+DEB            = $(DEB_DIR)/tokenpin_$(VERSION)_$(DEB_ARCH).deb
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps test-deps bench-deps build debug test demo bench bench-daemon install uninstall clean pam man \
-        install-daemon install-pam install-units install-udev install-man
+.PHONY: all deps test-deps bench-deps deb-deps build debug test demo bench bench-daemon install uninstall clean pam man \
+        install-check install-daemon install-pam install-units install-udev install-man deb
 
 CC            ?= cc
 PAM_CFLAGS    ?= -std=c11 -O2 -Wall -Wextra -Werror -fPIC -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+PAM_LDFLAGS   ?= -Wl,-z,relro -Wl,-z,now
 PAM_DIR       ?= $(shell pkg-config --variable=libdir pam 2>/dev/null || echo /usr/lib/x86_64-linux-gnu)/security
 SYSTEMD_DIR   ?= /usr/lib/systemd/system
 UDEV_DIR      ?= /usr/lib/udev/rules.d
 PAM_CONFIGS   ?= /usr/share/pam-configs
 MAN_PAGES      = tokenpin.1 tokenpind.8 tokenpin.conf.5 pam_tokenpin.8
 
-all: build
+all: build pam man
 
 # Installs the packages in $(1) that dpkg does not list as installed.
 define apt_install
@@ -57,8 +71,11 @@ test-deps: deps
 bench-deps: deps
 	$(call apt_install,$(BENCH_PACKAGES))
 
+deb-deps: deps
+	$(call apt_install,$(DEB_PACKAGES))
+
 build: deps
-	$(SWIFT) build -c release $(BUILD_FLAGS)
+	$(SWIFT) build -c release $(RELEASE_FLAGS) $(BUILD_FLAGS)
 
 debug: deps
 	$(SWIFT) build $(BUILD_FLAGS)
@@ -66,7 +83,7 @@ debug: deps
 demo: build
 	$(RELEASE_DIR)/tokenpin demo
 
-test: test-deps pam
+test: test-deps deb-deps pam
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	scripts/run-tests
 
@@ -75,9 +92,10 @@ pam: .build/pam/pam_tokenpin.so
 
 .build/pam/pam_tokenpin.so: pam/pam_tokenpin.c
 	@mkdir -p .build/pam
-	$(CC) $(PAM_CFLAGS) -shared -o $@ $< -lpam
+	$(CC) $(PAM_CFLAGS) $(PAM_LDFLAGS) -shared -o $@ $< -lpam
 
-# Man pages: scdoc sources in docs/man/*.scd, built at install.
+# Man pages: scdoc sources in docs/man/*.scd. They write @PREFIX@ where a path depends on the install;
+# install-man puts the PREFIX of that install in, so each install names its own paths.
 man: $(addprefix .build/man/,$(MAN_PAGES))
 
 .build/man/%: docs/man/%.scd
@@ -92,38 +110,69 @@ bench: bench-deps test-deps build
 	@if [ "$$(id -u)" = 0 ]; then TOKENPIN_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin TOKENPIN_SIM_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin-sim scripts/bench-token; \
 	else echo "note: scripts/bench-token needs root (a private pcscd)"; fi
 
-install: build install-daemon install-pam install-units install-udev install-man
+# Copies only: it fails, saying what to run, when make has not built everything (so `sudo make install`
+# never compiles as root or needs swift on root's PATH).
+INSTALL_INPUTS = $(RELEASE_DIR)/tokenpin $(RELEASE_DIR)/tokenpind .build/pam/pam_tokenpin.so $(addprefix .build/man/,$(MAN_PAGES))
+
+install: install-check install-daemon install-pam install-units install-udev install-man
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/tokenpin $(DESTDIR)/etc/tokenpin
 	install -m 0755 $(RELEASE_DIR)/tokenpin $(DESTDIR)$(PREFIX)/bin/tokenpin
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/tokenpin/
 	install -m 0644 config/tokenpin.conf.example $(DESTDIR)$(PREFIX)/share/doc/tokenpin/tokenpin.conf.example
 	[ -e $(DESTDIR)/etc/tokenpin/tokenpin.conf ] || install -m 0644 config/tokenpin.conf.example $(DESTDIR)/etc/tokenpin/tokenpin.conf
 
-install-daemon: build
+install-check:
+	@missing=""; for f in $(INSTALL_INPUTS); do [ -f "$$f" ] || missing="$$missing $$f"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "error: nothing to install yet (missing:$$missing)" >&2; \
+	  echo "hint: build first as yourself, then install: make && sudo make install" >&2; exit 1; \
+	fi; \
+	if ldd $(RELEASE_DIR)/tokenpin | grep -q libswiftCore; then \
+	  echo "error: $(RELEASE_DIR)/tokenpin needs the Swift toolchain's libraries (built without --static-swift-stdlib)" >&2; \
+	  echo "hint: rebuild with make, then install: make && sudo make install" >&2; exit 1; \
+	fi
+
+install-daemon: install-check
 	install -d $(DESTDIR)$(PREFIX)/sbin
 	install -m 0755 $(RELEASE_DIR)/tokenpind $(DESTDIR)$(PREFIX)/sbin/tokenpind
 
-install-pam: pam
-	install -d $(DESTDIR)$(PAM_DIR) $(DESTDIR)$(PAM_CONFIGS)
+# The module, the pam-auth-update profile and the daemon's own PAM service (the password check at enrolment).
+install-pam: install-check
+	install -d $(DESTDIR)$(PAM_DIR) $(DESTDIR)$(PAM_CONFIGS) $(DESTDIR)/etc/pam.d
 	install -m 0644 .build/pam/pam_tokenpin.so $(DESTDIR)$(PAM_DIR)/pam_tokenpin.so
 	install -m 0644 pam-configs/tokenpin $(DESTDIR)$(PAM_CONFIGS)/tokenpin
+	[ -e $(DESTDIR)/etc/pam.d/tokenpin-enrol ] || install -m 0644 pam/tokenpin-enrol $(DESTDIR)/etc/pam.d/tokenpin-enrol
 
 # The unit names the binary where this install put it.
-install-units:
+install-units: install-check
 	install -d $(DESTDIR)$(SYSTEMD_DIR)
 	sed 's#/usr/local/sbin/tokenpind#$(PREFIX)/sbin/tokenpind#' systemd/tokenpind.service > $(DESTDIR)$(SYSTEMD_DIR)/tokenpind.service
 	chmod 0644 $(DESTDIR)$(SYSTEMD_DIR)/tokenpind.service
 	install -m 0644 systemd/tokenpind.socket $(DESTDIR)$(SYSTEMD_DIR)/tokenpind.socket
 
-install-udev:
+install-udev: install-check
 	install -d $(DESTDIR)$(UDEV_DIR)
 	install -m 0644 udev/70-tokenpin.rules $(DESTDIR)$(UDEV_DIR)/70-tokenpin.rules
 
-install-man: man
+install-man: install-check
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8
-	install -m 0644 .build/man/tokenpin.1 $(DESTDIR)$(PREFIX)/share/man/man1/
-	install -m 0644 .build/man/tokenpin.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/
-	install -m 0644 .build/man/tokenpind.8 .build/man/pam_tokenpin.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	for page in $(MAN_PAGES); do \
+	  sed 's#@PREFIX@#$(PREFIX)#g' .build/man/$$page > $(DESTDIR)$(PREFIX)/share/man/man$${page##*.}/$$page && \
+	  chmod 0644 $(DESTDIR)$(PREFIX)/share/man/man$${page##*.}/$$page || exit 1; \
+	done
+
+# The Debian package from debian/ (debhelper), built by dpkg-buildpackage's steps so the .deb lands in
+# .build/deb and not in the checkout's parent. The static release build above is reused: debian/rules runs
+# make, which finds everything up to date.
+deb: deb-deps all
+	dpkg-checkbuilddeps
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)
+	sed -e 's/@VERSION@/$(VERSION)/' -e "s/@DATE@/$$(date -R -d @$$(git log -1 --format=%ct 2>/dev/null || date +%s))/" \
+	  debian/changelog.in > debian/changelog
+	debian/rules clean
+	debian/rules build
+	DEB_DESTDIR=$(CURDIR)/$(DEB_DIR) debian/rules binary
+	@ls -l $(DEB)
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/tokenpind $(DESTDIR)$(PAM_DIR)/pam_tokenpin.so $(DESTDIR)$(PAM_CONFIGS)/tokenpin
@@ -133,6 +182,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/tokenpind.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_tokenpin.8
 	rm -f $(DESTDIR)$(PREFIX)/bin/tokenpin
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/tokenpin
+	@echo "note: /etc/tokenpin and /etc/pam.d/tokenpin-enrol stay (configuration); remove them by hand"
 
 clean:
 	rm -rf .build

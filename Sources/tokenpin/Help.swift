@@ -1,9 +1,6 @@
 import Foundation
 import TokenpinService
 
-/// The version printed by `--version`.
-let tokenpinVersion = "0.1.0"
-
 /// Help in the argument-parser layout: OVERVIEW, USAGE, OPTIONS, SUBCOMMANDS.
 enum Help {
     struct Entry {

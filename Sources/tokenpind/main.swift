@@ -60,7 +60,7 @@ while let argument = arguments.popFirst() {
         print(usage, terminator: "")
         exit(0)
     case "--version":
-        print("tokenpind 0.1 (protocol 1)")
+        print("tokenpind \(tokenpinVersion) (protocol 1)")
         exit(0)
     default: fail("unknown option \(argument)\n\n" + usage)
     }
