@@ -33,6 +33,9 @@ let package = Package(
         // libpam for tokenpind's login-password check before enrolment (the PAM module itself is pam/, plain C).
         .target(name: "CTokenpinPAM", linkerSettings: [.linkedLibrary("pam")]),
 
+        // Glibc wrapped once, swift-system style: Errno, an owning FileDescriptor, Unix sockets, AtomicFile.
+        .target(name: "TokenpinSystem", swiftSettings: strictSettings),
+
         // The domain: secrets, PIN policy, key slots, record, store, counter, events.
         .target(
             name: "TokenpinCore",
@@ -122,6 +125,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        .testTarget(name: "TokenpinSystemTests", dependencies: ["TokenpinSystem"], swiftSettings: strictSettings),
         .testTarget(name: "TokenpinCoreTests", dependencies: ["TokenpinCore"], swiftSettings: strictSettings),
         .testTarget(name: "TokenpinAPDUTests", dependencies: ["TokenpinAPDU"], swiftSettings: strictSettings),
         .testTarget(

@@ -1,0 +1,184 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An open file descriptor, closed when its owner goes away.
+///
+/// Non-copyable: exactly one value owns the descriptor, and its `deinit` closes it. `release()` hands the raw
+/// descriptor to code that manages it itself; `withBorrowed` lends this API to a descriptor owned elsewhere.
+/// Every read and write retries when a signal interrupts it (`EINTR`).
+public struct FileDescriptor: ~Copyable {
+    /// The raw descriptor.
+    public let rawValue: Int32
+
+    /// Takes ownership of `rawValue`: it is closed when this value goes away.
+    public init(owning rawValue: Int32) { self.rawValue = rawValue }
+
+    deinit { _ = Glibc.close(rawValue) }
+
+    /// Gives up ownership and returns the raw descriptor, which the caller must close.
+    public consuming func release() -> Int32 {
+        let raw = rawValue
+        discard self
+        return raw
+    }
+
+    /// Closes the descriptor now, reporting a failure (a deferred write error on some file systems).
+    ///
+    /// Not retried on `EINTR`: Linux has released the descriptor by then. The corresponding C function is `close`.
+    public consuming func close() throws(Errno) {
+        let raw = rawValue
+        discard self
+        guard Glibc.close(raw) == 0 else { throw Errno.current }
+    }
+
+    /// Runs `body` with a descriptor owned elsewhere; it is not closed afterwards.
+    public static func withBorrowed<R, E: Error>(
+        _ rawValue: Int32, _ body: (borrowing FileDescriptor) throws(E) -> R
+    ) throws(E) -> R {
+        let descriptor = FileDescriptor(owning: rawValue)
+        let result: Result<R, E>
+        do throws(E) {
+            result = .success(try body(descriptor))
+        } catch {
+            result = .failure(error)
+        }
+        _ = descriptor.release()
+        return try result.get()
+    }
+
+    // MARK: Opening
+
+    /// Opens `path` with `flags` (`O_CLOEXEC` is always added), creating it with `mode` when `O_CREAT` is given.
+    ///
+    /// The corresponding C function is `open`.
+    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws(Errno) -> FileDescriptor {
+        try retryingInterrupts { Glibc.open(path, flags | O_CLOEXEC, mode) }
+    }
+
+    /// Opens `name` relative to the open directory `directory`; see `open(_:_:mode:)`.
+    ///
+    /// The corresponding C function is `openat`.
+    public static func open(
+        _ name: String, relativeTo directory: borrowing FileDescriptor, _ flags: Int32, mode: mode_t = 0
+    ) throws(Errno) -> FileDescriptor {
+        let directoryFD = directory.rawValue
+        return try retryingInterrupts { openat(directoryFD, name, flags | O_CLOEXEC, mode) }
+    }
+
+    private static func retryingInterrupts(_ call: () -> Int32) throws(Errno) -> FileDescriptor {
+        while true {
+            let fd = call()
+            if fd >= 0 { return FileDescriptor(owning: fd) }
+            guard errno == EINTR else { throw Errno.current }
+        }
+    }
+
+    // MARK: Writing
+
+    /// Writes all of `buffer`, retrying short writes and `EINTR`; any other failure throws.
+    ///
+    /// The corresponding C function is `write`.
+    public func writeAll(_ buffer: UnsafeRawBufferPointer) throws(Errno) {
+        let fd = rawValue
+        try Self.transferAll(buffer) { Glibc.write(fd, $0.baseAddress, $0.count) }
+    }
+
+    /// Writes all of `bytes`; see `writeAll(_:)`.
+    public func writeAll(_ bytes: [UInt8]) throws(Errno) {
+        try bytes.withUnsafeBytes { buffer in Result { () throws(Errno) in try writeAll(buffer) } }.get()
+    }
+
+    /// Sends all of `buffer` on a socket, retrying short sends and `EINTR`; any other failure throws.
+    ///
+    /// `MSG_NOSIGNAL` is always added, so a peer that went away is `.brokenPipe`, never a `SIGPIPE`. A send
+    /// timeout (`SO_SNDTIMEO`) or `MSG_DONTWAIT` on a full buffer is `.wouldBlock`.
+    /// The corresponding C function is `send`.
+    public func sendAll(_ buffer: UnsafeRawBufferPointer, flags: Int32 = 0) throws(Errno) {
+        let fd = rawValue
+        let flags = flags | Int32(MSG_NOSIGNAL)
+        try Self.transferAll(buffer) { Glibc.send(fd, $0.baseAddress, $0.count, flags) }
+    }
+
+    /// Sends all of `bytes` on a socket; see `sendAll(_:flags:)`.
+    public func sendAll(_ bytes: [UInt8], flags: Int32 = 0) throws(Errno) {
+        try bytes.withUnsafeBytes { buffer in Result { () throws(Errno) in try sendAll(buffer, flags: flags) } }.get()
+    }
+
+    /// The one write-all loop: `step` writes a prefix of what is left and returns its count, or -1 with `errno`.
+    private static func transferAll(
+        _ buffer: UnsafeRawBufferPointer, _ step: (UnsafeRawBufferPointer) -> Int
+    ) throws(Errno) {
+        var offset = 0
+        while offset < buffer.count {
+            let count = step(UnsafeRawBufferPointer(rebasing: buffer[offset...]))
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Errno.current
+            }
+            guard count > 0 else { throw Errno.ioError }  // no progress on a non-empty write: never loop forever
+            offset += count
+        }
+    }
+
+    // MARK: Reading
+
+    /// Reads at most `buffer.count` bytes into `buffer`, retrying `EINTR`; 0 means end of file.
+    ///
+    /// The corresponding C function is `read`.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+        while true {
+            let count = Glibc.read(rawValue, buffer.baseAddress, buffer.count)
+            if count >= 0 { return count }
+            guard errno == EINTR else { throw Errno.current }
+        }
+    }
+
+    /// Reads at most `count` bytes (fewer at end of file or when less is available), retrying `EINTR`.
+    ///
+    /// The corresponding C function is `read`.
+    public func read(upTo count: Int) throws(Errno) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: max(0, count))
+        let read = try bytes.withUnsafeMutableBytes { buffer in
+            Result { () throws(Errno) in try self.read(into: buffer) }
+        }.get()
+        bytes.removeSubrange(read...)
+        return bytes
+    }
+
+    /// Reads until end of file; more than `maximumCount` bytes is `.fileTooLarge`.
+    ///
+    /// The corresponding C function is `read`.
+    public func readAll(maximumCount: Int) throws(Errno) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let count = try chunk.withUnsafeMutableBytes { buffer in
+                Result { () throws(Errno) in try self.read(into: buffer) }
+            }.get()
+            if count == 0 { return bytes }
+            guard bytes.count + count <= maximumCount else { throw Errno.fileTooLarge }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    // MARK: Files
+
+    /// Flushes the file's data and metadata to the device.
+    ///
+    /// The corresponding C function is `fsync`.
+    public func fsync() throws(Errno) {
+        while Glibc.fsync(rawValue) != 0 {
+            guard errno == EINTR else { throw Errno.current }
+        }
+    }
+
+    /// The file's status (type, owner, mode, size).
+    ///
+    /// The corresponding C function is `fstat`.
+    public func status() throws(Errno) -> stat {
+        var info = stat()
+        guard fstat(rawValue, &info) == 0 else { throw Errno.current }
+        return info
+    }
+}

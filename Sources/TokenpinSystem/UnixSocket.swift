@@ -1,0 +1,108 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The address of a Unix domain socket: a path in `sockaddr_un`, built and checked in one place.
+public struct UnixSocketAddress: Sendable {
+    /// The path.
+    public let path: String
+    private let storage: sockaddr_un
+
+    /// The longest path `sun_path` holds with its terminating NUL (107 bytes on Linux).
+    public static var maximumPathLength: Int { MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1 }
+
+    /// The address of `path`; an empty path or one with a NUL is `.invalidArgument`, a longer one than
+    /// `maximumPathLength` is `.nameTooLong`.
+    public init(path: String) throws(Errno) {
+        let bytes = Array(path.utf8)
+        guard !bytes.isEmpty, !bytes.contains(0) else { throw Errno.invalidArgument }
+        guard bytes.count <= Self.maximumPathLength else { throw Errno.nameTooLong }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        self.path = path
+        self.storage = address
+    }
+
+    /// Calls `body` with the address as the `sockaddr` the socket calls take.
+    fileprivate func withSocketAddress<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        withUnsafePointer(to: storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+    }
+}
+
+extension FileDescriptor {
+    /// A new Unix stream socket (close-on-exec).
+    ///
+    /// The corresponding C function is `socket`.
+    public static func unixStreamSocket() throws(Errno) -> FileDescriptor {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw Errno.current }
+        return FileDescriptor(owning: fd)
+    }
+
+    /// Connects this socket to `address`.
+    ///
+    /// Not retried on `EINTR` (the connection then completes in the background). The corresponding C function
+    /// is `connect`.
+    public func connect(to address: UnixSocketAddress) throws(Errno) {
+        let fd = rawValue
+        guard address.withSocketAddress({ Glibc.connect(fd, $0, $1) }) == 0 else { throw Errno.current }
+    }
+
+    /// Binds this socket to `address`, creating the socket file.
+    ///
+    /// The corresponding C function is `bind`.
+    public func bind(to address: UnixSocketAddress) throws(Errno) {
+        let fd = rawValue
+        guard address.withSocketAddress({ Glibc.bind(fd, $0, $1) }) == 0 else { throw Errno.current }
+    }
+
+    /// Marks this bound socket as accepting connections, with a queue of `backlog`.
+    ///
+    /// The corresponding C function is `listen`.
+    public func listen(backlog: Int32) throws(Errno) {
+        guard Glibc.listen(rawValue, backlog) == 0 else { throw Errno.current }
+    }
+
+    /// Bounds every send (and, on a Unix stream socket, `connect`) to `milliseconds`; past it they fail with
+    /// `.wouldBlock`.
+    ///
+    /// The corresponding C function is `setsockopt(SO_SNDTIMEO)`.
+    public func setSendTimeout(milliseconds: Int) throws(Errno) {
+        let milliseconds = max(0, milliseconds)
+        var limit = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
+        guard setsockopt(rawValue, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size)) == 0 else {
+            throw Errno.current
+        }
+    }
+}
+
+/// The two things done with a Unix socket path: connect to it, or bind and listen on it.
+public enum UnixSocket {
+    /// A stream socket connected to `path`, its sends (and the connect itself) bounded by
+    /// `sendTimeoutMilliseconds` when given.
+    ///
+    /// The corresponding C function is `connect`.
+    public static func connect(path: String, sendTimeoutMilliseconds: Int? = nil) throws(Errno) -> FileDescriptor {
+        let address = try UnixSocketAddress(path: path)
+        let socket = try FileDescriptor.unixStreamSocket()
+        if let sendTimeoutMilliseconds { try socket.setSendTimeout(milliseconds: sendTimeoutMilliseconds) }
+        try socket.connect(to: address)
+        return socket
+    }
+
+    /// A stream socket bound to `path` (which must not exist), given `mode` when set, and listening.
+    ///
+    /// The mode is set before `listen`, so no connection is accepted under the umask's mode. The corresponding
+    /// C functions are `bind` and `listen`.
+    public static func listen(path: String, mode: mode_t? = nil, backlog: Int32 = 128) throws(Errno) -> FileDescriptor {
+        let address = try UnixSocketAddress(path: path)
+        let socket = try FileDescriptor.unixStreamSocket()
+        try socket.bind(to: address)
+        if let mode, chmod(path, mode) != 0 { throw Errno.current }
+        try socket.listen(backlog: backlog)
+        return socket
+    }
+}
