@@ -39,7 +39,7 @@ let package = Package(
         // The domain: secrets, PIN policy, key slots, record, store, counter, events.
         .target(
             name: "TokenpinCore",
-            dependencies: ["CSodium", "CTokenpinShims"],
+            dependencies: ["CSodium", "CTokenpinShims", "TokenpinSystem"],
             swiftSettings: strictSettings
         ),
         // APDUs, status words, BER-TLV and the CardConnection protocol.

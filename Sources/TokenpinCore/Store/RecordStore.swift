@@ -1,4 +1,5 @@
 import Foundation
+internal import TokenpinSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -38,7 +39,7 @@ public struct RecordStore: Sendable {
     /// The lock file of `user`.
     public func lockPath(for user: String) -> String { directory + "/" + user + ".lock" }
     /// The temporary file a save writes before renaming.
-    public func temporaryPath(for user: String) -> String { directory + "/." + user + ".json.tmp" }
+    public func temporaryPath(for user: String) -> String { AtomicFile.temporaryPath(for: recordPath(for: user)) }
 
     /// Checks a user name: letters, digits, `_`, `-`, `.`, not starting with `.` or `-`, at most 64 bytes.
     public static func validate(user: String) -> Bool {
@@ -143,15 +144,20 @@ public struct RecordStore: Sendable {
     public func load(user: String) throws(StoreError) -> EnrolmentRecord? {
         guard Self.validate(user: user) else { throw StoreError(.invalidUser, path: directory, "invalid user name") }
         let path = recordPath(for: user)
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT { return nil }
-            if errno == ELOOP { throw StoreError(.insecure, path: path, "the record is a symlink") }
-            throw systemError(path, "cannot open the record")
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
+        } catch {
+            if error == .noSuchFileOrDirectory { return nil }
+            if error == .tooManySymbolicLinkLevels { throw StoreError(.insecure, path: path, "the record is a symlink") }
+            throw storeError(error, path, "cannot open the record")
         }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw systemError(path, "cannot inspect the record") }
+        let info: stat
+        do {
+            info = try file.status()
+        } catch {
+            throw storeError(error, path, "cannot inspect the record")
+        }
         guard info.st_mode & S_IFMT == S_IFREG else { throw StoreError(.insecure, path: path, "the record is not a regular file") }
         guard info.st_uid == owner else {
             throw StoreError(.insecure, path: path, "the record belongs to uid \(info.st_uid), not \(owner)")
@@ -162,7 +168,15 @@ public struct RecordStore: Sendable {
         guard Int(info.st_size) <= Self.maximumRecordSize else {
             throw StoreError(.corrupt, path: path, "the record is \(info.st_size) bytes, too large to be a tokenpin record")
         }
-        let data = try readAll(fd, path: path)
+        let data: Data
+        do {
+            data = Data(try file.readAll(maximumCount: Self.maximumRecordSize))
+        } catch {
+            if error == .fileTooLarge {
+                throw StoreError(.corrupt, path: path, "the record is too large to be a tokenpin record")
+            }
+            throw storeError(error, path, "cannot read the record")
+        }
         return try Self.decode(data, path: path, user: user)
     }
 
@@ -205,42 +219,20 @@ public struct RecordStore: Sendable {
         }
     }
 
-    /// Writes `record` atomically: temp file, fsync, rename, fsync of the directory.
+    /// Writes `record` atomically: temp file, fsync, rename, fsync of the directory (`AtomicFile.replace`).
     ///
-    /// When this returns, the record survives a crash or power loss; when it throws, the old record is intact.
+    /// When this returns, the record survives a crash or power loss; when it throws, the old record is intact
+    /// (or, when only the directory sync failed, the new one is in place but not known to be durable). A
+    /// symlinked store directory or record is refused.
     public func save(_ record: EnrolmentRecord) throws(StoreError) {
         guard Self.validate(user: record.user) else { throw StoreError(.invalidUser, path: directory, "invalid user name") }
         let data = try Self.encode(record)
-        let temporary = temporaryPath(for: record.user)
         let path = recordPath(for: record.user)
-        unlink(temporary)  // a leftover from a crash is never a record
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw systemError(temporary, "cannot create the temporary record") }
-        var written = 0
-        let ok = data.withUnsafeBytes { buffer -> Bool in
-            while written < buffer.count {
-                let result = write(fd, buffer.baseAddress! + written, buffer.count - written)
-                if result < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                written += result
-            }
-            return true
+        do {
+            try AtomicFile.replace(path: path, contents: [UInt8](data), mode: 0o600)
+        } catch {
+            throw storeError(error, path, "cannot save the record")
         }
-        guard ok, fsync(fd) == 0 else {
-            let error = systemError(temporary, "cannot write the temporary record")
-            close(fd)
-            unlink(temporary)
-            throw error
-        }
-        close(fd)
-        guard rename(temporary, path) == 0 else {
-            let error = systemError(path, "cannot replace the record")
-            unlink(temporary)
-            throw error
-        }
-        try syncDirectory()
     }
 
     /// Deletes `user`'s record (not the lock file, which may be held).
@@ -251,35 +243,20 @@ public struct RecordStore: Sendable {
     }
 
     private func syncDirectory() throws(StoreError) {
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw systemError(directory, "cannot open the store directory to sync it") }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw systemError(directory, "cannot sync the store directory") }
-    }
-
-    private func readAll(_ fd: Int32, path: String) throws(StoreError) -> Data {
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 16384)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw systemError(path, "cannot read the record")
-            }
-            if count == 0 { break }
-            data.append(contentsOf: buffer[0..<count])
-            guard data.count <= Self.maximumRecordSize else {
-                throw StoreError(.corrupt, path: path, "the record is too large to be a tokenpin record")
-            }
+        do {
+            try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY).fsync()
+        } catch {
+            throw storeError(error, directory, "cannot sync the store directory")
         }
-        return data
     }
 
-    private func systemError(_ path: String, _ what: String) -> StoreError {
-        let code = errno
-        let reason = String(cString: strerror(code))
-        if code == EACCES || code == EPERM { return StoreError(.permissionDenied, path: path, "\(what): \(reason)") }
-        if code == ELOOP { return StoreError(.insecure, path: path, "\(what): a symlink is in the way") }
-        return StoreError(.io, path: path, "\(what): \(reason)")
+    private func systemError(_ path: String, _ what: String) -> StoreError { storeError(.current, path, what) }
+
+    private func storeError(_ error: Errno, _ path: String, _ what: String) -> StoreError {
+        if error == .permissionDenied || error == .notPermitted {
+            return StoreError(.permissionDenied, path: path, "\(what): \(error)")
+        }
+        if error == .tooManySymbolicLinkLevels { return StoreError(.insecure, path: path, "\(what): a symlink is in the way") }
+        return StoreError(.io, path: path, "\(what): \(error)")
     }
 }
