@@ -59,7 +59,7 @@ let package = Package(
         // The virtual OpenPGP card (a deliverable of its own, under Simulator/).
         .target(
             name: "TokenpinSimulator",
-            dependencies: ["TokenpinAPDU", "TokenpinCore"],
+            dependencies: ["TokenpinAPDU", "TokenpinCore", "TokenpinSystem"],
             path: "Simulator/Sources/TokenpinSimulator",
             swiftSettings: strictSettings
         ),

@@ -1,15 +1,11 @@
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+internal import TokenpinSystem
 
 /// The JSON file that makes the simulated card the same card across restarts.
 ///
-/// Writes are atomic: a temporary file in the same directory, `fsync`, `rename` over the old file, `fsync` of
-/// the directory; mode 0600. A file that exists but does not decode is an error naming the file, never a
+/// Writes are atomic and durable (`AtomicFile.replace`): a temporary file in the same directory, created
+/// exclusively and never through a symlink, `fsync`, `rename` over the old file, `fsync` of the directory; mode
+/// 0600. A failure of any step, the directory sync included, is an error. A file that exists but does not decode is an error naming the file, never a
 /// silent factory reset. Keys are sorted and byte fields are base64, so the file is stable and diffable.
 struct StateFile: Sendable {
     /// The path of the state file.
@@ -45,41 +41,11 @@ struct StateFile: Sendable {
         } catch {
             throw SimulatorError(.unwritableStateFile, "cannot encode the card state for \(path)")
         }
-        let directory = (path as NSString).deletingLastPathComponent
-        let directoryPath = directory.isEmpty ? "." : directory
-        let temporary = directoryPath + "/." + (path as NSString).lastPathComponent + ".tmp.\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw failure("cannot create \(temporary)") }
-        var written = 0
-        while written < bytes.count {
-            let result = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else {
-                close(descriptor)
-                unlink(temporary)
-                throw failure("cannot write \(temporary)")
-            }
-            written += result
+        do {
+            try AtomicFile.replace(path: path, contents: bytes, mode: 0o600)
+        } catch {
+            throw SimulatorError(.unwritableStateFile, "cannot write the card state file \(path): \(error)")
         }
-        guard fsync(descriptor) == 0 else {
-            close(descriptor)
-            unlink(temporary)
-            throw failure("cannot fsync \(temporary)")
-        }
-        close(descriptor)
-        guard rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw failure("cannot rename \(temporary) to \(path)")
-        }
-        let directoryDescriptor = open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directoryDescriptor >= 0 {
-            _ = fsync(directoryDescriptor)
-            close(directoryDescriptor)
-        }
-    }
-
-    private func failure(_ what: String) -> SimulatorError {
-        SimulatorError(.unwritableStateFile, "\(what): \(String(cString: strerror(errno)))")
     }
 
     private static func reason(_ error: any Error) -> String {
