@@ -96,7 +96,7 @@ let package = Package(
         // The daemon protocol: messages, framing, and the client the CLI uses.
         .target(
             name: "TokenpinProtocol",
-            dependencies: ["TokenpinService", "TokenpinCore"],
+            dependencies: ["TokenpinService", "TokenpinCore", "TokenpinSystem"],
             swiftSettings: strictSettings
         ),
         // The daemon: server, peer authorization, relayed prompts, memory budget, limits.

@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 #endif
 import TokenpinCore
+internal import TokenpinSystem
 
 /// Newline-delimited frames over a connected stream socket, with a line limit and read timeouts.
 ///
@@ -88,33 +89,28 @@ public final class LineChannel {
 
     /// Connects to the Unix socket at `path`.
     public static func connect(path: String, timeoutMilliseconds: Int32 = 5000) throws(ProtocolError) -> LineChannel {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw ProtocolError(.io, "cannot create a socket") }
+        let address: UnixSocketAddress
+        do {
+            address = try UnixSocketAddress(path: path)
+        } catch {
+            if error == .nameTooLong { throw ProtocolError(.io, "the socket path is too long") }
+            throw ProtocolError(.closed, "cannot connect to \(path): \(error)")
+        }
+        let socket: FileDescriptor
+        do {
+            socket = try FileDescriptor.unixStreamSocket()
+        } catch {
+            throw ProtocolError(.io, "cannot create a socket")
+        }
         // Bounds connect (Linux applies the send timeout to it on Unix stream sockets) and every write, so a
         // wedged daemon with a full backlog cannot hang the client.
-        var limit = timeval(tv_sec: Int(timeoutMilliseconds / 1000), tv_usec: Int(timeoutMilliseconds % 1000) * 1000)
-        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(path.utf8)
-        guard pathBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            Glibc.close(fd)
-            throw ProtocolError(.io, "the socket path is too long")
+        try? socket.setSendTimeout(milliseconds: Int(timeoutMilliseconds))
+        do {
+            try socket.connect(to: address)
+        } catch {
+            throw ProtocolError(.closed, "cannot connect to \(path): \(error)")
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: pathBytes)
-        }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard result == 0 else {
-            let reason = String(cString: strerror(errno))
-            Glibc.close(fd)
-            throw ProtocolError(.closed, "cannot connect to \(path): \(reason)")
-        }
-        return LineChannel(fd: fd)
+        return LineChannel(fd: socket.release())
     }
 
     /// Reads one line, without its newline, waiting at most `timeoutMilliseconds` for all of it (-1: forever).
@@ -188,18 +184,12 @@ public final class LineChannel {
         }
     }
 
-    /// Writes all of `bytes`; throws when the peer is gone.
+    /// Writes all of `bytes`; throws when the peer is gone (no `SIGPIPE`) or a write times out.
     public func write(_ bytes: [UInt8]) throws(ProtocolError) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes {
-                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw ProtocolError(.closed, "cannot write to the peer: \(String(cString: strerror(errno)))")
-            }
-            offset += written
+        do {
+            try FileDescriptor.withBorrowed(fd) { (socket) throws(Errno) in try socket.sendAll(bytes) }
+        } catch {
+            throw ProtocolError(.closed, "cannot write to the peer: \(error)")
         }
     }
 
