@@ -102,7 +102,10 @@ let package = Package(
         // The daemon: server, peer authorization, relayed prompts, memory budget, limits.
         .target(
             name: "TokenpinDaemon",
-            dependencies: ["TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinPCSC", "CTokenpinShims", "CTokenpinPAM"],
+            dependencies: [
+                "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinPCSC", "TokenpinSystem", "CTokenpinShims",
+                "CTokenpinPAM",
+            ],
             swiftSettings: strictSettings
         ),
         .executableTarget(

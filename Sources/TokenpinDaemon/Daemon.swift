@@ -6,6 +6,7 @@ import Glibc
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
+internal import TokenpinSystem
 
 /// Where tokenpind listens and keeps state, and the limits that are not in the configuration file.
 public struct DaemonOptions: Sendable {
@@ -163,24 +164,14 @@ public final class Daemon: Sendable {
             if (try? LineChannel.connect(path: path)) != nil { throw DaemonError("another tokenpind answers on \(path)") }
             unlink(path)
         }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw DaemonError("cannot create a socket") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            close(fd)
-            throw DaemonError("the socket path is too long: \(path)")
+        let socket: FileDescriptor
+        do {
+            socket = try UnixSocket.listen(path: path, mode: 0o666, backlog: 128)
+        } catch {
+            if error == .nameTooLong { throw DaemonError("the socket path is too long: \(path)") }
+            throw DaemonError("cannot listen on \(path): \(error)")
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        let bindResult = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bindResult == 0, chmod(path, 0o666) == 0, Glibc.listen(fd, 128) == 0 else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
-            throw DaemonError("cannot listen on \(path): \(reason)")
-        }
+        let fd = socket.release()
         listenFD.store(fd, ordering: .releasing)
         bound.store(true, ordering: .releasing)
         logger.info("listening", [("socket", path)])

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Synchronization
 import TokenpinProtocol
+internal import TokenpinSystem
 
 /// The `watch` subscribers and the fan-out of events to them.
 ///
@@ -47,10 +48,10 @@ public final class EventHub: Sendable {
             // they never block (MSG_DONTWAIT), so the lock is held only briefly.
             for (id, subscriber) in state.all
             where Authorization.sees(peer: subscriber.peer, filter: subscriber.filter, eventUser: user) {
-                let written = line.withUnsafeBytes {
-                    Glibc.send(subscriber.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+                let sent = FileDescriptor.withBorrowed(subscriber.fd) { socket in
+                    (try? socket.sendAll(line, flags: Int32(MSG_DONTWAIT))) != nil
                 }
-                if written != line.count {
+                if !sent {
                     state.all.removeValue(forKey: id)
                     _ = Glibc.shutdown(subscriber.fd, Int32(SHUT_RDWR))
                 }
