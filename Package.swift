@@ -66,7 +66,7 @@ let package = Package(
         // (simulator executables go here)
         .executableTarget(
             name: "tokenpin-sim",
-            dependencies: ["TokenpinSimulator", "TokenpinAPDU"],
+            dependencies: ["TokenpinSimulator", "TokenpinAPDU", "TokenpinSystem"],
             path: "Simulator/Sources/tokenpin-sim",
             swiftSettings: strictSettings
         ),

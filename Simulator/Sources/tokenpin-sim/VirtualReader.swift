@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TokenpinAPDU
 import TokenpinSimulator
+internal import TokenpinSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -134,7 +135,8 @@ func pause(_ duration: Duration) {
 
 /// A TCP connection to vpcd.
 final class VPCDSocket {
-    private let descriptor: Int32
+    private let socket: FileDescriptor
+    private var descriptor: Int32 { socket.rawValue }
 
     /// Connects to `host:port`; nil when nothing listens there (yet).
     init?(host: String, port: UInt16) {
@@ -146,23 +148,24 @@ final class VPCDSocket {
         defer { freeaddrinfo(list) }
         var entry: UnsafeMutablePointer<addrinfo>? = first
         while let current = entry {
-            let socketDescriptor = socket(current.pointee.ai_family, current.pointee.ai_socktype, current.pointee.ai_protocol)
-            if socketDescriptor >= 0 {
-                if connect(socketDescriptor, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0 {
+            let raw = Glibc.socket(current.pointee.ai_family, current.pointee.ai_socktype, current.pointee.ai_protocol)
+            if raw >= 0 {
+                let candidate = FileDescriptor(owning: raw)  // closed when it goes away unconnected
+                if connect(raw, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0 {
                     var one: Int32 = 1
-                    setsockopt(socketDescriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                    descriptor = socketDescriptor
+                    setsockopt(raw, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                    socket = candidate
                     return
                 }
-                close(socketDescriptor)
             }
             entry = current.pointee.ai_next
         }
         return nil
     }
 
-    deinit { close(descriptor) }
-
+    /// Reads exactly `count` bytes; nil at end of stream, on an error, or when a signal asked to stop.
+    ///
+    /// Not `FileDescriptor.read`, which retries every `EINTR`: here a signal must end the wait when it stops us.
     private func readExactly(_ count: Int) -> [UInt8]? {
         var buffer = [UInt8](repeating: 0, count: count)
         var offset = 0
@@ -193,14 +196,7 @@ final class VPCDSocket {
     /// Sends one message; false when the connection is gone.
     func send(_ payload: [UInt8]) -> Bool {
         let message = [UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload
-        var offset = 0
-        while offset < message.count {
-            let result = message[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else { return false }
-            offset += result
-        }
-        return true
+        return (try? socket.sendAll(message)) != nil
     }
 }
 
