@@ -93,7 +93,9 @@ public struct KDFParameters: Codable, Sendable, Equatable {
 /// Picks Argon2id parameters that reach a target time on this machine, the way `cryptsetup` benchmarks.
 ///
 /// Memory first: the cap (256 MiB, and at most a quarter of RAM) when it fits the target, otherwise less,
-/// never below the floor (64 MiB); then passes (at least 3) to fill the remaining time.
+/// never below the floor (64 MiB); passes (at least 3) fill the rest. Every choice is then measured as a
+/// verification will run it (the same memory, allocated afresh, as in a new process) and corrected from that
+/// measurement until it lands within `tolerance` of the target.
 public struct KDFCalibration: Sendable {
     /// The time one verification's KDF should take.
     public var targetMilliseconds: Int
@@ -103,6 +105,10 @@ public struct KDFCalibration: Sendable {
     public var memoryFloorKiB: Int
     /// The fewest passes.
     public var minimumPasses: Int
+    /// How far from the target a measurement may land, as a fraction of it (0.1: ±10%).
+    public var tolerance: Double = 0.1
+    /// The most measurements at chosen parameters before the closest one is taken.
+    public var maximumRounds = 6
 
     /// The result of a calibration.
     public struct Result: Sendable, Equatable {
@@ -121,10 +127,15 @@ public struct KDFCalibration: Sendable {
         self.minimumPasses = 3
     }
 
-    /// Calibrates with `measure`, which runs one derivation and returns its time in milliseconds.
+    /// Calibrates with `measure`, which runs one derivation (with memory allocated afresh) and returns its time
+    /// in milliseconds.
     ///
-    /// Argon2id's time grows linearly with memory × passes, so one probe at the floor gives the cost per
-    /// MiB-pass; the choice is then checked with one run at the chosen parameters and adjusted once.
+    /// One probe at the floor gives a first cost per MiB-pass. Argon2id's time is only roughly linear in
+    /// memory × passes (a larger area misses caches more and faults in more pages), so that estimate is a start:
+    /// each round measures the chosen parameters, takes the cost per MiB-pass from that measurement, at that
+    /// memory, and chooses again. It stops as soon as a measurement lands within `tolerance` of the target, or
+    /// when the bounds allow nothing closer (the floor on a slow machine, the cap and most passes on a fast one);
+    /// after `maximumRounds` it keeps the closest measurement.
     public func calibrate(measure: (_ memoryKiB: Int, _ passes: Int) throws -> Double) rethrows -> Result {
         // Every setting is clamped into the bounds a slot may hold before it is used, and every conversion from a
         // measurement (which may be 0, negative or NaN on a broken clock) goes through `whole`, which never traps.
@@ -132,18 +143,48 @@ public struct KDFCalibration: Sendable {
         let cap = min(max(memoryCapKiB, floor), KDFParameters.maximumMemoryKiB)
         let leastPasses = min(max(minimumPasses, 1), KDFParameters.maximumPasses)
         let target = Double(min(max(targetMilliseconds, 1), 3_600_000))
-        let probe = try measure(floor, leastPasses)
-        let perUnit = (probe.isFinite && probe > 0.001 ? probe : 0.001) / (Double(floor) * Double(leastPasses))
-        let budget = target / perUnit  // KiB × passes that fit the target
-        var memory = Self.whole(budget / Double(leastPasses), in: floor...cap)
-        memory = max(floor, memory / 1024 * 1024)
-        var passes = Self.whole(budget / Double(memory), in: leastPasses...KDFParameters.maximumPasses)
-        var measured = try measure(memory, passes)
-        if measured > target * 1.25, passes > leastPasses {
-            passes = Self.whole(Double(passes) * target / measured, in: leastPasses...KDFParameters.maximumPasses)
-            measured = try measure(memory, passes)
+        let band = min(max(tolerance.isFinite ? tolerance : 0.1, 0.01), 0.5)
+
+        func sane(_ milliseconds: Double) -> Double { milliseconds.isFinite && milliseconds > 0.001 ? milliseconds : 0.001 }
+        var memory = floor
+        var passes = leastPasses
+        var measured = sane(try measure(memory, passes))
+        var best = (memory: memory, passes: passes, measured: measured)
+        for _ in 0..<min(max(maximumRounds, 1), 20) {
+            if abs(measured - target) <= band * target { break }
+            // The cost of one KiB-pass as just measured, at this memory, and the KiB × passes that fit the target.
+            let budget = target / (measured / (Double(memory) * Double(passes)))
+            let next = Self.choose(budget: budget, floor: floor, cap: cap, leastPasses: leastPasses, band: band)
+            if next.memory == memory && next.passes == passes { break }  // the bounds allow nothing closer
+            memory = next.memory
+            passes = next.passes
+            measured = sane(try measure(memory, passes))
+            if abs(measured - target) < abs(best.measured - target) { best = (memory, passes, measured) }
         }
-        return Result(parameters: .argon2id(memoryKiB: memory, passes: passes), measuredMilliseconds: measured)
+        return Result(parameters: .argon2id(memoryKiB: best.memory, passes: best.passes),
+                      measuredMilliseconds: best.measured)
+    }
+
+    /// The parameters whose cost comes closest to `budget` KiB × passes, memory first.
+    ///
+    /// Below the cap at the fewest passes, memory shrinks (whole MiB, not below the floor). Otherwise memory stays
+    /// at the cap with the nearest whole number of passes when that lands within three quarters of `band`; when
+    /// it does not (a pass is a large step at few passes), the fewest passes that fit under the cap are taken and
+    /// memory is lowered to fill the budget.
+    static func choose(budget: Double, floor: Int, cap: Int, leastPasses: Int, band: Double) -> (memory: Int, passes: Int) {
+        let mebibyte = 1024
+        let atLeastPasses = whole(budget / Double(leastPasses), in: floor...cap)
+        guard atLeastPasses >= cap else { return (max(floor, atLeastPasses / mebibyte * mebibyte), leastPasses) }
+        // The nearest whole number of passes at the cap; on a tie the fewer, so as not to overshoot.
+        let below = whole((budget / Double(cap)).rounded(.down), in: leastPasses...KDFParameters.maximumPasses)
+        let above = whole((budget / Double(cap)).rounded(.up), in: leastPasses...KDFParameters.maximumPasses)
+        let nearest = abs(Double(cap) * Double(above) - budget) < abs(Double(cap) * Double(below) - budget) ? above : below
+        if abs(Double(cap) * Double(nearest) - budget) <= 0.75 * band * budget || nearest == KDFParameters.maximumPasses {
+            return (cap, nearest)
+        }
+        let passes = above
+        let memory = whole(budget / Double(passes), in: floor...cap)
+        return (max(floor, memory / mebibyte * mebibyte), passes)
     }
 
     /// `value` rounded down into `range`; NaN gives the lower bound.
