@@ -107,14 +107,14 @@ public struct KDFCalibration: Sendable {
     public var minimumPasses: Int
     /// How far from the target a measurement may land, as a fraction of it (0.1: ±10%).
     public var tolerance: Double = 0.1
-    /// The most measurements at chosen parameters before the closest one is taken.
-    public var maximumRounds = 6
+    /// The most measurements after the first probe before the closest result is taken.
+    public var maximumRounds = 8
 
     /// The result of a calibration.
     public struct Result: Sendable, Equatable {
         /// The chosen parameters (with a fresh salt).
         public var parameters: KDFParameters
-        /// The measured time of one derivation with them, in milliseconds.
+        /// The measured time of one derivation with them, in milliseconds (the mean of two runs when it was repeated).
         public var measuredMilliseconds: Double
     }
 
@@ -133,9 +133,10 @@ public struct KDFCalibration: Sendable {
     /// One probe at the floor gives a first cost per MiB-pass. Argon2id's time is only roughly linear in
     /// memory × passes (a larger area misses caches more and faults in more pages), so that estimate is a start:
     /// each round measures the chosen parameters, takes the cost per MiB-pass from that measurement, at that
-    /// memory, and chooses again. It stops as soon as a measurement lands within `tolerance` of the target, or
-    /// when the bounds allow nothing closer (the floor on a slow machine, the cap and most passes on a fast one);
-    /// after `maximumRounds` it keeps the closest measurement.
+    /// memory, and chooses again. A measurement within `tolerance` of the target is repeated and the choice
+    /// kept when the mean of the two is still within it. It stops there, or when the bounds allow nothing closer
+    /// (the floor on a slow machine, the cap and most passes on a fast one); after `maximumRounds` measurements
+    /// it keeps the closest.
     public func calibrate(measure: (_ memoryKiB: Int, _ passes: Int) throws -> Double) rethrows -> Result {
         // Every setting is clamped into the bounds a slot may hold before it is used, and every conversion from a
         // measurement (which may be 0, negative or NaN on a broken clock) goes through `whole`, which never traps.
@@ -149,17 +150,27 @@ public struct KDFCalibration: Sendable {
         var memory = floor
         var passes = leastPasses
         var measured = sane(try measure(memory, passes))
+        var confirmed = false
         var best = (memory: memory, passes: passes, measured: measured)
         for _ in 0..<min(max(maximumRounds, 1), 20) {
-            if abs(measured - target) <= band * target { break }
-            // The cost of one KiB-pass as just measured, at this memory, and the KiB × passes that fit the target.
-            let budget = target / (measured / (Double(memory) * Double(passes)))
-            let next = Self.choose(budget: budget, floor: floor, cap: cap, leastPasses: leastPasses, band: band)
-            if next.memory == memory && next.passes == passes { break }  // the bounds allow nothing closer
-            memory = next.memory
-            passes = next.passes
-            measured = sane(try measure(memory, passes))
-            if abs(measured - target) < abs(best.measured - target) { best = (memory, passes, measured) }
+            if abs(measured - target) <= band * target {
+                if confirmed { break }
+                // In the band once: measure again and judge on the mean, so one lucky run on a busy machine is
+                // not taken for the machine's speed.
+                measured = (measured + sane(try measure(memory, passes))) / 2
+                confirmed = true
+            } else {
+                // The cost of one KiB-pass as just measured, at this memory, and the KiB × passes that fit the target.
+                let budget = target / (measured / (Double(memory) * Double(passes)))
+                let next = Self.choose(budget: budget, floor: floor, cap: cap, leastPasses: leastPasses, band: band)
+                if next.memory == memory && next.passes == passes { break }  // the bounds allow nothing closer
+                memory = next.memory
+                passes = next.passes
+                measured = sane(try measure(memory, passes))
+                confirmed = false
+            }
+            let same = best.memory == memory && best.passes == passes
+            if same || abs(measured - target) < abs(best.measured - target) { best = (memory, passes, measured) }
         }
         return Result(parameters: .argon2id(memoryKiB: best.memory, passes: best.passes),
                       measuredMilliseconds: best.measured)
