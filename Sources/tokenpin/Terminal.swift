@@ -229,7 +229,7 @@ struct StdinReader {
         }
         byte = 0
         guard sawAny else {
-            throw .input("standard input ended before the \(prompt.name) line (--pin-stdin reads one line per prompt)")
+            throw .input("standard input ended before the \(prompt.spokenName) line (--pin-stdin reads one line per prompt)")
         }
         if length > 0, buffer.withUnsafeBytes({ $0[length - 1] }) == 0x0D { length -= 1 }
         return buffer.prefix(length)
