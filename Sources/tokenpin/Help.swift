@@ -79,6 +79,15 @@ enum Help {
               usage: "tokenpin help [<command>]"),
     ]
 
+    static func optionsJSON(_ rows: [(String, String)]) -> JSONValue {
+        .array(rows.map { .object([("name", .string($0.0)), ("abstract", .string($0.1))]) })
+    }
+
+    static func json(_ entry: Entry) -> JSONValue {
+        .object([("name", .string(entry.name)), ("abstract", .string(entry.abstract)), ("usage", .string(entry.usage)),
+                 ("options", optionsJSON(entry.options)), ("discussion", .optional(entry.discussion))])
+    }
+
     static func entry(_ name: String) -> Entry? {
         commands.first { $0.name == (name == "enroll" ? "enrol" : name) }
     }

@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Messages a person reads: suggestions, help without a working configuration, help and version as JSON.
+@Suite struct MessagesTests {
+    @Test(arguments: [
+        (["verfy"], "did you mean 'verify'?"),
+        (["enrool"], "did you mean 'enrol'?"),
+        (["verify", "--methd", "pin"], "did you mean '--method'?"),
+        (["help", "stauts"], "did you mean 'status'?"),
+    ])
+    func typosGetASuggestion(arguments: [String], suggestion: String) throws {
+        let result = try CLI().run(arguments)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains(suggestion), "\(result.stderr)")
+    }
+
+    @Test func helpWorksWithABrokenConfiguration() throws {
+        let cli = CLI(config: "colour = red\n")
+        #expect(try cli.run(["status"]).status == 78)
+        for arguments in [["help"], ["help", "verify"], ["verify", "--help"], ["--help"]] {
+            let result = try cli.run(arguments)
+            #expect(result.status == 0, "\(arguments): \(result.stderr)")
+            #expect(result.stdout.contains("USAGE:"))
+        }
+    }
+
+    @Test func helpAndVersionAsJSON() throws {
+        let cli = CLI()
+        let version = try cli.run(["--json", "--version"], plain: true)
+        #expect(version.status == 0 && version.json["version"] as? String != nil, "\(version.stdout)")
+        let help = try cli.run(["--json", "help"], plain: true)
+        #expect(help.status == 0)
+        let names = (help.json["commands"] as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
+        #expect(names.contains("verify") && names.contains("bench"), "\(help.stdout)")
+        #expect((help.json["exitCodes"] as? [Any])?.count == 13)
+        let verify = try cli.run(["--json", "help", "verify"], plain: true)
+        #expect((verify.json["command"] as? [String: Any])?["usage"] as? String == "tokenpin verify [--method pin|token]")
+    }
+}
+
+/// `--recovery-key-file` is made before anything is enrolled.
+@Suite struct RecoveryKeyFileTests {
+    @Test func anExistingFileStopsEnrolmentBeforeAnythingIsWritten() throws {
+        let cli = CLI()
+        let path = cli.directory + "/key"
+        try "mine".write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try cli.run(["enrol", "--pin-stdin", "--recovery-key-file", path], input: "482916\n482916\n")
+        #expect(result.status == 74)
+        #expect(result.stderr.contains("it exists"), "\(result.stderr)")
+        #expect(result.stderr.contains("nothing was enrolled"))
+        #expect(!result.stderr.contains("Recovery key"), "the key was never made")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "mine")
+        #expect(try cli.run(["--json", "status"]).json["enrolled"] as? Bool == false)
+    }
+
+    @Test func aMissingDirectoryIsNamed() throws {
+        let cli = CLI()
+        let result = try cli.run(["--json", "enrol", "--pin-stdin", "--recovery-key-file", cli.directory + "/nope/key"],
+                                 input: "482916\n482916\n")
+        #expect(result.status == 74)
+        let message = (result.json["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(message.contains("/nope does not exist"), "\(message)")
+        #expect(try cli.run(["--json", "status"]).json["enrolled"] as? Bool == false)
+    }
+
+    @Test func aFailedEnrolmentLeavesNoEmptyKeyFile() throws {
+        let cli = CLI()
+        let path = cli.directory + "/key"
+        let result = try cli.run(["enrol", "--pin-stdin", "--recovery-key-file", path], input: "123456\n123456\n")
+        #expect(result.status == 5)
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+}
+
+/// One answer per situation: a refusal printed once, toggles that change nothing, `--serial` checked and applied.
+@Suite struct OneAnswerTests {
+    @Test func aPolicyRefusalIsPrintedOnce() throws {
+        let result = try CLI().run(["enrol", "--pin-stdin"], input: "123456\n123456\n")
+        #expect(result.status == 5)
+        #expect(result.stderr.components(separatedBy: "PIN refused").count == 2, "\(result.stderr)")
+    }
+
+    @Test func toggleOnWhenOnAndOffWhenOffAnswerAlike() throws {
+        let cli = CLI()
+        try cli.enrol()
+        let off = try cli.run(["--reader", "sim", "--json", "toggle", "token", "off"])
+        #expect(off.status == 0 && off.json["event"] as? String == "unchanged", "\(off.stdout)")
+        #expect(try cli.run(["--reader", "sim", "toggle", "token", "off"]).stdout.contains("already disabled"))
+        let bind = try cli.run(["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
+                               input: "482916\n12345678\n123456\n")
+        #expect(bind.status == 0, "\(bind.stderr)")
+        let on = try cli.run(["--reader", "sim", "--json", "toggle", "token", "on", "--pin-stdin"], input: "")
+        #expect(on.status == 0 && on.json["event"] as? String == "unchanged", "\(on.stdout)")
+        #expect(try cli.run(["--reader", "sim", "toggle", "token", "on"]).stdout.contains("already enabled"))
+        #expect(cli.remaining == 5, "nothing was asked")
+    }
+
+    @Test(arguments: ["xyz", "1234", "FFFE:0000AAAAA", "GGGG0000"])
+    func aSerialThatIsNotHexIsUsage(serial: String) throws {
+        let result = try CLI().run(["--serial", serial, "readers"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("--serial takes 8 hex digits"), "\(result.stderr)")
+    }
+
+    @Test func serialIsAppliedByReadersAndVerify() throws {
+        let cli = try ScriptSafetyTests.boundToSimulatedCard()
+        let all = try cli.run(["--reader", "sim", "--json", "readers"])
+        let serial = try #require((all.json["readers"] as? [[String: Any]])?.first?["serial"] as? String)
+        let other = try cli.run(["--reader", "sim", "--serial", "0000BBBB", "--json", "readers"])
+        #expect((other.json["readers"] as? [Any])?.isEmpty == true, "\(other.stdout)")
+        let same = try cli.run(["--reader", "sim", "--serial", serial, "--json", "readers"])
+        #expect((same.json["readers"] as? [Any])?.count == 1)
+        let verify = try cli.run(["--reader", "sim", "--serial", "0000BBBB", "verify", "--method", "token", "--pin-stdin"],
+                                 input: "123456\n")
+        #expect(verify.status == 6 && verify.stderr.contains("is not the card bound"), "\(verify.stderr)")
+        #expect(try ScriptSafetyTests.cardTries(cli) == 3, "the card PIN went nowhere")
+    }
+}
