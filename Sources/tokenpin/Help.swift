@@ -77,6 +77,10 @@ enum Help {
               discussion: "Verified, wrong PIN, locked, reader and card events; a user sees their own, root everyone's."),
         Entry(name: "help", abstract: "Show help for tokenpin or one of its commands.",
               usage: "tokenpin help [<command>]"),
+        Entry(name: "completions", abstract: "Print a shell completion script for bash, zsh or fish.",
+              usage: "tokenpin completions bash|zsh|fish",
+              discussion: "Installed as /usr/share/bash-completion/completions/tokenpin, "
+                  + "/usr/share/zsh/vendor-completions/_tokenpin and /usr/share/fish/vendor_completions.d/tokenpin.fish."),
     ]
 
     static func optionsJSON(_ rows: [(String, String)]) -> JSONValue {

@@ -99,6 +99,15 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
         return DemoCommand()
     case "help":
         return HelpCommand(topic: parsed.arguments.first)
+    case "completions":
+        guard let name = parsed.arguments.first else { throw UsageError(message: "missing bash, zsh or fish", command: "completions") }
+        guard parsed.arguments.count == 1 else {
+            throw UsageError(message: "unexpected argument '\(parsed.arguments[1])'", command: "completions")
+        }
+        guard let shell = CompletionsCommand.Shell(rawValue: name) else {
+            throw UsageError(message: "no completions for '\(name)' (bash, zsh, fish)", command: "completions")
+        }
+        return CompletionsCommand(shell: shell)
     default:
         throw UsageError(message: "unknown command '\(name)'"
             + Suggestion.didYouMean(name, among: Help.commands.map(\.name) + ["enroll"]), command: nil)
@@ -181,6 +190,7 @@ func runMain() -> ExitCode {
     }
     // Help reads no configuration: it must work when the configuration is what is broken.
     if let help = command as? HelpCommand { return HelpCommand.print(help.topic, json: parsed.global.json) }
+    if let completions = command as? CompletionsCommand { return CompletionsCommand.print(completions.shell) }
     let context: Context
     do {
         context = try Context.make(parsed)
