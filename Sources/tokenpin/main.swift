@@ -197,7 +197,11 @@ func runMain() -> ExitCode {
     } catch {
         let console = Console(json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
                               err: Style(enabled: false, appearance: Appearance()))
-        return console.fail(.configuration, errorCode: "configuration", message: error.description)
+        var message = error.description
+        if error.message.hasPrefix("unknown key `"), let key = error.message.split(separator: "`").dropFirst().first {
+            message += Suggestion.didYouMean(String(key), among: Configuration.keys)
+        }
+        return console.fail(.configuration, errorCode: "configuration", message: message)
     }
     if let user = parsed.global.user, context.daemon == nil {
         // Another user's record lives only in tokenpind's store; without it, --user would name nothing.

@@ -120,3 +120,29 @@ import Glibc
         #expect(try ScriptSafetyTests.cardTries(cli) == 3, "the card PIN went nowhere")
     }
 }
+
+/// Configuration files: CRLF line endings, contradictory settings named, suggestions for keys.
+@Suite struct ConfigurationMessagesTests {
+    @Test func crlfLineEndingsAreAccepted() throws {
+        let cli = CLI()
+        try "kdf-memory-mib = 8\r\nkdf-passes = 1\r\nretries-max = 3\r\n".write(toFile: cli.config, atomically: true, encoding: .utf8)
+        try cli.enrol()
+        let status = try cli.run(["--json", "status"])
+        #expect(status.status == 0 && status.json["max"] as? Int == 3, "\(status.stdout) \(status.stderr)")
+    }
+
+    @Test(arguments: [("pin-min-unique = 9\npin-max-length = 8\n", ["pin-min-unique", "pin-max-length"]),
+                      ("pin-max-length = 8\npin-min-length = 10\n", ["pin-min-length", "pin-max-length"])])
+    func contradictorySettingsNameBothKeys(config: String, keys: [String]) throws {
+        let cli = CLI(config: config)
+        let result = try cli.run(["status"])
+        #expect(result.status == 78, "\(result.stderr)")
+        for key in keys { #expect(result.stderr.contains(key), "\(result.stderr)") }
+    }
+
+    @Test func aMistypedKeyGetsASuggestion() throws {
+        let result = try CLI(config: "retires-max = 3\n").run(["status"])
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("did you mean 'retries-max'?"), "\(result.stderr)")
+    }
+}
