@@ -36,7 +36,21 @@ extension Context {
         case .store(let store) where store.code == .corrupt || store.code == .unknownVersion:
             return "the file was left as it is; restore it from a backup or move it away and enrol again"
         case .store(let store) where store.code == .insecure:
-            return "tokenpin refuses a store others can write; fix the owner and mode (chmod 700 DIR, chmod 600 FILE)"
+            // Each hint answers what the error found, not the most common case.
+            if store.detail.contains("symlink") {
+                return "tokenpin never follows a symbolic link to a record or store; replace the link with the real "
+                    + "directory or file"
+            }
+            if store.detail.contains("belongs to uid") {
+                return "a record or store owned by someone else could be swapped under you; give it to \(user) (chown), "
+                    + "or use another --store"
+            }
+            if store.detail.contains("not a directory") || store.detail.contains("not a regular file") {
+                return "move what is at \(store.path) away; tokenpin makes the store directory itself"
+            }
+            return "tokenpin refuses a store or record others can write; fix the mode (chmod 700 DIR, chmod 600 FILE)"
+        case .policyViolation(let rule):
+            return interaction.allowed(rule).map { "allowed: \($0)" }
         case .input where !options.global.pinStdin:
             return "run it in a terminal, or pass the lines with --pin-stdin"
         default:

@@ -49,7 +49,10 @@ struct Context {
         let store = RecordStore(directory: options.global.store ?? RecordStore.defaultDirectory(environment: environment))
         let interaction = CLIInteraction(console: console, appearance: configuration.appearance,
                                          pinStdin: options.global.pinStdin, style: err)
-        interaction.calibrates = configuration.kdfMemoryMiB == nil
+        // Through tokenpind its own settings apply: the local ones say nothing about them.
+        let local = options.global.local || (options.global.socket == nil && !DaemonClient.socketExists())
+        interaction.calibrates = local && configuration.kdfMemoryMiB == nil
+        if local { interaction.policy = configuration.policy }
         // `--reader sim` (or TOKENPIN_READER=sim) uses the in-process virtual card; anything else names a
         // PC/SC reader or a glob, as the `reader` setting does.
         let readerOption = options.global.reader ?? environment["TOKENPIN_READER"].flatMap { $0.isEmpty ? nil : $0 }
@@ -88,6 +91,24 @@ final class CLIInteraction: Interaction {
         self.appearance = appearance
         self.pinStdin = pinStdin
         self.style = style
+    }
+
+    /// The PIN policy in force, when this process knows it (local mode; tokenpind applies its own).
+    var policy: PINPolicy?
+
+    /// What the policy allows, for a refusal by `rule` ("6 to 32 digits"), when it is known here.
+    func allowed(_ rule: PolicyRule) -> String? {
+        guard let policy else { return nil }
+        let kind = switch policy.charset {
+        case .digits: "digits"
+        case .alnum: "letters and digits"
+        case .any: "characters"
+        }
+        switch rule {
+        case .minLength, .maxLength, .charset: return "\(policy.minLength) to \(policy.maxLength) \(kind)"
+        case .minUnique: return "at least \(policy.minUnique) different characters"
+        default: return nil
+        }
     }
 
     /// Policy refusals reported so far (the last one is the command's error, not a note).
@@ -183,7 +204,8 @@ final class CLIInteraction: Interaction {
             policyRefusals += 1
             guard policyRefusals < newPINAttempts else { return }
             let explanation = PolicyRule(rawValue: rule)?.explanation ?? rule
-            console.note(style.error("PIN refused: ") + "\(explanation) (rule \(rule)); try another")
+            let allowed = PolicyRule(rawValue: rule).flatMap(allowed).map { " (allowed: \($0))" } ?? ""
+            console.note(style.error("PIN refused: ") + "\(explanation) (rule \(rule))\(allowed); try another")
         case .tokenFailed(let reason, let fallback):
             tokenFailure = reason
             // Without a fallback the command's own error or outcome says it: one message per refusal.

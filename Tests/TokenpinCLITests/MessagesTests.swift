@@ -146,3 +146,36 @@ import Glibc
         #expect(result.stderr.contains("did you mean 'retries-max'?"), "\(result.stderr)")
     }
 }
+
+/// Each refusal says what is allowed, and each store hint answers what was found.
+@Suite struct HintTests {
+    @Test func aPolicyRefusalSaysWhatIsAllowed() throws {
+        let result = try CLI().run(["--json", "enrol", "--pin-stdin"], input: "12345\n12345\n")
+        #expect(result.status == 5)
+        let text = try CLI().run(["enrol", "--pin-stdin"], input: "12345\n12345\n")
+        #expect(text.stderr.contains("hint: allowed: 6 to 32 digits"), "\(text.stderr)")
+    }
+
+    @Test func aSymlinkedStoreIsNotCalledWritableByOthers() throws {
+        let cli = CLI()
+        try cli.enrol()
+        let moved = cli.directory + "/real-store"
+        try FileManager.default.moveItem(atPath: cli.store, toPath: moved)
+        try FileManager.default.createSymbolicLink(atPath: cli.store, withDestinationPath: moved)
+        let result = try cli.run(["verify", "--pin-stdin"], input: "482916\n")
+        #expect(result.status == 77, "\(result.stderr)")
+        #expect(result.stderr.contains("symbolic link"), "\(result.stderr)")
+        #expect(!result.stderr.contains("others can write"))
+    }
+
+    @Test(.enabled(if: geteuid() == 0)) func aForeignOwnerGetsAnOwnershipHint() throws {
+        let cli = CLI()
+        try cli.enrol()
+        let user = String(cString: getpwuid(geteuid())!.pointee.pw_name)
+        chown(cli.store + "/\(user).json", 65534, 65534)
+        let result = try cli.run(["verify", "--pin-stdin"], input: "482916\n")
+        #expect(result.status == 77, "\(result.stderr)")
+        #expect(result.stderr.contains("owned by someone else"), "\(result.stderr)")
+        #expect(!result.stderr.contains("others can write"))
+    }
+}
