@@ -179,3 +179,17 @@ import Glibc
         #expect(!result.stderr.contains("others can write"))
     }
 }
+
+@Suite struct RecoveryKeyMessageTests {
+    @Test func aWrongCharacterSaysTheCheckFailed() throws {
+        let cli = CLI()
+        let key = try cli.enrol()
+        // U is not in the recovery key alphabet: the key has the right shape and a typo in it.
+        let typo = "U" + key.dropFirst()
+        let result = try cli.run(["reset", "--pin-stdin"], input: "\(typo)\n915372\n915372\n")
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("its check fails"), "\(result.stderr)")
+        #expect(!result.stderr.contains("30 characters"))
+        #expect(result.stderr.contains("nothing was counted"))
+    }
+}
