@@ -24,10 +24,10 @@ extension Context {
         return console.fail(ExitCode(error), errorCode: error.code, message: error.message, hint: hint(for: error), extra: extra)
     }
 
-    /// `tokenFailure` for `--json`: why the token was not used, and the card PIN's tries left as the card
-    /// reports them now (null when the card cannot be read).
-    func tokenFailureJSON(_ reason: String) -> JSONValue {
-        let tries = (try? backend.status())?.token?.cardPINTriesLeft
+    /// `tokenFailure` for `--json`: why the token was not used, and, when the card refused (`askCard`), the card
+    /// PIN's tries left as the card reports them now. A card that went away is not probed again (null).
+    func tokenFailureJSON(_ reason: String, askCard: Bool) -> JSONValue {
+        let tries = askCard ? (try? backend.status())?.token?.cardPINTriesLeft : nil
         return .object([("reason", .string(reason)), ("cardTriesLeft", .optional(tries))])
     }
 
@@ -93,7 +93,10 @@ extension Context {
             object += [("remaining", .int(counter.remaining)), ("lastTry", .bool(counter.remaining == 1)),
                        ("locked", .bool(counter.isLocked))]
         }
-        if let failure = report.tokenFailure, console.json { object.append(("tokenFailure", tokenFailureJSON(failure))) }
+        if let failure = report.tokenFailure, console.json {
+            let refused = if case .tokenRejected = report.outcome { true } else { false }
+            object.append(("tokenFailure", tokenFailureJSON(failure, askCard: refused)))
+        }
         if code != .success {
             let message: String
             switch report.outcome {
@@ -245,7 +248,9 @@ struct VerifyCommand: Command {
             return context.finish(report, success: success)
         } catch {
             let failure = context.interaction.tokenFailure
-            return context.fail(error, extra: failure.map { context.console.json ? [("tokenFailure", context.tokenFailureJSON($0))] : [] } ?? [])
+            return context.fail(error, extra: failure.map {
+                context.console.json ? [("tokenFailure", context.tokenFailureJSON($0, askCard: false))] : []
+            } ?? [])
         }
     }
 }
