@@ -229,6 +229,9 @@ public struct DaemonClient: Sendable {
     /// result's fields or throws the error the daemon sent.
     func run(_ request: Request, _ interaction: some Interaction) throws(ServiceError) -> [JSONMember] {
         let channel = try connect()
+        // A prompt this side could not answer (standard input ended, no terminal, the person cancelled): the
+        // daemon is told `cancel` and answers `cancelled`, but the reason the user sees is this side's own.
+        var localFailure: ServiceError?
         do {
             try channel.send(ClientMessage.request(request))
             while true {
@@ -245,6 +248,7 @@ public struct DaemonClient: Sendable {
                     do {
                         secret = try interaction.readSecret(prompt)
                     } catch {
+                        localFailure = localFailure ?? error
                         try channel.send(ClientMessage.cancel)
                         continue
                     }
@@ -257,7 +261,9 @@ public struct DaemonClient: Sendable {
                 case .result(_, let fields):
                     return fields
                 case .error(let code, let message, _, let fields):
-                    throw ServiceError(protocolCode: code, message: message, fields: fields)
+                    let remote = ServiceError(protocolCode: code, message: message, fields: fields)
+                    if remote == .cancelled, let localFailure { throw localFailure }
+                    throw remote
                 }
             }
         } catch let error as ServiceError {

@@ -266,9 +266,9 @@ public struct PINService: Sendable {
         do {
             return try RecoveryKey.parse(typed)
         } catch {
-            throw .malformedRecoveryKey(error == .checksumMismatch
-                ? "its check characters do not match (a typo?)"
-                : "a recovery key has 30 characters in six groups of five")
+            throw .malformedRecoveryKey(error == .malformed ? "a recovery key has 30 characters in six groups of five"
+                : error == .invalidCharacter ? "a character is not one a recovery key uses, so its check fails (a typo?)"
+                : "its check characters do not match (a typo?)")
         }
     }
 

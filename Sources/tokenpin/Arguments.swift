@@ -102,7 +102,13 @@ enum ArgumentParser {
                 case "--store": result.global.store = value
                 case "--config": result.global.config = value
                 case "--reader": result.global.reader = value
-                case "--serial": result.global.serial = value
+                case "--serial":
+                    let digits = value.filter { $0 != ":" }
+                    guard [8, 12].contains(digits.count), digits.allSatisfy(\.isHexDigit) else {
+                        throw UsageError(message: "--serial takes 8 hex digits, or 12 with the manufacturer "
+                            + "(FFFE:0000AAAA), not '\(value)'", command: result.command)
+                    }
+                    result.global.serial = value
                 case "--user": result.global.user = value
                 case "--socket": result.global.socket = value
                 default: result.options[name] = value
@@ -121,7 +127,9 @@ enum ArgumentParser {
                 default: result.flags.insert(name)
                 }
             } else {
-                throw UsageError(message: "unknown option '\(name)'", command: result.command)
+                let known = Array(valueOptions.keys) + Array(flagOptions.keys) + ["--help", "--version"]
+                throw UsageError(message: "unknown option '\(name)'" + Suggestion.didYouMean(name, among: known),
+                                 command: result.command)
             }
         }
         return result

@@ -13,8 +13,22 @@ protocol Command {
 
 extension Context {
     /// Prints a service error and returns its exit code.
-    func fail(_ error: ServiceError) -> ExitCode {
-        console.fail(ExitCode(error), errorCode: error.code, message: error.message, hint: hint(for: error))
+    func fail(_ error: ServiceError, extra: [(String, JSONValue)] = []) -> ExitCode {
+        if case .notEnrolled = error, daemon != nil, (try? store.exists()) == true,
+           (try? store.load(user: user)) != nil {
+            // First contact with tokenpind while the record is still local: enrolling again is not the answer.
+            return console.fail(.notEnrolled, errorCode: error.code,
+                                message: "tokenpind has no record for \(user), but there is a local one (\(store.recordPath(for: user)))",
+                                hint: "move it into tokenpind with `tokenpin import`", extra: extra)
+        }
+        return console.fail(ExitCode(error), errorCode: error.code, message: error.message, hint: hint(for: error), extra: extra)
+    }
+
+    /// `tokenFailure` for `--json`: why the token was not used, and, when the card refused (`askCard`), the card
+    /// PIN's tries left as the card reports them now. A card that went away is not probed again (null).
+    func tokenFailureJSON(_ reason: String, askCard: Bool) -> JSONValue {
+        let tries = askCard ? (try? backend.status())?.token?.cardPINTriesLeft : nil
+        return .object([("reason", .string(reason)), ("cardTriesLeft", .optional(tries))])
     }
 
     func hint(for error: ServiceError) -> String? {
@@ -22,7 +36,21 @@ extension Context {
         case .store(let store) where store.code == .corrupt || store.code == .unknownVersion:
             return "the file was left as it is; restore it from a backup or move it away and enrol again"
         case .store(let store) where store.code == .insecure:
-            return "tokenpin refuses a store others can write; fix the owner and mode (chmod 700 DIR, chmod 600 FILE)"
+            // Each hint answers what the error found, not the most common case.
+            if store.detail.contains("symlink") {
+                return "tokenpin never follows a symbolic link to a record or store; replace the link with the real "
+                    + "directory or file"
+            }
+            if store.detail.contains("belongs to uid") {
+                return "a record or store owned by someone else could be swapped under you; give it to \(user) (chown), "
+                    + "or use another --store"
+            }
+            if store.detail.contains("not a directory") || store.detail.contains("not a regular file") {
+                return "move what is at \(store.path) away; tokenpin makes the store directory itself"
+            }
+            return "tokenpin refuses a store or record others can write; fix the mode (chmod 700 DIR, chmod 600 FILE)"
+        case .policyViolation(let rule):
+            return interaction.allowed(rule).map { "allowed: \($0)" }
         case .input where !options.global.pinStdin:
             return "run it in a terminal, or pass the lines with --pin-stdin"
         default:
@@ -65,7 +93,10 @@ extension Context {
             object += [("remaining", .int(counter.remaining)), ("lastTry", .bool(counter.remaining == 1)),
                        ("locked", .bool(counter.isLocked))]
         }
-        if let failure = report.tokenFailure { object.append(("tokenFailure", .string(failure))) }
+        if let failure = report.tokenFailure, console.json {
+            let refused = if case .tokenRejected = report.outcome { true } else { false }
+            object.append(("tokenFailure", tokenFailureJSON(failure, askCard: refused)))
+        }
         if code != .success {
             let message: String
             switch report.outcome {
@@ -94,20 +125,36 @@ struct EnrolCommand: Command {
     var recoveryKeyFile: String?
 
     func run(_ context: Context) -> ExitCode {
+        // The key file is made before anything is enrolled: a file that cannot be made stops the command while
+        // nothing exists yet, so the only copy of the key can never be lost on the way.
+        var keyFD: Int32 = -1
+        if let recoveryKeyFile {
+            switch Self.createSecretFile(recoveryKeyFile) {
+            case .success(let fd): keyFD = fd
+            case .failure(let error): return context.fail(error)
+            }
+        }
         let result: EnrolmentResult
         do {
             result = try context.backend.enrol(context.interaction)
         } catch {
+            if let recoveryKeyFile {
+                close(keyFD)
+                unlink(recoveryKeyFile)
+            }
             return context.fail(error)
         }
         var shownOn = "stdout"
         if let recoveryKeyFile {
-            guard writeSecretFile(recoveryKeyFile, result.recoveryKeyText) else {
+            guard Self.writeSecret(keyFD, result.recoveryKeyText) else {
                 // The record exists; the key must still reach the person.
-                context.console.note("error: cannot write \(recoveryKeyFile); the recovery key follows on stderr")
+                close(keyFD)
+                context.console.note("error: cannot write \(recoveryKeyFile) (\(String(cString: strerror(errno)))); "
+                    + "the recovery key follows on stderr")
                 showRecoveryKey(result.recoveryKeyText, fd: 2, context: context)
                 return .ioError
             }
+            close(keyFD)
             shownOn = "file"
         } else if context.console.json {
             showRecoveryKey(result.recoveryKeyText, fd: 2, context: context)
@@ -117,9 +164,16 @@ struct EnrolCommand: Command {
             showRecoveryKey(result.recoveryKeyText, fd: 1, context: context)
             context.console.say("Key derivation: \(result.kdf.summary). Record: \(result.recordPath)")
         }
+        if let recoveryKeyFile {
+            context.console.say("PIN enrolled for \(context.user). Recovery key written to \(recoveryKeyFile).")
+        }
+        // Every figure comes from the record as written (through tokenpind, the daemon's retries-max applies).
+        let status = try? context.backend.status()
+        let remaining = status?.remaining
         context.console.emit([
             ("ok", .bool(true)), ("event", .string("created")), ("user", .string(context.user)),
-            ("remaining", .int(context.configuration.retriesMax)), ("lastTry", .bool(false)), ("locked", .bool(false)),
+            ("remaining", .optional(remaining)), ("max", .optional(status?.maximum)), ("lastTry", .bool(remaining == 1)),
+            ("locked", .bool(status?.locked ?? false)),
             ("recoveryKeyShownOn", .string(shownOn)), ("kdf", kdfJSON(result.kdf)), ("record", .string(result.recordPath)),
         ])
         return .success
@@ -131,10 +185,28 @@ struct EnrolCommand: Command {
         Console.write(fd, "\n\nIt sets a new PIN with `tokenpin reset` when the PIN is forgotten or locked.\n")
     }
 
-    func writeSecretFile(_ path: String, _ text: borrowing SecretBytes) -> Bool {
+    /// Creates the recovery key file: new (`O_EXCL`, never through a symlink), mode 0600. The error says why not.
+    static func createSecretFile(_ path: String) -> Result<Int32, ServiceError> {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
+        if fd >= 0 {
+            fchmod(fd, 0o600)  // the umask may have taken bits away, never added; make the mode exact
+            return .success(fd)
+        }
+        let code = errno
+        let directory = (path as NSString).deletingLastPathComponent
+        let why: String
+        switch code {
+        case EEXIST: why = "it exists (tokenpin never overwrites a file; name a new one)"
+        case ENOENT: why = "the directory \(directory.isEmpty ? "." : directory) does not exist"
+        case EACCES, EPERM: why = "permission denied in \(directory.isEmpty ? "." : directory)"
+        case ELOOP: why = "it is a symbolic link"
+        case ENOTDIR: why = "a part of the path is not a directory"
+        default: why = String(cString: strerror(code))
+        }
+        return .failure(.input("cannot create the recovery key file \(path): \(why); nothing was enrolled"))
+    }
+
+    static func writeSecret(_ fd: Int32, _ text: borrowing SecretBytes) -> Bool {
         let ok = text.withUnsafeBytes { bytes in write(fd, bytes.baseAddress!, bytes.count) == bytes.count }
         return ok && write(fd, "\n", 1) == 1 && fsync(fd) == 0
     }
@@ -150,6 +222,21 @@ struct VerifyCommand: Command {
     var method: VerificationMethod?
 
     func run(_ context: Context) -> ExitCode {
+        // Scripts never have their lines guessed: with the token enabled a line could be the card PIN or the
+        // PIN, and a PIN sent to the card as its card PIN costs card tries (three block it).
+        if method == nil, !context.interaction.asksOnTerminal,
+           let types = try? context.backend.types(), types.contains(where: { $0.type == .token && $0.enabled }) {
+            return context.console.fail(
+                .usage, errorCode: "usage",
+                message: "the token is enabled: without a terminal, verify needs --method pin|token to know what the line is",
+                hint: "echo \"$PIN\" | tokenpin verify --method pin --pin-stdin (or --method token for the card PIN)")
+        }
+        if let wanted = context.selection.serial, method != .pin,
+           let bound = (try? context.backend.types())?.first(where: { $0.type == .token && $0.enabled })?.serial,
+           !matches(bound, wanted) {
+            return context.fail(.tokenUnavailable("--serial \(wanted) is not the card bound to \(context.user) "
+                + "(card \(cardLabel(serial: bound))); the card PIN goes to no other card"))
+        }
         do {
             let report = try context.backend.verify(context.interaction, method: method)
             let success: String
@@ -160,7 +247,10 @@ struct VerifyCommand: Command {
             }
             return context.finish(report, success: success)
         } catch {
-            return context.fail(error)
+            let failure = context.interaction.tokenFailure
+            return context.fail(error, extra: failure.map {
+                context.console.json ? [("tokenFailure", context.tokenFailureJSON($0, askCard: false))] : []
+            } ?? [])
         }
     }
 }
@@ -271,7 +361,7 @@ struct ReadersCommand: Command {
         let backend = context.backend
         let enrolled = (try? backend.types())?.first { $0.type == .token }?.serial
         do {
-            let readers = try backend.listReaders()
+            let readers = try backend.listReaders().filter { context.selection.serial == nil || matches($0.serial, context.selection.serial) }
             describeReaders(TokenStatus(readers: readers), context: context, enrolledSerial: enrolled)
             context.console.emit([("ok", .bool(true)),
                                   ("readers", .array(readers.map { readerJSON($0, enrolledSerial: enrolled) }))])
@@ -280,6 +370,14 @@ struct ReadersCommand: Command {
             return context.fail(error)
         }
     }
+}
+
+/// Whether a card serial (12 hex digits) is the one `--serial` names (8 or 12 hex digits, colons allowed).
+func matches(_ serial: String?, _ wanted: String?) -> Bool {
+    guard let wanted else { return true }
+    guard let serial else { return false }
+    let plain = wanted.replacingOccurrences(of: ":", with: "").uppercased()
+    return serial.uppercased() == plain || (plain.count == 8 && serial.uppercased().hasSuffix(plain))
 }
 
 /// `tokenpin token change-pin | unblock [--admin]`: the card's own PIN.
@@ -328,6 +426,12 @@ struct ToggleCommand: Command {
                                   ("enabled", .bool(true))])
             return .success
         case (.token, true):
+            if generateKey && !assumeYes && !context.interaction.asksOnTerminal {
+                return context.console.fail(
+                    .usage, errorCode: "usage",
+                    message: "--generate-key replaces the card's decryption key; without a terminal to confirm it on, add --yes",
+                    hint: "tokenpin toggle token on --generate-key --yes --pin-stdin")
+            }
             do {
                 let report = try context.backend.enableToken(context.interaction, generateKey: generateKey,
                                                              assumeYes: assumeYes)
@@ -335,6 +439,9 @@ struct ToggleCommand: Command {
                 return context.finish(report, success: "Token enabled: card \(serial.map { cardLabel(serial: $0) } ?? "?").",
                                       event: .typeChanged(type: .token, enabled: true),
                                       extra: [("type", .string("token")), ("enabled", .bool(true)), ("serial", .optional(serial))])
+            } catch .tokenAlreadyEnabled(let serial) {
+                return unchanged(context, "The token is already enabled (card \(serial)); to bind another card, "
+                    + "`tokenpin toggle token off` first.", enabled: true)
             } catch {
                 return context.fail(error)
             }
@@ -344,10 +451,20 @@ struct ToggleCommand: Command {
                 return context.finish(report, success: "Token disabled; verify with the PIN.",
                                       event: .typeChanged(type: .token, enabled: false),
                                       extra: [("type", .string("token")), ("enabled", .bool(false))])
+            } catch .tokenNotEnabled {
+                return unchanged(context, "The token is already disabled.", enabled: false)
             } catch {
                 return context.fail(error)
             }
         }
+    }
+
+    /// `toggle token on` when on and `off` when off: the same answer both ways, success with nothing changed.
+    func unchanged(_ context: Context, _ text: String, enabled: Bool) -> ExitCode {
+        context.console.say(text)
+        context.console.emit([("ok", .bool(true)), ("event", .string("unchanged")), ("type", .string("token")),
+                              ("enabled", .bool(enabled))])
+        return .success
     }
 }
 
@@ -405,16 +522,24 @@ struct ImportCommand: Command {
         }
         let path = context.store.recordPath(for: context.user)
         do {
-            guard try context.store.load(user: context.user) != nil,
+            guard try context.store.exists(), try context.store.load(user: context.user) != nil,
                   let data = FileManager.default.contents(atPath: path) else {
+                if (try? daemon.types()) != nil {
+                    return context.console.fail(
+                        .usage, errorCode: "already-enrolled",
+                        message: "the record of \(context.user) is already in tokenpind (imported or enrolled there); "
+                            + "there is no local record at \(path) to import")
+                }
                 throw ServiceError.notEnrolled(user: context.user, path: path)
             }
             let remote = try daemon.importRecord([UInt8](data), context.interaction)
             // A copy left behind would be a second target for offline guessing: the record moves.
             try context.store.remove(user: context.user)
             context.console.say("Record moved to tokenpind: \(remote). The local copy \(path) was removed.")
+            context.console.say("The PIN may have been copied with the local file: set a fresh one that exists only "
+                + "in tokenpind with `tokenpin change`.")
             context.console.emit([("ok", .bool(true)), ("event", .string("imported")), ("record", .string(remote)),
-                                  ("removed", .string(path))])
+                                  ("removed", .string(path)), ("advice", .string("tokenpin change"))])
             return .success
         } catch let error as ServiceError {
             return context.fail(error)
@@ -435,12 +560,23 @@ struct WatchCommand: Command {
         }
         do {
             try daemon.watch { event in
-                Console.write(1, event.jsonLine + "\n")
+                Console.write(1, Self.stamped(event, at: Date()) + "\n")
                 return true
             }
-            return .success
         } catch {
             return context.fail(error)
         }
+        // The handler never stops the stream: it ended because the daemon went away.
+        return context.fail(.serviceUnavailable("tokenpind closed the connection (it stopped or restarted); no more events"))
+    }
+
+    /// The event's JSON line with `time` (ISO 8601, UTC) after its name, unless the daemon already gave one.
+    static func stamped(_ event: WatchedEvent, at date: Date) -> String {
+        let line = event.jsonLine
+        let head = "{\"event\":" + JSONValue.quote(event.name)
+        guard line.hasPrefix(head), !event.fields.contains(where: { $0.key == "time" }) else { return line }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return head + ",\"time\":" + JSONValue.quote(formatter.string(from: date)) + line.dropFirst(head.count)
     }
 }

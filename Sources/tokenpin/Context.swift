@@ -18,6 +18,8 @@ struct Context {
 
     var cards: (any CardReaders)?
     var selection: CardSelection
+    /// Whether `cards` is the in-process simulated card (`--reader sim`).
+    var simulatedCard = false
 
     var service: PINService {
         PINService(store: store, configuration: configuration, user: user, cards: cards, selection: selection)
@@ -47,6 +49,10 @@ struct Context {
         let store = RecordStore(directory: options.global.store ?? RecordStore.defaultDirectory(environment: environment))
         let interaction = CLIInteraction(console: console, appearance: configuration.appearance,
                                          pinStdin: options.global.pinStdin, style: err)
+        // Through tokenpind its own settings apply: the local ones say nothing about them.
+        let local = options.global.local || (options.global.socket == nil && !DaemonClient.socketExists())
+        interaction.calibrates = local && configuration.kdfMemoryMiB == nil
+        if local { interaction.policy = configuration.policy }
         // `--reader sim` (or TOKENPIN_READER=sim) uses the in-process virtual card; anything else names a
         // PC/SC reader or a glob, as the `reader` setting does.
         let readerOption = options.global.reader ?? environment["TOKENPIN_READER"].flatMap { $0.isEmpty ? nil : $0 }
@@ -60,7 +66,7 @@ struct Context {
         }
         return Context(options: options, configuration: configuration, store: store,
                        user: options.global.user ?? currentUserName(), console: console, interaction: interaction,
-                       cards: cards, selection: selection)
+                       cards: cards, selection: selection, simulatedCard: readerOption == "sim")
     }
 
     /// The effective user's login name, or `uid<N>` when it has none.
@@ -87,7 +93,38 @@ final class CLIInteraction: Interaction {
         self.style = style
     }
 
+    /// The PIN policy in force, when this process knows it (local mode; tokenpind applies its own).
+    var policy: PINPolicy?
+
+    /// What the policy allows, for a refusal by `rule` ("6 to 32 digits"), when it is known here.
+    func allowed(_ rule: PolicyRule) -> String? {
+        guard let policy else { return nil }
+        let kind = switch policy.charset {
+        case .digits: "digits"
+        case .alnum: "letters and digits"
+        case .any: "characters"
+        }
+        switch rule {
+        case .minLength, .maxLength, .charset: return "\(policy.minLength) to \(policy.maxLength) \(kind)"
+        case .minUnique: return "at least \(policy.minUnique) different characters"
+        default: return nil
+        }
+    }
+
+    /// Policy refusals reported so far (the last one is the command's error, not a note).
+    private var policyRefusals = 0
+
+    /// The last token failure the service reported (a refused card PIN, a missing card), for `--json`.
+    private(set) var tokenFailure: String?
+
     var newPINAttempts: Int { pinStdin ? 1 : 3 }
+
+    /// Whether secrets are typed on a terminal: not `--pin-stdin`, and a controlling terminal exists.
+    var asksOnTerminal: Bool {
+        if pinStdin { return false }
+        if terminal == nil { terminal = TerminalReader.open(style: style, dot: appearance.dot) }
+        return terminal != nil
+    }
 
     func promptText(_ prompt: SecretPrompt) -> String {
         switch prompt {
@@ -107,12 +144,39 @@ final class CLIInteraction: Interaction {
     }
 
     func readSecret(_ prompt: SecretPrompt) throws(ServiceError) -> SecretBytes {
-        if pinStdin { return try stdin.readLine(for: prompt) }
-        if terminal == nil { terminal = TerminalReader.open(style: style, dot: appearance.dot) }
-        guard let terminal else {
-            throw .input("no terminal to ask for the \(prompt.name) on; pipe the lines in with --pin-stdin")
+        SlowStepNotice.shared.cancel()
+        let secret: SecretBytes
+        if pinStdin {
+            secret = try stdin.readLine(for: prompt)
+        } else {
+            if terminal == nil { terminal = TerminalReader.open(style: style, dot: appearance.dot) }
+            guard let terminal else {
+                throw .input("no terminal to ask for the \(prompt.spokenName) on; pipe the lines in with --pin-stdin")
+            }
+            secret = try terminal.readSecret(prompt: promptText(prompt))
         }
-        return try terminal.readSecret(prompt: promptText(prompt))
+        if showsSlowSteps { SlowStepNotice.shared.arm(slowStep(after: prompt)) }
+        return secret
+    }
+
+    /// Slow steps are announced on a terminal only: not with `--json` or `--quiet`.
+    var showsSlowSteps: Bool { !console.json && !console.quiet && isatty(2) == 1 }
+
+    /// Whether a new PIN's key derivation is calibrated here (local mode without `kdf-memory-mib`).
+    var calibrates = false
+
+    /// What is going on after `prompt` was answered, for a step that takes more than a second.
+    func slowStep(after prompt: SecretPrompt) -> String {
+        switch prompt {
+        case .pin, .currentPIN: "Checking the PIN (the key derivation takes a moment)..."
+        case .confirmPIN:
+            calibrates ? "Calibrating the key derivation for this machine, then deriving the key..."
+                : "Deriving the key for the new PIN..."
+        case .recoveryKey: "Checking the recovery key..."
+        case .adminPIN: "Working on the card (generating a key on a card can take a while)..."
+        case .cardPIN, .resetCode: "Waiting for the card..."
+        default: "Working..."
+        }
     }
 
     func choose(_ question: String, options: [String]) throws(ServiceError) -> Int {
@@ -136,10 +200,16 @@ final class CLIInteraction: Interaction {
     func report(_ event: Event) {
         switch event {
         case .policyViolation(let rule):
+            // The last refusal ends the command, whose error says it: one message per refusal.
+            policyRefusals += 1
+            guard policyRefusals < newPINAttempts else { return }
             let explanation = PolicyRule(rawValue: rule)?.explanation ?? rule
-            console.note(style.error("PIN refused: ") + "\(explanation) (rule \(rule))")
+            let allowed = PolicyRule(rawValue: rule).flatMap(allowed).map { " (allowed: \($0))" } ?? ""
+            console.note(style.error("PIN refused: ") + "\(explanation) (rule \(rule))\(allowed); try another")
         case .tokenFailed(let reason, let fallback):
-            console.note(style.warning("Token not used: ") + reason + (fallback ? "; falling back to the PIN" : ""))
+            tokenFailure = reason
+            // Without a fallback the command's own error or outcome says it: one message per refusal.
+            if fallback { console.note(style.warning("Token not used: ") + reason + "; falling back to the PIN") }
         case .wrongPIN(let remaining, let lastTry):
             console.note(style.error("Wrong PIN. ") + Self.triesText(remaining: remaining, lastTry: lastTry))
 
@@ -151,5 +221,24 @@ final class CLIInteraction: Interaction {
     static func triesText(remaining: Int, lastTry: Bool) -> String {
         if lastTry { return "Last try: one wrong entry more locks the PIN." }
         return "\(remaining) \(remaining == 1 ? "try" : "tries") left."
+    }
+}
+
+extension SecretPrompt {
+    /// What the prompt asks for, in words for messages (the protocol's names stay out of what users read).
+    var spokenName: String {
+        switch self {
+        case .pin: "PIN"
+        case .currentPIN: "current PIN"
+        case .newPIN: "new PIN"
+        case .confirmPIN: "new PIN again"
+        case .recoveryKey: "recovery key"
+        case .cardPIN: "card PIN"
+        case .newCardPIN: "new card PIN"
+        case .confirmCardPIN: "new card PIN again"
+        case .adminPIN: "admin PIN"
+        case .resetCode: "Reset Code"
+        case .loginPassword: "login password"
+        }
     }
 }

@@ -77,7 +77,20 @@ enum Help {
               discussion: "Verified, wrong PIN, locked, reader and card events; a user sees their own, root everyone's."),
         Entry(name: "help", abstract: "Show help for tokenpin or one of its commands.",
               usage: "tokenpin help [<command>]"),
+        Entry(name: "completions", abstract: "Print a shell completion script for bash, zsh or fish.",
+              usage: "tokenpin completions bash|zsh|fish",
+              discussion: "Installed as /usr/share/bash-completion/completions/tokenpin, "
+                  + "/usr/share/zsh/vendor-completions/_tokenpin and /usr/share/fish/vendor_completions.d/tokenpin.fish."),
     ]
+
+    static func optionsJSON(_ rows: [(String, String)]) -> JSONValue {
+        .array(rows.map { .object([("name", .string($0.0)), ("abstract", .string($0.1))]) })
+    }
+
+    static func json(_ entry: Entry) -> JSONValue {
+        .object([("name", .string(entry.name)), ("abstract", .string(entry.abstract)), ("usage", .string(entry.usage)),
+                 ("options", optionsJSON(entry.options)), ("discussion", .optional(entry.discussion))])
+    }
 
     static func entry(_ name: String) -> Entry? {
         commands.first { $0.name == (name == "enroll" ? "enrol" : name) }

@@ -92,6 +92,7 @@ struct Console {
     }
 
     static func write(_ fd: Int32, _ text: String) {
+        SlowStepNotice.shared.cancel()
         let bytes = Array(text.utf8)
         bytes.withUnsafeBytes { buffer in
             var offset = 0

@@ -12,14 +12,25 @@ import Glibc
 nonisolated(unsafe) private var savedTerminal = termios()
 nonisolated(unsafe) private var savedTerminalFD: Int32 = -1
 
+/// The signals that end a process: while a prompt has the terminal in raw mode, each puts it back first.
+private let terminatingSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+
+/// Puts the terminal back as it was, drops what was typed and not read, and exits 128 + the signal (130 for
+/// SIGINT). Only async-signal-safe calls: tcsetattr, write, _exit.
 private func restoreTerminalAndExit(_ signal: Int32) {
-    if savedTerminalFD >= 0 { tcsetattr(savedTerminalFD, TCSAFLUSH, &savedTerminal) }
+    if savedTerminalFD >= 0 {
+        tcsetattr(savedTerminalFD, TCSAFLUSH, &savedTerminal)
+        var newline: UInt8 = 0x0A
+        _ = Glibc.write(savedTerminalFD, &newline, 1)
+    }
     _exit(128 + signal)
 }
 
 /// Reads secrets from the terminal with echo off, one dot per character (the seeds' passcode dots).
 ///
-/// Backspace removes a character, Ctrl-U clears the line, Enter ends, Ctrl-C, Ctrl-D and Escape cancel.
+/// Backspace removes a character, Ctrl-U clears the line, Enter ends, Ctrl-C, Ctrl-D and Escape cancel; escape
+/// sequences (arrow keys, Delete, Home) are read whole and ignored. SIGINT, SIGTERM, SIGHUP and SIGQUIT during a
+/// prompt put the terminal back before the process exits.
 /// The typed bytes go straight into guarded memory; nothing is echoed but the dots.
 struct TerminalReader {
     let fd: Int32
@@ -62,16 +73,17 @@ struct TerminalReader {
         }
         savedTerminal = original
         savedTerminalFD = fd
-        signal(SIGTERM, restoreTerminalAndExit)
-        signal(SIGHUP, restoreTerminalAndExit)
-        signal(SIGQUIT, restoreTerminalAndExit)
-        guard tcsetattr(fd, TCSAFLUSH, &raw) == 0 else { throw .input("cannot switch terminal echo off") }
+        for number in terminatingSignals { signal(number, restoreTerminalAndExit) }
+        guard tcsetattr(fd, TCSAFLUSH, &raw) == 0 else {
+            savedTerminalFD = -1
+            for number in terminatingSignals { signal(number, SIG_DFL) }
+            throw .input("cannot switch terminal echo off")
+        }
         defer {
+            // TCSAFLUSH also discards what was typed and not read: after a cancel nothing reaches the shell.
             tcsetattr(fd, TCSAFLUSH, &original)
             savedTerminalFD = -1
-            signal(SIGTERM, SIG_DFL)
-            signal(SIGHUP, SIG_DFL)
-            signal(SIGQUIT, SIG_DFL)
+            for number in terminatingSignals { signal(number, SIG_DFL) }
         }
         write(style.prompt(prompt + ": "))
         let buffer = SecretBytes(count: Self.capacity)
@@ -95,9 +107,15 @@ struct TerminalReader {
                 write("\n")
                 byte = 0
                 return buffer.prefix(length)
-            case 0x03, 0x04, 0x1B:  // Ctrl-C, Ctrl-D, Escape
+            case 0x1B:  // Escape alone cancels; an escape sequence (arrows, Delete, Home...) is read whole and ignored
+                if skipEscapeSequence() { continue }
+                write("\n")
+                tcflush(fd, TCIFLUSH)
+                throw .cancelled
+            case 0x03, 0x04:  // Ctrl-C, Ctrl-D
                 write("\n")
                 byte = 0
+                tcflush(fd, TCIFLUSH)
                 throw .cancelled
             case 0x7F, 0x08:  // Backspace
                 guard length > 0 else { continue }
@@ -132,6 +150,34 @@ struct TerminalReader {
                 }
             }
         }
+    }
+
+    /// After an Escape: reads the rest of an escape sequence (CSI `ESC [ params final`, SS3 `ESC O x`, or
+    /// `ESC x` from an Alt key) and returns true, or returns false when nothing follows within 50 ms (the
+    /// Escape key on its own).
+    func skipEscapeSequence() -> Bool {
+        guard let first = readByte(timeoutMilliseconds: 50) else { return false }
+        switch first {
+        case UInt8(ascii: "["):
+            // Parameter and intermediate bytes (0x20-0x3F), then one final byte (0x40-0x7E).
+            while let next = readByte(timeoutMilliseconds: 50) {
+                if (0x40...0x7E).contains(next) { break }
+                if !(0x20...0x3F).contains(next) { break }
+            }
+        case UInt8(ascii: "O"):
+            _ = readByte(timeoutMilliseconds: 50)
+        default:
+            break
+        }
+        return true
+    }
+
+    /// One byte from the terminal, or nil when none comes within `timeoutMilliseconds`.
+    func readByte(timeoutMilliseconds: Int32) -> UInt8? {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, timeoutMilliseconds) == 1 else { return nil }
+        var byte: UInt8 = 0
+        return Glibc.read(fd, &byte, 1) == 1 ? byte : nil
     }
 
     /// Lists numbered options and reads a choice (echo on); empty input or anything else cancels.
@@ -183,7 +229,7 @@ struct StdinReader {
         }
         byte = 0
         guard sawAny else {
-            throw .input("standard input ended before the \(prompt.name) line (--pin-stdin reads one line per prompt)")
+            throw .input("standard input ended before the \(prompt.spokenName) line (--pin-stdin reads one line per prompt)")
         }
         if length > 0, buffer.withUnsafeBytes({ $0[length - 1] }) == 0x0D { length -= 1 }
         return buffer.prefix(length)

@@ -63,28 +63,45 @@ final class CountingHandle: CardHandle {
     func close() { inner.close() }
 }
 
-/// Answers the benchmark's prompts from secrets read once.
+/// Answers the benchmark's prompts: its own PIN for the scratch record, and the card's PINs asked once from the
+/// person (through `outer`, so the prompts show the tries left that the card reports) and kept for the rounds.
 final class BenchInteraction: Interaction {
     let pin: SecretBytes
-    let cardPIN: SecretBytes
-    let adminPIN: SecretBytes
+    let outer: CLIInteraction
+    private(set) var cardPIN = SecretBytes(count: 0)
+    private var hasCardPIN = false
+    private var adminPIN = SecretBytes(count: 0)
+    private var hasAdminPIN = false
 
-    init(pin: consuming SecretBytes, cardPIN: consuming SecretBytes, adminPIN: consuming SecretBytes) {
+    init(pin: consuming SecretBytes, outer: CLIInteraction) {
         self.pin = pin
-        self.cardPIN = cardPIN
-        self.adminPIN = adminPIN
+        self.outer = outer
     }
 
     func readSecret(_ prompt: SecretPrompt) throws(ServiceError) -> SecretBytes {
         switch prompt {
         case .pin, .newPIN, .confirmPIN, .currentPIN: return pin.duplicate()
-        case .cardPIN: return cardPIN.duplicate()
-        case .adminPIN: return adminPIN.duplicate()
-        default: throw .input("the benchmark does not answer the \(prompt.name) prompt")
+        case .cardPIN:
+            if !hasCardPIN {
+                let typed = try outer.readSecret(prompt)
+                // A short APDU's Lc is one byte (the bare VERIFY below); OpenPGP card PINs are at most 127 bytes.
+                guard typed.count <= 127 else { throw .usage("a card PIN is at most 127 bytes") }
+                cardPIN = typed
+                hasCardPIN = true
+            }
+            return cardPIN.duplicate()
+        case .adminPIN:
+            if !hasAdminPIN {
+                adminPIN = try outer.readSecret(prompt)
+                hasAdminPIN = true
+            }
+            return adminPIN.duplicate()
+        default: throw .input("the benchmark does not answer the \(prompt.spokenName) prompt")
         }
     }
 
     func report(_ event: Event) {}
+    /// Only the simulated card is ever given a key by the benchmark (`runToken` refuses real cards not bound).
     func confirm(_ question: String) throws(ServiceError) -> Bool { true }
     func choose(_ question: String, options: [String]) throws(ServiceError) -> Int {
         throw .usage("several cards: choose one for the benchmark with --reader or --serial")
@@ -96,11 +113,20 @@ extension BenchCommand {
     /// `tokenpin bench --token`: APDUs per token verify, and its wall time against the same APDUs sent bare
     /// through the same readers (open, one transaction, SELECT, GET DATA, VERIFY, PSO:DECIPHER, close).
     ///
-    /// Binds the card present into a temporary store (generating a cv25519 key with the admin PIN when the card
-    /// has none). Prompts: card PIN, admin PIN.
+    /// Binds a card into a temporary store. Only the card already bound to the current user (whose cv25519 key
+    /// is used as it is) or the simulated card (given a key when it has none) is benchmarked: any other card
+    /// is refused, naming what binding it would cost. Prompts: card PIN (admin PIN only for the simulated card
+    /// without a key), with the tries left the card reports.
     func runToken(_ context: Context) -> ExitCode {
         guard let cards = context.cards else {
             return context.fail(.tokenUnavailable("no card readers configured"))
+        }
+        let selection: CardSelection
+        let generateKey: Bool
+        do {
+            (selection, generateKey) = try benchCard(context)
+        } catch {
+            return context.fail(error)
         }
         guard let directory = makeTemporaryDirectory("tokenpin-bench-token") else {
             return context.console.fail(.ioError, errorCode: "io", message: "cannot create a temporary directory")
@@ -113,17 +139,13 @@ extension BenchCommand {
         configuration.mode = .either
         let service = PINService(store: RecordStore(directory: directory + "/store"), configuration: configuration,
                                  user: context.user, cards: CountingReaders(inner: cards, counter: counter),
-                                 selection: context.selection)
+                                 selection: selection)
         let time = SystemTimeSource()
         do {
-            let cardPIN = try context.interaction.readSecret(.cardPIN(card: "to benchmark", triesLeft: 3))
-            // A short APDU's Lc is one byte; OpenPGP card PINs are at most 127 bytes.
-            guard cardPIN.count <= 127 else { throw ServiceError.usage("a card PIN is at most 127 bytes") }
-            let adminPIN = try context.interaction.readSecret(.adminPIN(card: "to benchmark (only if it needs a key)", triesLeft: 3))
             var benchPIN = Array("739154".utf8)
-            let interaction = BenchInteraction(pin: SecretBytes(consuming: &benchPIN), cardPIN: cardPIN, adminPIN: adminPIN)
+            let interaction = BenchInteraction(pin: SecretBytes(consuming: &benchPIN), outer: context.interaction)
             _ = try service.enrol(interaction)
-            _ = try service.enableToken(interaction, generateKey: true, assumeYes: true)
+            _ = try service.enableToken(interaction, generateKey: generateKey, assumeYes: generateKey)
             guard let binding = try service.store.load(user: context.user)?.slot(.token)?.token,
                   let reader = try service.listReaders().first(where: { $0.serial == binding.serial })?.name else {
                 return context.fail(.tokenUnavailable("the bound card went away"))
@@ -210,5 +232,32 @@ extension BenchCommand {
         } catch {
             return context.fail(.tokenUnavailable("\(error)"))
         }
+    }
+
+    /// The card the benchmark may use and whether it may give it a key: the card bound to the current user
+    /// (never a new key), or the simulated card. Any other card is refused before anything is asked.
+    func benchCard(_ context: Context) throws(ServiceError) -> (CardSelection, generateKey: Bool) {
+        let bound = (try? context.backend.types())?.first { $0.type == .token && $0.enabled }?.serial
+        let readers = try context.service.listReaders().filter { $0.serial != nil }
+        if let bound {
+            guard readers.contains(where: { $0.serial == bound }) else {
+                throw .tokenUnavailable("card \(cardLabel(serial: bound)), bound to \(context.user), is not in any reader")
+            }
+            var selection = context.selection
+            selection.serial = bound
+            return (selection, false)
+        }
+        if context.simulatedCard { return (context.selection, true) }
+        let cards = readers.filter { context.selection.serial == nil || $0.serial == context.selection.serial }
+        guard !cards.isEmpty else { throw .tokenUnavailable("no OpenPGP card is present") }
+        let described = cards.map { reader in
+            let label = "card \(cardLabel(serial: reader.serial ?? ""))"
+            return reader.usable
+                ? "\(label) (its cv25519 decryption key would be bound in a scratch store and its card PIN tries spent)"
+                : "\(label) (its decryption key would be replaced: \(reader.unusableReason ?? "not a cv25519 key"); "
+                    + "what was encrypted to it could no longer be decrypted with the card)"
+        }
+        throw .usage("bench --token runs only on the card bound to \(context.user) or on the simulated card "
+            + "(--reader sim); refused for " + described.joined(separator: "; "))
     }
 }

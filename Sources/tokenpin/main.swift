@@ -1,5 +1,6 @@
 import Foundation
 import TokenpinCore
+import TokenpinProtocol
 import TokenpinService
 #if canImport(Glibc)
 import Glibc
@@ -101,8 +102,18 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
         return DemoCommand()
     case "help":
         return HelpCommand(topic: parsed.arguments.first)
+    case "completions":
+        guard let name = parsed.arguments.first else { throw UsageError(message: "missing bash, zsh or fish", command: "completions") }
+        guard parsed.arguments.count == 1 else {
+            throw UsageError(message: "unexpected argument '\(parsed.arguments[1])'", command: "completions")
+        }
+        guard let shell = CompletionsCommand.Shell(rawValue: name) else {
+            throw UsageError(message: "no completions for '\(name)' (bash, zsh, fish)", command: "completions")
+        }
+        return CompletionsCommand(shell: shell)
     default:
-        throw UsageError(message: "unknown command '\(name)'", command: nil)
+        throw UsageError(message: "unknown command '\(name)'"
+            + Suggestion.didYouMean(name, among: Help.commands.map(\.name) + ["enroll"]), command: nil)
     }
 }
 
@@ -110,19 +121,35 @@ struct HelpCommand: Command {
     var topic: String?
 
     func run(_ context: Context) -> ExitCode {
-        HelpCommand.print(topic)
+        HelpCommand.print(topic, json: context.console.json)
     }
 
-    static func print(_ topic: String?) -> ExitCode {
+    /// Prints help; needs no configuration, so it works when the configuration is broken.
+    static func print(_ topic: String?, json: Bool = false) -> ExitCode {
+        let console = Console(json: json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+                              err: Style(enabled: false, appearance: Appearance()))
         guard let topic else {
-            Console.write(1, Help.main + "\n")
+            if json {
+                console.emit([("ok", .bool(true)), ("version", .string(tokenpinVersion)),
+                              ("options", Help.optionsJSON(Help.globalOptions)),
+                              ("commands", .array(Help.commands.map(Help.json))),
+                              ("exitCodes", .array(ExitCode.allCases.map {
+                                  .object([("code", .int(Int($0.rawValue))), ("meaning", .string($0.meaning))])
+                              }))])
+            } else {
+                Console.write(1, Help.main + "\n")
+            }
             return .success
         }
         guard let entry = Help.entry(topic) else {
-            Console.write(2, "error: unknown command '\(topic)'\nhint: see 'tokenpin help'\n")
-            return .usage
+            return console.fail(.usage, errorCode: "usage", message: "unknown command '\(topic)'"
+                + Suggestion.didYouMean(topic, among: Help.commands.map(\.name)), hint: "see 'tokenpin help'")
         }
-        Console.write(1, Help.text(for: entry))
+        if json {
+            console.emit([("ok", .bool(true)), ("command", Help.json(entry)), ("options", Help.optionsJSON(Help.globalOptions))])
+        } else {
+            Console.write(1, Help.text(for: entry))
+        }
         return .success
     }
 }
@@ -140,7 +167,11 @@ func runMain() -> ExitCode {
         return console.fail(.usage, errorCode: "usage", message: error.message, hint: "usage: \(usage); see 'tokenpin help'")
     }
     if parsed.wantsVersion && parsed.command == nil {
-        Console.write(1, "tokenpin \(tokenpinVersion)\n")
+        if parsed.global.json {
+            Console.write(1, JSONValue.object([("ok", .bool(true)), ("version", .string(tokenpinVersion))]).serialized + "\n")
+        } else {
+            Console.write(1, "tokenpin \(tokenpinVersion)\n")
+        }
         return .success
     }
     if parsed.wantsHelp || parsed.command == nil {
@@ -148,7 +179,7 @@ func runMain() -> ExitCode {
             Console.write(2, Help.main + "\n")
             return .usage
         }
-        return HelpCommand.print(parsed.command)
+        return HelpCommand.print(parsed.command, json: parsed.global.json)
     }
     let command: any Command
     do {
@@ -160,13 +191,28 @@ func runMain() -> ExitCode {
         let usage = error.command.flatMap { Help.entry($0)?.usage } ?? "tokenpin [<options>] <subcommand>"
         return console.fail(.usage, errorCode: "usage", message: error.message, hint: "usage: \(usage); see 'tokenpin help'")
     }
+    // Help reads no configuration: it must work when the configuration is what is broken.
+    if let help = command as? HelpCommand { return HelpCommand.print(help.topic, json: parsed.global.json) }
+    if let completions = command as? CompletionsCommand { return CompletionsCommand.print(completions.shell) }
     let context: Context
     do {
         context = try Context.make(parsed)
     } catch {
         let console = Console(json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
                               err: Style(enabled: false, appearance: Appearance()))
-        return console.fail(.configuration, errorCode: "configuration", message: error.description)
+        var message = error.description
+        if error.message.hasPrefix("unknown key `"), let key = error.message.split(separator: "`").dropFirst().first {
+            message += Suggestion.didYouMean(String(key), among: Configuration.keys)
+        }
+        return console.fail(.configuration, errorCode: "configuration", message: message)
+    }
+    if let user = parsed.global.user, context.daemon == nil {
+        // Another user's record lives only in tokenpind's store; without it, --user would name nothing.
+        return context.console.fail(
+            .usage, errorCode: "usage",
+            message: "--user \(user) acts through tokenpind, and there is no daemon here"
+                + (parsed.global.local ? " (--local)" : " (no socket at \(DaemonClient.defaultSocketPath))"),
+            hint: "start tokenpind, or name its socket with --socket")
     }
     return command.run(context)
 }

@@ -64,9 +64,28 @@ struct CLI {
         process.standardOutput = stdout
         process.standardError = stderr
         try! process.run()
-        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+        if let input { Self.writeIgnoringBrokenPipe(stdin.fileHandleForWriting, Data(input.utf8)) }
         try? stdin.fileHandleForWriting.close()
         return Running(process: process, stdout: stdout, stderr: stderr)
+    }
+
+    /// Writes `data`; a command that refused early (a usage error) and exited without reading makes the write
+    /// fail with EPIPE instead of killing the test runner with SIGPIPE. SIGPIPE is blocked on this thread only,
+    /// around the write, so no child inherits an ignored SIGPIPE.
+    static func writeIgnoringBrokenPipe(_ handle: FileHandle, _ data: Data) {
+        var pipeSignal = sigset_t()
+        sigemptyset(&pipeSignal)
+        sigaddset(&pipeSignal, SIGPIPE)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_BLOCK, &pipeSignal, &previous)
+        try? handle.write(contentsOf: data)
+        var pending = sigset_t()
+        sigpending(&pending)
+        if sigismember(&pending, SIGPIPE) == 1 {
+            var now = timespec()
+            _ = sigtimedwait(&pipeSignal, nil, &now)
+        }
+        pthread_sigmask(SIG_SETMASK, &previous, nil)
     }
 
     struct Running {

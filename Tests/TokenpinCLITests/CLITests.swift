@@ -195,7 +195,7 @@ import Glibc
         try cli.enrol()
         let result = try cli.run(["verify", "--pin-stdin"], input: "")
         #expect(result.status == 74)
-        #expect(result.stderr.contains("standard input ended before the pin line"))
+        #expect(result.stderr.contains("standard input ended before the PIN line"))
         #expect(cli.remaining == 5)
     }
 

@@ -104,7 +104,7 @@ extension CLI {
         #expect(bind.status == 0, "\(bind.stderr)")
         #expect(bind.stdout.contains("Token enabled: card FFFE:0000AAAA"))
 
-        let verify = try cli.run(["--json", "verify", "--pin-stdin"], input: "123456\n")
+        let verify = try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "123456\n")
         #expect(verify.status == 0, "\(verify.stderr)")
         #expect(verify.json["method"] as? String == "token")
 
@@ -117,12 +117,12 @@ extension CLI {
         #expect(token["reader"] as? String == PCSCSandbox.reader(0))
 
         #expect(try cli.run(["change", "--pin-stdin"], input: "482916\n739154\n739154\n").status == 0)
-        #expect(try cli.run(["--json", "verify", "--pin-stdin"], input: "123456\n").json["method"] as? String == "token")
+        #expect(try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "123456\n").json["method"] as? String == "token")
         #expect(try cli.run(["--json", "verify", "--method", "pin", "--pin-stdin"], input: "739154\n").json["method"] as? String == "pin")
 
         let changeCard = try cli.run(["token", "change-pin", "--pin-stdin"], input: "123456\n246813\n246813\n")
         #expect(changeCard.status == 0, "\(changeCard.stderr)")
-        #expect(try cli.run(["--json", "verify", "--pin-stdin"], input: "246813\n").json["method"] as? String == "token")
+        #expect(try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "246813\n").json["method"] as? String == "token")
 
         let wrongPIN = try cli.run(["--json", "toggle", "token", "off", "--pin-stdin"], input: "000001\n")
         #expect(wrongPIN.status == 1, "a wrong PIN switches nothing off: \(wrongPIN.stderr)")
@@ -134,18 +134,20 @@ extension CLI {
         _ = card
     }
 
-    @Test func aPulledCardFallsBackAndCostsNoPINTry() throws {
+    @Test func aPulledCardIsReportedAndCostsNoPINTry() throws {
         let cli = CLI.pcsc()
         let card = try VirtualCard(index: 0, state: cli.directory + "/card.json", cli: cli)
         try cli.bindCard()
         try card.pull(cli)
-        let verify = try cli.run(["--json", "verify", "--pin-stdin"], input: "482916\n")
+        let verify = try cli.run(["--json", "verify", "--method", "pin", "--pin-stdin"], input: "482916\n")
         #expect(verify.status == 0)
         #expect(verify.json["method"] as? String == "pin")
-        #expect((verify.json["tokenFailure"] as? String)?.contains("not in any reader") == true)
         #expect(verify.stderr.isEmpty || !verify.stderr.contains("482916"))
-        let forced = try cli.run(["verify", "--method", "token", "--pin-stdin"], input: "")
+        let forced = try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "")
         #expect(forced.status == 6, "\(forced.stderr)")
+        let failure = forced.json["tokenFailure"] as? [String: Any]
+        #expect((failure?["reason"] as? String)?.contains("not in any reader") == true, "\(forced.stdout)")
+        #expect(failure?.keys.contains("cardTriesLeft") == true)
         #expect(cli.remaining == 5)
     }
 
@@ -162,7 +164,7 @@ extension CLI {
     @Test func aCardPulledMidVerifyGivesAClearErrorAndNoFalseSuccess() throws {
         // The card vanishes in the middle of PSO:DECIPHER.
         let (cli, card) = try boundCard(withFault: "vanish@2A*1")
-        let verify = try cli.run(["--json", "verify", "--pin-stdin"], input: "123456\n")
+        let verify = try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "123456\n")
         #expect(verify.status == 6, "\(verify.stdout) \(verify.stderr)")
         let message = (verify.json["error"] as? [String: Any])?["message"] as? String ?? ""
         #expect(message.contains("removed") || message.contains("not in any reader") || message.contains("card"), "\(message)")
@@ -172,7 +174,7 @@ extension CLI {
 
     @Test func malformedAnswersAreClearErrors() throws {
         let (cli, card) = try boundCard(withFault: "malformed:truncated@2A")
-        let verify = try cli.run(["verify", "--pin-stdin"], input: "123456\n")
+        let verify = try cli.run(["verify", "--method", "token", "--pin-stdin"], input: "123456\n")
         #expect([1, 6].contains(verify.status), "\(verify.stderr)")
         #expect(verify.stderr.contains("error: ") || verify.stderr.contains("Token not verified"))
         #expect(cli.remaining == 5)
@@ -185,9 +187,9 @@ extension CLI {
         try cli.bindCard()
         try card.pull(cli)
         let other = try VirtualCard(index: 1, state: cli.directory + "/other.json", serial: "0000BBBB", cli: cli)
-        let verify = try cli.run(["--json", "verify", "--pin-stdin"], input: "482916\n")
-        #expect(verify.json["method"] as? String == "pin")
-        #expect((verify.json["tokenFailure"] as? String)?.contains("other cards are") == true)
+        let verify = try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "482916\n")
+        #expect(verify.status == 6)
+        #expect(((verify.json["tokenFailure"] as? [String: Any])?["reason"] as? String)?.contains("other cards are") == true)
         let readers = try cli.run(["--json", "readers"])
         #expect(cli.reader(readers.json, PCSCSandbox.reader(1))?["cardPINTriesLeft"] as? Int == 3)
         _ = other
@@ -198,14 +200,16 @@ extension CLI {
         let card = try VirtualCard(index: 0, state: cli.directory + "/card.json", cli: cli)
         try cli.bindCard()
         for _ in 0..<3 {
-            #expect(try cli.run(["verify", "--pin-stdin"], input: "000000\n482916\n").status == 0)
+            #expect(try cli.run(["verify", "--method", "token", "--pin-stdin"], input: "000000\n").status == 1)
         }
-        let blocked = try cli.run(["--json", "verify", "--pin-stdin"], input: "482916\n")
-        #expect((blocked.json["tokenFailure"] as? String)?.contains("blocked") == true)
+        let blocked = try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "482916\n")
+        let failure = blocked.json["tokenFailure"] as? [String: Any]
+        #expect((failure?["reason"] as? String)?.contains("blocked") == true, "\(blocked.stdout)")
+        #expect(failure?["cardTriesLeft"] as? Int == 0)
         #expect(cli.remaining == 5, "card failures never consumed PIN tries")
         let unblock = try cli.run(["token", "unblock", "--admin", "--pin-stdin"], input: "12345678\n135792\n135792\n")
         #expect(unblock.status == 0, "\(unblock.stderr)")
-        #expect(try cli.run(["--json", "verify", "--pin-stdin"], input: "135792\n").json["method"] as? String == "token")
+        #expect(try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "135792\n").json["method"] as? String == "token")
         _ = card
     }
 
@@ -213,7 +217,7 @@ extension CLI {
         let cli = CLI.pcsc()
         let card = try VirtualCard(index: 0, state: cli.directory + "/card.json", cli: cli)
         try cli.bindCard()
-        #expect(try cli.run(["verify", "--pin-stdin"], input: "123456\n").status == 0)
+        #expect(try cli.run(["verify", "--method", "token", "--pin-stdin"], input: "123456\n").status == 0)
         // Another client right after: PSO:DECIPHER without VERIFY must be refused (6982).
         let point = "A6 25 7F 49 22 86 20 " + String(repeating: "09 ", count: 32)
         let process = Process()
@@ -227,6 +231,20 @@ extension CLI {
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(output.contains("SW1=0x69, SW2=0x82"), "\(output)")
+        _ = card
+    }
+
+    @Test func benchTokenRefusesACardNotBoundToTheUser() throws {
+        let cli = CLI.pcsc()
+        let card = try VirtualCard(index: 0, state: cli.directory + "/card.json", cli: cli)
+        let bench = try cli.run(["bench", "--token", "--iterations", "1", "--pin-stdin"], input: "123456\n12345678\n")
+        #expect(bench.status == 2, "\(bench.stderr)")
+        #expect(bench.stderr.contains("card FFFE:0000AAAA"), "\(bench.stderr)")
+        #expect(bench.stderr.contains("decryption key would be replaced"), "\(bench.stderr)")
+        let readers = try cli.run(["--json", "readers"])
+        let entry = try #require(cli.reader(readers.json, PCSCSandbox.reader(0)))
+        #expect(entry["usable"] as? Bool == false, "the card's key was left alone")
+        #expect(entry["cardPINTriesLeft"] as? Int == 3)
         _ = card
     }
 

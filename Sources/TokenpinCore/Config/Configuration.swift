@@ -150,6 +150,7 @@ public struct Configuration: Sendable, Equatable {
             }
             try configuration.apply(file: explicitFile)
         }
+        try configuration.checkCombinations(files: files.filter { FileManager.default.fileExists(atPath: $0) } + [explicitFile].compactMap { $0 })
         try configuration.loadBlocklist()
         return configuration
     }
@@ -167,7 +168,7 @@ public struct Configuration: Sendable, Equatable {
 
     /// Applies `key = value` lines over the current settings.
     public mutating func apply(text: String, file: String) throws(ConfigError) {
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {  // LF or CRLF
             let lineNumber = index + 1
             var line = Substring(rawLine)
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }

@@ -14,10 +14,12 @@ public enum RecoveryKey {
 
     /// Why a typed recovery key could not be read.
     public enum ParseError: Error, Sendable, Equatable {
-        /// Wrong number of characters, or characters outside the alphabet.
+        /// Wrong number of characters.
         case malformed
         /// Well-formed but the checksum does not match: a typo.
         case checksumMismatch
+        /// The right number of characters, one or more outside the alphabet: a typo the check cannot pass.
+        case invalidCharacter
     }
 
     /// A new random recovery key.
@@ -62,6 +64,7 @@ public enum RecoveryKey {
     /// Reads a typed recovery key: case, dashes and spaces do not matter; `O` reads as `0`, `I` and `L` as `1`.
     public static func parse(_ typed: borrowing SecretBytes) throws(ParseError) -> SecretBytes {
         let values = SecretBytes(count: max(typed.count, 1))
+        var outside = 0
         let count = typed.withUnsafeBytes { input in
             values.withUnsafeMutableBytes { out -> Int? in
                 var count = 0
@@ -74,14 +77,17 @@ public enum RecoveryKey {
                     case UInt8(ascii: "I"), UInt8(ascii: "L"): upper = UInt8(ascii: "1")
                     default: break
                     }
-                    guard let value = alphabet.firstIndex(of: upper), count < out.count else { return nil }
-                    out[count] = UInt8(value)
+                    guard count < out.count else { return nil }
+                    // A character outside the alphabet still takes its place, so that a key of the right
+                    // shape with a typo is told apart from one of the wrong length.
+                    if let value = alphabet.firstIndex(of: upper) { out[count] = UInt8(value) } else { outside += 1 }
                     count += 1
                 }
                 return count
             }
         }
         guard count == dataCharacters + checksumCharacters else { throw .malformed }
+        guard outside == 0 else { throw .invalidCharacter }
         let key = SecretBytes(count: byteCount)
         let valid = values.withUnsafeBytes { v in
             key.withUnsafeMutableBytes { out -> Bool in

@@ -3,13 +3,16 @@
 
 Usage: keyboard.py KEYS -- COMMAND [ARG...]
 KEYS is a list of steps separated by '|': 'wait:TEXT' waits until TEXT appeared on the terminal, any other step is
-typed (escapes: \\x7f Backspace, \\x15 Ctrl-U, \\x03 Ctrl-C, \\x04 Ctrl-D, \\r Enter). Prints everything the
-command wrote to the terminal, then 'EXIT <status>' on a line of its own.
+typed (escapes: \\x7f Backspace, \\x15 Ctrl-U, \\x03 Ctrl-C, \\x04 Ctrl-D, \\r Enter), 'kill:N' sends signal N
+to the command. Prints everything the command wrote to the terminal, then the terminal's modes once it ended
+('TERMIOS echo=1 icanon=1') and 'EXIT <status>' on lines of their own.
 """
 import os
 import pty
 import select
+import signal
 import sys
+import termios
 import time
 
 
@@ -19,6 +22,8 @@ def main():
     command = sys.argv[split + 1:]
     pid, fd = pty.fork()
     if pid == 0:
+        # A test runner may start us with signals blocked; a person's shell does not.
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
         os.execvp(command[0], command)
     seen = b""
     deadline = time.time() + 30
@@ -42,13 +47,28 @@ def main():
             while text not in seen and time.time() < deadline:
                 if not pump(0.1):
                     break
+        elif step.startswith("kill:"):
+            time.sleep(0.05)
+            os.kill(pid, int(step[5:]))
         else:
             time.sleep(0.05)
             os.write(fd, step.encode().decode("unicode_escape").encode("latin-1"))
     while time.time() < deadline and pump(0.2):
         pass
-    _, status = os.waitpid(pid, 0)
+    while time.time() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
     sys.stdout.write(seen.decode("utf-8", "replace"))
+    try:
+        lflag = termios.tcgetattr(fd)[3]
+        sys.stdout.write("\nTERMIOS echo=%d icanon=%d" % (bool(lflag & termios.ECHO), bool(lflag & termios.ICANON)))
+    except termios.error:
+        sys.stdout.write("\nTERMIOS unknown")
     sys.stdout.write("\nEXIT %d\n" % (os.waitstatus_to_exitcode(status)))
 
 

@@ -1,0 +1,51 @@
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Says on standard error that a step is slow: armed when a prompt is answered, it prints its line only when the
+/// command has written nothing else a second later (a long key derivation, the calibration, a key generated
+/// on a card). Never armed with `--json`, `--quiet` or when standard error is not a terminal.
+final class SlowStepNotice: Sendable {
+    /// The one notice of this process: any output cancels it (`Console.write`).
+    static let shared = SlowStepNotice()
+
+    private struct State {
+        var generation = 0
+        var message: String?
+    }
+
+    private let state = Mutex(State())
+
+    /// Prints `message` on stderr after `milliseconds` unless something cancels it first.
+    func arm(_ message: String, milliseconds: Int = 1000) {
+        let generation = state.withLock { state -> Int in
+            state.generation += 1
+            state.message = message
+            return state.generation
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+            self.fire(generation)
+        }
+    }
+
+    /// Drops a pending line.
+    func cancel() {
+        state.withLock { state in
+            state.generation += 1
+            state.message = nil
+        }
+    }
+
+    private func fire(_ generation: Int) {
+        // The write happens under the lock on purpose: a command's result written meanwhile (which cancels
+        // first) can then never be followed by a stale "still working" line. It is one short write to stderr.
+        state.withLock { state in
+            guard state.generation == generation, let message = state.message else { return }
+            state.message = nil
+            let bytes = Array((message + "\n").utf8)
+            bytes.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A tokenpind of its own for one test: a private socket, state directory and configuration, the simulated card.
+final class TestDaemon {
+    let process = Process()
+    let socket: String
+    let state: String
+
+    static var binary: String { (CLI.binary as NSString).deletingLastPathComponent + "/tokenpind" }
+    /// tokenpind serves root and other users; these tests run it as the user running them, which must be root.
+    static var isAvailable: Bool { geteuid() == 0 && FileManager.default.isExecutableFile(atPath: binary) }
+
+    init(_ cli: CLI, config: String = "") throws {
+        socket = cli.directory + "/daemon.sock"
+        state = cli.directory + "/daemon-state"
+        let configFile = cli.directory + "/daemon.conf"
+        try ("kdf-memory-mib = 8\nkdf-passes = 1\n" + config).write(toFile: configFile, atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["--socket", socket, "--state-dir", state, "--config", configFile, "--reader", "sim",
+                             "--no-readers"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<200 where !FileManager.default.fileExists(atPath: socket) { usleep(25_000) }
+        try #require(FileManager.default.fileExists(atPath: socket), "tokenpind did not start")
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+@Suite(.enabled(if: TestDaemon.isAvailable)) struct DaemonCLITests {
+    @Test func enrolReportsTheRecordAsWrittenByTheDaemon() throws {
+        let cli = CLI(config: "retries-max = 5\n")
+        let daemon = try TestDaemon(cli, config: "retries-max = 3\n")
+        let enrol = try cli.run(["--socket", daemon.socket, "--json", "enrol", "--pin-stdin"], input: "482916\n482916\n")
+        #expect(enrol.status == 0, "\(enrol.stdout) \(enrol.stderr)")
+        #expect(enrol.json["remaining"] as? Int == 3, "\(enrol.stdout)")
+        #expect(enrol.json["max"] as? Int == 3)
+    }
+
+    @Test func standardInputEndingIsSeventyFourThroughTheDaemon() throws {
+        let cli = CLI()
+        let daemon = try TestDaemon(cli)
+        let socket = ["--socket", daemon.socket]
+        #expect(try cli.run(socket + ["enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
+        let ended = try cli.run(socket + ["--json", "verify", "--pin-stdin"], input: "")
+        #expect(ended.status == 74, "\(ended.stdout)")
+        #expect((ended.json["error"] as? [String: Any])?["code"] as? String == "input")
+
+        let bind = try cli.run(socket + ["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
+                               input: "482916\n12345678\n123456\n")
+        #expect(bind.status == 0, "\(bind.stderr)")
+        let guessed = try cli.run(socket + ["verify", "--pin-stdin"], input: "482916\n")
+        #expect(guessed.status == 2 && guessed.stderr.contains("--method"), "\(guessed.stderr)")
+        let token = try cli.run(socket + ["--json", "verify", "--method", "token", "--pin-stdin"], input: "")
+        #expect(token.status == 74, "\(token.stdout)")
+        let wrong = try cli.run(socket + ["--json", "verify", "--method", "token", "--pin-stdin"], input: "000000\n")
+        #expect(wrong.status == 1)
+        #expect((wrong.json["tokenFailure"] as? [String: Any])?["cardTriesLeft"] as? Int == 2, "\(wrong.stdout)")
+    }
+
+    @Test func aLocalRecordIsPointedToImportAndImportedOnce() throws {
+        let cli = CLI()
+        try cli.enrol()
+        let daemon = try TestDaemon(cli)
+        let socket = ["--socket", daemon.socket]
+        let first = try cli.run(socket + ["verify", "--pin-stdin"], input: "482916\n")
+        #expect(first.status == 4)
+        #expect(first.stderr.contains("tokenpin import"), "\(first.stderr)")
+        #expect(!first.stderr.contains("tokenpin enrol"))
+        let moved = try cli.run(socket + ["import"])
+        #expect(moved.status == 0, "\(moved.stderr)")
+        #expect(moved.stdout.contains("tokenpin change"))
+        let again = try cli.run(socket + ["import"])
+        #expect(again.status == 2)
+        #expect(again.stderr.contains("already in tokenpind"), "\(again.stderr)")
+        #expect(try cli.run(socket + ["verify", "--pin-stdin"], input: "482916\n").status == 0)
+    }
+
+    @Test func watchStampsEventsAndExitsSixtyNineWhenTheDaemonGoes() throws {
+        let cli = CLI()
+        let daemon = try TestDaemon(cli)
+        let socket = ["--socket", daemon.socket]
+        #expect(try cli.run(socket + ["enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
+        let watch = cli.start(socket + ["watch"])
+        usleep(300_000)
+        #expect(try cli.run(socket + ["verify", "--pin-stdin"], input: "482916\n").status == 0)
+        usleep(300_000)
+        daemon.stop()
+        let result = try watch.finish()
+        #expect(result.status == 69, "\(result.stderr)")
+        #expect(result.stderr.contains("tokenpind"))
+        let line = try #require(result.stdout.split(separator: "\n").first { $0.contains("\"verified\"") })
+        #expect(line.hasPrefix("{\"event\":\"verified\",\"time\":\""), "\(line)")
+    }
+}
+
+@Suite struct UserOptionTests {
+    @Test(arguments: [["--user", "root", "status"], ["--local", "--user", "root", "status"]])
+    func userWithoutADaemonIsUsage(arguments: [String]) throws {
+        let cli = CLI()
+        let result = try cli.run(arguments)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("--user root acts through tokenpind"))
+    }
+}
