@@ -88,7 +88,8 @@ fuzz() {
     if [ -d "$REGRESSIONS/$target" ] && [ -n "$(ls -A "$REGRESSIONS/$target")" ]; then
         for input in "$REGRESSIONS/$target"/*; do
             SWIFT_BACKTRACE=enable=no "$binary" "$input" >"$OUT/$target-regression.log" 2>&1
-            verdict "$target" "$OUT/$target-regression.log" "$target replays regression $(basename "$input")" $?
+            local replayed=$?
+            verdict "$target" "$OUT/$target-regression.log" "$target replays regression ${input##*/}" "$replayed"
         done
     fi
     SWIFT_BACKTRACE=enable=no "$binary" -max_total_time="$SECONDS_EACH" -max_len="$max_len" -timeout=10 \
