@@ -26,7 +26,8 @@ mkdir -p "$OUT/lib" "$OUT/seeds"
 wanted() { [[ " $TARGETS " == *" $1 "* ]]; }
 
 # --- Building ----------------------------------------------------------------------------------------------------
-SWIFTC=(swiftc -sanitize=fuzzer,address -parse-as-library -O -I "$OUT/lib" -I "$ROOT/Sources/CSodium" -L "$OUT/lib"
+SWIFTC=(swiftc -sanitize=fuzzer,address -parse-as-library -O -swift-version 6 -enable-upcoming-feature ExistentialAny
+    -enable-upcoming-feature MemberImportVisibility -I "$OUT/lib" -I "$ROOT/Sources/CSodium" -L "$OUT/lib"
     -use-ld=lld)
 declare -A BUILT=()
 

@@ -48,7 +48,7 @@ func framed(_ parts: [[UInt8]]) -> Data {
 }
 
 /// The flows, each on a fresh factory-new card.
-let flows: [(name: String, run: (OpenPGPSession) throws -> Void)] = [
+let flows: [(name: String, run: @Sendable (OpenPGPSession) throws -> Void)] = [
     ("select-ard", { session in
         try session.select()
         _ = try session.applicationRelatedData()
