@@ -95,6 +95,13 @@ pam: .build/pam/pam_tokenpin.so
 	@mkdir -p .build/pam
 	$(CC) $(PAM_CFLAGS) $(PAM_LDFLAGS) -shared -o $@ $< -lpam
 
+# make fuzz: every libFuzzer target (tests/service/fuzz.sh) for FUZZ_SECONDS each; the corpora and any crash
+# inputs stay in .build/fuzz and grow from run to run.
+FUZZ_SECONDS ?= 300
+.PHONY: fuzz
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_DIR=$(CURDIR)/.build/fuzz bash tests/service/fuzz.sh
+
 # Man pages: scdoc sources in docs/man/*.scd. They write @PREFIX@ where a path depends on the install;
 # install-man puts the PREFIX of that install in, so each install names its own paths.
 man: $(addprefix .build/man/,$(MAN_PAGES))

@@ -10,10 +10,20 @@
  *   setcred   PAM_SUCCESS.
  *   password  changes the PIN, passwd-style (current PIN, new PIN, new PIN again).
  *
- * Return codes: PAM_SUCCESS; PAM_AUTH_ERR wrong PIN; PAM_MAXTRIES locked; PAM_AUTHINFO_UNAVAIL not
- * enrolled, daemon down or token unavailable with fallback denied; PAM_IGNORE only with the option
- * `ignore_unavailable`. Nothing ever succeeds by default. Buffers that held a secret are wiped with
- * explicit_bzero. `debug` logs steps to syslog, never a secret.
+ * It never fails open (docs/pam.md has the whole table):
+ *   - PAM_SUCCESS only for a `verified` result that answers a secret this module sent.
+ *   - Once the first byte of a secret was handed to the socket, every other answer, a closed connection, a
+ *     timeout, a line it cannot read, an unknown message or error code is a failure: PAM_AUTH_ERR,
+ *     PAM_MAXTRIES when locked, PAM_AUTHTOK_ERR for a new PIN the policy refused.
+ *   - "Unavailable" (PAM_AUTHINFO_UNAVAIL, or PAM_IGNORE with `ignore_unavailable`) is only a daemon that
+ *     cannot be reached, or `not-enrolled` before any secret was sent. A daemon that was reached and answered
+ *     anything else has refused.
+ *   - The socket's peer must be root (SO_PEERCRED) before the request is sent; a socket served by anyone else
+ *     is refused (PAM_AUTH_ERR) without a byte sent.
+ *   - A secret that is not UTF-8 (or longer than TP_MAX_SECRET) is refused before it is sent, so the daemon
+ *     never answers it with a protocol error.
+ * PAM_SILENT suppresses the information and error messages (prompts still go through the conversation).
+ * Buffers that held a secret are wiped with explicit_bzero. `debug` logs steps to syslog, never a secret.
  *
  * Options: mode=either|pin|token  fallback=allow|deny  socket=PATH  timeout=SECONDS  ignore_unavailable  debug
  */
@@ -42,6 +52,8 @@
 #define TP_MAX_LINE 65536
 #define TP_MAX_FIELDS 32
 #define TP_MAX_STRING 4096
+#define TP_MAX_SECRET 1024  /* bytes; PINs, card PINs and the policy's longest PIN (256) fit */
+#define TP_MAX_MESSAGES 64  /* daemon messages in one exchange: prompts and events of verify or change fit */
 
 enum tp_mode { TP_MODE_EITHER, TP_MODE_PIN, TP_MODE_TOKEN };
 
@@ -50,6 +62,7 @@ struct tp_options {
     int fallback_allow;
     int ignore_unavailable;
     int debug;
+    int silent; /* PAM_SILENT: no information or error messages */
     int timeout_ms;
     const char *socket_path;
 };
@@ -86,7 +99,8 @@ static void tp_debug(pam_handle_t *pamh, const struct tp_options *options, const
     va_end(args);
 }
 
-static int tp_parse_options(pam_handle_t *pamh, int argc, const char **argv, struct tp_options *options) {
+static int tp_parse_options(pam_handle_t *pamh, int flags, int argc, const char **argv, struct tp_options *options) {
+    options->silent = (flags & PAM_SILENT) != 0;
     options->mode = TP_MODE_EITHER;
     options->fallback_allow = 1;
     options->ignore_unavailable = 0;
@@ -119,7 +133,8 @@ static int tp_parse_options(pam_handle_t *pamh, int argc, const char **argv, str
     return 0;
 }
 
-/* What "unavailable" returns: PAM_AUTHINFO_UNAVAIL, or PAM_IGNORE when the admin asked for it. */
+/* What "unavailable" returns: PAM_AUTHINFO_UNAVAIL, or PAM_IGNORE when the admin asked for it. Only for a daemon
+   that cannot be reached, or `not-enrolled` before any secret was sent. */
 static int tp_unavailable(const struct tp_options *options) {
     return options->ignore_unavailable ? PAM_IGNORE : PAM_AUTHINFO_UNAVAIL;
 }
@@ -128,24 +143,39 @@ static int tp_unavailable(const struct tp_options *options) {
 /* Socket and lines                                                                               */
 
 /* Connects with `timeout_ms` bounding connect and every send (a wedged daemon with a full backlog must not
-   hang a login: Linux applies SO_SNDTIMEO to connect on Unix stream sockets). */
-static int tp_connect(struct tp_conn *conn, const char *path, int timeout_ms) {
+   hang a login: Linux applies SO_SNDTIMEO to connect on Unix stream sockets). The descriptor, or -1 when the
+   daemon cannot be reached. */
+static int tp_open(const char *path, int timeout_ms) {
     struct sockaddr_un address;
     memset(&address, 0, sizeof(address));
     address.sun_family = AF_UNIX;
     if (strlen(path) >= sizeof(address.sun_path)) return -1;
     strcpy(address.sun_path, path);
-    conn->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    conn->used = 0;
-    if (conn->fd < 0) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
     struct timeval limit = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
-    (void)setsockopt(conn->fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
-    if (connect(conn->fd, (struct sockaddr *)&address, sizeof(address)) != 0) {
-        close(conn->fd);
-        conn->fd = -1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
+    if (connect(fd, (struct sockaddr *)&address, sizeof(address)) != 0) {
+        close(fd);
         return -1;
     }
-    return 0;
+    return fd;
+}
+
+/* Whether the process serving the socket is root (SO_PEERCRED: the credentials of whoever called listen). A
+   socket anyone else serves is not tokenpind's, whatever its path, and gets no request and no secret. */
+static int tp_peer_is_root(pam_handle_t *pamh, int fd) {
+    struct ucred peer;
+    socklen_t size = sizeof(peer);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || size != sizeof(peer)) {
+        pam_syslog(pamh, LOG_ERR, "cannot read the credentials of the tokenpind socket's peer");
+        return 0;
+    }
+    if (peer.uid != 0) {
+        pam_syslog(pamh, LOG_ERR, "the tokenpind socket is served by uid %u, not root: refused", (unsigned)peer.uid);
+        return 0;
+    }
+    return 1;
 }
 
 static void tp_close(struct tp_conn *conn) {
@@ -311,6 +341,9 @@ static int tp_parse(const char *line, struct tp_message *message) {
         memset(field, 0, sizeof(*field));
         size_t length;
         if (tp_parse_string(&p, scratch, sizeof(field->key), &length) != 0) break;
+        int duplicate = 0;
+        for (int i = 0; i < message->count; i++) duplicate |= strcmp(message->fields[i].key, scratch) == 0;
+        if (duplicate) break; /* the protocol has no duplicate keys; which one counts must never be a question */
         memcpy(field->key, scratch, length + 1);
         p = tp_skip(p);
         if (*p != ':') break;
@@ -361,7 +394,40 @@ static const char *tp_string(const struct tp_message *message, const char *key) 
 
 static long long tp_int(const struct tp_message *message, const char *key, long long fallback) {
     const struct tp_field *field = tp_get(message, key);
-    return (field != NULL && (field->kind == TP_INT || field->kind == TP_BOOL)) ? field->number : fallback;
+    return (field != NULL && field->kind == TP_INT) ? field->number : fallback;
+}
+
+static int tp_bool(const struct tp_message *message, const char *key) {
+    const struct tp_field *field = tp_get(message, key);
+    return field != NULL && field->kind == TP_BOOL && field->number != 0;
+}
+
+/* Whether `text` (`length` bytes) is well-formed UTF-8: no stray continuation bytes, overlong forms, surrogates
+   or code points past U+10FFFF (RFC 3629, §4), as the daemon's parser requires of every string. */
+static int tp_is_utf8(const char *text, size_t length) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+    while (i < length) {
+        unsigned char c = s[i];
+        size_t more;
+        unsigned char low = 0x80, high = 0xBF; /* the range of the byte after the lead */
+        if (c < 0x80) { i++; continue; }
+        else if (c >= 0xC2 && c <= 0xDF) more = 1;
+        else if (c == 0xE0) { more = 2; low = 0xA0; }
+        else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) more = 2;
+        else if (c == 0xED) { more = 2; high = 0x9F; }
+        else if (c == 0xF0) { more = 3; low = 0x90; }
+        else if (c >= 0xF1 && c <= 0xF3) more = 3;
+        else if (c == 0xF4) { more = 3; high = 0x8F; }
+        else return 0;
+        if (length - i <= more) return 0;
+        if (s[i + 1] < low || s[i + 1] > high) return 0;
+        for (size_t k = 2; k <= more; k++) {
+            if (s[i + k] < 0x80 || s[i + k] > 0xBF) return 0;
+        }
+        i += more + 1;
+    }
+    return 1;
 }
 
 /* Appends `text` JSON-escaped to out (which has room: 6 bytes per input byte). */
@@ -427,7 +493,9 @@ static void tp_send_cancel(struct tp_conn *conn) {
 /* ---------------------------------------------------------------------------------------------- */
 /* Conversation                                                                                   */
 
-static void tp_say(pam_handle_t *pamh, int style, const char *format, ...) {
+/* Shows an information or error message, unless the application asked for PAM_SILENT. */
+static void tp_say(pam_handle_t *pamh, const struct tp_options *options, int style, const char *format, ...) {
+    if (options->silent) return;
     char text[512];
     va_list args;
     va_start(args, format);
@@ -436,40 +504,200 @@ static void tp_say(pam_handle_t *pamh, int style, const char *format, ...) {
     (void)pam_prompt(pamh, style, NULL, "%s", text);
 }
 
-/* The prompt text for a prompt name; NULL for prompts this module does not answer. */
-static void tp_prompt_text(const struct tp_message *message, const char *name, int changing, char *text, size_t size) {
+/* The prompt text for a prompt `op` may ask (verify: pin, card-pin; change: current-pin, card-pin in
+   `mode = both`, new-pin, confirm-pin). -1 for a prompt the operation never asks: this module answers it with
+   nothing. */
+static int tp_prompt_text(const struct tp_message *message, const char *name, int changing, char *text, size_t size) {
     const char *card = tp_string(message, "card");
     long long tries = tp_int(message, "triesLeft", -1);
-    if (strcmp(name, "pin") == 0) snprintf(text, size, "PIN: ");
-    else if (strcmp(name, "current-pin") == 0) snprintf(text, size, "Current PIN: ");
-    else if (strcmp(name, "new-pin") == 0) snprintf(text, size, "New PIN: ");
-    else if (strcmp(name, "confirm-pin") == 0) snprintf(text, size, "Retype new PIN: ");
-    else if (strcmp(name, "card-pin") == 0)
+    if (strcmp(name, "card-pin") == 0)
         snprintf(text, size, "Card PIN for card %s (%lld %s left): ", card ? card : "?", tries, tries == 1 ? "try" : "tries");
-    else snprintf(text, size, "%s: ", name);
-    (void)changing;
+    else if (!changing && strcmp(name, "pin") == 0) snprintf(text, size, "PIN: ");
+    else if (changing && strcmp(name, "current-pin") == 0) snprintf(text, size, "Current PIN: ");
+    else if (changing && strcmp(name, "new-pin") == 0) snprintf(text, size, "New PIN: ");
+    else if (changing && strcmp(name, "confirm-pin") == 0) snprintf(text, size, "Retype new PIN: ");
+    else return -1;
+    return 0;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
 /* The exchange                                                                                   */
+
+/* One exchange with the daemon. What a failure may map to depends on whether a secret left this process. */
+struct tp_exchange {
+    pam_handle_t *pamh;
+    const struct tp_options *options;
+    const char *op;
+    int changing;
+    struct tp_conn *conn;
+    int secret_sent; /* the first byte of a secret went to the socket: from here on only `verified` succeeds */
+    int verified;    /* the final answer was a `verified` result */
+};
+
+/* The one place a result leaves the exchange: PAM_SUCCESS only for `verified` after a secret was sent; after a
+   secret, nothing but a failure (PAM_AUTH_ERR, PAM_MAXTRIES, PAM_AUTHTOK_ERR for a refused new PIN). */
+static int tp_settle(const struct tp_exchange *x, int result) {
+    if (result == PAM_SUCCESS && !(x->verified && x->secret_sent)) result = PAM_AUTH_ERR;
+    if (x->secret_sent && result != PAM_SUCCESS && result != PAM_AUTH_ERR && result != PAM_MAXTRIES &&
+        !(x->changing && result == PAM_AUTHTOK_ERR))
+        result = PAM_AUTH_ERR;
+    return result;
+}
+
+/* A prompt: asks the person and sends the answer. 0 to go on, or the PAM code that ends the exchange. */
+static int tp_on_prompt(struct tp_exchange *x, const struct tp_message *message) {
+    const char *name = tp_string(message, "prompt");
+    char text[256];
+    if (name == NULL || tp_prompt_text(message, name, x->changing, text, sizeof(text)) != 0) {
+        pam_syslog(x->pamh, LOG_ERR, "tokenpind asked for a secret %s never asks; refused", x->op);
+        tp_send_cancel(x->conn);
+        return PAM_AUTH_ERR;
+    }
+    long long tries = tp_int(message, "triesLeft", -1);
+    if ((strcmp(name, "pin") == 0 || strcmp(name, "current-pin") == 0) && tries == 1)
+        tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Last try: one wrong entry more locks the PIN.");
+    tp_debug(x->pamh, x->options, "asking for the %s", name);
+    char *answer = NULL;
+    int status = pam_prompt(x->pamh, PAM_PROMPT_ECHO_OFF, &answer, "%s", text);
+    if (status != PAM_SUCCESS || answer == NULL) {
+        tp_send_cancel(x->conn);
+        if (answer != NULL) { explicit_bzero(answer, strlen(answer)); free(answer); }
+        return PAM_CONV_ERR;
+    }
+    size_t length = strlen(answer);
+    if (length > TP_MAX_SECRET || !tp_is_utf8(answer, length)) {
+        /* The daemon would refuse the line as malformed; refuse it here, before a byte of it is sent. */
+        explicit_bzero(answer, length);
+        free(answer);
+        tp_send_cancel(x->conn);
+        pam_syslog(x->pamh, LOG_NOTICE, "the %s typed is not UTF-8 text (or too long); not sent", name);
+        tp_say(x->pamh, x->options, PAM_ERROR_MSG, "Not accepted: a PIN is text of at most %d bytes.", TP_MAX_SECRET);
+        return PAM_AUTH_ERR;
+    }
+    x->secret_sent = 1;
+    status = tp_send_secret(x->conn, name, answer);
+    explicit_bzero(answer, length);
+    free(answer);
+    return status == 0 ? 0 : PAM_AUTH_ERR;
+}
+
+static void tp_on_event(struct tp_exchange *x, const struct tp_message *message) {
+    const char *event = tp_string(message, "event");
+    if (event != NULL && strcmp(event, "tokenFailed") == 0) {
+        const char *reason = tp_string(message, "reason");
+        tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Token not used: %s", reason ? reason : "unavailable");
+    } else if (event != NULL && strcmp(event, "policyViolation") == 0) {
+        const char *rule = tp_string(message, "rule");
+        tp_say(x->pamh, x->options, PAM_ERROR_MSG, "New PIN refused by the PIN policy (rule %s).", rule ? rule : "?");
+    }
+    tp_debug(x->pamh, x->options, "event %s", event ? event : "?");
+}
+
+/* The final `result`: only `verified` with exit code 0 succeeds; `locked` is PAM_MAXTRIES; anything else fails. */
+static int tp_on_result(struct tp_exchange *x, const struct tp_message *message) {
+    const char *outcome = tp_string(message, "outcome");
+    long long code = tp_int(message, "exitCode", -1);
+    tp_debug(x->pamh, x->options, "result %s", outcome ? outcome : "?");
+    if (outcome == NULL) return PAM_AUTH_ERR;
+    if (code == 0 && strcmp(outcome, "verified") == 0) {
+        x->verified = 1;
+        if (x->changing && x->secret_sent) tp_say(x->pamh, x->options, PAM_TEXT_INFO, "PIN changed.");
+        return PAM_SUCCESS;
+    }
+    if (strcmp(outcome, "rejected") == 0) {
+        long long tries = tp_int(message, "triesLeft", -1);
+        if (tp_bool(message, "lastTry"))
+            tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Wrong PIN. Last try: one wrong entry more locks the PIN.");
+        else if (tries >= 0)
+            tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Wrong PIN. %lld %s left.", tries, tries == 1 ? "try" : "tries");
+    } else if (strcmp(outcome, "locked") == 0) {
+        tp_say(x->pamh, x->options, PAM_ERROR_MSG,
+               "PIN locked: no tries left. Unlock it with `tokenpin reset` and the recovery key.");
+        return PAM_MAXTRIES;
+    } else if (strcmp(outcome, "tokenRejected") == 0) {
+        const char *reason = tp_string(message, "reason");
+        tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Token not verified: %s", reason ? reason : "the card refused");
+    } else if (strcmp(outcome, "delayed") == 0) {
+        long long wait = tp_int(message, "retryAfter", -1);
+        if (wait >= 0) tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Too many wrong entries: try again in %lld s.", wait);
+    }
+    return PAM_AUTH_ERR; /* rejected, delayed, a token refusal, or an outcome this module does not know */
+}
+
+/* The final `error`: `not-enrolled` before any secret is "unavailable"; every other code, known or not, fails. */
+static int tp_on_error(struct tp_exchange *x, const struct tp_message *message) {
+    const char *code = tp_string(message, "code");
+    const char *text = tp_string(message, "message");
+    if (code == NULL) code = "?";
+    tp_debug(x->pamh, x->options, "error %s", code);
+    if (strcmp(code, "not-enrolled") == 0 && !x->secret_sent) return tp_unavailable(x->options);
+    if (strcmp(code, "policy") == 0 && x->changing && x->secret_sent) {
+        tp_say(x->pamh, x->options, PAM_ERROR_MSG, "%s", text ? text : "New PIN refused by the PIN policy.");
+        return PAM_AUTHTOK_ERR;
+    }
+    if (strcmp(code, "permission-denied") == 0 && !x->secret_sent) return PAM_PERM_DENIED;
+    pam_syslog(x->pamh, LOG_NOTICE, "tokenpind refused: %s", code);
+    return PAM_AUTH_ERR;
+}
+
+/* Reads daemon messages until the final one; 0 never comes back, only a PAM code. */
+static int tp_converse(struct tp_exchange *x, char *line, struct tp_message *message) {
+    for (int count = 0; count < TP_MAX_MESSAGES; count++) {
+        if (tp_read_line(x->conn, line, x->options->timeout_ms) != 0) {
+            pam_syslog(x->pamh, LOG_NOTICE, "tokenpind closed the connection or did not answer in time");
+            return PAM_AUTH_ERR;
+        }
+        int parsed = tp_parse(line, message);
+        explicit_bzero(line, strlen(line));
+        const char *type = parsed == 0 ? tp_string(message, "type") : NULL;
+        if (type == NULL || tp_int(message, "v", 0) != 1) {
+            pam_syslog(x->pamh, LOG_ERR, "tokenpind sent a message this module cannot read");
+            tp_message_free(message);
+            tp_send_cancel(x->conn);
+            return PAM_AUTH_ERR;
+        }
+        int result = 0;
+        if (strcmp(type, "prompt") == 0) result = tp_on_prompt(x, message);
+        else if (strcmp(type, "event") == 0) tp_on_event(x, message);
+        else if (strcmp(type, "result") == 0) result = tp_on_result(x, message);
+        else if (strcmp(type, "error") == 0) result = tp_on_error(x, message);
+        else {
+            /* `question` and unknown types: verify and change ask no yes/no question. */
+            pam_syslog(x->pamh, LOG_ERR, "tokenpind sent an unexpected %s message", type);
+            tp_send_cancel(x->conn);
+            result = PAM_AUTH_ERR;
+        }
+        int final = strcmp(type, "result") == 0 || strcmp(type, "error") == 0;
+        tp_message_free(message);
+        if (final || result != 0) return result;
+    }
+    pam_syslog(x->pamh, LOG_ERR, "tokenpind sent more than %d messages in one exchange", TP_MAX_MESSAGES);
+    tp_send_cancel(x->conn);
+    return PAM_AUTH_ERR;
+}
 
 /* Runs `op` for `user`: answers prompts through the conversation, shows events, maps the final message. */
 static int tp_run(pam_handle_t *pamh, const struct tp_options *options, const char *op, const char *user) {
     struct tp_conn *conn = calloc(1, sizeof(struct tp_conn));
     char *line = malloc(TP_MAX_LINE + 1);
     struct tp_message *message = calloc(1, sizeof(struct tp_message));
-    int result = PAM_AUTHINFO_UNAVAIL;
-    int changing = strcmp(op, "change") == 0;
     if (conn == NULL || line == NULL || message == NULL) {
         free(conn);
         free(line);
         free(message);
         return PAM_BUF_ERR;
     }
-    conn->fd = -1;
-    if (tp_connect(conn, options->socket_path, options->timeout_ms) != 0) {
+    struct tp_exchange x = {.pamh = pamh, .options = options, .op = op, .changing = strcmp(op, "change") == 0,
+                            .conn = conn, .secret_sent = 0, .verified = 0};
+    int result;
+    conn->fd = tp_open(options->socket_path, options->timeout_ms);
+    if (conn->fd < 0) {
         pam_syslog(pamh, LOG_NOTICE, "tokenpind is not reachable on %s", options->socket_path);
         result = tp_unavailable(options);
+        goto done;
+    }
+    if (!tp_peer_is_root(pamh, conn->fd)) {
+        result = PAM_AUTH_ERR;
         goto done;
     }
     tp_debug(pamh, options, "connected to %s, op %s for %s", options->socket_path, op, user);
@@ -477,126 +705,15 @@ static int tp_run(pam_handle_t *pamh, const struct tp_options *options, const ch
     const char *method = NULL;
     if (options->mode == TP_MODE_PIN) method = "pin";
     else if (options->mode == TP_MODE_TOKEN || !options->fallback_allow) method = "token";
-    if (tp_send_request(conn, op, user, strcmp(op, "verify") == 0 ? method : NULL) != 0) {
-        result = tp_unavailable(options);
+    if (tp_send_request(conn, op, user, x.changing ? NULL : method) != 0) {
+        /* The daemon accepted the connection: it was reached, so this is a failure, not "unavailable". */
+        pam_syslog(pamh, LOG_NOTICE, "cannot send the request to tokenpind");
+        result = PAM_AUTH_ERR;
         goto done;
     }
-    for (;;) {
-        if (tp_read_line(conn, line, options->timeout_ms) != 0) {
-            pam_syslog(pamh, LOG_NOTICE, "tokenpind did not answer (closed or timed out)");
-            result = tp_unavailable(options);
-            goto done;
-        }
-        int parsed = tp_parse(line, message);
-        explicit_bzero(line, strlen(line));
-        if (parsed != 0 || tp_int(message, "v", 0) != 1 || tp_string(message, "type") == NULL) {
-            pam_syslog(pamh, LOG_ERR, "tokenpind sent a message this module cannot read");
-            tp_message_free(message);
-            result = tp_unavailable(options);
-            goto done;
-        }
-        const char *type = tp_string(message, "type");
-        if (strcmp(type, "prompt") == 0) {
-            const char *name = tp_string(message, "prompt");
-            if (name == NULL) { tp_message_free(message); result = PAM_AUTHINFO_UNAVAIL; goto done; }
-            long long tries = tp_int(message, "triesLeft", -1);
-            if ((strcmp(name, "pin") == 0 || strcmp(name, "current-pin") == 0) && tries == 1)
-                tp_say(pamh, PAM_TEXT_INFO, "Last try: one wrong entry more locks the PIN.");
-            char text[256];
-            tp_prompt_text(message, name, changing, text, sizeof(text));
-            char *answer = NULL;
-            tp_debug(pamh, options, "asking for the %s", name);
-            int status = pam_prompt(pamh, PAM_PROMPT_ECHO_OFF, &answer, "%s", text);
-            if (status != PAM_SUCCESS || answer == NULL) {
-                tp_send_cancel(conn);
-                tp_message_free(message);
-                result = PAM_CONV_ERR;
-                goto done;
-            }
-            status = tp_send_secret(conn, name, answer);
-            explicit_bzero(answer, strlen(answer));
-            free(answer);
-            tp_message_free(message);
-            if (status != 0) { result = tp_unavailable(options); goto done; }
-            continue;
-        }
-        if (strcmp(type, "question") == 0) {
-            static const char no[] = "{\"v\":1,\"type\":\"confirm\",\"answer\":false}\n";
-            (void)tp_write_all(conn->fd, no, sizeof(no) - 1);
-            tp_message_free(message);
-            continue;
-        }
-        if (strcmp(type, "event") == 0) {
-            const char *event = tp_string(message, "event");
-            if (event != NULL && strcmp(event, "tokenFailed") == 0) {
-                const char *reason = tp_string(message, "reason");
-                tp_say(pamh, PAM_TEXT_INFO, "Token not used: %s", reason ? reason : "unavailable");
-            } else if (event != NULL && strcmp(event, "policyViolation") == 0) {
-                const char *rule = tp_string(message, "rule");
-                tp_say(pamh, PAM_ERROR_MSG, "New PIN refused by the PIN policy (rule %s).", rule ? rule : "?");
-            }
-            tp_debug(pamh, options, "event %s", event ? event : "?");
-            tp_message_free(message);
-            continue;
-        }
-        if (strcmp(type, "result") == 0) {
-            const char *outcome = tp_string(message, "outcome");
-            long long code = tp_int(message, "exitCode", -1);
-            if (code == 0 && outcome != NULL && strcmp(outcome, "verified") == 0) {
-                result = PAM_SUCCESS;
-                if (changing) tp_say(pamh, PAM_TEXT_INFO, "PIN changed.");
-            } else if (outcome != NULL && strcmp(outcome, "rejected") == 0) {
-                long long tries = tp_int(message, "triesLeft", -1);
-                if (tp_int(message, "lastTry", 0))
-                    tp_say(pamh, PAM_TEXT_INFO, "Wrong PIN. Last try: one wrong entry more locks the PIN.");
-                else
-                    tp_say(pamh, PAM_TEXT_INFO, "Wrong PIN. %lld %s left.", tries, tries == 1 ? "try" : "tries");
-                result = PAM_AUTH_ERR;
-            } else if (outcome != NULL && strcmp(outcome, "locked") == 0) {
-                tp_say(pamh, PAM_ERROR_MSG, "PIN locked: no tries left. Unlock it with `tokenpin reset` and the recovery key.");
-                result = PAM_MAXTRIES;
-            } else if (outcome != NULL && strcmp(outcome, "tokenRejected") == 0) {
-                const char *reason = tp_string(message, "reason");
-                tp_say(pamh, PAM_TEXT_INFO, "Token not verified: %s", reason ? reason : "the card refused");
-                result = PAM_AUTH_ERR;
-            } else if (outcome != NULL && strcmp(outcome, "delayed") == 0) {
-                tp_say(pamh, PAM_TEXT_INFO, "Too many wrong entries: try again in %lld s.", tp_int(message, "retryAfter", 0));
-                result = PAM_AUTH_ERR;
-            } else {
-                result = PAM_AUTH_ERR; /* never succeed on a result this module does not understand */
-            }
-            tp_debug(pamh, options, "result %s", outcome ? outcome : "?");
-            tp_message_free(message);
-            goto done;
-        }
-        if (strcmp(type, "error") == 0) {
-            const char *code = tp_string(message, "code");
-            const char *text = tp_string(message, "message");
-            if (code == NULL) code = "?";
-            tp_debug(pamh, options, "error %s", code);
-            if (strcmp(code, "not-enrolled") == 0) {
-                result = tp_unavailable(options);
-            } else if (strcmp(code, "token-unavailable") == 0 || strcmp(code, "token-not-enabled") == 0) {
-                result = tp_unavailable(options);
-            } else if (strcmp(code, "policy") == 0) {
-                tp_say(pamh, PAM_ERROR_MSG, "%s", text ? text : "PIN refused by the PIN policy");
-                result = PAM_AUTHTOK_ERR;
-            } else if (strcmp(code, "permission-denied") == 0) {
-                result = PAM_PERM_DENIED;
-            } else if (strcmp(code, "cancelled") == 0) {
-                result = PAM_CONV_ERR;
-            } else {
-                pam_syslog(pamh, LOG_ERR, "tokenpind refused: %s", code);
-                result = tp_unavailable(options);
-            }
-            tp_message_free(message);
-            goto done;
-        }
-        tp_message_free(message);
-        result = tp_unavailable(options);
-        goto done;
-    }
+    result = tp_converse(&x, line, message);
 done:
+    result = tp_settle(&x, result);
     tp_close(conn);
     explicit_bzero(line, TP_MAX_LINE + 1);
     free(conn);
@@ -619,9 +736,8 @@ static int tp_user(pam_handle_t *pamh, const char **user) {
 }
 
 PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv) {
-    (void)flags;
     struct tp_options options;
-    if (tp_parse_options(pamh, argc, argv, &options) != 0) return PAM_SERVICE_ERR;
+    if (tp_parse_options(pamh, flags, argc, argv, &options) != 0) return PAM_SERVICE_ERR;
     const char *user = NULL;
     int status = tp_user(pamh, &user);
     if (status != PAM_SUCCESS) return status;
@@ -635,15 +751,17 @@ PAM_EXTERN int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const cha
 
 PAM_EXTERN int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const char **argv) {
     struct tp_options options;
-    if (tp_parse_options(pamh, argc, argv, &options) != 0) return PAM_SERVICE_ERR;
+    if (tp_parse_options(pamh, flags, argc, argv, &options) != 0) return PAM_SERVICE_ERR;
     const char *user = NULL;
     int status = tp_user(pamh, &user);
     if (status != PAM_SUCCESS) return status;
     if (flags & PAM_PRELIM_CHECK) {
-        struct tp_conn probe;
-        if (tp_connect(&probe, options.socket_path, options.timeout_ms) != 0) return PAM_TRY_AGAIN;
-        close(probe.fd);
-        return PAM_SUCCESS;
+        /* Only whether the daemon is there and is root's; nothing is sent. */
+        int fd = tp_open(options.socket_path, options.timeout_ms);
+        if (fd < 0) return options.ignore_unavailable ? PAM_IGNORE : PAM_TRY_AGAIN;
+        int root = tp_peer_is_root(pamh, fd);
+        close(fd);
+        return root ? PAM_SUCCESS : PAM_AUTHTOK_ERR;
     }
     if (!(flags & PAM_UPDATE_AUTHTOK)) return PAM_SERVICE_ERR;
     return tp_run(pamh, &options, "change", user);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The token path through PAM: tokenpind with the simulated card (--reader sim), pamtester answering the card PIN
 # prompt the daemon relays: success by token, a wrong card PIN falling back to the PIN, mode=token refusing the
-# fallback, mode=pin never touching the card, and the card PIN's hardware counter left where it should be.
+# fallback, mode=pin never touching the card, the card PIN's hardware counter left where it should be, and a card PIN
+# that is not UTF-8 refused by the module before it is sent (never "unavailable", never a fallback).
 . "$(dirname "$0")/lib.sh"
 
 if [ ! -f "$PAM_MODULE" ]; then make -C "$ROOT" -s pam >/dev/null || { echo "cannot build the PAM module"; exit 1; }; fi
@@ -29,6 +30,15 @@ check "mode=token: Authentication failure" grep -q "Authentication failure" "$WO
 expect_code "mode=token: the right card PIN (1 try left) authenticates and restores it" 0 auth "$TOKEN" "$DAVE" <<<123456
 expect_code "mode=pin: the PIN alone" 0 auth "$PINONLY" "$DAVE" <<<482916
 check "mode=pin: no card prompt" bash -c "! grep -q 'Card PIN' '$WORK/out' '$WORK/err'"
+card_tries() { tokenpin --json status | json_field token.cardPINTriesLeft; }
+pam_service IGNORING "auth [success=ok ignore=ignore default=die] $MODULE ignore_unavailable" "auth required pam_permit.so" \
+    "account required pam_permit.so"
+before=$(card_tries)
+expect_code "a card PIN that is not UTF-8 + ignore_unavailable: refused, never ignored" 1 auth "$IGNORING" "$DAVE" \
+    < <(printf '\xff\xfe\n482916\n')
+check "a card PIN that is not UTF-8: PAM_AUTH_ERR, no fallback to the PIN" grep -q "Authentication failure" "$WORK/err"
+check "a card PIN that is not UTF-8 never reached the card (${before:-?} tries left)" \
+    bash -c "[ -n '$before' ] && [ \"\$1\" = '$before' ]" _ "$(card_tries)"
 remaining=$(tokenpin --json status | json_field remaining)
 check "the PIN counter was never touched by card failures" test "$remaining" = 5
 expect_code "toggle token off through the daemon: a wrong PIN switches nothing off (1)" 1 \

@@ -1,0 +1,65 @@
+// Fuzz target for the client's parsing of OpenPGP card answers (a hostile or broken card): the data objects
+// (application related data, AID, PW status, extended capabilities and length information, algorithm attributes,
+// public keys) parsed straight from each part of the input, then an OpenPGPSession over a connection whose
+// answers are those parts in order (see chunks.swift), running what tokenpin runs against a card. Nothing may
+// trap or loop; algorithm attributes that parse encode to the same value.
+// Built by tests/service/fuzz.sh against TokenpinAPDU, TokenpinCore and TokenpinOpenPGP.
+import TokenpinAPDU
+import TokenpinCore
+import TokenpinOpenPGP
+
+/// A card that answers each command with the next part of the fuzz input, then is gone.
+final class FuzzedCardConnection: CardConnection {
+    struct Gone: Error {}
+
+    let atr: [UInt8] = [0x3B, 0xDA, 0x18, 0xFF, 0x81, 0xB1, 0xFE, 0x75, 0x1F, 0x03, 0x00, 0x31, 0xC5, 0x73, 0xC0,
+                        0x01, 0x40, 0x00, 0x90, 0x00, 0x0C]
+    var lengthCapabilities = LengthCapabilities.shortOnly
+    private var answers: [[UInt8]]
+    private var next = 0
+    private(set) var transmitted = 0
+
+    init(answers: [[UInt8]]) { self.answers = answers }
+
+    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+        transmitted += 1
+        precondition(transmitted < 10_000, "the session keeps sending commands to a card")
+        guard next < answers.count else { throw Gone() }
+        defer { next += 1 }
+        return answers[next]
+    }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOpenPGPResponses(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let parts = fuzzParts(data, size)
+    for part in parts {
+        let value = part.count >= 2 ? Array(part.dropLast(2)) : part
+        _ = try? ApplicationRelatedData(parsing: value)
+        _ = try? ApplicationIdentifier(parsing: value)
+        _ = try? PasswordStatus(parsing: value)
+        _ = try? ExtendedCapabilities(parsing: value)
+        _ = try? ExtendedLengthInformation(parsing: value)
+        _ = (try? CardPublicKey(parsing: value))?.curve25519
+        if let attributes = try? AlgorithmAttributes(parsing: value) {
+            precondition((try? AlgorithmAttributes(parsing: attributes.encoded)) == attributes,
+                         "algorithm attributes changed through encode and parse")
+        }
+    }
+    let card = FuzzedCardConnection(answers: parts)
+    let session = OpenPGPSession(connection: card)
+    _ = try? session.select()
+    if let related = try? session.applicationRelatedData() {
+        _ = related.hasCurve25519DecryptionKey
+        _ = related.aid.description
+    }
+    _ = try? session.retriesLeft(.pw1)
+    var pinBytes: [UInt8] = Array("123456".utf8)
+    let pin = SecretBytes(consuming: &pinBytes)
+    _ = try? session.verify(.pw1, pin: pin)
+    _ = try? session.publicKey(for: .decryption)
+    _ = try? session.generateKey(for: .decryption)
+    _ = try? session.decipher(ephemeralPublicKey: [UInt8](repeating: 0x09, count: 32))
+    _ = try? session.getData(0x6E)
+    return 0
+}
