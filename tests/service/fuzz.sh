@@ -27,7 +27,7 @@ wanted() { [[ " $TARGETS " == *" $1 "* ]]; }
 
 # --- Building ----------------------------------------------------------------------------------------------------
 SWIFTC=(swiftc -sanitize=fuzzer,address -parse-as-library -O -swift-version 6 -enable-upcoming-feature ExistentialAny
-    -enable-upcoming-feature MemberImportVisibility -I "$OUT/lib" -I "$ROOT/Sources/CSodium" -L "$OUT/lib"
+    -enable-upcoming-feature MemberImportVisibility -I "$OUT/lib" -I "$OUT/lib/CTokenpinShims" -I "$ROOT/Sources/CSodium" -L "$OUT/lib"
     -use-ld=lld)
 declare -A BUILT=()
 
@@ -42,7 +42,21 @@ module() {
     [ "${BUILT[$name]}" = 0 ] || not_ok "build the $name module for fuzzing: $(grep -m2 'error:' "$OUT/build-$name.log")"
     return "${BUILT[$name]}"
 }
-core() { module TokenpinCore Sources/TokenpinCore; }
+system() { module TokenpinSystem Sources/TokenpinSystem; }
+# shims: the C helpers the core imports (CTokenpinShims), as a static library with a module map.
+shims() {
+    [ -n "${BUILT[CTokenpinShims]:-}" ] && return "${BUILT[CTokenpinShims]}"
+    mkdir -p "$OUT/lib/CTokenpinShims"
+    printf 'module CTokenpinShims {\n    header "%s"\n    export *\n}\n' \
+        "$ROOT/Sources/CTokenpinShims/include/CTokenpinShims.h" > "$OUT/lib/CTokenpinShims/module.modulemap"
+    clang -O1 -fsanitize=address -c -o "$OUT/lib/shims.o" "$ROOT/Sources/CTokenpinShims/shims.c" \
+        -I "$ROOT/Sources/CTokenpinShims/include" >"$OUT/build-shims.log" 2>&1 \
+        && ar rcs "$OUT/lib/libCTokenpinShims.a" "$OUT/lib/shims.o" >>"$OUT/build-shims.log" 2>&1
+    BUILT[CTokenpinShims]=$?
+    [ "${BUILT[CTokenpinShims]}" = 0 ] || not_ok "build the C shims for fuzzing: $(head -2 "$OUT/build-shims.log")"
+    return "${BUILT[CTokenpinShims]}"
+}
+core() { system && shims && module TokenpinCore Sources/TokenpinCore; }
 apdu() { module TokenpinAPDU Sources/TokenpinAPDU; }
 openpgp() { core && apdu && module TokenpinOpenPGP Sources/TokenpinOpenPGP; }
 simulator() { core && apdu && module TokenpinSimulator Simulator/Sources/TokenpinSimulator; }
@@ -53,7 +67,10 @@ link() {
     shift
     while [ $# -gt 0 ] && [ "$1" != -- ]; do files+=("$HARNESS/$1"); shift; done
     shift
-    for library in "$@"; do libraries+=("-l$library"); done
+    for library in "$@"; do
+        libraries+=("-l$library")
+        [ "$library" = TokenpinCore ] && libraries+=("-lTokenpinSystem" "-lCTokenpinShims")  # the core's own dependencies
+    done
     "${SWIFTC[@]}" -o "$OUT/fuzz-$name" "${files[@]}" "${libraries[@]}" -lsodium >"$OUT/build-$name.log" 2>&1 \
         || { not_ok "build the $name fuzz target: $(grep -m2 'error' "$OUT/build-$name.log")"; return 1; }
 }
