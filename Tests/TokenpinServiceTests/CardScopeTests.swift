@@ -5,15 +5,8 @@ import TokenpinCore
 @testable import TokenpinService
 import TokenpinSimulator
 
-/// The admin PIN's tries left, through a fresh session (GET DATA C4, byte 7).
-func adminPINTries(_ card: SimulatedCard) -> Int {
-    let connection = SimulatedCardConnection(card: card)
-    _ = try? connection.send(CommandAPDU(ins: 0xA4, p1: 0x04, p2: 0x00, data: [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01]))
-    let answer = try? connection.send(CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0xC4, le: 256))
-    card.reset()
-    guard let data = answer?.data, data.count >= 7 else { return -1 }
-    return Int(data[6])
-}
+/// The admin PIN's tries left.
+func adminPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 6) }
 
 /// What a non-root peer of the daemon gets: the same service, limited to the card bound to its record.
 func daemonScoped(_ service: PINService) -> PINService {

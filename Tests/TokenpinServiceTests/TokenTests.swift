@@ -46,15 +46,19 @@ func tokenSetup(mode: VerificationMode = .either, fallback: FallbackPolicy = .al
     return TokenSetup(service: service, card: card)
 }
 
-func cardPINTries(_ card: SimulatedCard) -> Int {
-    // GET DATA C4 through a fresh session: byte 5 is PW1's counter.
+/// One of the card's PIN counters from its PW status (GET DATA C4 through a fresh session): byte 5 is PW1's
+/// (the card PIN), byte 7 PW3's (the admin PIN); -1 when the card did not answer.
+func pinStatusByte(_ card: SimulatedCard, index: Int) -> Int {
     let connection = SimulatedCardConnection(card: card)
     _ = try? connection.send(CommandAPDU(ins: 0xA4, p1: 0x04, p2: 0x00, data: [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01]))
     let answer = try? connection.send(CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0xC4, le: 256))
     card.reset()
     guard let data = answer?.data, data.count >= 7 else { return -1 }
-    return Int(data[4])
+    return Int(data[index])
 }
+
+/// The card PIN's tries left.
+func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) }
 
 @Suite struct BindTests {
     @Test func bindingAsksPINThenAdminThenCardPIN() throws {
