@@ -48,7 +48,8 @@ extension Context {
             if store.detail.contains("not a directory") || store.detail.contains("not a regular file") {
                 return "move what is at \(store.path) away; tokenpin makes the store directory itself"
             }
-            return "tokenpin refuses a store or record others can write; fix the mode (chmod 700 DIR, chmod 600 FILE)"
+            return "tokenpin refuses a store others can write and a record others can read or write; fix the mode "
+                + "(chmod 700 DIR, chmod 600 FILE)"
         case .policyViolation(let rule):
             return interaction.allowed(rule).map { "allowed: \($0)" }
         case .input where !options.global.pinStdin:

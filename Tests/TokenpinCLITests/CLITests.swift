@@ -239,6 +239,18 @@ import Glibc
         #expect(result.stderr.contains("others can write"))
     }
 
+    /// Every command refuses a record others can read, `status` included (issue 10).
+    @Test(arguments: [["status"], ["types"], ["verify", "--pin-stdin"]])
+    func aReadableRecordIsRefusedByEveryCommand(command: [String]) throws {
+        let cli = CLI()
+        try cli.enrol()
+        let records = try FileManager.default.contentsOfDirectory(atPath: cli.store).filter { $0.hasSuffix(".json") }
+        for record in records { chmod(cli.store + "/" + record, 0o644) }
+        let result = try cli.run(command, input: "482916\n")
+        #expect(result.status == 77, "\(command): \(result.stderr)")
+        #expect(result.stderr.contains("others can read"))
+    }
+
     @Test func badConfigurationExitsSeventyEightNamingFileAndLine() throws {
         let cli = CLI(config: "retries-max = 3\ncolour = red\n")
         let result = try cli.run(["status"])

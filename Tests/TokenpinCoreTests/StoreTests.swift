@@ -124,6 +124,26 @@ import Glibc
         #expect { _ = try store.load(user: "alice") } throws: { ($0 as? StoreError)?.code == .insecure }
     }
 
+    /// A record others can only read is refused too: it holds what an offline guess starts from.
+    @Test(arguments: [0o644, 0o640, 0o604, 0o600])
+    func recordsOthersCanReadAreRefused(mode: Int) throws {
+        let directory = temporaryDirectory()
+        let store = RecordStore(directory: directory)
+        try store.save(try makeRecord())
+        chmod(store.recordPath(for: "alice"), mode_t(mode))
+        if mode == 0o600 {
+            #expect(try store.load(user: "alice") != nil)
+            return
+        }
+        do {
+            _ = try store.load(user: "alice")
+            Issue.record("a \(String(mode, radix: 8)) record was read")
+        } catch {
+            #expect(error.code == .insecure)
+            #expect(error.detail.contains("others can read"))
+        }
+    }
+
     @Test func symlinkedRecordsAndForeignOwnersAreRefused() throws {
         let directory = temporaryDirectory()
         let store = RecordStore(directory: directory)

@@ -162,8 +162,11 @@ public struct RecordStore: Sendable {
         guard info.st_uid == owner else {
             throw StoreError(.insecure, path: path, "the record belongs to uid \(info.st_uid), not \(owner)")
         }
-        guard info.st_mode & 0o022 == 0 else {
-            throw StoreError(.insecure, path: path, "others can write the record (mode \(String(info.st_mode & 0o777, radix: 8)))")
+        // 0600 only: a record others can read hands them the salted, wrapped keys an offline guess starts from.
+        guard info.st_mode & 0o077 == 0 else {
+            let verb = info.st_mode & 0o022 != 0 ? "write" : "read"
+            throw StoreError(.insecure, path: path,
+                             "others can \(verb) the record (mode \(String(info.st_mode & 0o777, radix: 8)); a record is 0600)")
         }
         guard Int(info.st_size) <= Self.maximumRecordSize else {
             throw StoreError(.corrupt, path: path, "the record is \(info.st_size) bytes, too large to be a tokenpin record")
