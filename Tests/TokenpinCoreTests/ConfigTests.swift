@@ -147,3 +147,22 @@ import Testing
         #expect(throws: ConfigError.self) { try configuration.apply(text: "lock-grace = -1", file: "x") }
     }
 }
+
+/// A blocklist that cannot be read names the configuration file and line that set it (issue 10).
+@Suite struct BlocklistSourceTests {
+    @Test func anUnreadableBlocklistNamesTheSettingsLine() throws {
+        let directory = temporaryDirectory("blocklist")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let config = directory + "/tokenpin.conf"
+        try "retries-max = 5\n# the site list\npin-blocklist = \(directory)/missing\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
+        do {
+            _ = try Configuration.load(files: [], explicitFile: config)
+            Issue.record("a missing blocklist was accepted")
+        } catch {
+            #expect(error.file == config)
+            #expect(error.line == 3)
+            #expect(error.message.contains(directory + "/missing"))
+        }
+    }
+}

@@ -1,5 +1,19 @@
 import Foundation
 
+/// The file and line a setting came from.
+public struct SettingSource: Sendable, Equatable {
+    /// The configuration file.
+    public var file: String
+    /// The line, from 1.
+    public var line: Int
+
+    /// Creates a source.
+    public init(file: String, line: Int) {
+        self.file = file
+        self.line = line
+    }
+}
+
 /// A configuration file that cannot be used: names the file and line.
 public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file.
@@ -113,6 +127,8 @@ public struct Configuration: Sendable, Equatable {
     public var onCardRemoval: CardRemovalAction = .none
     /// tokenpind: seconds to wait for the card to come back before acting on its removal (`lock-grace`).
     public var lockGraceSeconds: Int = 0
+    /// Where `pin-blocklist` was set, so that a blocklist that cannot be read names that line.
+    public var blocklistSetting: SettingSource?
     /// tokenpind: the longest an operation waits for the user's lock or for key-derivation memory before it
     /// answers `busy` (`daemon-wait-timeout`).
     public var daemonWaitTimeoutSeconds: Int = 30
@@ -185,6 +201,7 @@ public struct Configuration: Sendable, Equatable {
             } catch let message {
                 throw ConfigError(file: file, line: lineNumber, message: message.text)
             }
+            if key == "pin-blocklist" { blocklistSetting = SettingSource(file: file, line: lineNumber) }
         }
         if policy.maxLength < policy.minLength {
             throw ConfigError(file: file, line: 0, message: "pin-max-length (\(policy.maxLength)) is below pin-min-length (\(policy.minLength))")
@@ -327,7 +344,12 @@ public struct Configuration: Sendable, Equatable {
     public mutating func loadBlocklist() throws(ConfigError) {
         guard let file = blocklistFile else { return }
         guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8) else {
-            throw ConfigError(file: file, line: 0, message: "cannot read the PIN blocklist")
+            // The error names the setting (file and line) an admin must fix, and the list it could not read.
+            guard let setting = blocklistSetting else {
+                throw ConfigError(file: file, line: 0, message: "cannot read the PIN blocklist")
+            }
+            throw ConfigError(file: setting.file, line: setting.line,
+                              message: "pin-blocklist: cannot read \(file) (missing, unreadable or not UTF-8 text)")
         }
         var entries = Set<[UInt32]>()
         for line in text.split(separator: "\n") {
