@@ -88,7 +88,6 @@ let package = Package(
             name: "tokenpin",
             dependencies: [
                 "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinReaders", "TokenpinSimulator", "TokenpinProtocol",
-                "CTokenpinShims",
             ],
             swiftSettings: strictSettings
         ),
@@ -111,7 +110,7 @@ let package = Package(
         .executableTarget(
             name: "tokenpind",
             dependencies: [
-                "TokenpinDaemon", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinReaders", "CTokenpinShims",
+                "TokenpinDaemon", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinReaders",
             ],
             swiftSettings: strictSettings
         ),

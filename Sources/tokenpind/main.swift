@@ -3,7 +3,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import CTokenpinShims
 import TokenpinCore
 import TokenpinDaemon
 import TokenpinReaders
@@ -35,7 +34,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 }
 
 // No core files and not dumpable, before any secret or Argon2 memory exists.
-if tokenpin_disable_core_dumps() != 0 { fail("cannot disable core dumps", code: 71) }
+if !CoreDumps.disable() { fail("cannot disable core dumps", code: 71) }
 signal(SIGPIPE, SIG_IGN)
 
 var options = DaemonOptions()
