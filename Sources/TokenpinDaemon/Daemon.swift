@@ -358,8 +358,7 @@ public final class Daemon: Sendable {
         var locked = false
         do throws(ServiceError) {
             if request.operation.createsFirstWayIn {
-                try checkFirstWayIn(request, peer: peer, user: user, service: service, relay: relay,
-                                    configuration: configuration)
+                try checkFirstWayIn(peer: peer, user: user, relay: relay, configuration: configuration)
             }
             if request.operation.needsUserLock {
                 guard userLocks.lock(user, waitingAtMost: waitSeconds) else {
@@ -389,22 +388,19 @@ public final class Daemon: Sendable {
         return (try? channel.send(error.protocolMessage)) != nil
     }
 
-    /// `enrol` and `import` create a first way in: the record must not exist yet, and a user (not root) proves
-    /// who they are with their login password first (`enrol-auth = password`), before any lock is taken.
-    func checkFirstWayIn(_ request: Request, peer: Peer, user: String, service: PINService, relay: RelayInteraction,
+    /// `enrol` and `import` create a first way in: a user (not root) proves who they are with their login password
+    /// first (`enrol-auth = password`), before any lock is taken. An existing record is refused before the password
+    /// is asked (the operation checks again under the lock).
+    func checkFirstWayIn(peer: Peer, user: String, relay: RelayInteraction,
                          configuration: Configuration) throws(ServiceError) {
-        do {
-            if try store.load(user: user) != nil {
-                throw ServiceError.alreadyEnrolled(user: user, path: store.recordPath(for: user))
-            }
-        } catch let error as ServiceError {
-            throw error
-        } catch let error as StoreError {
-            throw .store(error)
-        } catch {
-            throw .input("\(error)")
-        }
         guard !peer.isRoot, configuration.enrolAuth == .password else { return }
+        let existing: EnrolmentRecord?
+        do {
+            existing = try store.load(user: user)
+        } catch {
+            throw .store(error)
+        }
+        if existing != nil { throw .alreadyEnrolled(user: user, path: store.recordPath(for: user)) }
         let check = LoginPasswordCheck(service: configuration.enrolPAMService)
         do {
             try check.verify(user: user, relay)

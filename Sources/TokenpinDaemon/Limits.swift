@@ -82,11 +82,11 @@ public final class MemoryBudget: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// In use, the most ever in use, the number of waiters, the capacity and the holders.
-    public var usage: (usedKiB: Int, peakKiB: Int, waiting: Int, capacityKiB: Int, holders: Int) {
+    /// In use, the most ever in use, and the number of waiters.
+    public var usage: (usedKiB: Int, peakKiB: Int, waiting: Int, capacityKiB: Int) {
         condition.lock()
         defer { condition.unlock() }
-        return (used, peak, queue.count, capacity, holders)
+        return (used, peak, queue.count, capacity)
     }
 }
 

@@ -26,9 +26,6 @@ final class RelayInteraction: Interaction {
         self.newPINAttempts = newPINAttempts
     }
 
-    /// Whether the client can still be written to.
-    var isConnected: Bool { failure == nil }
-
     /// Writes `message`; the first failure ends the exchange and later writes are skipped.
     private func send(_ message: ServerMessage) throws(ServiceError) {
         guard failure == nil else { throw .cancelled }
