@@ -79,7 +79,7 @@ public final class Daemon: Sendable {
         self.logger = logger
         let configuration = try Self.loadConfiguration(options)
         configurationState = ConfigurationBox(configuration)
-        budget = MemoryBudget(capacityKiB: Self.kibibytes(mebibytes: configuration.daemonKDFMemoryMiB),
+        budget = MemoryBudget(capacityKiB: Configuration.kibibytes(mebibytes: configuration.daemonKDFMemoryMiB),
                               maximumHolders: options.maximumParallelKDF)
         connections = ConnectionTable(maximumTotal: options.maximumConnections,
                                       maximumPerUID: options.maximumConnectionsPerUID)
@@ -115,12 +115,6 @@ public final class Daemon: Sendable {
         }
     }
 
-    /// `mebibytes` in KiB, saturating (the configuration bounds it; a programmatic value might not be).
-    static func kibibytes(mebibytes: Int) -> Int {
-        let (product, overflow) = max(0, mebibytes).multipliedReportingOverflow(by: 1024)
-        return overflow ? .max : product
-    }
-
     /// The configuration in force.
     public var configuration: Configuration { configurationState.value.withLock { $0 } }
 
@@ -133,7 +127,7 @@ public final class Daemon: Sendable {
         do {
             let fresh = try Self.loadConfiguration(options)
             configurationState.value.withLock { $0 = fresh }
-            budget.setCapacity(Self.kibibytes(mebibytes: fresh.daemonKDFMemoryMiB))
+            budget.setCapacity(Configuration.kibibytes(mebibytes: fresh.daemonKDFMemoryMiB))
             logger.info("configuration reloaded", [("daemon-kdf-memory.mib", String(fresh.daemonKDFMemoryMiB))])
             return true
         } catch {

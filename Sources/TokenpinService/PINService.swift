@@ -93,8 +93,7 @@ public struct PINService: Sendable {
     /// The Argon2id parameters for a new PIN slot: fixed by `kdf-memory-mib`/`kdf-passes`, else calibrated.
     public func chooseKDF() throws -> KDFParameters {
         if let memory = configuration.kdfMemoryMiB {
-            return .argon2id(memoryKiB: memory.multipliedReportingOverflow(by: 1024).overflow ? .max : memory * 1024,
-                             passes: configuration.kdfPasses ?? 3)
+            return .argon2id(memoryKiB: Configuration.kibibytes(mebibytes: memory), passes: configuration.kdfPasses ?? 3)
         }
         var calibration = KDFCalibration(targetMilliseconds: configuration.kdfTargetMilliseconds)
         if let passes = configuration.kdfPasses { calibration.minimumPasses = passes }

@@ -223,6 +223,12 @@ public struct Configuration: Sendable, Equatable {
     /// The largest `daemon-kdf-memory`, in MiB (1024G); times 1024 (KiB) it still fits any `Int`.
     public static let maximumDaemonKDFMemoryMiB = 1 << 20
 
+    /// `mebibytes` in KiB, saturating: the files bound every size, a `Configuration` built in code might not.
+    public static func kibibytes(mebibytes: Int) -> Int {
+        let (product, overflow) = max(0, mebibytes).multipliedReportingOverflow(by: 1024)
+        return overflow ? .max : product
+    }
+
     /// Every key the files may set.
     public static let keys = [
         "retries-max", "fail-delay", "kdf-target-ms", "kdf-memory-mib", "kdf-passes",
