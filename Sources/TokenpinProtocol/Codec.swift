@@ -160,15 +160,6 @@ extension RetryCounter {
 }
 
 extension VerifyReport {
-    /// The exit code of this report, as the CLI computes it.
-    public var exitCode: ExitCode {
-        switch outcome {
-        case .verified: .success
-        case .rejected, .tokenRejected: .notVerified
-        case .locked, .delayed: .locked
-        }
-    }
-
     /// The report's fields, flat: `outcome`, its data, the counter.
     public var protocolFields: [JSONMember] {
         var fields: [JSONMember] = []

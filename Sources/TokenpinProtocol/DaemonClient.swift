@@ -284,3 +284,9 @@ struct NoInteraction: Interaction {
     func choose(_ question: String, options: [String]) throws(ServiceError) -> Int { throw .cancelled }
     var newPINAttempts: Int { 1 }
 }
+
+extension DaemonClient: PINOperations {
+    public func togglePIN(on: Bool, _ interaction: some Interaction) throws(ServiceError) {
+        try toggle(.pin, on: on, interaction)
+    }
+}

@@ -64,29 +64,24 @@ extension Context {
                 extra: [(String, JSONValue)] = []) -> ExitCode {
         let counter = report.counter
         var object: [(String, JSONValue)] = []
-        let code: ExitCode
+        let code = report.exitCode
         switch report.outcome {
         case .verified(let method):
-            code = .success
             let event = successEvent ?? .verified(method: method)
             object = [("ok", .bool(true)), ("event", .string(event.name)), ("method", .string(method.rawValue))] + extra
             console.say(console.out.success(success))
         case .rejected(let remaining, let lastTry):
-            code = .notVerified
             object = [("ok", .bool(false)), ("event", .string("wrongPIN"))]
             console.note(console.err.error(successEvent == .reset ? "Wrong recovery key." : "Wrong PIN. ")
                 + (successEvent == .reset ? "" : CLIInteraction.triesText(remaining: remaining, lastTry: lastTry)))
             _ = lastTry
         case .locked:
-            code = .locked
             object = [("ok", .bool(false)), ("event", .string("locked"))]
             console.note(console.err.error("PIN locked: ") + "no tries left. Unlock it with `tokenpin reset` and the recovery key.")
         case .delayed(let seconds):
-            code = .locked
             object = [("ok", .bool(false)), ("event", .string("delayed")), ("retryAfter", .int(seconds))]
             console.note(console.err.warning("Too many wrong entries: ") + "try again in \(seconds) s.")
         case .tokenRejected(let reason):
-            code = .notVerified
             object = [("ok", .bool(false)), ("event", .string("tokenFailed"))]
             console.note(console.err.error("Token not verified: ") + reason)
         }
