@@ -318,12 +318,12 @@ func readerJSON(_ reader: ReaderInfo, enrolledSerial: String?) -> JSONValue {
              ("serial", .optional(reader.serial)), ("openpgp", .bool(reader.isOpenPGP)), ("usable", .bool(reader.usable)),
              ("unusableReason", .optional(reader.unusableReason)),
              ("matches", .bool(enrolledSerial != nil && reader.serial == enrolledSerial)),
-             ("cardPINTriesLeft", .optional(reader.cardPINTriesLeft))])
+             ("cardTriesLeft", .optional(reader.cardPINTriesLeft))])
 }
 
 func tokenJSON(_ token: TokenStatus, enrolledSerial: String?) -> JSONValue {
     .object([("serial", .optional(enrolledSerial)), ("present", .bool(token.matchingReader != nil)),
-             ("reader", .optional(token.matchingReader)), ("cardPINTriesLeft", .optional(token.cardPINTriesLeft)),
+             ("reader", .optional(token.matchingReader)), ("cardTriesLeft", .optional(token.cardPINTriesLeft)),
              ("problem", .optional(token.problem)),
              ("readers", .array(token.readers.map { readerJSON($0, enrolledSerial: enrolledSerial) }))])
 }
