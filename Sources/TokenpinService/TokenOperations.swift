@@ -223,7 +223,7 @@ extension PINService {
             }
             guard record.slot(.token) != nil else {
                 if method == .token { throw ServiceError.tokenNotEnabled }
-                return try verifyPIN(interaction)
+                return try verifyPIN(interaction, record: record)
             }
             var tokenFailure: String?
             if method != .pin {
@@ -248,7 +248,7 @@ extension PINService {
                     tokenFailure = failure.reason
                 }
             }
-            var report = try verifyPIN(interaction)
+            var report = try verifyPIN(interaction, record: record)
             report.tokenFailure = tokenFailure
             return report
         }
@@ -357,7 +357,7 @@ extension PINService {
             throw error.serviceError
         }
         defer { card.handle.close() }
-        let pin = PIN(try interaction.readSecret(prompt))
+        let pin = PIN(try interaction.readPIN(prompt, remaining: record.counter.remaining))
         do {
             let shared = try cardSecret(card, binding: binding, interaction)
             let pinKeyHolder = KeyHolder()
