@@ -74,7 +74,7 @@ let package = Package(
         // The card sources the executables plug into the service: PC/SC readers and the simulated card.
         .target(
             name: "TokenpinReaders",
-            dependencies: ["TokenpinService", "TokenpinAPDU", "TokenpinPCSC", "TokenpinSimulator"],
+            dependencies: ["TokenpinService", "TokenpinAPDU", "TokenpinPCSC", "TokenpinSimulator", "TokenpinSystem"],
             swiftSettings: strictSettings
         ),
 

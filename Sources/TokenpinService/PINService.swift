@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenpinCore
 
 /// The PIN operations for one user: enrol, verify, change, reset, status, types, toggle.

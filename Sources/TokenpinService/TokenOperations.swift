@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenpinAPDU
 import TokenpinCore
 import TokenpinOpenPGP
@@ -21,7 +21,7 @@ public struct CardSelection: Sendable, Equatable {
     func accepts(serial candidate: String?) -> Bool {
         guard let serial else { return true }
         guard let candidate else { return false }
-        let wanted = serial.replacingOccurrences(of: ":", with: "").uppercased()
+        let wanted = serial.replacing(":", with: "").uppercased()
         return candidate == wanted || candidate.hasSuffix(wanted) && wanted.count == 8
     }
 }
@@ -681,7 +681,7 @@ extension PINService {
                         try session.resetRetryCounter(newPIN: new)
                     }
                 } catch {
-                    throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacingOccurrences(of: "card PIN", with: "admin PIN"))
+                    throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacing("card PIN", with: "admin PIN"))
                 }
             } else {
                 guard status.retriesResetCode > 0 else {
@@ -692,7 +692,7 @@ extension PINService {
                 do throws(OpenPGPError) {
                     try card.run { session throws(OpenPGPError) in try session.resetRetryCounter(resetCode: code, newPIN: new) }
                 } catch {
-                    throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacingOccurrences(of: "card PIN", with: "Reset Code"))
+                    throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacing("card PIN", with: "Reset Code"))
                 }
             }
             logger.info("card PIN unblocked", [("card", card.label)])

@@ -166,3 +166,11 @@ import Testing
         }
     }
 }
+
+@Suite struct TrimmingTests {
+    @Test(arguments: [("  a b\t", "a b"), ("\t\t", ""), ("", ""), ("x", "x"), (" key = value ", "key = value")])
+    func trimsBlanks(text: String, expected: String) {
+        #expect(text.trimmingBlanks() == expected)
+        #expect(text[...].trimmingBlanks() == expected)
+    }
+}

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+internal import TokenpinSystem
 
 /// The file and line a setting came from.
 public struct SettingSource: Sendable, Equatable {
@@ -149,7 +150,7 @@ public struct Configuration: Sendable, Equatable {
             files += names.filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }.sorted().map { dropIns + "/" + $0 }
         }
         let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.config"
+            ?? (environment["HOME"] ?? Paths.homeDirectory()) + "/.config"
         files.append(configHome + "/tokenpin/tokenpin.conf")
         return files
     }
@@ -188,13 +189,13 @@ public struct Configuration: Sendable, Equatable {
             let lineNumber = index + 1
             var line = Substring(rawLine)
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimmingBlanks()
             if trimmed.isEmpty { continue }
             guard let equals = trimmed.firstIndex(of: "=") else {
                 throw ConfigError(file: file, line: lineNumber, message: "expected `key = value`, found `\(trimmed)`")
             }
-            let key = trimmed[..<equals].trimmingCharacters(in: .whitespaces)
-            var value = trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let key = trimmed[..<equals].trimmingBlanks()
+            var value = trimmed[trimmed.index(after: equals)...].trimmingBlanks()
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
             do {
                 try set(key: key, value: value)
@@ -275,7 +276,7 @@ public struct Configuration: Sendable, Equatable {
                 throw Message(text: "fail-delay has more than \(Self.maximumFailDelayEntries) entries")
             }
             for part in parts {
-                guard let seconds = Int(part.trimmingCharacters(in: .whitespaces)),
+                guard let seconds = Int(part.trimmingBlanks()),
                       (0...RetryCounter.maximumDelaySeconds).contains(seconds) else {
                     throw Message(text: "fail-delay must be seconds from 0 to \(RetryCounter.maximumDelaySeconds) separated by commas (0,0,0,30,300), not `\(value)`")
                 }
@@ -319,7 +320,7 @@ public struct Configuration: Sendable, Equatable {
             var number = value
             var scale = 1
             for (suffix, factor) in [("GiB", 1024), ("MiB", 1), ("G", 1024), ("M", 1)] where number.hasSuffix(suffix) {
-                number = String(number.dropLast(suffix.count)).trimmingCharacters(in: .whitespaces)
+                number = String(number.dropLast(suffix.count)).trimmingBlanks()
                 scale = factor
                 break
             }
@@ -361,7 +362,7 @@ public struct Configuration: Sendable, Equatable {
         for line in text.split(separator: "\n") {
             var entry = Substring(line)
             if let hash = entry.firstIndex(of: "#") { entry = entry[..<hash] }
-            let trimmed = entry.trimmingCharacters(in: .whitespaces)
+            let trimmed = entry.trimmingBlanks()
             if !trimmed.isEmpty { entries.insert(trimmed.unicodeScalars.map(\.value)) }
         }
         policy.siteBlocklist = entries
