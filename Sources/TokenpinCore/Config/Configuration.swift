@@ -69,18 +69,44 @@ public struct Appearance: Sendable, Equatable {
     /// The defaults.
     public init() {}
 
-    /// The ANSI SGR parameter of a colour name (`red`, `bold`, `bright-blue`, `208`), or nil when unknown.
-    public static func sgr(_ name: String) -> String? {
-        let names = ["default": "39", "black": "30", "red": "31", "green": "32", "yellow": "33", "blue": "34",
-                     "magenta": "35", "cyan": "36", "white": "37", "bold": "1", "dim": "2", "underline": "4",
-                     "none": "0"]
-        if let code = names[name] { return code }
-        if name.hasPrefix("bright-"), let base = names[String(name.dropFirst(7))], let value = Int(base),
-           (30...37).contains(value) {
-            return String(value + 60)
+}
+
+/// A colour setting's value (`red`, `bright-blue`, `bold`, `208`): what it means, not how a terminal shows it
+/// (the CLI maps it to ANSI escapes).
+public enum TextColour: Sendable, Equatable {
+    /// One of the eight basic colours, or the terminal's default.
+    case basic(BasicColour)
+    /// The bright variant of a basic colour (`bright-red`).
+    case bright(BasicColour)
+    /// A text attribute.
+    case attribute(TextAttribute)
+    /// An entry of the 256-colour palette (`0`-`255`).
+    case palette(UInt8)
+
+    /// The eight colours and the terminal's default.
+    public enum BasicColour: String, Sendable, CaseIterable {
+        case black, red, green, yellow, blue, magenta, cyan, white, `default`
+    }
+
+    /// Attributes a colour setting may name instead of a colour.
+    public enum TextAttribute: String, Sendable, CaseIterable {
+        case bold, dim, underline, none
+    }
+
+    /// Parses a setting's value; nil when it names nothing known.
+    public init?(name: String) {
+        if let basic = BasicColour(rawValue: name) {
+            self = .basic(basic)
+        } else if let attribute = TextAttribute(rawValue: name) {
+            self = .attribute(attribute)
+        } else if name.hasPrefix("bright-"), let base = BasicColour(rawValue: String(name.dropFirst(7))),
+                  base != .default {
+            self = .bright(base)
+        } else if !name.isEmpty, name.allSatisfy({ $0.isASCII && $0.isNumber }), let index = UInt8(name) {
+            self = .palette(index)
+        } else {
+            return nil
         }
-        if let value = Int(name), (0...255).contains(value) { return "38;5;\(value)" }
-        return nil
     }
 }
 
@@ -256,7 +282,7 @@ public struct Configuration: Sendable, Equatable {
             return result
         }
         func color() throws(Message) -> String {
-            guard Appearance.sgr(value) != nil else {
+            guard TextColour(name: value) != nil else {
                 throw Message(text: "\(key): unknown colour `\(value)` (use a name such as red, bright-blue, bold, or 0-255)")
             }
             return value
