@@ -35,8 +35,9 @@ public struct Option: Sendable, Equatable {
 
     /// A flag: present or absent, never with a value.
     public static func flag(_ names: String..., help: String, stopsValidation: Bool = false) -> Option {
-        Option(names: names, valueName: nil, allowedValues: nil, help: help, completion: .none, isRequired: false,
-               isRepeatable: false, stopsValidation: stopsValidation)
+        Option(
+            names: names, valueName: nil, allowedValues: nil, help: help, completion: .none, isRequired: false,
+            isRepeatable: false, stopsValidation: stopsValidation)
     }
 
     /// An option that takes a value, as `--name value` or `--name=value`.
@@ -57,9 +58,10 @@ public struct Option: Sendable, Equatable {
         } else {
             inferred = .none
         }
-        return Option(names: names, valueName: valueName, allowedValues: allowedValues, help: help,
-                      completion: completion ?? inferred, isRequired: isRequired, isRepeatable: isRepeatable,
-                      stopsValidation: false)
+        return Option(
+            names: names, valueName: valueName, allowedValues: allowedValues, help: help,
+            completion: completion ?? inferred, isRequired: isRequired, isRepeatable: isRepeatable,
+            stopsValidation: false)
     }
 
     /// The name results are kept under and usage lines show: the last long spelling, else the last one.
@@ -122,8 +124,10 @@ public struct Positional: Sendable, Equatable {
     public var label: String
 
     /// Declares an argument; `label` overrides how usage shows it (`<type>` rather than `pin|token`).
-    public init(_ name: String, values: Values = .any(completion: .none), isOptional: Bool = false,
-                label: String? = nil) {
+    public init(
+        _ name: String, values: Values = .any(completion: .none), isOptional: Bool = false,
+        label: String? = nil
+    ) {
         self.name = name
         self.values = values
         self.isOptional = isOptional
@@ -156,8 +160,10 @@ public struct Subcommand: Sendable, Equatable {
     public var options: [Option]
 
     /// Declares a subcommand.
-    public init(_ name: String, aliases: [String] = [], abstract: String, discussion: String? = nil,
-                arguments: [Positional] = [], options: [Option] = []) {
+    public init(
+        _ name: String, aliases: [String] = [], abstract: String, discussion: String? = nil,
+        arguments: [Positional] = [], options: [Option] = []
+    ) {
         self.name = name
         self.aliases = aliases
         self.abstract = abstract
@@ -211,9 +217,11 @@ public struct Program: Sendable {
     public var sections: [HelpSection]
 
     /// Declares a program.
-    public init(_ name: String, overview: String, discussion: String? = nil, options: [Option],
-                subcommands: [Subcommand] = [], arguments: [Positional] = [], refusedOptions: [RefusedOption] = [],
-                sections: [HelpSection] = []) {
+    public init(
+        _ name: String, overview: String, discussion: String? = nil, options: [Option],
+        subcommands: [Subcommand] = [], arguments: [Positional] = [], refusedOptions: [RefusedOption] = [],
+        sections: [HelpSection] = []
+    ) {
         self.name = name
         self.overview = overview
         self.discussion = discussion

@@ -62,8 +62,9 @@ extension Program {
                 inlineValue = String(argument[argument.index(after: equals)...])
             }
             if let refused = refusedOptions.first(where: { $0.names.contains(name) }) {
-                throw ArgumentError(.refusedOption, "\(name) is not an option: \(refused.reason)",
-                                    subcommand: current?.name)
+                throw ArgumentError(
+                    .refusedOption, "\(name) is not an option: \(refused.reason)",
+                    subcommand: current?.name)
             }
             let option = try lookUp(name, in: current)
             if option.takesValue {
@@ -109,19 +110,23 @@ extension Program {
         let everywhere = here + subcommands.flatMap(\.options)
         if everywhere.contains(where: { $0.names.contains(name) }) {
             let owner = current.map { "'\($0.name)'" } ?? self.name
-            throw ArgumentError(.optionNotForCommand, "'\(name)' is not an option of \(owner)",
-                                subcommand: current?.name)
+            throw ArgumentError(
+                .optionNotForCommand, "'\(name)' is not an option of \(owner)",
+                subcommand: current?.name)
         }
-        let suggestion = Suggestion.closest(name, among: here.flatMap(\.names))
+        let suggestion =
+            Suggestion.closest(name, among: here.flatMap(\.names))
             ?? Suggestion.closest(name, among: everywhere.flatMap(\.names))
-        throw ArgumentError(.unknownOption, "unknown option '\(name)'" + Suggestion.phrase(suggestion),
-                            subcommand: current?.name, suggestion: suggestion)
+        throw ArgumentError(
+            .unknownOption, "unknown option '\(name)'" + Suggestion.phrase(suggestion),
+            subcommand: current?.name, suggestion: suggestion)
     }
 
     private func unknownCommand(_ word: String) -> ArgumentError {
         let suggestion = Suggestion.closest(word, among: subcommands.flatMap { [$0.name] + $0.aliases })
-        return ArgumentError(.unknownCommand, "unknown command '\(word)'" + Suggestion.phrase(suggestion),
-                             suggestion: suggestion)
+        return ArgumentError(
+            .unknownCommand, "unknown command '\(word)'" + Suggestion.phrase(suggestion),
+            suggestion: suggestion)
     }
 
     /// Required options present, positional arguments as many as declared and each one allowed.
@@ -161,8 +166,9 @@ extension Program {
             }
         }
         if result.positionals.count > declared.count {
-            throw ArgumentError(.unexpectedArgument, "unexpected argument '\(result.positionals[declared.count])'",
-                                subcommand: current?.name)
+            throw ArgumentError(
+                .unexpectedArgument, "unexpected argument '\(result.positionals[declared.count])'",
+                subcommand: current?.name)
         }
     }
 

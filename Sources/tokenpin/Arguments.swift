@@ -47,7 +47,8 @@ struct ParsedCommandLine {
 enum Options {
     static let store = Option.value(
         "--store", valueName: "dir", help: "The record directory (default: $XDG_STATE_HOME/tokenpin).")
-    static let config = Option.value("--config", valueName: "file", help: "A configuration file read after the standard ones.")
+    static let config = Option.value(
+        "--config", valueName: "file", help: "A configuration file read after the standard ones.")
     static let json = Option.flag("--json", help: "Print one JSON object instead of text.")
     static let noColor = Option.flag("--no-color", help: "Do not colour the output (NO_COLOR is honoured too).")
     static let pinStdin = Option.flag(
@@ -83,7 +84,9 @@ enum Options {
         "--token", help: "Time token verifies against the same APDUs sent bare (prompts: card PIN, admin PIN).")
 
     /// The options every command takes, in help order.
-    static let global = [store, config, json, noColor, pinStdin, quiet, reader, serial, socket, local, user, help, version]
+    static let global = [
+        store, config, json, noColor, pinStdin, quiet, reader, serial, socket, local, user, help, version,
+    ]
 }
 
 extension Program {
@@ -92,52 +95,70 @@ extension Program {
         "tokenpin", overview: "A PIN service that binds PIN verification to a smart card or hardware token.",
         options: Options.global,
         subcommands: [
-            Subcommand("enrol", aliases: ["enroll"], abstract: "Enrol a new PIN and show the recovery key once.",
-                       discussion: "Prompts: PIN, PIN again. The alias `enroll` works too.",
-                       options: [Options.recoveryKeyFile]),
-            Subcommand("verify", abstract: "Verify with the token (when enabled and present) or the PIN.",
-                       discussion: "Prompts: card PIN when the token is used, else PIN; mode = both asks PIN, then card PIN.\n"
-                           + "A wrong PIN reports the tries left; the last one says so; at 0 the PIN locks.\n"
-                           + "A missing or failing token falls back to the PIN when fallback = allow; it costs no PIN try.",
-                       options: [Options.verifyMethod]),
-            Subcommand("change", abstract: "Change the PIN.",
-                       discussion: "Prompts: current PIN, new PIN, new PIN again. The token is never used here and stays enabled."),
+            Subcommand(
+                "enrol", aliases: ["enroll"], abstract: "Enrol a new PIN and show the recovery key once.",
+                discussion: "Prompts: PIN, PIN again. The alias `enroll` works too.",
+                options: [Options.recoveryKeyFile]),
+            Subcommand(
+                "verify", abstract: "Verify with the token (when enabled and present) or the PIN.",
+                discussion: "Prompts: card PIN when the token is used, else PIN; mode = both asks PIN, then card PIN.\n"
+                    + "A wrong PIN reports the tries left; the last one says so; at 0 the PIN locks.\n"
+                    + "A missing or failing token falls back to the PIN when fallback = allow; it costs no PIN try.",
+                options: [Options.verifyMethod]),
+            Subcommand(
+                "change", abstract: "Change the PIN.",
+                discussion:
+                    "Prompts: current PIN, new PIN, new PIN again. The token is never used here and stays enabled."),
             Subcommand("types", abstract: "List the authentication types and whether each is enabled."),
-            Subcommand("toggle", abstract: "Switch an authentication type on or off.",
-                       discussion: "Types: pin (always enabled; `toggle pin off` is refused), token.\n"
-                           + "Prompts for `token on`: PIN, admin PIN (only with --generate-key), card PIN.\n"
-                           + "Prompts for `token off`: PIN (a wrong one counts), or card PIN with --method token; "
-                           + "mode = both: PIN, card PIN.",
-                       arguments: [Positional("type", values: .oneOf(AuthenticationType.allCases.map(\.rawValue)),
-                                              label: "<type>"),
-                                   Positional("state", values: .oneOf(["on", "off"]))],
-                       options: [Options.generateKey, Options.yes, Options.toggleMethod]),
+            Subcommand(
+                "toggle", abstract: "Switch an authentication type on or off.",
+                discussion: "Types: pin (always enabled; `toggle pin off` is refused), token.\n"
+                    + "Prompts for `token on`: PIN, admin PIN (only with --generate-key), card PIN.\n"
+                    + "Prompts for `token off`: PIN (a wrong one counts), or card PIN with --method token; "
+                    + "mode = both: PIN, card PIN.",
+                arguments: [
+                    Positional(
+                        "type", values: .oneOf(AuthenticationType.allCases.map(\.rawValue)),
+                        label: "<type>"),
+                    Positional("state", values: .oneOf(["on", "off"])),
+                ],
+                options: [Options.generateKey, Options.yes, Options.toggleMethod]),
             Subcommand("readers", abstract: "List the card readers and the card in each."),
-            Subcommand("token", abstract: "Change or unblock the card's own PIN.",
-                       discussion: "Prompts: card PIN (or Reset Code / admin PIN), new card PIN, new card PIN again.",
-                       arguments: [Positional("action", values: .oneOf(["change-pin", "unblock"]))],
-                       options: [Options.admin]),
+            Subcommand(
+                "token", abstract: "Change or unblock the card's own PIN.",
+                discussion: "Prompts: card PIN (or Reset Code / admin PIN), new card PIN, new card PIN again.",
+                arguments: [Positional("action", values: .oneOf(["change-pin", "unblock"]))],
+                options: [Options.admin]),
             Subcommand("status", abstract: "Show enrolment, tries left, lock, delay and key derivation."),
-            Subcommand("reset", abstract: "Set a new PIN with the recovery key and clear the lock.",
-                       discussion: "Prompts: recovery key, new PIN, new PIN again. A wrong recovery key is counted."),
-            Subcommand("bench", abstract: "Measure the key derivation and the verify latency on this machine.",
-                       options: [Options.iterations, Options.token]),
+            Subcommand(
+                "reset", abstract: "Set a new PIN with the recovery key and clear the lock.",
+                discussion: "Prompts: recovery key, new PIN, new PIN again. A wrong recovery key is counted."),
+            Subcommand(
+                "bench", abstract: "Measure the key derivation and the verify latency on this machine.",
+                options: [Options.iterations, Options.token]),
             Subcommand("demo", abstract: "Walk through every flow in a temporary store, narrating each step."),
-            Subcommand("import", abstract: "Move the local record into tokenpind's store.",
-                       discussion: "The daemon refuses to overwrite a record it has; the local copy is removed after the move."),
-            Subcommand("watch", abstract: "Print tokenpind's events as JSON lines.",
-                       discussion: "Verified, wrong PIN, locked, reader and card events; a user sees their own, root everyone's."),
-            Subcommand("help", abstract: "Show help for tokenpin or one of its commands.",
-                       arguments: [Positional("command", values: .subcommand, isOptional: true)]),
-            Subcommand("completions", abstract: "Print a shell completion script for bash, zsh or fish.",
-                       discussion: "Installed as /usr/share/bash-completion/completions/tokenpin, "
-                           + "/usr/share/zsh/vendor-completions/_tokenpin and /usr/share/fish/vendor_completions.d/tokenpin.fish.",
-                       arguments: [Positional("shell", values: .oneOf(Shell.allCases.map(\.rawValue)))]),
+            Subcommand(
+                "import", abstract: "Move the local record into tokenpind's store.",
+                discussion: "The daemon refuses to overwrite a record it has; the local copy is removed after the move."
+            ),
+            Subcommand(
+                "watch", abstract: "Print tokenpind's events as JSON lines.",
+                discussion:
+                    "Verified, wrong PIN, locked, reader and card events; a user sees their own, root everyone's."),
+            Subcommand(
+                "help", abstract: "Show help for tokenpin or one of its commands.",
+                arguments: [Positional("command", values: .subcommand, isOptional: true)]),
+            Subcommand(
+                "completions", abstract: "Print a shell completion script for bash, zsh or fish.",
+                discussion: "Installed as /usr/share/bash-completion/completions/tokenpin, "
+                    + "/usr/share/zsh/vendor-completions/_tokenpin and /usr/share/fish/vendor_completions.d/tokenpin.fish.",
+                arguments: [Positional("shell", values: .oneOf(Shell.allCases.map(\.rawValue)))]),
         ],
         refusedOptions: [
-            RefusedOption(["--pin", "--new-pin", "--recovery-key", "--card-pin", "--admin-pin"],
-                          reason: "PINs are never taken from the command line (other users can read it in /proc); "
-                              + "type it at the prompt or use --pin-stdin")
+            RefusedOption(
+                ["--pin", "--new-pin", "--recovery-key", "--card-pin", "--admin-pin"],
+                reason: "PINs are never taken from the command line (other users can read it in /proc); "
+                    + "type it at the prompt or use --pin-stdin")
         ],
         sections: [HelpSection("EXIT CODES", rows: ExitCode.allCases.map { (String($0.rawValue), $0.meaning) })])
 }
@@ -168,8 +189,9 @@ enum ArgumentParser {
         if let serial = values.value(Options.serial) {
             let digits = serial.filter { $0 != ":" }
             guard [8, 12].contains(digits.count), digits.allSatisfy(\.isHexDigit) else {
-                throw UsageError(message: "--serial takes 8 hex digits, or 12 with the manufacturer "
-                    + "(FFFE:0000AAAA), not '\(serial)'", command: result.command)
+                throw UsageError(
+                    message: "--serial takes 8 hex digits, or 12 with the manufacturer "
+                        + "(FFFE:0000AAAA), not '\(serial)'", command: result.command)
             }
             result.global.serial = serial
         }

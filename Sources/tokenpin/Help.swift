@@ -11,9 +11,11 @@ enum Help {
     }
 
     static func json(_ command: Subcommand) -> JSONValue {
-        .object([("name", .string(command.name)), ("abstract", .string(command.abstract)),
-                 ("usage", .string(program.usage(for: command))), ("options", optionsJSON(command.options)),
-                 ("discussion", .optional(command.discussion))])
+        .object([
+            ("name", .string(command.name)), ("abstract", .string(command.abstract)),
+            ("usage", .string(program.usage(for: command))), ("options", optionsJSON(command.options)),
+            ("discussion", .optional(command.discussion)),
+        ])
     }
 
     /// The command called `name` (or an alias of it).

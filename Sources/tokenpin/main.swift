@@ -108,10 +108,12 @@ struct HelpCommand: Command {
         }
         guard let entry = Help.entry(topic) else {
             return console.fail(.usage, errorCode: "usage", message: "unknown command '\(topic)'"
-                + Suggestion.didYouMean(topic, among: Help.program.subcommands.map(\.name)), hint: "see 'tokenpin help'")
+                + Suggestion.didYouMean(topic, among: Help.program.subcommands.map(\.name)),
+                hint: "see 'tokenpin help'")
         }
         if json {
-            console.emit([("ok", .bool(true)), ("command", Help.json(entry)), ("options", Help.optionsJSON(Options.global))])
+            console.emit([("ok", .bool(true)), ("command", Help.json(entry)),
+                          ("options", Help.optionsJSON(Options.global))])
         } else {
             Console.write(1, Help.text(for: entry))
         }

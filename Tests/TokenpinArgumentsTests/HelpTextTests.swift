@@ -23,8 +23,9 @@ import Testing
         #expect(program.usage(for: verify) == "tool verify [--method pin|token]")
         #expect(program.usage(for: toggle) == "tool toggle <type> on|off [--yes] [--method pin|token]")
         #expect(program.usage(for: help) == "tool help [<command>]")
-        #expect(Fixture.flat.usage() == "tool-sim --state <file> [--port <n>] [--fault <rule> ...]",
-                "help and version flags are left out")
+        #expect(
+            Fixture.flat.usage() == "tool-sim --state <file> [--port <n>] [--fault <rule> ...]",
+            "help and version flags are left out")
     }
 
     @Test func mainHelpHasTheArgumentParserLayout() {
@@ -40,16 +41,19 @@ import Testing
 
     @Test func subcommandHelpListsItsOptionsThenTheProgramOnes() throws {
         let text = program.helpText(for: try #require(program.subcommand(named: "verify")))
-        #expect(text.hasPrefix("OVERVIEW: Verify.\n\nUSAGE: tool verify [--method pin|token]\n\nOPTIONS:\n"
-            + "  --method pin|token    Use only this type.\n  --store <dir>"))
+        #expect(
+            text.hasPrefix(
+                "OVERVIEW: Verify.\n\nUSAGE: tool verify [--method pin|token]\n\nOPTIONS:\n"
+                    + "  --method pin|token    Use only this type.\n  --store <dir>"))
         #expect(text.hasSuffix("  --version             Show the version.\n"))
     }
 
     @Test func aProgramWithoutSubcommandsHasNoSubcommandSection() {
         let text = Fixture.flat.helpText()
         #expect(!text.contains("SUBCOMMANDS:") && !text.contains("See '"))
-        #expect(text.contains("  --fault <rule>        Inject a fault.\n                        Twice.\n"),
-                "a second line continues under the help column")
+        #expect(
+            text.contains("  --fault <rule>        Inject a fault.\n                        Twice.\n"),
+            "a second line continues under the help column")
     }
 
     @Test func paragraphSectionsAndDiscussions() {
@@ -74,7 +78,8 @@ import Testing
 
     @Test func columnsWidenForLongLabels() {
         let text = Program.columns([("a", "one"), (String(repeating: "x", count: 30), "two")])
-        #expect(text == "  a" + String(repeating: " ", count: 31) + "one\n  " + String(repeating: "x", count: 30) + "  two")
+        #expect(
+            text == "  a" + String(repeating: " ", count: 31) + "one\n  " + String(repeating: "x", count: 30) + "  two")
     }
 }
 

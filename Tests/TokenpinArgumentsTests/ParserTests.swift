@@ -10,8 +10,9 @@ enum Fixture {
     static let quiet = Option.flag("-q", "--quiet", help: "Print less.")
     static let help = Option.flag("-h", "--help", help: "Show help information.", stopsValidation: true)
     static let version = Option.flag("--version", help: "Show the version.", stopsValidation: true)
-    static let method = Option.value("--method", valueName: "method", allowedValues: ["pin", "token"],
-                                     help: "Use only this type.")
+    static let method = Option.value(
+        "--method", valueName: "method", allowedValues: ["pin", "token"],
+        help: "Use only this type.")
     static let yes = Option.flag("--yes", help: "Confirm.")
     static let keyFile = Option.value("--recovery-key-file", valueName: "file", help: "Write the key here.")
 
@@ -21,14 +22,19 @@ enum Fixture {
         subcommands: [
             Subcommand("enrol", aliases: ["enroll"], abstract: "Enrol.", options: [keyFile]),
             Subcommand("verify", abstract: "Verify.", options: [method]),
-            Subcommand("toggle", abstract: "Toggle.",
-                       arguments: [Positional("type", values: .oneOf(["pin", "token"]), label: "<type>"),
-                                   Positional("state", values: .oneOf(["on", "off"]))],
-                       options: [yes, method]),
-            Subcommand("help", abstract: "Help.",
-                       arguments: [Positional("command", values: .subcommand, isOptional: true)]),
-            Subcommand("completions", abstract: "Completions.",
-                       arguments: [Positional("shell", values: .oneOf(["bash", "zsh", "fish"]))]),
+            Subcommand(
+                "toggle", abstract: "Toggle.",
+                arguments: [
+                    Positional("type", values: .oneOf(["pin", "token"]), label: "<type>"),
+                    Positional("state", values: .oneOf(["on", "off"])),
+                ],
+                options: [yes, method]),
+            Subcommand(
+                "help", abstract: "Help.",
+                arguments: [Positional("command", values: .subcommand, isOptional: true)]),
+            Subcommand(
+                "completions", abstract: "Completions.",
+                arguments: [Positional("shell", values: .oneOf(["bash", "zsh", "fish"]))]),
         ],
         refusedOptions: [RefusedOption(["--pin", "--new-pin"], reason: "never on the command line")],
         sections: [HelpSection("EXIT CODES", rows: [("0", "Success."), ("2", "Usage.")])])
@@ -135,7 +141,10 @@ enum Fixture {
         (["verfy"], .unknownCommand, "unknown command 'verfy'; did you mean 'verify'?", "verify"),
         (["enrooll"], .unknownCommand, "unknown command 'enrooll'; did you mean 'enroll'?", "enroll"),
         (["verify", "--frob"], .unknownOption, "unknown option '--frob'", nil),
-        (["verify", "--methd", "pin"], .unknownOption, "unknown option '--methd'; did you mean '--method'?", "--method"),
+        (
+            ["verify", "--methd", "pin"], .unknownOption, "unknown option '--methd'; did you mean '--method'?",
+            "--method"
+        ),
         (["verify", "-x"], .unknownOption, "unknown option '-x'", nil),
         (["verify", "--jsn"], .unknownOption, "unknown option '--jsn'; did you mean '--json'?", "--json"),
         (["enrol", "--method", "pin"], .optionNotForCommand, "'--method' is not an option of 'enrol'", nil),
@@ -146,16 +155,21 @@ enum Fixture {
         (["--store=", "verify"], .emptyValue, "empty value for '--store'", nil),
         (["--store", "", "verify"], .emptyValue, "empty value for '--store'", nil),
         (["verify", "--method", "face"], .invalidValue, "--method must be pin or token, not 'face'", nil),
-        (["verify", "--method", "tokn"], .invalidValue, "--method must be pin or token, not 'tokn'; did you mean 'token'?",
-         "token"),
+        (
+            ["verify", "--method", "tokn"], .invalidValue,
+            "--method must be pin or token, not 'tokn'; did you mean 'token'?",
+            "token"
+        ),
         (["verify", "--json=yes"], .unexpectedValue, "'--json' takes no value", nil),
         (["toggle"], .missingArgument, "missing <type>", nil),
         (["toggle", "pin"], .missingArgument, "missing on|off", nil),
         (["toggle", "face", "on"], .invalidArgument, "unknown type 'face'; expected pin or token", nil),
         (["toggle", "pin", "maybe"], .invalidArgument, "unknown state 'maybe'; expected on or off", nil),
         (["completions", "tcsh"], .invalidArgument, "unknown shell 'tcsh'; expected one of bash, zsh, fish", nil),
-        (["completions", "zhs"], .invalidArgument,
-         "unknown shell 'zhs'; expected one of bash, zsh, fish; did you mean 'zsh'?", "zsh"),
+        (
+            ["completions", "zhs"], .invalidArgument,
+            "unknown shell 'zhs'; expected one of bash, zsh, fish; did you mean 'zsh'?", "zsh"
+        ),
         (["help", "stauts"], .unknownCommand, "unknown command 'stauts'", nil),
         (["help", "verfy"], .unknownCommand, "unknown command 'verfy'; did you mean 'verify'?", "verify"),
         (["toggle", "pin", "on", "now"], .unexpectedArgument, "unexpected argument 'now'", nil),
@@ -202,9 +216,11 @@ enum Fixture {
 
     /// Any mix of declared and stray words parses or fails with an `ArgumentError`, never traps.
     @Test func randomCommandLinesParseOrFailCleanly() {
-        let vocabulary = ["verify", "toggle", "pin", "on", "off", "--", "-", "--store", "--store=", "--method",
-                          "--method=pin", "--json", "--json=1", "-q", "--help", "--pin", "=", "--=", "-=x", "",
-                          "help", "enroll", "completions", "zsh", "--yes", "x", "--recovery-key-file"]
+        let vocabulary = [
+            "verify", "toggle", "pin", "on", "off", "--", "-", "--store", "--store=", "--method",
+            "--method=pin", "--json", "--json=1", "-q", "--help", "--pin", "=", "--=", "-=x", "",
+            "help", "enroll", "completions", "zsh", "--yes", "x", "--recovery-key-file",
+        ]
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
         func next() -> Int {
             state ^= state << 13

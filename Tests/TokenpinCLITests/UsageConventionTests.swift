@@ -50,13 +50,15 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: built("tokenpin-sim")), arguments: [
-        (["--port", "1"], "--state <file> is required"),
-        (["--state", "x", "--bogus"], "unknown option '--bogus'"),
-        (["--state", "x", "--port"], "missing value for '--port'"),
-        (["--state", "x", "--port", "0"], "--port needs a number from 1 to 65535"),
-        (["--state", "x", "--stats=1"], "'--stats' takes no value"),
-    ])
+    @Test(
+        .enabled(if: built("tokenpin-sim")),
+        arguments: [
+            (["--port", "1"], "--state <file> is required"),
+            (["--state", "x", "--bogus"], "unknown option '--bogus'"),
+            (["--state", "x", "--port"], "missing value for '--port'"),
+            (["--state", "x", "--port", "0"], "--port needs a number from 1 to 65535"),
+            (["--state", "x", "--stats=1"], "'--stats' takes no value"),
+        ])
     func simulatorUsageErrorsExitTwo(arguments: [String], message: String) throws {
         let result = try run("tokenpin-sim", arguments)
         #expect(result.status == 2)

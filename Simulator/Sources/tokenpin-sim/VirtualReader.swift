@@ -26,8 +26,10 @@ enum Arguments {
         help: "The card's JSON state file; created factory-new when missing.")
     static let port = Option.value("--port", valueName: "n", help: "The vpcd port to connect to. (default: 35963)")
     static let host = Option.value("--host", valueName: "h", help: "The vpcd host. (default: localhost)")
-    static let serial = Option.value("--serial", valueName: "hex", help: "The card serial number in the AID, 8 hex digits.")
-    static let reset = Option.flag("--reset", help: "Make the card factory-new (keeps the serial unless --serial is given).")
+    static let serial = Option.value(
+        "--serial", valueName: "hex", help: "The card serial number in the AID, 8 hex digits.")
+    static let reset = Option.flag(
+        "--reset", help: "Make the card factory-new (keeps the serial unless --serial is given).")
     static let fault = Option.value(
         "--fault", valueName: "rule", isRepeatable: true,
         help: "Inject a fault: KIND[:ARG][@INS][*TIMES] with KIND one of vanish,\n"
@@ -38,7 +40,8 @@ enum Arguments {
         help: "After a vanish fault, reinsert the card after this delay. (default: 1000)")
     static let stats = Option.flag(
         "--stats", help: "Print the time the card spends on each APDU to stderr, and a summary at exit.")
-    static let trace = Option.flag("--trace", help: "Print each APDU header and status word to stderr (never PIN data).")
+    static let trace = Option.flag(
+        "--trace", help: "Print each APDU header and status word to stderr (never PIN data).")
     static let help = Option.flag("-h", "--help", help: "Show help information.", stopsValidation: true)
 
     static let program = Program(
