@@ -64,7 +64,9 @@ enum Options {
     static let user = Option.value(
         "--user", valueName: "name", help: "Act on this user's record (root only, through tokenpind).")
     static let help = Option.flag("-h", "--help", help: "Show help information.", stopsValidation: true)
-    static let version = Option.flag("-V", "--version", help: "Show the version.", stopsValidation: true)
+    /// Not a validation stop: `--version` answers only without a command, so `verify extra --version` is the usage
+    /// error it always was rather than a verify that ignores `extra`.
+    static let version = Option.flag("-V", "--version", help: "Show the version.")
 
     static let recoveryKeyFile = Option.value(
         "--recovery-key-file", valueName: "file",

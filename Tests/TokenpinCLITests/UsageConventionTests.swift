@@ -80,6 +80,14 @@ import Testing
         #expect(result.stderr.contains("hint: usage: tokenpin toggle <type> on|off [--generate-key] [--yes]"))
     }
 
+    @Test func versionAnswersOnlyWithoutACommand() throws {
+        let short = try CLI().run(["-V"], plain: true)
+        #expect(short.status == 0 && short.stdout.hasPrefix("tokenpin "))
+        let extra = try CLI().run(["verify", "extra", "--version"], plain: true)
+        #expect(extra.status == 2)
+        #expect(extra.stderr.contains("unexpected argument 'extra'"), "\(extra.stderr)")
+    }
+
     @Test func helpBeatsAMissingArgument() throws {
         let result = try CLI().run(["toggle", "--help"], plain: true)
         #expect(result.status == 0, "\(result.stderr)")
