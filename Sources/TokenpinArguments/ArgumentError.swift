@@ -47,5 +47,6 @@ public struct ArgumentError: Error, Sendable, Equatable, CustomStringConvertible
         self.suggestion = suggestion
     }
 
+    /// The message, as `error:` lines show it.
     public var description: String { message }
 }
