@@ -92,7 +92,7 @@ let package = Package(
             name: "tokenpin",
             dependencies: [
                 "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinReaders", "TokenpinSimulator", "TokenpinProtocol",
-                "TokenpinArguments",
+                "TokenpinArguments", "TokenpinSystem",
             ],
             swiftSettings: strictSettings
         ),
@@ -116,7 +116,7 @@ let package = Package(
             name: "tokenpind",
             dependencies: [
                 "TokenpinDaemon", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinReaders",
-                "TokenpinArguments",
+                "TokenpinArguments", "TokenpinSystem",
             ],
             swiftSettings: strictSettings
         ),

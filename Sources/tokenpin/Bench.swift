@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenpinCore
 import TokenpinService
 #if canImport(Glibc)
@@ -7,7 +7,8 @@ import Glibc
 
 /// Makes a private temporary directory (0700) for the demo and the benchmark.
 func makeTemporaryDirectory(_ prefix: String) -> String? {
-    var template = Array((NSTemporaryDirectory() + "/\(prefix).XXXXXX").utf8CString)
+    let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
+    var template = Array((base + "/\(prefix).XXXXXX").utf8CString)
     guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else { return nil }
     return String(cString: made)
 }
@@ -33,8 +34,8 @@ struct BenchCommand: Command {
         context.console.say("Argon2id calibration (target \(context.configuration.kdfTargetMilliseconds) ms, "
             + "memory \(calibration.memoryFloorKiB / 1024)-\(calibration.memoryCapKiB / 1024) MiB):")
         context.console.say("  chosen:   m=\(chosen.memoryKiB / 1024) MiB, t=\(chosen.passes), p=1")
-        context.console.say(String(format: "  measured: %.1f ms per derivation (calibration took %.2f s)",
-                                   result.measuredMilliseconds, calibrationSeconds))
+        context.console.say("  measured: \(fixed(result.measuredMilliseconds, 1)) ms per derivation (calibration took "
+            + "\(fixed(calibrationSeconds, 2)) s)")
 
         guard let directory = makeTemporaryDirectory("tokenpin-bench") else {
             return context.console.fail(.ioError, errorCode: "io", message: "cannot create a temporary directory")
@@ -75,11 +76,11 @@ struct BenchCommand: Command {
         getrusage(RUSAGE_SELF.rawValue, &usage)
         let peakMiB = Double(usage.ru_maxrss) / 1024
         context.console.say("Verify latency (median of \(iterations)):")
-        context.console.say(String(format: "  wall:     %.1f ms", wall))
-        context.console.say(String(format: "  KDF:      %.1f ms", kdf))
-        context.console.say(String(format: "  other:    %.2f ms (%.2f%% of the KDF: counter write, fsyncs, unwrap, record I/O)",
-                                   other, kdf > 0 ? other / kdf * 100 : 0))
-        context.console.say(String(format: "Peak memory (max RSS): %.1f MiB", peakMiB))
+        context.console.say("  wall:     \(fixed(wall, 1)) ms")
+        context.console.say("  KDF:      \(fixed(kdf, 1)) ms")
+        context.console.say("  other:    \(fixed(other, 2)) ms (\(fixed(kdf > 0 ? other / kdf * 100 : 0, 2))% of the KDF: counter "
+            + "write, fsyncs, unwrap, record I/O)")
+        context.console.say("Peak memory (max RSS): \(fixed(peakMiB, 1)) MiB")
         context.console.emit([
             ("ok", .bool(true)),
             ("calibration", .object([("targetMs", .int(context.configuration.kdfTargetMilliseconds)),

@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
+import TokenpinSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -189,7 +190,7 @@ struct EnrolCommand: Command {
             return .success(fd)
         }
         let code = errno
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = Paths.parent(of: path)
         let why: String
         switch code {
         case EEXIST: why = "it exists (tokenpin never overwrites a file; name a new one)"
@@ -301,7 +302,7 @@ struct TypesCommand: Command {
                     let present = token.readers.contains { $0.serial == serial }
                     detail = "  card \(cardLabel(serial: serial)), \(present ? "present" : "not present")"
                 }
-                context.console.say("\(type.type.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0)) \(state)\(detail)")
+                context.console.say("\(type.type.rawValue.padded(to: 6)) \(state)\(detail)")
             }
             describeReaders(token, context: context, enrolledSerial: serial)
             context.console.emit([("ok", .bool(true)), ("types", typesJSON(types)),
@@ -372,7 +373,7 @@ struct ReadersCommand: Command {
 func matches(_ serial: String?, _ wanted: String?) -> Bool {
     guard let wanted else { return true }
     guard let serial else { return false }
-    let plain = wanted.replacingOccurrences(of: ":", with: "").uppercased()
+    let plain = wanted.replacing(":", with: "").uppercased()
     return serial.uppercased() == plain || (plain.count == 8 && serial.uppercased().hasSuffix(plain))
 }
 
@@ -571,8 +572,7 @@ struct WatchCommand: Command {
         let line = event.jsonLine
         let head = "{\"event\":" + JSONValue.quote(event.name)
         guard line.hasPrefix(head), !event.fields.contains(where: { $0.key == "time" }) else { return line }
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return head + ",\"time\":" + JSONValue.quote(formatter.string(from: date)) + line.dropFirst(head.count)
+        let time = date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        return head + ",\"time\":" + JSONValue.quote(time) + line.dropFirst(head.count)
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinReaders
@@ -134,7 +134,7 @@ final class CLIInteraction: Interaction {
         case .confirmPIN: appearance.promptConfirmPIN
         case .recoveryKey: appearance.promptRecoveryKey
         case .cardPIN(let card, let tries):
-            appearance.promptCardPIN.replacingOccurrences(of: "%s", with: "card \(card) (\(tries == 1 ? "last try before the card blocks" : "\(tries) tries left"))")
+            appearance.promptCardPIN.replacing("%s", with: "card \(card) (\(tries == 1 ? "last try before the card blocks" : "\(tries) tries left"))")
         case .newCardPIN: "New card PIN"
         case .confirmCardPIN: "New card PIN again"
         case .adminPIN(let card, let tries): "Admin PIN for card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"

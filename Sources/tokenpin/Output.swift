@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenpinService
 #if canImport(Glibc)
 import Glibc
@@ -19,7 +19,7 @@ indirect enum JSONValue {
         switch self {
         case .string(let text): return Self.quote(text)
         case .int(let number): return String(number)
-        case .double(let number): return number.isFinite ? String(format: "%.3f", number) : "null"
+        case .double(let number): return number.isFinite ? fixed(number, 3) : "null"
         case .bool(let flag): return flag ? "true" : "false"
         case .null: return "null"
         case .array(let items): return "[" + items.map(\.serialized).joined(separator: ",") + "]"
@@ -36,7 +36,7 @@ indirect enum JSONValue {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            case _ where scalar.value < 0x20: out += unicodeEscape(scalar.value)
             default: out.unicodeScalars.append(scalar)
             }
         }
@@ -46,7 +46,7 @@ indirect enum JSONValue {
     static func optional(_ value: Int?) -> JSONValue { value.map { .int($0) } ?? .null }
     static func optional(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
     static func optional(_ value: Date?) -> JSONValue {
-        value.map { .string(ISO8601DateFormatter().string(from: $0)) } ?? .null
+        value.map { .string($0.formatted(.iso8601)) } ?? .null
     }
 }
 

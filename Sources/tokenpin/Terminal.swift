@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenpinCore
 import TokenpinService
 #if canImport(Glibc)
@@ -188,7 +188,7 @@ struct TerminalReader {
         var answer: [UInt8] = []
         var byte: UInt8 = 0
         while Glibc.read(fd, &byte, 1) == 1 && byte != 0x0A && answer.count < 8 { answer.append(byte) }
-        let text = String(decoding: answer, as: UTF8.self).trimmingCharacters(in: .whitespaces)
+        let text = String(decoding: answer, as: UTF8.self).trimmingBlanks()
         guard let number = Int(text), (1...options.count).contains(number) else { throw .cancelled }
         return number - 1
     }
@@ -199,7 +199,7 @@ struct TerminalReader {
         var answer: [UInt8] = []
         var byte: UInt8 = 0
         while Glibc.read(fd, &byte, 1) == 1 && byte != 0x0A && answer.count < 16 { answer.append(byte) }
-        let text = String(decoding: answer, as: UTF8.self).trimmingCharacters(in: .whitespaces).lowercased()
+        let text = String(decoding: answer, as: UTF8.self).trimmingBlanks().lowercased()
         return text == "y" || text == "yes"
     }
 }

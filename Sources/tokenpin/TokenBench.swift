@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 import TokenpinAPDU
 import TokenpinCore
@@ -216,11 +216,13 @@ extension BenchCommand {
             let ratio = bare > 0 ? verify / bare : 0
             context.console.say("Token verify on \(reader) (median of \(iterations)):")
             context.console.say("  APDUs per verify:   \(apdus.max() ?? 0)")
-            context.console.say(String(format: "  tokenpin verify:    %.2f ms", verify))
-            context.console.say(String(format: "  bare, same APDUs:   %.2f ms (open, transaction, 4 x SCardTransmit, close); transmits alone %.2f ms", bare, transmits))
-            context.console.say(String(format: "  ratio:              %.2f (target: within 1.20)", ratio))
-            context.console.say(String(format: "  record under lock:  %.2f ms (part of the difference; the rest, not measured apart: the second "
-                + "PC/SC transaction, as the card PIN is asked between reading the tries and VERIFY, and guarded memory)", record))
+            context.console.say("  tokenpin verify:    \(fixed(verify, 2)) ms")
+            context.console.say("  bare, same APDUs:   \(fixed(bare, 2)) ms (open, transaction, 4 x SCardTransmit, close); transmits alone "
+                + "\(fixed(transmits, 2)) ms")
+            context.console.say("  ratio:              \(fixed(ratio, 2)) (target: within 1.20)")
+            context.console.say("  record under lock:  \(fixed(record, 2)) ms (part of the difference; the rest, not measured apart: "
+                + "the second PC/SC transaction, as the card PIN is asked between reading the tries and VERIFY, and "
+                + "guarded memory)")
             context.console.emit([
                 ("ok", .bool(true)), ("reader", .string(reader)), ("iterations", .int(iterations)),
                 ("apdusPerVerify", .int(apdus.max() ?? 0)), ("verifyMs", .double(verify)), ("bareMs", .double(bare)),

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenpinArguments
 import TokenpinCore
 import TokenpinProtocol
