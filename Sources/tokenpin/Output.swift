@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenpinCore
 import TokenpinService
 #if canImport(Glibc)
 import Glibc

@@ -178,3 +178,23 @@ import Testing
         #expect(text[...].trimmingBlanks() == expected)
     }
 }
+
+@Suite struct FormattingTests {
+    @Test(arguments: [
+        (1.25, 1, "1.3"), (0.0, 2, "0.00"), (369.4567, 1, "369.5"), (2.0, 0, "2"), (-1.005, 2, "-1.00"),
+        (-0.0001, 2, "0.00"), (12.345678, 3, "12.346"), (0.05, 2, "0.05"), (100, 2, "100.00"),
+    ])
+    func fixedDecimals(value: Double, places: Int, expected: String) {
+        #expect(fixed(value, places) == expected)
+    }
+
+    @Test func specialValues() {
+        #expect(fixed(.nan, 2) == "nan")
+        #expect(fixed(.infinity, 2) == "inf")
+        #expect(fixed(-.infinity, 2) == "-inf")
+        #expect(unicodeEscape(0x1F) == "\\u001f")
+        #expect(unicodeEscape(0) == "\\u0000")
+        #expect("pin".padded(to: 6) == "pin   ")
+        #expect("toolong".padded(to: 3) == "toolong")
+    }
+}
