@@ -1,7 +1,10 @@
-/// A JSON value as the daemon protocol uses it: strings as UTF-8 bytes, integers only.
+import TokenpinCore
+
+/// tokenpin's one JSON value: the daemon protocol's messages and the CLI's `--json` output.
 ///
 /// Strings stay bytes so that a secret (a PIN in a `secret` message) can be moved into guarded memory and the
-/// ordinary copy wiped; no `String` of a secret is ever made.
+/// ordinary copy wiped; no `String` of a secret is ever made. The protocol carries whole numbers only: the parser
+/// never produces `double`, which only reports (the CLI's `bench` figures) write.
 public enum JSONValue: Sendable, Equatable {
     /// A string's UTF-8 bytes.
     case string([UInt8])
@@ -15,9 +18,21 @@ public enum JSONValue: Sendable, Equatable {
     case array([JSONValue])
     /// An object, members in the order they were given.
     case object([JSONMember])
+    /// A number with a fraction, written with three decimals (null when not finite). Never on the wire.
+    case double(Double)
 
     /// A string value from text.
     public static func text(_ text: String) -> JSONValue { .string(Array(text.utf8)) }
+    /// A string value from text (the same as `text`).
+    public static func string(_ text: String) -> JSONValue { .string(Array(text.utf8)) }
+    /// An object from key-value pairs, in order.
+    public static func object(_ pairs: [(String, JSONValue)]) -> JSONValue {
+        .object(pairs.map { JSONMember($0.0, $0.1) })
+    }
+    /// A whole number, or null.
+    public static func optional(_ value: Int?) -> JSONValue { value.map(JSONValue.int) ?? .null }
+    /// A string, or null.
+    public static func optional(_ value: String?) -> JSONValue { value.map(JSONValue.text) ?? .null }
     /// A whole number from an `Int`.
     public static func int(_ number: Int) -> JSONValue { .integer(Int64(number)) }
 
@@ -57,6 +72,16 @@ public enum JSONValue: Sendable, Equatable {
         return out
     }
 
+    /// Compact JSON text, on one line (for output that is no secret).
+    public var jsonText: String { String(decoding: serialized, as: UTF8.self) }
+
+    /// `text` as a quoted JSON string.
+    public static func quote(_ text: String) -> String {
+        var out: [UInt8] = []
+        quote(Array(text.utf8), into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Appends the compact JSON form to `out`.
     public func serialize(into out: inout [UInt8]) {
         switch self {
@@ -64,6 +89,7 @@ public enum JSONValue: Sendable, Equatable {
         case .integer(let number): out += Array(String(number).utf8)
         case .bool(let flag): out += Array((flag ? "true" : "false").utf8)
         case .null: out += Array("null".utf8)
+        case .double(let number): out += Array((number.isFinite ? fixed(number, 3) : "null").utf8)
         case .array(let items):
             out.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {

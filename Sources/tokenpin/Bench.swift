@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenpinProtocol
 import TokenpinCore
 import TokenpinService
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import TokenpinCore
+import TokenpinProtocol
 import TokenpinReaders
 import TokenpinService
 import TokenpinSimulator

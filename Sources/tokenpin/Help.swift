@@ -1,4 +1,5 @@
 import TokenpinArguments
+import TokenpinProtocol
 import TokenpinService
 
 /// Help in the argument-parser layout (OVERVIEW, USAGE, OPTIONS, SUBCOMMANDS), as text or JSON, generated from

@@ -1,51 +1,13 @@
 import FoundationEssentials
 import TokenpinCore
+import TokenpinProtocol
 import TokenpinService
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A JSON value with keys in the order they were given, so output keys are stable.
-indirect enum JSONValue {
-    case string(String)
-    case int(Int)
-    case double(Double)
-    case bool(Bool)
-    case null
-    case array([JSONValue])
-    case object([(String, JSONValue)])
-
-    /// Compact JSON on one line.
-    var serialized: String {
-        switch self {
-        case .string(let text): return Self.quote(text)
-        case .int(let number): return String(number)
-        case .double(let number): return number.isFinite ? fixed(number, 3) : "null"
-        case .bool(let flag): return flag ? "true" : "false"
-        case .null: return "null"
-        case .array(let items): return "[" + items.map(\.serialized).joined(separator: ",") + "]"
-        case .object(let pairs): return "{" + pairs.map { Self.quote($0.0) + ":" + $0.1.serialized }.joined(separator: ",") + "}"
-        }
-    }
-
-    static func quote(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += unicodeEscape(scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
-
-    static func optional(_ value: Int?) -> JSONValue { value.map { .int($0) } ?? .null }
-    static func optional(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
+extension JSONValue {
+    /// A date as ISO 8601 text, or null.
     static func optional(_ value: Date?) -> JSONValue {
         value.map { .string($0.formatted(.iso8601)) } ?? .null
     }
@@ -73,7 +35,7 @@ struct Console {
     /// Prints the command's JSON object.
     func emit(_ object: [(String, JSONValue)]) {
         guard json else { return }
-        Self.write(1, JSONValue.object(object).serialized + "\n")
+        Self.write(1, JSONValue.object(object).jsonText + "\n")
     }
 
     /// Reports an error: `error: <message>` and a hint on stderr, or a JSON object with `error`.

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenpinProtocol
 import Synchronization
 import TokenpinAPDU
 import TokenpinCore

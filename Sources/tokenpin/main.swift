@@ -135,7 +135,7 @@ func runMain() -> ExitCode {
     }
     if parsed.wantsVersion && parsed.command == nil {
         if parsed.global.json {
-            Console.write(1, JSONValue.object([("ok", .bool(true)), ("version", .string(tokenpinVersion))]).serialized + "\n")
+            Console.write(1, JSONValue.object([("ok", .bool(true)), ("version", .string(tokenpinVersion))]).jsonText + "\n")
         } else {
             Console.write(1, "tokenpin \(tokenpinVersion)\n")
         }

@@ -68,3 +68,19 @@ import TokenpinService
         #expect(VerifyReport(outcome: outcome).exitCode == code)
     }
 }
+
+/// The one JSON value writes what the CLI's `--json` printed: doubles with three decimals, text helpers, pairs.
+@Suite struct JSONOutputTests {
+    @Test func cliShapes() {
+        let value = JSONValue.object([
+            ("ok", .bool(true)), ("ms", .double(1.23456)), ("n", .optional(nil as Int?)), ("s", .string("a\u{1}\"")),
+            ("inf", .double(.infinity)), ("list", .array([.int(1), .optional("x" as String?)])),
+        ])
+        #expect(value.jsonText == #"{"ok":true,"ms":1.235,"n":null,"s":"a\u0001\"","inf":null,"list":[1,"x"]}"#)
+        #expect(JSONValue.quote("é\n") == "\"é\\n\"")
+    }
+
+    @Test func theParserNeverMakesADouble() {
+        #expect { _ = try JSONParser.parse(Array("1.5".utf8)) } throws: { ($0 as? ProtocolError)?.code == .malformed }
+    }
+}
