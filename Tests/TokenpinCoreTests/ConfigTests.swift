@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TokenpinCore
+import TokenpinTestSupport
 
 @Suite struct ConfigTests {
     @Test func defaults() {

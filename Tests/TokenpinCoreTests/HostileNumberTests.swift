@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TokenpinCore
+import TokenpinTestSupport
 
 /// Records and counters carrying numbers at and past their bounds.
 ///

@@ -1,5 +1,6 @@
 import Testing
 @testable import TokenpinCore
+import TokenpinTestSupport
 
 @Suite struct SecretBytesTests {
     @Test func equalityIsByContent() {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TokenpinCore
+import TokenpinTestSupport
 
 @Suite struct VaultSlotTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)

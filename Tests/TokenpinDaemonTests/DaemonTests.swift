@@ -5,6 +5,7 @@ import TokenpinCore
 import TokenpinDaemon
 import TokenpinProtocol
 import TokenpinService
+import TokenpinTestSupport
 
 @Suite struct AuthorizationTests {
     let alice = Peer(pid: 10, uid: 1000, gid: 1000, name: "alice")
@@ -138,8 +139,7 @@ final class TestDaemon: Sendable {
     let logs = LogCapture()
 
     init(config: String = "", adjust: (inout DaemonOptions) -> Void = { _ in }) throws {
-        directory = NSTemporaryDirectory() + "tokenpind-test-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        directory = temporaryDirectory("daemon")
         let file = directory + "/tokenpin.conf"
         // enrol-auth = none: these tests connect as whoever runs them; the password check before enrolment is
         // tested with temporary users and a PAM service of their own in tests/service/adversary.sh.
