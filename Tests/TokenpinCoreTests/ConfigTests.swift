@@ -61,7 +61,9 @@ import TokenpinTestSupport
 
     @Test func maxBelowMinIsRefused() {
         var configuration = Configuration()
-        #expect(throws: ConfigError.self) { try configuration.apply(text: "pin-min-length = 10\npin-max-length = 8", file: "x") }
+        #expect {
+            try configuration.apply(text: "pin-min-length = 10\npin-max-length = 8", file: "x")
+        } throws: { isConfigError($0, line: 0, mentioning: "pin-max-length") }
     }
 
     @Test func laterFilesOverrideEarlierOnes() throws {
@@ -77,7 +79,9 @@ import TokenpinTestSupport
         #expect(configuration.retriesMax == 7)
         #expect(configuration.kdfTargetMilliseconds == 500)
         #expect(configuration.policy.minUnique == 4)
-        #expect(throws: ConfigError.self) { try Configuration.load(files: [], explicitFile: directory + "/missing.conf") }
+        #expect {
+            try Configuration.load(files: [], explicitFile: directory + "/missing.conf")
+        } throws: { isConfigError($0, file: directory + "/missing.conf", line: 0, mentioning: "no such configuration file") }
     }
 
     @Test func siteBlocklistFileIsLoaded() throws {
@@ -120,7 +124,9 @@ import TokenpinTestSupport
     @Test(arguments: ["0", "4M", "1T", "lots", "-1G", ""])
     func daemonKDFMemoryRejectsBadSizes(text: String) {
         var configuration = Configuration()
-        #expect(throws: ConfigError.self) { try configuration.apply(text: "daemon-kdf-memory = \(text)", file: "x") }
+        #expect {
+            try configuration.apply(text: "daemon-kdf-memory = \(text)", file: "x")
+        } throws: { isConfigError($0, line: 1, mentioning: "daemon-kdf-memory") }
     }
 
     @Test func daemonDefaultsAndLimits() throws {
@@ -132,7 +138,9 @@ import TokenpinTestSupport
         #expect(configuration.daemonIdleTimeoutSeconds == 5)
         #expect(configuration.daemonPromptTimeoutSeconds == 60)
         #expect(configuration.daemonRequestsPerMinute == 10)
-        #expect(throws: ConfigError.self) { try configuration.apply(text: "daemon-idle-timeout = 0", file: "x") }
+        #expect {
+            try configuration.apply(text: "daemon-idle-timeout = 0", file: "x")
+        } throws: { isConfigError($0, line: 1, mentioning: "daemon-idle-timeout") }
     }
 }
 
@@ -144,8 +152,12 @@ import TokenpinTestSupport
         try configuration.apply(text: "on-card-removal = lock\nlock-grace = 10", file: "x")
         #expect(configuration.onCardRemoval == .lock)
         #expect(configuration.lockGraceSeconds == 10)
-        #expect(throws: ConfigError.self) { try configuration.apply(text: "on-card-removal = shutdown", file: "x") }
-        #expect(throws: ConfigError.self) { try configuration.apply(text: "lock-grace = -1", file: "x") }
+        #expect {
+            try configuration.apply(text: "on-card-removal = shutdown", file: "x")
+        } throws: { isConfigError($0, line: 1, mentioning: "on-card-removal") }
+        #expect {
+            try configuration.apply(text: "lock-grace = -1", file: "x")
+        } throws: { isConfigError($0, line: 1, mentioning: "lock-grace") }
     }
 }
 

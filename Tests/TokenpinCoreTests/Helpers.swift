@@ -16,3 +16,10 @@ func opened(_ slot: VaultSlot, _ kek: borrowing SecretBytes, _ user: String) -> 
 }
 
 func base64(_ secret: borrowing SecretBytes) -> String { secret.withUnsafeBytes { Data($0).base64EncodedString() } }
+
+/// Whether `error` is a `ConfigError` naming `file` and `line` (0: the file as a whole) whose message mentions
+/// `fragment`.
+func isConfigError(_ error: any Error, file: String = "x", line: Int, mentioning fragment: String) -> Bool {
+    guard let error = error as? ConfigError else { return false }
+    return error.file == file && error.line == line && error.message.contains(fragment)
+}
