@@ -81,7 +81,9 @@ import TokenpinTestSupport
         #expect(configuration.policy.minUnique == 4)
         #expect {
             try Configuration.load(files: [], explicitFile: directory + "/missing.conf")
-        } throws: { isConfigError($0, file: directory + "/missing.conf", line: 0, mentioning: "no such configuration file") }
+        } throws: {
+            isConfigError($0, file: directory + "/missing.conf", line: 0, mentioning: "no such configuration file")
+        }
     }
 
     @Test func siteBlocklistFileIsLoaded() throws {

@@ -179,7 +179,8 @@ import TokenpinTestSupport
 
     @Test(arguments: [
         ("", .malformed), ("ABCDE", .malformed), ("ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCD", .malformed),
-        ("ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-A", .malformed), ("ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCD!", .invalidCharacter),
+        ("ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-A", .malformed),
+        ("ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCD!", .invalidCharacter),
         // 26 data characters carry 130 bits; a key has 128, so the last character's low bits must be zero.
         ("ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", .malformed),
     ] as [(String, RecoveryKey.ParseError)])

@@ -180,7 +180,9 @@ final class TestDaemon: Sendable {
         defer { test.stop() }
         let client = test.client
         #expect(try client.ping() == 1)
-        #expect(throws: ServiceError.self) { try client.verify(ScriptedInteraction(["482916"])) }
+        #expect {
+            try client.verify(ScriptedInteraction(["482916"]))
+        } throws: { ($0 as? ServiceError)?.code == "not-enrolled" }
         let enrolment = try client.enrol(ScriptedInteraction(["482916", "482916"]))
         #expect(enrolment.recoveryKeyText.count == 35)
         let recovery = enrolment.recoveryKeyText.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
@@ -271,17 +273,20 @@ final class TestDaemon: Sendable {
         _ = try test.client.importRecord(data)
         #expect(try test.client.verify(ScriptedInteraction(["482916"])).outcome == .verified(method: .pin))
         _ = try test.client.verify(ScriptedInteraction(["000000"]))
-        #expect(throws: ServiceError.self) { try test.client.importRecord(data) }
+        #expect { try test.client.importRecord(data) } throws: { ($0 as? ServiceError)?.code == "already-enrolled" }
         #expect(try test.client.status().remaining == 4)  // the fresh counter of the copy did not come back
         var other = DaemonClient(socketPath: test.socket)
         other.user = "bob"
-        #expect(throws: ServiceError.self) { try other.importRecord(data) }  // root's record is not bob's
+        // root's record is not bob's
+        #expect { try other.importRecord(data) } throws: { ($0 as? ServiceError)?.code == "store-corrupt" }
     }
 
     @Test func oversizedSlotIsRefusedByTheBudget() throws {
         let test = try TestDaemon(config: "daemon-kdf-memory = 8M\nkdf-memory-mib = 16\n")
         defer { test.stop() }
-        #expect(throws: ServiceError.self) { _ = try test.client.enrol(ScriptedInteraction(["482916", "482916"])) }
+        #expect {
+            _ = try test.client.enrol(ScriptedInteraction(["482916", "482916"]))
+        } throws: { ($0 as? ServiceError)?.code == "configuration" }
     }
 
     @Test func watchersReceiveEvents() throws {

@@ -105,7 +105,10 @@ struct ApplicationRelatedDataTests {
         ("wrong outer tag", "65 03 4F 01 00", .invalidTag),
         ("no AID", "6E 09 73 07 C4 05 00 7F 7F 7F 03", .truncated),
         ("AID of 15 bytes", "6E 11 4F 0F D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00", .invalidLength),
-        ("AID of another application", "6E 12 4F 10 A0 00 00 03 08 00 00 10 00 01 00 00 00 00 00 00", .invalidStructure),
+        (
+            "AID of another application", "6E 12 4F 10 A0 00 00 03 08 00 00 10 00 01 00 00 00 00 00 00",
+            .invalidStructure
+        ),
         ("indefinite length", "6E 80 4F 00 00 00", .invalidLength),
         ("length past the end", "6E 82 FF FF 4F 10", .truncated),
         ("five-byte length", "6E 85 00 00 00 00 10", .invalidLength),
@@ -259,7 +262,9 @@ struct DataObjectTests {
                 try ApplicationIdentifier(parsing: Array(bytes.prefix(length)))
             } throws: { ($0 as? APDUError)?.code == .invalidLength }
         }
-        #expect { try ApplicationIdentifier(parsing: bytes + [0]) } throws: { ($0 as? APDUError)?.code == .invalidLength }
+        #expect {
+            try ApplicationIdentifier(parsing: bytes + [0])
+        } throws: { ($0 as? APDUError)?.code == .invalidLength }
     }
 
     @Test("public keys: cv25519, the 40-prefixed form, RSA")
@@ -277,7 +282,9 @@ struct DataObjectTests {
     func wrongLengthPoints(length: Int) throws {
         let template = TLV(tag: 0x7F49, children: [TLV(tag: 0x86, value: Array(repeating: 9, count: length))])
         if length == 0 {
-            #expect { try CardPublicKey(parsing: template.encoded) } throws: { ($0 as? APDUError)?.code == .invalidLength }
+            #expect {
+                try CardPublicKey(parsing: template.encoded)
+            } throws: { ($0 as? APDUError)?.code == .invalidLength }
         } else {
             #expect(try CardPublicKey(parsing: template.encoded).curve25519 == nil)
         }

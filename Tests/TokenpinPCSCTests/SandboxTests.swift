@@ -138,7 +138,7 @@ struct SandboxTests {
             #expect(error.hint != nil)
         }
         // Transactions and status fail the same way; disconnecting still works.
-        #expect(throws: PCSCError.self) { try connection.withTransaction { () } }
+        #expect { try connection.withTransaction { () } } throws: { ($0 as? PCSCError)?.isCardGone == true }
         _ = try? connection.disconnect()
     }
 

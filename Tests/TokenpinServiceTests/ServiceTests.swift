@@ -109,7 +109,10 @@ extension KDFParameters {
         var service = makeService()
         try enrol(service)
         service.hooks.afterCounterPersisted = { throw TestFault() }
-        #expect(throws: ServiceError.self) { _ = try verify(service, "482916") }
+        // The hook's own error reaches the caller through the service's catch-all, as any unforeseen one would.
+        #expect {
+            _ = try verify(service, "482916")
+        } throws: { ($0 as? ServiceError) == .input("unexpected error: TestFault()") }
         #expect(try service.store.load(user: "alice")?.counter.remaining == 4)
         #expect(try service.store.load(user: "alice")?.counter.failures == 1)
     }
@@ -210,7 +213,9 @@ extension KDFParameters {
     @Test func cancellingAfterTheCurrentPINKeepsTheOldPIN() throws {
         let service = makeService()
         try enrol(service)
-        #expect(throws: ServiceError.self) { _ = try service.change(ScriptedInteraction(["482916"])) }
+        #expect {
+            _ = try service.change(ScriptedInteraction(["482916"]))
+        } throws: { ($0 as? ServiceError)?.code == "input" }
         #expect(try service.store.load(user: "alice")?.counter.remaining == 5)
         #expect(try verify(service, "482916") == .verified(method: .pin))
     }
