@@ -114,13 +114,6 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // The end-to-end tests' client: DaemonClient driven from stdin, as the CLI will drive it.
-        .executableTarget(
-            name: "tokenpin-daemon-client",
-            dependencies: ["TokenpinProtocol", "TokenpinService", "TokenpinCore"],
-            path: "tests/service/client",
-            swiftSettings: strictSettings
-        ),
         // What the test targets share: a hand-moved clock, temporary directories, secrets from text, a scripted
         // card transport, and the private pcscd sandbox with its simulated cards. Only test targets use it.
         .target(
