@@ -142,7 +142,7 @@ final class TestDaemon: Sendable {
         directory = temporaryDirectory("daemon")
         let file = directory + "/tokenpin.conf"
         // enrol-auth = none: these tests connect as whoever runs them; the password check before enrolment is
-        // tested with temporary users and a PAM service of their own in tests/service/adversary.sh.
+        // tested with temporary users and a PAM service of their own in Tests/EndToEnd/adversary.sh.
         try ("kdf-memory-mib = 8\nkdf-passes = 1\nenrol-auth = none\n" + config).write(toFile: file, atomically: true, encoding: .utf8)
         var options = DaemonOptions()
         options.socketPath = directory + "/socket"

@@ -4,7 +4,7 @@
 # alive, the victim's verification completed within STALL_LIMIT seconds, nothing was counted that should not
 # be and everything that should be was, and PAM never said success or PAM_IGNORE after a secret was sent.
 . "$(dirname "$0")/lib.sh"
-ATTACK="python3 $ROOT/tests/service/attack.py"
+ATTACK="python3 $ROOT/Tests/EndToEnd/attack.py"
 STALL_LIMIT=${STALL_LIMIT:-3}
 LONGEST=0
 printf 'retries-max = 50\ndaemon-wait-timeout = 2\ndaemon-rate-limit = 100000\n' >> "$CONFIG"
@@ -181,7 +181,7 @@ code=$?
 check "toggle token off without a PIN: refused (exit $code)" [ "$code" != 0 ]
 check "toggle token off without a PIN: the token stays on" bash -c "'$BIN/tokenpin' --socket '$SOCKET' --user '$VICTIM' types | grep -q 'token  enabled'"
 # A token verify parked at the card-PIN prompt, then a PIN verify of the same user: busy, bounded, nothing held.
-python3 "$ROOT/tests/service/attack.py" "$SOCKET" park verify-token "$VICTIM" 4 >"$WORK/park" 2>&1 &
+python3 "$ROOT/Tests/EndToEnd/attack.py" "$SOCKET" park verify-token "$VICTIM" 4 >"$WORK/park" 2>&1 &
 parked=$!
 sleep 0.5
 start=$(date +%s.%N)
