@@ -27,7 +27,7 @@ DEBUG_DIR      = .build/debug
 BUILD_PACKAGES = libsodium-dev libpcsclite-dev pkg-config libpam0g-dev scdoc
 TEST_PACKAGES  = pcscd vsmartcard-vpcd opensc pcsc-tools scdaemon gnupg util-linux iproute2 pamtester passwd python3 bc zsh fish
 BENCH_PACKAGES = hyperfine time python3 bc
-# make deb and its test (tests/service/package.sh).
+# make deb and its test (Tests/EndToEnd/package.sh).
 DEB_PACKAGES   = debhelper dpkg-dev lintian
 # The version, written once in the sources; the package takes it from there.
 VERSION       := $(shell sed -n 's/^public let tokenpinVersion = "\(.*\)"$$/\1/p' Sources/TokenpinCore/Version.swift)
@@ -95,12 +95,12 @@ pam: .build/pam/pam_tokenpin.so
 	@mkdir -p .build/pam
 	$(CC) $(PAM_CFLAGS) $(PAM_LDFLAGS) -shared -o $@ $< -lpam
 
-# make fuzz: every libFuzzer target (tests/service/fuzz.sh) for FUZZ_SECONDS each; the corpora and any crash
+# make fuzz: every libFuzzer target (Tests/Fuzz/fuzz.sh) for FUZZ_SECONDS each; the corpora and any crash
 # inputs stay in .build/fuzz and grow from run to run.
 FUZZ_SECONDS ?= 300
 .PHONY: fuzz
 fuzz: deps
-	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_DIR=$(CURDIR)/.build/fuzz bash tests/service/fuzz.sh
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_DIR=$(CURDIR)/.build/fuzz bash Tests/Fuzz/fuzz.sh
 
 # Man pages: scdoc sources in docs/man/*.scd. They write @PREFIX@ where a path depends on the install;
 # install-man puts the PREFIX of that install in, so each install names its own paths.

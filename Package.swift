@@ -120,47 +120,70 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // The end-to-end tests' client: DaemonClient driven from stdin, as the CLI will drive it.
-        .executableTarget(
-            name: "tokenpin-daemon-client",
-            dependencies: ["TokenpinProtocol", "TokenpinService", "TokenpinCore"],
-            path: "tests/service/client",
+        // What the test targets share: a hand-moved clock, temporary directories, secrets from text, a scripted
+        // card transport, and the private pcscd sandbox with its simulated cards. Only test targets use it.
+        .target(
+            name: "TokenpinTestSupport",
+            dependencies: ["TokenpinCore", "TokenpinAPDU"],
+            path: "Tests/TokenpinTestSupport",
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TokenpinDaemonTests",
-            dependencies: ["TokenpinDaemon", "TokenpinProtocol", "TokenpinService", "TokenpinCore"],
+            dependencies: [
+                "TokenpinDaemon", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinTestSupport",
+            ],
             swiftSettings: strictSettings
         ),
 
-        .testTarget(name: "TokenpinArgumentsTests", dependencies: ["TokenpinArguments"], swiftSettings: strictSettings),
-        .testTarget(name: "TokenpinSystemTests", dependencies: ["TokenpinSystem"], swiftSettings: strictSettings),
-        .testTarget(name: "TokenpinCoreTests", dependencies: ["TokenpinCore"], swiftSettings: strictSettings),
-        .testTarget(name: "TokenpinAPDUTests", dependencies: ["TokenpinAPDU"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "TokenpinArgumentsTests",
+            dependencies: ["TokenpinArguments", "TokenpinTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenpinSystemTests",
+            dependencies: ["TokenpinSystem", "TokenpinTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenpinCoreTests",
+            dependencies: ["TokenpinCore", "TokenpinTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenpinAPDUTests",
+            dependencies: ["TokenpinAPDU", "TokenpinTestSupport"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "TokenpinPCSCTests",
-            dependencies: ["TokenpinPCSC", "TokenpinAPDU"],
+            dependencies: ["TokenpinPCSC", "TokenpinAPDU", "TokenpinTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TokenpinOpenPGPTests",
-            dependencies: ["TokenpinOpenPGP", "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore"],
+            dependencies: [
+                "TokenpinOpenPGP", "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinTestSupport",
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TokenpinSimulatorTests",
-            dependencies: ["TokenpinSimulator", "TokenpinAPDU", "TokenpinCore"],
+            dependencies: ["TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinTestSupport"],
             path: "Simulator/Tests/TokenpinSimulatorTests",
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TokenpinServiceTests",
-            dependencies: ["TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinSimulator"],
+            dependencies: [
+                "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinSimulator", "TokenpinTestSupport",
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TokenpinCLITests",
-            dependencies: ["tokenpin"],
+            dependencies: ["tokenpin", "TokenpinTestSupport"],
             exclude: ["Support/keyboard.py"],
             swiftSettings: strictSettings
         ),

@@ -1,5 +1,5 @@
 // No imports: the parser (JSON.swift) and this file build on their own, for the fuzz target
-// (tests/service/fuzz.sh).
+// (Tests/Fuzz/fuzz.sh).
 
 /// A frame or message that breaks the protocol: a code tests compare, and a human detail.
 public struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,40 +1,9 @@
 import FoundationEssentials
 import TokenpinProtocol
-import Synchronization
 import TokenpinAPDU
 import TokenpinCore
 import TokenpinReaders
 import TokenpinService
-
-/// Counts the APDUs that reach a card.
-final class APDUCounter: Sendable {
-    private let value = Mutex(0)
-    func increment() { value.withLock { $0 += 1 } }
-    var count: Int { value.withLock { $0 } }
-}
-
-/// A connection that counts what it transmits and forwards everything else.
-final class CountingConnection: CardConnection {
-    let inner: any CardConnection
-    let counter: APDUCounter
-
-    init(_ inner: any CardConnection, counter: APDUCounter) {
-        self.inner = inner
-        self.counter = counter
-    }
-
-    var atr: [UInt8] { inner.atr }
-
-    var lengthCapabilities: LengthCapabilities {
-        get { inner.lengthCapabilities }
-        set { inner.lengthCapabilities = newValue }
-    }
-
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
-        counter.increment()
-        return try inner.transmit(command)
-    }
-}
 
 /// Readers whose connections count their APDUs.
 struct CountingReaders: CardReaders {

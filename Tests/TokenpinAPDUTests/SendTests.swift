@@ -1,23 +1,6 @@
 import Testing
 @testable import TokenpinAPDU
-
-/// A transport that replays scripted answers and records what was sent: the byte-level seam `send()` sits on.
-final class ScriptedConnection: CardConnection {
-    var atr: [UInt8] = [0x3B, 0x00]
-    var lengthCapabilities: LengthCapabilities
-    var answers: [[UInt8]]
-    var sent: [[UInt8]] = []
-
-    init(_ answers: [String], capabilities: LengthCapabilities = .shortOnly) {
-        self.answers = answers.map { Hex.decode($0) ?? [] }
-        self.lengthCapabilities = capabilities
-    }
-
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
-        sent.append(command)
-        return answers.isEmpty ? [0x6F, 0x00] : answers.removeFirst()
-    }
-}
+import TokenpinTestSupport
 
 @Suite("CardConnection.send")
 struct SendTests {

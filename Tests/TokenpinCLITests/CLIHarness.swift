@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenpinTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,7 +13,8 @@ struct CLI {
 
     /// A fresh sandbox with a fast KDF (tests measure behaviour, not cost).
     init(config: String = "") {
-        directory = NSTemporaryDirectory() + "/tokenpin-cli-\(UUID().uuidString)"
+        // Open to others: some tests run the CLI as another user (setpriv), and it must read the configuration.
+        directory = temporaryDirectory("cli", mode: 0o755)
         try! FileManager.default.createDirectory(atPath: directory + "/home", withIntermediateDirectories: true)
         try! ("kdf-memory-mib = 8\nkdf-passes = 1\n" + config).write(toFile: self.config, atomically: true, encoding: .utf8)
     }

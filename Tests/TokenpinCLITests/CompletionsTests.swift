@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenpinTestSupport
 
 /// `tokenpin completions SHELL`: scripts each shell accepts, offering what the help declares.
 @Suite struct CompletionsTests {
@@ -7,9 +8,10 @@ import Testing
 
     /// Runs `shell -n` on `script`: the shell's own syntax check.
     func syntaxCheck(_ shell: String, _ script: String) throws -> (Int32, String) {
-        let file = NSTemporaryDirectory() + "/tokenpin-completion-\(UUID().uuidString)"
+        let directory = temporaryDirectory("completion")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/script"
         try script.write(toFile: file, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(atPath: file) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: shell)
         process.arguments = ["-n", file]

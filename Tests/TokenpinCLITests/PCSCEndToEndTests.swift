@@ -1,52 +1,32 @@
 import Foundation
 import Testing
+import TokenpinTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The sandbox `Simulator/pcscd-sandbox` sets up around the test run: a private pcscd with vpcd readers.
-///
-/// These tests use the first four vpcd ports (readers `tokenpin vpcd 0 00 0x` and `tokenpin vpcd 2 00 0x`); the
-/// PC/SC layer's own tests use the last ones, so both can run at once.
-enum PCSCSandbox {
-    static let environment = ProcessInfo.processInfo.environment
-    static let isActive = environment["TOKENPIN_SANDBOX"] == "1" && (environment["TOKENPIN_VPCD_PORTS"] ?? "").split(separator: ",").count >= 6
-    static var ports: [Int] { (environment["TOKENPIN_VPCD_PORTS"] ?? "").split(separator: ",").compactMap { Int($0) } }
-    static func reader(_ index: Int) -> String { "tokenpin vpcd \(index / 2 * 2) 00 0\(index % 2)" }
+/// This suite's part of the sandbox (`PCSCSandbox`): the first four vpcd ports (readers `tokenpin vpcd 0 00 0x`
+/// and `tokenpin vpcd 2 00 0x`); the PC/SC layer's own tests use the last ones, so both can run at once.
+extension PCSCSandbox {
+    static let hasCLIPorts = isActive && ports.count >= 6
+    static func reader(_ index: Int) -> String { reader(forPortIndex: index) }
 }
 
 /// A tokenpin-sim process: a virtual card in one vpcd reader, through the real pcscd.
 final class VirtualCard {
-    let process = Process()
-    let index: Int
-    let state: String
+    let simulator: SimulatorProcess
+    var index: Int { simulator.portIndex }
 
     init(index: Int, state: String, serial: String = "0000AAAA", arguments: [String] = [], cli: CLI) throws {
-        self.index = index
-        self.state = state
-        let binary = try #require(PCSCSandbox.environment["TOKENPIN_SIM_BIN"])
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--state", state, "--port", "\(PCSCSandbox.ports[index])", "--serial", serial,
-                             "--reinsert-after", "600000"] + arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        try cli.waitForCard(in: PCSCSandbox.reader(index), present: true)
+        simulator = try SimulatorProcess(portIndex: index, state: state, arguments: ["--serial", serial] + arguments)
+        try cli.waitForCard(in: simulator.reader, present: true)
     }
 
-    /// Pulls the card (SIGKILL: children of Foundation's Process inherit a blocked SIGTERM).
+    /// Pulls the card and waits until `tokenpin readers` shows it gone.
     func pull(_ cli: CLI) throws {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        try cli.waitForCard(in: PCSCSandbox.reader(index), present: false)
-    }
-
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        guard simulator.isRunning else { return }
+        simulator.kill()
+        try cli.waitForCard(in: simulator.reader, present: false)
     }
 }
 
@@ -84,7 +64,7 @@ extension CLI {
     }
 }
 
-@Suite(.serialized, .enabled(if: PCSCSandbox.isActive)) struct PCSCEndToEndTests {
+@Suite(.serialized, .enabled(if: PCSCSandbox.hasCLIPorts)) struct PCSCEndToEndTests {
     @Test func everyTokenFlowThroughPcscd() throws {
         let cli = CLI.pcsc()
         let card = try VirtualCard(index: 0, state: cli.directory + "/card.json", cli: cli)

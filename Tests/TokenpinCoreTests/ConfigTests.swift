@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TokenpinCore
+import TokenpinTestSupport
 
 @Suite struct ConfigTests {
     @Test func defaults() {
@@ -60,7 +61,9 @@ import Testing
 
     @Test func maxBelowMinIsRefused() {
         var configuration = Configuration()
-        #expect(throws: ConfigError.self) { try configuration.apply(text: "pin-min-length = 10\npin-max-length = 8", file: "x") }
+        #expect {
+            try configuration.apply(text: "pin-min-length = 10\npin-max-length = 8", file: "x")
+        } throws: { isConfigError($0, line: 0, mentioning: "pin-max-length") }
     }
 
     @Test func laterFilesOverrideEarlierOnes() throws {
@@ -76,7 +79,11 @@ import Testing
         #expect(configuration.retriesMax == 7)
         #expect(configuration.kdfTargetMilliseconds == 500)
         #expect(configuration.policy.minUnique == 4)
-        #expect(throws: ConfigError.self) { try Configuration.load(files: [], explicitFile: directory + "/missing.conf") }
+        #expect {
+            try Configuration.load(files: [], explicitFile: directory + "/missing.conf")
+        } throws: {
+            isConfigError($0, file: directory + "/missing.conf", line: 0, mentioning: "no such configuration file")
+        }
     }
 
     @Test func siteBlocklistFileIsLoaded() throws {
@@ -123,7 +130,9 @@ import Testing
     @Test(arguments: ["0", "4M", "1T", "lots", "-1G", ""])
     func daemonKDFMemoryRejectsBadSizes(text: String) {
         var configuration = Configuration()
-        #expect(throws: ConfigError.self) { try configuration.apply(text: "daemon-kdf-memory = \(text)", file: "x") }
+        #expect {
+            try configuration.apply(text: "daemon-kdf-memory = \(text)", file: "x")
+        } throws: { isConfigError($0, line: 1, mentioning: "daemon-kdf-memory") }
     }
 
     @Test func daemonDefaultsAndLimits() throws {
@@ -135,7 +144,9 @@ import Testing
         #expect(configuration.daemonIdleTimeoutSeconds == 5)
         #expect(configuration.daemonPromptTimeoutSeconds == 60)
         #expect(configuration.daemonRequestsPerMinute == 10)
-        #expect(throws: ConfigError.self) { try configuration.apply(text: "daemon-idle-timeout = 0", file: "x") }
+        #expect {
+            try configuration.apply(text: "daemon-idle-timeout = 0", file: "x")
+        } throws: { isConfigError($0, line: 1, mentioning: "daemon-idle-timeout") }
     }
 }
 
@@ -147,8 +158,12 @@ import Testing
         try configuration.apply(text: "on-card-removal = lock\nlock-grace = 10", file: "x")
         #expect(configuration.onCardRemoval == .lock)
         #expect(configuration.lockGraceSeconds == 10)
-        #expect(throws: ConfigError.self) { try configuration.apply(text: "on-card-removal = shutdown", file: "x") }
-        #expect(throws: ConfigError.self) { try configuration.apply(text: "lock-grace = -1", file: "x") }
+        #expect {
+            try configuration.apply(text: "on-card-removal = shutdown", file: "x")
+        } throws: { isConfigError($0, line: 1, mentioning: "on-card-removal") }
+        #expect {
+            try configuration.apply(text: "lock-grace = -1", file: "x")
+        } throws: { isConfigError($0, line: 1, mentioning: "lock-grace") }
     }
 }
 

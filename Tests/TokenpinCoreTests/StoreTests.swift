@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TokenpinCore
+import TokenpinTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -110,7 +111,9 @@ import Glibc
         record.slots.append(record.slots[0])
         #expect(record.structuralProblem != nil)
         let data = try RecordStore.encode(try makeRecord(user: "alice"))
-        #expect(throws: StoreError.self) { try RecordStore.decode(data, path: "x", user: "bob") }
+        #expect {
+            try RecordStore.decode(data, path: "x", user: "bob")
+        } throws: { ($0 as? StoreError) == StoreError(.corrupt, path: "x", "the record belongs to alice, not bob") }
     }
 
     @Test func storesOthersCanWriteAreRefused() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TokenpinCore
+import TokenpinTestSupport
 
 @Suite struct VaultSlotTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
@@ -176,9 +177,14 @@ import Testing
         #expect(throws: RecoveryKey.ParseError.checksumMismatch) { _ = try RecoveryKey.parse(secret(String(characters))) }
     }
 
-    @Test(arguments: ["", "ABCDE", "ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCD", "ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-A", "ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCD!",
-                      "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ"])
-    func malformedKeysAreRefused(typed: String) {
-        #expect(throws: RecoveryKey.ParseError.self) { _ = try RecoveryKey.parse(secret(typed)) }
+    @Test(arguments: [
+        ("", .malformed), ("ABCDE", .malformed), ("ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCD", .malformed),
+        ("ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-A", .malformed),
+        ("ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCD!", .invalidCharacter),
+        // 26 data characters carry 130 bits; a key has 128, so the last character's low bits must be zero.
+        ("ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", .malformed),
+    ] as [(String, RecoveryKey.ParseError)])
+    func malformedKeysAreRefused(typed: String, error: RecoveryKey.ParseError) {
+        #expect(throws: error) { _ = try RecoveryKey.parse(secret(typed)) }
     }
 }

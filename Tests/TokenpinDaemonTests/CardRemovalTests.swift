@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TokenpinCore
 import TokenpinDaemon
+import TokenpinTestSupport
 
 /// Records which users' sessions were locked.
 final class RecordingLocker: SessionLocker {
@@ -152,8 +153,7 @@ struct RemovalRig {
     }
 
     @Test func loginctlLockerRunsLoginctl() throws {
-        let directory = NSTemporaryDirectory() + "loginctl-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = temporaryDirectory("loginctl")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let fake = directory + "/loginctl"
         try """

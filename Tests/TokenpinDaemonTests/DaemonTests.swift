@@ -5,6 +5,7 @@ import TokenpinCore
 import TokenpinDaemon
 import TokenpinProtocol
 import TokenpinService
+import TokenpinTestSupport
 
 @Suite struct AuthorizationTests {
     let alice = Peer(pid: 10, uid: 1000, gid: 1000, name: "alice")
@@ -138,11 +139,10 @@ final class TestDaemon: Sendable {
     let logs = LogCapture()
 
     init(config: String = "", adjust: (inout DaemonOptions) -> Void = { _ in }) throws {
-        directory = NSTemporaryDirectory() + "tokenpind-test-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        directory = temporaryDirectory("daemon")
         let file = directory + "/tokenpin.conf"
         // enrol-auth = none: these tests connect as whoever runs them; the password check before enrolment is
-        // tested with temporary users and a PAM service of their own in tests/service/adversary.sh.
+        // tested with temporary users and a PAM service of their own in Tests/EndToEnd/adversary.sh.
         try ("kdf-memory-mib = 8\nkdf-passes = 1\nenrol-auth = none\n" + config).write(toFile: file, atomically: true, encoding: .utf8)
         var options = DaemonOptions()
         options.socketPath = directory + "/socket"
@@ -180,7 +180,9 @@ final class TestDaemon: Sendable {
         defer { test.stop() }
         let client = test.client
         #expect(try client.ping() == ProtocolLimits.version)
-        #expect(throws: ServiceError.self) { try client.verify(ScriptedInteraction(["482916"])) }
+        #expect {
+            try client.verify(ScriptedInteraction(["482916"]))
+        } throws: { ($0 as? ServiceError)?.code == "not-enrolled" }
         let enrolment = try client.enrol(ScriptedInteraction(["482916", "482916"]))
         #expect(enrolment.recoveryKeyText.count == 35)
         let recovery = enrolment.recoveryKeyText.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
@@ -271,17 +273,20 @@ final class TestDaemon: Sendable {
         _ = try test.client.importRecord(data)
         #expect(try test.client.verify(ScriptedInteraction(["482916"])).outcome == .verified(method: .pin))
         _ = try test.client.verify(ScriptedInteraction(["000000"]))
-        #expect(throws: ServiceError.self) { try test.client.importRecord(data) }
+        #expect { try test.client.importRecord(data) } throws: { ($0 as? ServiceError)?.code == "already-enrolled" }
         #expect(try test.client.status().remaining == 4)  // the fresh counter of the copy did not come back
         var other = DaemonClient(socketPath: test.socket)
         other.user = "bob"
-        #expect(throws: ServiceError.self) { try other.importRecord(data) }  // root's record is not bob's
+        // root's record is not bob's
+        #expect { try other.importRecord(data) } throws: { ($0 as? ServiceError)?.code == "store-corrupt" }
     }
 
     @Test func oversizedSlotIsRefusedByTheBudget() throws {
         let test = try TestDaemon(config: "daemon-kdf-memory = 8M\nkdf-memory-mib = 16\n")
         defer { test.stop() }
-        #expect(throws: ServiceError.self) { _ = try test.client.enrol(ScriptedInteraction(["482916", "482916"])) }
+        #expect {
+            _ = try test.client.enrol(ScriptedInteraction(["482916", "482916"]))
+        } throws: { ($0 as? ServiceError)?.code == "configuration" }
     }
 
     @Test func watchersReceiveEvents() throws {

@@ -2,14 +2,14 @@ import Foundation
 import Testing
 import TokenpinService
 @testable import TokenpinDaemon
+import TokenpinTestSupport
 
 /// The PAM service that checks the login password before enrolment must list its modules itself: a file that
 /// is missing (PAM would fall back to `other`), pulls in other stacks, or names pam_tokenpin is a configuration
 /// error, so a PIN can never vouch for the password that enrols it.
 @Suite struct LoginPasswordServiceFileTests {
     func check(_ text: String?) throws -> ServiceError? {
-        let directory = NSTemporaryDirectory() + "tokenpin-pamd-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = temporaryDirectory("pamd")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         if let text { try text.write(toFile: directory + "/tokenpin-enrol", atomically: true, encoding: .utf8) }
         do {

@@ -13,18 +13,18 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         "99999999999999999999", "{1:2}", "'a'",
     ])
     func rejectsMalformed(text: String) {
-        #expect(throws: ProtocolError.self) { try JSONParser.parse(bytes(text)) }
+        #expect { try JSONParser.parse(bytes(text)) } throws: { ($0 as? ProtocolError)?.code == .malformed }
     }
 
     @Test func rejectsInvalidUTF8() {
         for bad: [UInt8] in [[0x22, 0xC0, 0x80, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xFF, 0x22], [0x22, 0xE2, 0x82, 0x22]] {
-            #expect(throws: ProtocolError.self) { try JSONParser.parse(bad) }
+            #expect { try JSONParser.parse(bad) } throws: { ($0 as? ProtocolError)?.code == .malformed }
         }
     }
 
     @Test func rejectsDeepNesting() {
         let deep = String(repeating: "[", count: 20) + String(repeating: "]", count: 20)
-        #expect(throws: ProtocolError.self) { try JSONParser.parse(bytes(deep)) }
+        #expect { try JSONParser.parse(bytes(deep)) } throws: { ($0 as? ProtocolError)?.code == .malformed }
     }
 
     @Test func parsesAndRoundTrips() throws {
@@ -63,9 +63,11 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         let all = bytes(text)
         _ = try ClientMessage.parse(all)
         for length in 0..<all.count {
-            #expect(throws: ProtocolError.self) { try ClientMessage.parse(Array(all[..<length])) }
+            #expect {
+                try ClientMessage.parse(Array(all[..<length]))
+            } throws: { ($0 as? ProtocolError)?.code == .malformed }
         }
-        #expect(throws: ProtocolError.self) { try ClientMessage.parse(all + bytes("x")) }
+        #expect { try ClientMessage.parse(all + bytes("x")) } throws: { ($0 as? ProtocolError)?.code == .malformed }
     }
 
     @Test(arguments: [

@@ -91,58 +91,70 @@ struct ApplicationRelatedDataTests {
         arguments: [RecordedAnswers.yubiKey5, RecordedAnswers.nitrokey3])
     func truncation(answer: [UInt8]) {
         for length in 0..<answer.count {
-            #expect(throws: APDUError.self) { try ApplicationRelatedData(parsing: Array(answer.prefix(length))) }
+            #expect {
+                try ApplicationRelatedData(parsing: Array(answer.prefix(length)))
+            } throws: { ($0 as? APDUError)?.code == .truncated }
         }
         #expect {
             try ApplicationRelatedData(parsing: answer + [0x00])
         } throws: { ($0 as? APDUError)?.code == .trailingBytes }
     }
 
-    /// Hostile answers: each must be an `APDUError`, never a crash or a half-parsed value.
-    static let hostile: [(String, String)] = [
-        ("wrong outer tag", "65 03 4F 01 00"),
-        ("no AID", "6E 09 73 07 C4 05 00 7F 7F 7F 03"),
-        ("AID of 15 bytes", "6E 11 4F 0F D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00"),
-        ("AID of another application", "6E 12 4F 10 A0 00 00 03 08 00 00 10 00 01 00 00 00 00 00 00"),
-        ("indefinite length", "6E 80 4F 00 00 00"),
-        ("length past the end", "6E 82 FF FF 4F 10"),
-        ("five-byte length", "6E 85 00 00 00 00 10"),
-        ("no PW status", "6E 12 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00"),
+    /// Hostile answers: each must be an `APDUError` of the code given, never a crash or a half-parsed value.
+    static let hostile: [(String, String, APDUError.Code)] = [
+        ("wrong outer tag", "65 03 4F 01 00", .invalidTag),
+        ("no AID", "6E 09 73 07 C4 05 00 7F 7F 7F 03", .truncated),
+        ("AID of 15 bytes", "6E 11 4F 0F D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00", .invalidLength),
+        (
+            "AID of another application", "6E 12 4F 10 A0 00 00 03 08 00 00 10 00 01 00 00 00 00 00 00",
+            .invalidStructure
+        ),
+        ("indefinite length", "6E 80 4F 00 00 00", .invalidLength),
+        ("length past the end", "6E 82 FF FF 4F 10", .truncated),
+        ("five-byte length", "6E 85 00 00 00 00 10", .invalidLength),
+        ("no PW status", "6E 12 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00", .truncated),
         (
             "PW status of 6 bytes",
-            "6E 1A 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 06 00 7F 7F 7F 03 00"
+            "6E 1A 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 06 00 7F 7F 7F 03 00",
+            .invalidLength
         ),
         (
             "PW status of 8 bytes",
-            "6E 1C 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 08 00 7F 7F 7F 03 00 03 00"
+            "6E 1C 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 08 00 7F 7F 7F 03 00 03 00",
+            .invalidLength
         ),
         (
             "empty algorithm attributes",
-            "6E 1D 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 C2 00"
+            "6E 1D 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 C2 00",
+            .truncated
         ),
         (
             "RSA attributes of 3 bytes",
-            "6E 20 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 C1 03 01 08 00"
+            "6E 20 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 C1 03 01 08 00",
+            .invalidLength
         ),
         (
             "fingerprints of 59 bytes",
-            "6E 5C 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 C5 3B"
-                + String(repeating: " 11", count: 59)
+            "6E 58 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 C5 3B"
+                + String(repeating: " 11", count: 59),
+            .invalidLength
         ),
         (
             "key information of odd length",
-            "6E 20 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 DE 03 01 02 02"
+            "6E 20 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 DE 03 01 02 02",
+            .invalidLength
         ),
         (
             "extended length information that is not two integers",
-            "6E 21 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 7F 66 02 02 00"
+            "6E 20 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 7F 66 02 02 00",
+            .invalidStructure
         ),
     ]
 
     @Test("hostile answers", arguments: hostile)
-    func hostileAnswers(name: String, hex: String) throws {
+    func hostileAnswers(name: String, hex: String, code: APDUError.Code) throws {
         let bytes = try #require(Hex.decode(hex), "test vector \(name)")
-        #expect(throws: APDUError.self, "\(name)") { try ApplicationRelatedData(parsing: bytes) }
+        #expect("\(name)") { try ApplicationRelatedData(parsing: bytes) } throws: { ($0 as? APDUError)?.code == code }
     }
 
     @Test("random bytes never crash a parser")
@@ -166,7 +178,9 @@ struct ApplicationRelatedDataTests {
         // Deep nesting: 200 constructed objects inside each other.
         var nested: [UInt8] = [0x4F, 0x00]
         for _ in 0..<100 { nested = TLV(tag: 0x73, value: nested).encoded }
-        #expect(throws: APDUError.self) { try ApplicationRelatedData(parsing: TLV(tag: 0x6E, value: nested).encoded) }
+        #expect {
+            try ApplicationRelatedData(parsing: TLV(tag: 0x6E, value: nested).encoded)
+        } throws: { ($0 as? APDUError)?.code == .tooDeep }
     }
 }
 
@@ -204,11 +218,13 @@ struct DataObjectTests {
     @Test(
         "malformed attributes",
         arguments: [
-            "", "01", "01 08 00", "01 08 00 00 11 00 00", "01 00 00 00 00",
-            "12", "16", "12 2B 06 01 04 01 97 55 01 05 81", "12 FF",
-        ])
-    func malformedAttributes(hex: String) {
-        #expect(throws: APDUError.self) { try AlgorithmAttributes(parsing: Hex.decode(hex) ?? []) }
+            ("", .truncated), ("01", .invalidLength), ("01 08 00", .invalidLength),
+            ("01 08 00 00 11 00 00", .invalidLength), ("01 00 00 00 00", .invalidLength),
+            ("12", .truncated), ("16", .truncated), ("12 2B 06 01 04 01 97 55 01 05 81", .invalidStructure),
+            ("12 FF", .invalidStructure),
+        ] as [(String, APDUError.Code)])
+    func malformedAttributes(hex: String, code: APDUError.Code) {
+        #expect { try AlgorithmAttributes(parsing: Hex.decode(hex) ?? []) } throws: { ($0 as? APDUError)?.code == code }
     }
 
     @Test("every prefix of the cv25519 attributes fails or reads as another algorithm")
@@ -230,9 +246,11 @@ struct DataObjectTests {
         #expect(status.retriesLeft(for: .pw1Signing) == 2)
         #expect(status.retriesLeft(for: .pw3) == 3)
         for length in 0..<bytes.count {
-            #expect(throws: APDUError.self) { try PasswordStatus(parsing: Array(bytes.prefix(length))) }
+            #expect {
+                try PasswordStatus(parsing: Array(bytes.prefix(length)))
+            } throws: { ($0 as? APDUError)?.code == .invalidLength }
         }
-        #expect(throws: APDUError.self) { try PasswordStatus(parsing: bytes + [0]) }
+        #expect { try PasswordStatus(parsing: bytes + [0]) } throws: { ($0 as? APDUError)?.code == .invalidLength }
     }
 
     @Test("application identifier: every prefix fails")
@@ -240,9 +258,13 @@ struct DataObjectTests {
         let bytes = try #require(Hex.decode("D2760001240103040006123456780000"))
         _ = try ApplicationIdentifier(parsing: bytes)
         for length in 0..<bytes.count {
-            #expect(throws: APDUError.self) { try ApplicationIdentifier(parsing: Array(bytes.prefix(length))) }
+            #expect {
+                try ApplicationIdentifier(parsing: Array(bytes.prefix(length)))
+            } throws: { ($0 as? APDUError)?.code == .invalidLength }
         }
-        #expect(throws: APDUError.self) { try ApplicationIdentifier(parsing: bytes + [0]) }
+        #expect {
+            try ApplicationIdentifier(parsing: bytes + [0])
+        } throws: { ($0 as? APDUError)?.code == .invalidLength }
     }
 
     @Test("public keys: cv25519, the 40-prefixed form, RSA")
@@ -260,7 +282,9 @@ struct DataObjectTests {
     func wrongLengthPoints(length: Int) throws {
         let template = TLV(tag: 0x7F49, children: [TLV(tag: 0x86, value: Array(repeating: 9, count: length))])
         if length == 0 {
-            #expect(throws: APDUError.self) { try CardPublicKey(parsing: template.encoded) }
+            #expect {
+                try CardPublicKey(parsing: template.encoded)
+            } throws: { ($0 as? APDUError)?.code == .invalidLength }
         } else {
             #expect(try CardPublicKey(parsing: template.encoded).curve25519 == nil)
         }
@@ -270,11 +294,17 @@ struct DataObjectTests {
     func publicKeyPrefixes() {
         let bytes = RecordedAnswers.cv25519PublicKey
         for length in 0..<bytes.count {
-            #expect(throws: APDUError.self) { try CardPublicKey(parsing: Array(bytes.prefix(length))) }
+            #expect {
+                try CardPublicKey(parsing: Array(bytes.prefix(length)))
+            } throws: { ($0 as? APDUError)?.code == .truncated }
         }
-        #expect(throws: APDUError.self) { try CardPublicKey(parsing: bytes + [0x90]) }
-        #expect(throws: APDUError.self) { try CardPublicKey(parsing: TLV(tag: 0x7F48, value: []).encoded) }
-        #expect(throws: APDUError.self) { try CardPublicKey(parsing: TLV(tag: 0x7F49, value: [0x99, 0x00]).encoded) }
+        #expect { try CardPublicKey(parsing: bytes + [0x90]) } throws: { ($0 as? APDUError)?.code == .trailingBytes }
+        #expect {
+            try CardPublicKey(parsing: TLV(tag: 0x7F48, value: []).encoded)
+        } throws: { ($0 as? APDUError)?.code == .invalidTag }
+        #expect {
+            try CardPublicKey(parsing: TLV(tag: 0x7F49, value: [0x99, 0x00]).encoded)
+        } throws: { ($0 as? APDUError)?.code == .invalidStructure }
     }
 
     @Test("extended length information: every prefix fails")
@@ -283,7 +313,11 @@ struct DataObjectTests {
         let info = try ExtendedLengthInformation(parsing: bytes)
         #expect(info.maxCommandBytes == 2048 && info.maxResponseBytes == 2048)
         for length in 0..<bytes.count {
-            #expect(throws: APDUError.self) { try ExtendedLengthInformation(parsing: Array(bytes.prefix(length))) }
+            // Cut inside an integer's TLV: truncated; between them: not two integers.
+            let code: APDUError.Code = length % 4 == 0 ? .invalidStructure : .truncated
+            #expect {
+                try ExtendedLengthInformation(parsing: Array(bytes.prefix(length)))
+            } throws: { ($0 as? APDUError)?.code == code }
         }
     }
 }

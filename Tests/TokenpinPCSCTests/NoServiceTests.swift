@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenpinPCSC
+import TokenpinTestSupport
 
 /// pcscd not running: every entry point gives `.noService` with the hint.
 ///
@@ -15,9 +16,9 @@ struct NoServiceTests {
         "a missing pcscd socket gives .noService and says how to start pcscd",
         .enabled(if: NoServiceTests.resultPath == nil))
     func noService() throws {
-        let resultPath = FileManager.default.temporaryDirectory
-            .appendingPathComponent("tokenpin-noservice-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: resultPath) }
+        let directory = temporaryDirectory("noservice")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let resultPath = directory + "/result"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         process.arguments = ["--testing-library", "swift-testing", "--filter", "NoServiceTests/child"]

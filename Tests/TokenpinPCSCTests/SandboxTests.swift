@@ -3,26 +3,15 @@ import Synchronization
 import Testing
 import TokenpinAPDU
 import TokenpinPCSC
+import TokenpinTestSupport
 
-/// The sandbox Simulator/pcscd-sandbox sets up: a private pcscd with vpcd readers and the tokenpin-sim binary.
+/// The PC/SC side of the sandbox (`PCSCSandbox`): this target's ports and a PC/SC view of its readers.
 enum Sandbox {
-    static let environment = ProcessInfo.processInfo.environment
-    static let isActive = environment["TOKENPIN_SANDBOX"] == "1"
-
-    /// The vpcd ports, in reader order.
-    static var ports: [Int] {
-        (environment["TOKENPIN_VPCD_PORTS"] ?? "").split(separator: ",").compactMap { Int($0) }
-    }
-
-    /// The reader a vpcd port serves: one reader entry per two ports, slots `00 00` and `00 01`.
-    static func reader(forPortIndex index: Int) -> String {
-        "tokenpin vpcd \(index / 2 * 2) 00 0\(index % 2)"
-    }
-
-    /// A port and reader away from the first one (which `--with-card` may use).
-    static func slot(_ number: Int) -> (port: Int, reader: String) {
-        let index = ports.count - 1 - number
-        return (ports[index], reader(forPortIndex: index))
+    /// A port (its index) and reader away from the first one (which `--with-card` may use); the CLI's tests use
+    /// the first ports, these the last, so both can run at once.
+    static func slot(_ number: Int) -> (portIndex: Int, reader: String) {
+        let index = PCSCSandbox.ports.count - 1 - number
+        return (index, PCSCSandbox.reader(forPortIndex: index))
     }
 
     /// Waits (polling, bounded) until a reader shows a card or shows none.
@@ -40,46 +29,30 @@ enum Sandbox {
     }
 }
 
-/// A tokenpin-sim process: the virtual card attached to one vpcd port.
-final class SimulatorProcess {
-    let process = Process()
-    let directory: URL
-    let reader: String
+/// A simulated card in one of this target's readers, with its state in a directory of its own.
+final class SimulatedCardInReader {
+    let simulator: SimulatorProcess
+    let directory: String
+    var reader: String { simulator.reader }
 
-    /// Starts tokenpin-sim on `port` and waits until `reader` shows the card.
-    init(port: Int, reader: String, arguments: [String] = []) throws {
-        self.reader = reader
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokenpin-pcsc-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let binary = try #require(Sandbox.environment["TOKENPIN_SIM_BIN"], "TOKENPIN_SIM_BIN is not set")
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments =
-            [
-                "--state", directory.appendingPathComponent("card.json").path, "--port", "\(port)",
-                "--reinsert-after", "600000",
-            ] + arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        try Sandbox.waitForCard(in: reader, present: true)
+    /// Starts tokenpin-sim on the port at `portIndex` and waits until its reader shows the card.
+    init(portIndex: Int, arguments: [String] = []) throws {
+        directory = temporaryDirectory("pcsc")
+        simulator = try SimulatorProcess(portIndex: portIndex, state: directory + "/card.json", arguments: arguments)
+        try Sandbox.waitForCard(in: simulator.reader, present: true)
     }
 
-    /// Pulls the card: the process ends and vpcd sees its socket close.
-    ///
-    /// SIGKILL, not SIGTERM: a child of Foundation's `Process` inherits the signal mask of the test's
-    /// dispatch thread, which blocks SIGTERM, and tokenpin-sim does not unblock it.
+    /// Pulls the card and, unless told not to, waits until its reader shows it gone (the next test must not see
+    /// it as still present).
     func stop(waitUntilAbsent: Bool = true) {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            // The next test must not see this card as still present.
-            if waitUntilAbsent { try? Sandbox.waitForCard(in: reader, present: false) }
-        }
+        guard simulator.isRunning else { return }
+        simulator.kill()
+        if waitUntilAbsent { try? Sandbox.waitForCard(in: reader, present: false) }
     }
 
     deinit {
         stop()
-        try? FileManager.default.removeItem(at: directory)
+        try? FileManager.default.removeItem(atPath: directory)
     }
 }
 
@@ -93,7 +66,7 @@ enum RawCommand {
     static let triesQuery = CommandAPDU(ins: 0x20, p1: 0x00, p2: 0x82)
 }
 
-@Suite("PC/SC in the sandbox", .serialized, .enabled(if: Sandbox.isActive))
+@Suite("PC/SC in the sandbox", .serialized, .enabled(if: PCSCSandbox.isActive))
 struct SandboxTests {
     @Test("the sandbox's readers are listed")
     func listReaders() throws {
@@ -101,8 +74,8 @@ struct SandboxTests {
         let valid = context.isValid
         #expect(valid)
         let readers = try context.readers()
-        for index in Sandbox.ports.indices {
-            #expect(readers.contains(Sandbox.reader(forPortIndex: index)), "\(readers)")
+        for index in PCSCSandbox.ports.indices {
+            #expect(readers.contains(PCSCSandbox.reader(forPortIndex: index)), "\(readers)")
         }
         let statuses = try context.readerStatuses()
         #expect(statuses.count == readers.count)
@@ -117,8 +90,8 @@ struct SandboxTests {
 
     @Test("connect, select the OpenPGP application, read data with extended length")
     func connectAndSelect() throws {
-        let (port, reader) = Sandbox.slot(0)
-        let simulator = try SimulatorProcess(port: port, reader: reader)
+        let (index, reader) = Sandbox.slot(0)
+        let simulator = try SimulatedCardInReader(portIndex: index)
         defer { simulator.stop() }
 
         let connection = try PCSCCardConnection(reader: reader)
@@ -141,8 +114,8 @@ struct SandboxTests {
 
     @Test("pulling the card mid-session gives a typed error, not a crash")
     func pullMidSession() throws {
-        let (port, reader) = Sandbox.slot(0)
-        let simulator = try SimulatorProcess(port: port, reader: reader)
+        let (index, reader) = Sandbox.slot(0)
+        let simulator = try SimulatedCardInReader(portIndex: index)
         let connection = try PCSCCardConnection(reader: reader)
         #expect(try connection.send(RawCommand.select).statusWord == .success)
 
@@ -165,17 +138,17 @@ struct SandboxTests {
             #expect(error.hint != nil)
         }
         // Transactions and status fail the same way; disconnecting still works.
-        #expect(throws: PCSCError.self) { try connection.withTransaction { () } }
+        #expect { try connection.withTransaction { () } } throws: { ($0 as? PCSCError)?.isCardGone == true }
         _ = try? connection.disconnect()
     }
 
     @Test("hot-plug: the monitor reports the card inserted and removed")
     func hotPlug() throws {
-        let (port, reader) = Sandbox.slot(0)
+        let (index, reader) = Sandbox.slot(0)
         var monitor = try ReaderMonitor()
         #expect(monitor.readers.contains { $0.name == reader && !$0.isCardPresent })
 
-        let simulator = try SimulatorProcess(port: port, reader: reader)
+        let simulator = try SimulatedCardInReader(portIndex: index)
         var events: [ReaderEvent] = []
         for _ in 0..<20 where !events.contains(ReaderEvent(.cardInserted, reader: reader)) {
             events += try monitor.waitForEvents(timeout: .seconds(1))
@@ -236,8 +209,8 @@ struct SandboxTests {
 
     @Test("a card held exclusively gives a sharing violation naming scdaemon")
     func sharingViolation() throws {
-        let (port, reader) = Sandbox.slot(0)
-        let simulator = try SimulatorProcess(port: port, reader: reader)
+        let (index, reader) = Sandbox.slot(0)
+        let simulator = try SimulatedCardInReader(portIndex: index)
         defer { simulator.stop() }
         let holder = try PCSCCardConnection(reader: reader, shareMode: .exclusive)
         do {
@@ -253,8 +226,8 @@ struct SandboxTests {
 
     @Test("a verified PIN does not outlive the transaction or the connection")
     func verifiedStateIsReset() throws {
-        let (port, reader) = Sandbox.slot(0)
-        let simulator = try SimulatorProcess(port: port, reader: reader)
+        let (index, reader) = Sandbox.slot(0)
+        let simulator = try SimulatedCardInReader(portIndex: index)
         defer { simulator.stop() }
 
         // Inside a transaction: VERIFY then the status query both succeed...

@@ -4,6 +4,7 @@ import TokenpinAPDU
 import TokenpinCore
 @testable import TokenpinService
 import TokenpinSimulator
+import TokenpinTestSupport
 
 /// The admin PIN's tries left.
 func adminPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 6) }

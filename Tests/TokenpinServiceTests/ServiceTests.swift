@@ -2,14 +2,7 @@ import Foundation
 import Testing
 import TokenpinCore
 @testable import TokenpinService
-
-/// A clock tests move by hand.
-final class ManualTime: TimeSource, @unchecked Sendable {
-    // @unchecked Sendable: each test owns its instance and moves it from one task only.
-    var now = Date(timeIntervalSince1970: 1_800_000_000)
-    var monotonicNanoseconds: UInt64 = 0
-    func advance(_ seconds: Double) { now = now.addingTimeInterval(seconds) }
-}
+import TokenpinTestSupport
 
 struct TestFault: Error {}
 
@@ -20,7 +13,7 @@ func makeService(retries: Int = 5, failDelay: [Int] = [], time: ManualTime = Man
     configuration.kdfPasses = 1
     configuration.retriesMax = retries
     configuration.failDelay = failDelay
-    let directory = NSTemporaryDirectory() + "/tokenpin-service-\(UUID().uuidString)"
+    let directory = temporaryDirectory("service") + "/store"  // not created: status must not create it
     return PINService(store: RecordStore(directory: directory), configuration: configuration, user: "alice",
                       time: time, logger: logger, hooks: hooks)
 }
@@ -116,7 +109,10 @@ extension KDFParameters {
         var service = makeService()
         try enrol(service)
         service.hooks.afterCounterPersisted = { throw TestFault() }
-        #expect(throws: ServiceError.self) { _ = try verify(service, "482916") }
+        // The hook's own error reaches the caller through the service's catch-all, as any unforeseen one would.
+        #expect {
+            _ = try verify(service, "482916")
+        } throws: { ($0 as? ServiceError) == .input("unexpected error: TestFault()") }
         #expect(try service.store.load(user: "alice")?.counter.remaining == 4)
         #expect(try service.store.load(user: "alice")?.counter.failures == 1)
     }
@@ -217,7 +213,9 @@ extension KDFParameters {
     @Test func cancellingAfterTheCurrentPINKeepsTheOldPIN() throws {
         let service = makeService()
         try enrol(service)
-        #expect(throws: ServiceError.self) { _ = try service.change(ScriptedInteraction(["482916"])) }
+        #expect {
+            _ = try service.change(ScriptedInteraction(["482916"]))
+        } throws: { ($0 as? ServiceError)?.code == "input" }
         #expect(try service.store.load(user: "alice")?.counter.remaining == 5)
         #expect(try verify(service, "482916") == .verified(method: .pin))
     }

@@ -24,7 +24,9 @@ import TokenpinSimulator
 
     @Test func withoutAnAnswerNothingIsSwitchedOff() throws {
         let setup = try tokenSetup()
-        #expect(throws: ServiceError.self) { _ = try setup.service.disableToken(ScriptedInteraction([])) }
+        #expect {
+            _ = try setup.service.disableToken(ScriptedInteraction([]))
+        } throws: { ($0 as? ServiceError)?.code == "input" }
         #expect(try setup.service.types()[1].enabled)
     }
 

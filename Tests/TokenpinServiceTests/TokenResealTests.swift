@@ -5,6 +5,7 @@ import TokenpinAPDU
 import TokenpinCore
 @testable import TokenpinService
 import TokenpinSimulator
+import TokenpinTestSupport
 
 /// What passes between the service and a simulated card: every PSO:DECIPHER answer is kept, and in replay mode
 /// the card is a fake claiming the real card's serial (its SELECT and GET DATA answers are the real card's),
@@ -161,8 +162,9 @@ func tappedSetup(mode: VerificationMode = .either) throws -> TappedSetup {
     }
 
     @Test func inModeBothACardAnswerForAKeyReplacedMeanwhileIsReportedAsSuch() throws {
-        let stateFile = NSTemporaryDirectory() + "/tokenpin-card-\(UUID().uuidString).json"
-        defer { try? FileManager.default.removeItem(atPath: stateFile) }
+        let directory = temporaryDirectory("card")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let stateFile = directory + "/card.json"
         let card = try SimulatedCard(stateFile: stateFile, serial: 0x0000_1111)
         var configuration = makeService().configuration
         configuration.mode = .both

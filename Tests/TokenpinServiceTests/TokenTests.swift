@@ -4,6 +4,7 @@ import TokenpinAPDU
 import TokenpinCore
 @testable import TokenpinService
 import TokenpinSimulator
+import TokenpinTestSupport
 
 let cardPIN = "123456"
 let adminPIN = "12345678"

@@ -2,17 +2,11 @@ import Foundation
 import Testing
 
 @testable import TokenpinSystem
+import TokenpinTestSupport
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A private directory for one test.
-private func temporaryDirectory() -> String {
-    var template = Array((NSTemporaryDirectory() + "/tokenpin-system.XXXXXX").utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    return String(cString: made!)
-}
 
 private func contents(_ path: String) -> [UInt8]? {
     FileManager.default.contents(atPath: path).map { [UInt8]($0) }

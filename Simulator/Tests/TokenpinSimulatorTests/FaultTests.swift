@@ -12,7 +12,7 @@ struct FaultTests {
         let error = #expect(throws: SimulatorError.self) { try harness.verify(0x82, "000000") }
         #expect(error?.code == .cardRemoved)
         #expect(!harness.card.isPresent)
-        #expect(throws: SimulatorError.self) { try harness.getData(0x4F) }
+        #expect { try harness.getData(0x4F) } throws: { ($0 as? SimulatorError)?.code == .cardRemoved }
         harness.card.faults = .none
         harness.card.insert()
         harness.card.powerOn()
@@ -24,7 +24,7 @@ struct FaultTests {
     func vanishAfterProcessing() throws {
         let harness = try Harness()
         harness.card.faults = CardFaults(rules: [.init(instruction: CardInstruction.verify, fault: .vanish(afterProcessing: true), times: 1)])
-        #expect(throws: SimulatorError.self) { try harness.verify(0x82, "000000") }
+        #expect { try harness.verify(0x82, "000000") } throws: { ($0 as? SimulatorError)?.code == .cardRemoved }
         harness.card.insert()
         harness.card.powerOn()
         try requireSuccess(harness.select())
@@ -52,12 +52,15 @@ struct FaultTests {
         case .truncated: #expect(response.count == 17)
         case .badTLV:
             #expect(response.suffix(2) == [0x90, 0x00])
-            #expect(throws: APDUError.self) { try TLV.parseAll(Array(response.dropLast(2))) }
+            #expect {
+                try TLV.parseAll(Array(response.dropLast(2)))
+            } throws: { ($0 as? APDUError)?.code == .truncated }  // announces 256 bytes, carries 1
         }
         #expect(harness.raw("00CA004F00").suffix(2) == [0x90, 0x00], "fired once")
         if kind == .empty || kind == .oneByte {
             harness.card.faults = CardFaults(rules: [.init(instruction: nil, fault: .malformed(kind))])
-            #expect(throws: APDUError.self) { try harness.getData(0x4F) }
+            // No room for a status word: the answer is not an APDU response.
+            #expect { try harness.getData(0x4F) } throws: { ($0 as? APDUError)?.code == .invalidStructure }
         }
     }
 
@@ -85,7 +88,7 @@ struct FaultTests {
     @Test("bad fault rules are rejected", arguments: ["", "explode", "delay", "delay:x", "sw:6A", "sw:6A88@XYZ",
                                                       "vanish*0", "malformed:nope"])
     func badRule(text: String) {
-        #expect(throws: SimulatorError.self) { try CardFaults.parseRule(text) }
+        #expect { try CardFaults.parseRule(text) } throws: { ($0 as? SimulatorError)?.code == .invalidArgument }
     }
 
     @Test("a powered-off card gives no answer through the connection")

@@ -3,13 +3,14 @@ import Testing
 import TokenpinAPDU
 import TokenpinCore
 @testable import TokenpinSimulator
+import TokenpinTestSupport
 
 /// The state file: persistence across restarts, atomic replacement, corrupt files, `--reset`.
 @Suite("Persistence")
 struct PersistenceTests {
     @Test("a restarted card is the same card: PINs, counters, keys, DOs")
     func restart() throws {
-        let directory = try temporaryDirectory()
+        let directory = temporaryDirectory("sim")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/card.json"
         let first = try Harness(card: SimulatedCard(stateFile: path, serial: 0xCAFE_0001))
@@ -29,7 +30,7 @@ struct PersistenceTests {
 
     @Test("an imported cv25519 key survives a restart in both byte orders' round trip")
     func importedKeyRestart() throws {
-        let directory = try temporaryDirectory()
+        let directory = temporaryDirectory("sim")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/card.json"
         let harness = try Harness(card: SimulatedCard(stateFile: path))
@@ -51,7 +52,7 @@ struct PersistenceTests {
 
     @Test("the file is mode 0600 and replaced atomically (no temporary file left)")
     func fileMode() throws {
-        let directory = try temporaryDirectory()
+        let directory = temporaryDirectory("sim")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/card.json"
         let harness = try Harness(card: SimulatedCard(stateFile: path))
@@ -64,7 +65,7 @@ struct PersistenceTests {
 
     @Test("every truncation of a state file is an error naming the file; --reset recovers")
     func truncatedFile() throws {
-        let directory = try temporaryDirectory()
+        let directory = temporaryDirectory("sim")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/card.json"
         _ = try SimulatedCard(stateFile: path, serial: 42)
@@ -88,7 +89,7 @@ struct PersistenceTests {
         ("\"lifeCycle\" : \"operational\"", "\"lifeCycle\" : \"melted\""),
     ])
     func invalidValues(original: String, replacement: String) throws {
-        let directory = try temporaryDirectory()
+        let directory = temporaryDirectory("sim")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/card.json"
         _ = try SimulatedCard(stateFile: path)
@@ -101,7 +102,7 @@ struct PersistenceTests {
 
     @Test("reset: true makes a used card factory-new and keeps its serial")
     func resetFlag() throws {
-        let directory = try temporaryDirectory()
+        let directory = temporaryDirectory("sim")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/card.json"
         let used = try Harness(card: SimulatedCard(stateFile: path, serial: 7))
@@ -113,7 +114,7 @@ struct PersistenceTests {
 
     @Test("a state file that cannot be written answers 6581 and changes nothing")
     func unwritable() throws {
-        let directory = try temporaryDirectory()
+        let directory = temporaryDirectory("sim")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/card.json"
         let harness = try Harness(card: SimulatedCard(stateFile: path))

@@ -86,13 +86,6 @@ func requireSuccess(_ statusWord: StatusWord, sourceLocation: SourceLocation = #
     guard statusWord == .success else { throw HarnessError("expected 9000, got \(statusWord) at \(sourceLocation)") }
 }
 
-/// A fresh temporary directory, removed by the caller.
-func temporaryDirectory() throws -> String {
-    let path = NSTemporaryDirectory() + "tokenpin-sim-tests-" + UUID().uuidString
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}
-
 /// An X25519 key pair in plain bytes, for the host side of a test.
 func hostKeyPair() throws -> (secret: [UInt8], publicKey: [UInt8]) {
     let secret = SecureRandom.bytes(32)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokenpinAPDU
 @testable import TokenpinSimulator
+import TokenpinTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -101,7 +102,7 @@ func runSimulator(_ arguments: [String]) throws -> Process {
 struct VirtualReaderTests {
     @Test("answers ATR, power and APDU messages, persists, and exits 0 on SIGTERM")
     func wireProtocol() throws {
-        let directory = try temporaryDirectory()
+        let directory = temporaryDirectory("sim")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let vpcd = try FakeVPCD()
         let process = try runSimulator(["--state", directory + "/card.json", "--port", String(vpcd.port),
@@ -127,7 +128,7 @@ struct VirtualReaderTests {
 
     @Test("--fault: a chosen status word, and a vanish that drops the connection then reinserts the card")
     func faults() throws {
-        let directory = try temporaryDirectory()
+        let directory = temporaryDirectory("sim")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let vpcd = try FakeVPCD()
         let process = try runSimulator(["--state", directory + "/card.json", "--port", String(vpcd.port),
@@ -161,7 +162,7 @@ struct VirtualReaderTests {
 
     @Test("a corrupt state file exits 65 and is left alone")
     func corruptStateFile() throws {
-        let directory = try temporaryDirectory()
+        let directory = temporaryDirectory("sim")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/card.json"
         try Data("{\"version\": 1, \"serial\":".utf8).write(to: URL(fileURLWithPath: path))

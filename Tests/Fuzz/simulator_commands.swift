@@ -2,7 +2,7 @@
 // APDUs in any order. Each input is a sequence of commands (see chunks.swift) to one factory-new card kept in
 // memory; an empty command resets the card (volatile state cleared) as a reader would. Nothing may trap, and
 // every answer of a present, powered card ends with a status word.
-// Built by tests/service/fuzz.sh against TokenpinAPDU, TokenpinCore and TokenpinSimulator.
+// Built by Tests/Fuzz/fuzz.sh against TokenpinAPDU, TokenpinCore and TokenpinSimulator.
 import TokenpinAPDU
 import TokenpinSimulator
 

@@ -3,7 +3,7 @@
 // Nothing may trap; whatever decodes passes the structural check, and saving and loading it is a fixed point; and a
 // record that passed the check survives what the service then does to any record it loaded (the
 // failure delay for `status` and before a verification, counting an attempt, a wrong recovery key, a success).
-// Built by tests/service/fuzz.sh against TokenpinCore compiled with `-sanitize=fuzzer,address`.
+// Built by Tests/Fuzz/fuzz.sh against TokenpinCore compiled with `-sanitize=fuzzer,address`.
 import Foundation
 import TokenpinCore
 

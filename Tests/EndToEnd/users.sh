@@ -5,39 +5,44 @@
 
 start_daemon || exit 1
 new_user ALICE && new_user BOB || { echo "cannot create users"; exit 1; }
-as_alice() { runuser -u "$ALICE" -- "$CLIENT" --socket "$SOCKET" "$@"; }
-as_bob() { setpriv --reuid="$(id -u "$BOB")" --regid="$(id -g "$BOB")" --clear-groups -- "$CLIENT" --socket "$SOCKET" "$@"; }
+as_alice() { runuser -u "$ALICE" -- "$TOKENPIN" "${CLI_ARGS[@]}" "$@"; }
+as_bob() { setpriv --reuid="$(id -u "$BOB")" --regid="$(id -g "$BOB")" --clear-groups -- "$TOKENPIN" "${CLI_ARGS[@]}" "$@"; }
 
 expect_code "alice enrols herself (login password first)" 0 as_alice enrol < <(printf '%s\n482916\n482916\n' "$(password_of "$ALICE")")
 expect_code "bob enrols himself (setpriv)" 0 as_bob enrol < <(printf '%s\n739154\n739154\n' "$(password_of "$BOB")")
 check "records are named by the peer's uid" [ -f "$STATE/$ALICE.json" ] && [ -f "$STATE/$BOB.json" ]
-check "alice's status is hers" [ "$(as_alice status | json_field status.user)" = "$ALICE" ]
+check "alice's status is hers" [ "$(as_alice status | json_field user)" = "$ALICE" ]
 expect_code "alice cannot read bob's status (77)" 77 as_alice --user "$BOB" status
 expect_code "alice cannot verify as bob (77)" 77 as_alice --user "$BOB" verify <<<739154
 expect_code "alice cannot reset bob's lock (77)" 77 as_alice --user "$BOB" reset <<<"AAAAA-AAAAA-AAAAA-AAAAA-AAAAA-AAAAA"
 expect_code "alice cannot change bob's PIN (77)" 77 as_alice --user "$BOB" change < <(printf '739154\n615283\n615283\n')
-printf '{}' > "$WORK/any.json"; chmod 0644 "$WORK/any.json"
-expect_code "bob cannot import a record as alice (77)" 77 as_bob --user "$ALICE" import "$WORK/any.json"
-expect_code "bob cannot watch alice (77)" 77 as_bob --user "$ALICE" watch 1
+# A well-formed local record of alice's in bob's own store: the daemon, not the CLI, must refuse it.
+"$TOKENPIN" --local --store "$WORK/template" --config "$CONFIG" enrol --pin-stdin < <(printf '482916\n482916\n') >/dev/null 2>&1
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r["user"]=sys.argv[3]; json.dump(r, open(sys.argv[2], "w"))' \
+    "$WORK/template/root.json" "$WORK/alices.json" "$ALICE"
+stage_import IMPORT "$BOB" "$ALICE" "$WORK/alices.json"
+expect_code "bob cannot import a record as alice (77)" 77 as_bob --store "$IMPORT" --user "$ALICE" import
+expect_code "bob cannot watch alice (77)" 77 as_bob --user "$ALICE" watch
 expect_code "alice cannot read the state directory" 2 runuser -u "$ALICE" -- ls "$STATE"
 expect_code "alice cannot read bob's record file" 1 runuser -u "$ALICE" -- cat "$STATE/$BOB.json"
 expect_code "alice cannot write the state directory" 1 runuser -u "$ALICE" -- touch "$STATE/$ALICE.json"
 
 # Alice's wrong PINs touch only her counter; her watcher sees only her events.
-runuser -u "$ALICE" -- "$CLIENT" --socket "$SOCKET" watch 1 >"$WORK/alice-watch" 2>&1 &
+runuser -u "$ALICE" -- "$TOKENPIN" "${CLI_ARGS[@]}" watch >"$WORK/alice-watch" 2>&1 &
 WATCH=$!
 sleep 0.5
 expect_code "bob's wrong PIN (1)" 1 as_bob verify <<<000000
 expect_code "alice's wrong PIN (1)" 1 as_alice verify <<<000000
-wait "$WATCH"
+for _ in $(seq 50); do [ -s "$WORK/alice-watch" ] && break; sleep 0.1; done
+kill "$WATCH" 2>/dev/null; wait "$WATCH" 2>/dev/null
 check "alice's watcher saw her own event first" grep -q "\"user\":\"$ALICE\"" "$WORK/alice-watch"
 check "alice's watcher never saw bob" bash -c "! grep -q '$BOB' '$WORK/alice-watch'"
-check "bob's counter: 4" [ "$(as_bob status | json_field status.remaining)" = 4 ]
-check "alice's counter: 4" [ "$(as_alice status | json_field status.remaining)" = 4 ]
+check "bob's counter: 4" [ "$(as_bob status | json_field remaining)" = 4 ]
+check "alice's counter: 4" [ "$(as_alice status | json_field remaining)" = 4 ]
 
 # Root may act on anyone.
-check "root reads alice's status" [ "$(client --user "$ALICE" status | json_field status.remaining)" = 4 ]
+check "root reads alice's status" [ "$(client --user "$ALICE" status | json_field remaining)" = 4 ]
 expect_code "root verifies for bob" 0 client --user "$BOB" verify <<<739154
-check "bob's counter restored by root's verification" [ "$(as_bob status | json_field status.remaining)" = 5 ]
-check "alice's counter untouched" [ "$(as_alice status | json_field status.remaining)" = 4 ]
+check "bob's counter restored by root's verification" [ "$(as_bob status | json_field remaining)" = 5 ]
+check "alice's counter untouched" [ "$(as_alice status | json_field remaining)" = 4 ]
 finish

@@ -14,7 +14,7 @@ fi
 
 start_daemon || exit 1
 PORT=${TOKENPIN_VPCD_PORTS%%,*}
-client watch 2 >"$WORK/events" 2>&1 &
+client watch >"$WORK/events" 2>&1 &
 WATCH=$!
 for _ in $(seq 50); do grep -q "watching readers" "$WORK/daemon.log" && break; sleep 0.1; done
 check "daemon watches the sandbox's readers" grep -q "watching readers" "$WORK/daemon.log"
@@ -25,6 +25,6 @@ for _ in $(seq 50); do grep -q cardInserted "$WORK/events" && break; sleep 0.1; 
 kill -TERM "$SIMPID"; wait "$SIMPID" 2>/dev/null
 for _ in $(seq 50); do grep -q cardRemoved "$WORK/events" && break; sleep 0.1; done
 kill "$WATCH" 2>/dev/null; wait "$WATCH" 2>/dev/null
-check "card inserted reaches the watcher" grep -q '"event":"cardInserted","reader":' "$WORK/events"
+check "card inserted reaches the watcher" grep -q '"event":"cardInserted",.*"reader":"tokenpin vpcd' "$WORK/events"
 check "card removed reaches the watcher" grep -q '"event":"cardRemoved"' "$WORK/events"
 finish

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The hostile local user of tests/service/adversary.sh: speaks tokenpind's protocol badly on purpose.
+"""The hostile local user of Tests/EndToEnd/adversary.sh: speaks tokenpind's protocol badly on purpose.
 
 Each subcommand is one attack; it prints one JSON line saying what it saw and exits 0 unless the attack
 itself could not be carried out. Run it as an unprivileged user (runuser) against a private socket.

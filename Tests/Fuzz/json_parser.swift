@@ -1,6 +1,6 @@
 // Fuzz target for the daemon protocol's JSON parser (Sources/TokenpinProtocol/JSON.swift): no input may trap,
 // and whatever parses must serialize to bytes that parse to the same value.
-// Built by tests/service/fuzz.sh with `swiftc -sanitize=fuzzer,address`.
+// Built by Tests/Fuzz/fuzz.sh with `swiftc -sanitize=fuzzer,address`.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJSONParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -5,7 +5,7 @@
 // the length-prefixed form of chunks.swift, one file per flow.
 //
 // It is linked like a fuzz target (the libraries carry the fuzzer's instrumentation), so it runs once on any
-// input: `TOKENPIN_SEED_DIR=DIR ./seed-transcript /dev/null`. tests/service/fuzz.sh builds and runs it.
+// input: `TOKENPIN_SEED_DIR=DIR ./seed-transcript /dev/null`. Tests/Fuzz/fuzz.sh builds and runs it.
 import Foundation
 import TokenpinAPDU
 import TokenpinCore

@@ -10,13 +10,13 @@
 #   key and signing with its Ed25519 key; a restarted simulator still decrypting.
 # The last line is "N passed, N failed"; the exit status is non-zero when anything failed.
 #
-# Usage: sudo Simulator/tests/real-clients.sh   (needs pcscd, vsmartcard-vpcd, opensc, gnupg, scdaemon)
+# Usage: sudo Simulator/Tests/EndToEnd/real-clients.sh   (needs pcscd, vsmartcard-vpcd, opensc, gnupg, scdaemon)
 
 set -uo pipefail
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 if [[ "${TOKENPIN_SANDBOX:-}" != 1 ]]; then
-    exec "$script_dir/../pcscd-sandbox" -- "$0" "$@"
+    exec "$script_dir/../../pcscd-sandbox" -- "$0" "$@"
 fi
 
 passed=0

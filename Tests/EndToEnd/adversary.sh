@@ -4,7 +4,7 @@
 # alive, the victim's verification completed within STALL_LIMIT seconds, nothing was counted that should not
 # be and everything that should be was, and PAM never said success or PAM_IGNORE after a secret was sent.
 . "$(dirname "$0")/lib.sh"
-ATTACK="python3 $ROOT/tests/service/attack.py"
+ATTACK="python3 $ROOT/Tests/EndToEnd/attack.py"
 STALL_LIMIT=${STALL_LIMIT:-3}
 LONGEST=0
 printf 'retries-max = 50\ndaemon-wait-timeout = 2\ndaemon-rate-limit = 100000\n' >> "$CONFIG"
@@ -13,7 +13,7 @@ new_user VICTIM && new_user MALLORY && new_user NEWBIE || { echo "cannot create 
 client --user "$VICTIM" enrol < <(printf '482916\n482916\n') >/dev/null || not_ok "enrol the victim"
 client --user "$MALLORY" enrol < <(printf '739154\n739154\n') >/dev/null || not_ok "enrol the attacker"
 as_mallory() { runuser -u "$MALLORY" -- "$@"; }
-remaining() { client --user "$1" status | json_field status.remaining; }
+remaining() { client --user "$1" status | json_field remaining; }
 
 # victim_ok NAME: root verifies the victim now; it must succeed within STALL_LIMIT seconds.
 victim_ok() {
@@ -56,10 +56,11 @@ for case in 'r["slots"][0]["kdf"]["memoryKiB"] = 9223372036854775807' \
             'r["counter"]["lastAttemptAt"] = "9999-12-31T23:59:59Z"'; do
     new_user IMPORTER || exit 1
     hostile_record "$WORK/hostile.json" "$case; r['user'] = '$IMPORTER'"
-    runuser -u "$IMPORTER" -- "$CLIENT" --socket "$SOCKET" import "$WORK/hostile.json" <<<"$(password_of "$IMPORTER")" >"$WORK/out" 2>&1
+    stage_import IMPORT "$IMPORTER" "$IMPORTER" "$WORK/hostile.json" || exit 1
+    runuser -u "$IMPORTER" -- "$TOKENPIN" "${CLI_ARGS[@]}" --store "$IMPORT" import <<<"$(password_of "$IMPORTER")" >"$WORK/out" 2>&1
     code=$?
     # A record that passes the checks must then verify without harm; one that does not is bad data (65).
-    if [ "$code" = 0 ]; then client --user "$IMPORTER" verify <<<000000 >"$WORK/verify" 2>&1; code=$(json_field exitCode <"$WORK/verify"); fi
+    if [ "$code" = 0 ]; then client --user "$IMPORTER" verify <<<000000 >"$WORK/verify" 2>&1; code=$?; fi
     case "$code" in
         65|1|3) ok "import of a record with $case: refused as bad data or verified harmlessly (exit $code)" ;;
         *) not_ok "import of a record with $case: exit $code: $(head -c 300 "$WORK/out")" ;;
@@ -92,7 +93,7 @@ as_mallory $ATTACK "$SOCKET" park verify "$MALLORY" 6 >/dev/null 2>&1 &
 attacker=$!
 sleep 0.5
 before=$(remaining "$MALLORY")
-as_mallory "$CLIENT" --socket "$SOCKET" verify <<<739154 >"$WORK/out" 2>&1
+as_mallory "$TOKENPIN" "${CLI_ARGS[@]}" verify <<<739154 >"$WORK/out" 2>&1
 check "a second verify of the same user: busy (69)" grep -q '"code":"busy"' "$WORK/out"
 check "busy counted nothing" [ "$(remaining "$MALLORY")" = "$before" ]
 victim_ok "a verify parked at its prompt"
@@ -119,15 +120,16 @@ victim_ok "a slow sender"
 wait "$attacker"
 
 # 5. A first way in needs the login password: a wrong one is refused like a wrong PIN and enrols nothing.
-runuser -u "$NEWBIE" -- "$CLIENT" --socket "$SOCKET" enrol < <(printf 'not-the-password\n111111\n111111\n') >"$WORK/out" 2>&1
+runuser -u "$NEWBIE" -- "$TOKENPIN" "${CLI_ARGS[@]}" enrol < <(printf 'not-the-password\n111111\n111111\n') >"$WORK/out" 2>&1
 code=$?
 check "enrol with a wrong login password: refused (1)" [ "$code" = 1 ]
 check "enrol with a wrong login password: password-rejected" grep -q 'password-rejected' "$WORK/out"
-check "after a refused password: not enrolled" [ "$(client --user "$NEWBIE" status | json_field status.enrolled)" = False ]
+check "after a refused password: not enrolled" [ "$(client --user "$NEWBIE" status | json_field enrolled)" = False ]
 hostile_record "$WORK/plain.json" "r['user'] = '$NEWBIE'"
-runuser -u "$NEWBIE" -- "$CLIENT" --socket "$SOCKET" import "$WORK/plain.json" <<<"wrong" >"$WORK/out" 2>&1
+stage_import IMPORT "$NEWBIE" "$NEWBIE" "$WORK/plain.json" || exit 1
+runuser -u "$NEWBIE" -- "$TOKENPIN" "${CLI_ARGS[@]}" --store "$IMPORT" import <<<"wrong" >"$WORK/out" 2>&1
 check "import with a wrong login password: refused (1)" [ $? = 1 ]
-runuser -u "$NEWBIE" -- "$CLIENT" --socket "$SOCKET" enrol < <(printf '%s\n482916\n482916\n' "$(password_of "$NEWBIE")") >"$WORK/out" 2>&1
+runuser -u "$NEWBIE" -- "$TOKENPIN" "${CLI_ARGS[@]}" enrol < <(printf '%s\n482916\n482916\n' "$(password_of "$NEWBIE")") >"$WORK/out" 2>&1
 check "enrol with the login password: enrolled" [ $? = 0 ]
 victim_ok "password checks"
 
@@ -179,11 +181,11 @@ code=$?
 check "toggle token off without a PIN: refused (exit $code)" [ "$code" != 0 ]
 check "toggle token off without a PIN: the token stays on" bash -c "'$BIN/tokenpin' --socket '$SOCKET' --user '$VICTIM' types | grep -q 'token  enabled'"
 # A token verify parked at the card-PIN prompt, then a PIN verify of the same user: busy, bounded, nothing held.
-python3 "$ROOT/tests/service/attack.py" "$SOCKET" park verify-token "$VICTIM" 4 >"$WORK/park" 2>&1 &
+python3 "$ROOT/Tests/EndToEnd/attack.py" "$SOCKET" park verify-token "$VICTIM" 4 >"$WORK/park" 2>&1 &
 parked=$!
 sleep 0.5
 start=$(date +%s.%N)
-client --user "$VICTIM" verify <<<482916 >"$WORK/out" 2>&1
+client --user "$VICTIM" verify --method pin <<<482916 >"$WORK/out" 2>&1  # scripts name the type once a token is on
 took=$(echo "$(date +%s.%N) - $start" | bc)
 check "a PIN verify while a token verify waits at the card-PIN prompt: busy within the wait bound (${took}s)" \
     grep -q '"code":"busy"' "$WORK/out"

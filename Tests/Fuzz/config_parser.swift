@@ -1,6 +1,6 @@
 // Fuzz target for the configuration parser (`Configuration.apply(text:file:)`): drop-ins and the user's own
 // file are read by the CLI and the daemon, so a line may hold anything. Nothing may trap; a file either applies
-// or is refused with a ConfigError naming a line. Built by tests/service/fuzz.sh against TokenpinCore.
+// or is refused with a ConfigError naming a line. Built by Tests/Fuzz/fuzz.sh against TokenpinCore.
 import TokenpinCore
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -22,7 +22,7 @@ pam_service BADOPT "auth required $MODULE frobnicate" "account required pam_perm
 
 client --user "$ALICE" enrol < <(printf '482916\n482916\n') >/dev/null
 auth() { pamtester "$1" "$2" authenticate; }
-remaining() { client --user "$1" status | json_field status.remaining; }
+remaining() { client --user "$1" status | json_field remaining; }
 
 # A secret that is not UTF-8 is refused by the module before it is sent: the daemon would refuse the line as
 # malformed, which must never read as "unavailable" (PAM_IGNORE lets the next module decide).

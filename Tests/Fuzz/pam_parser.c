@@ -2,8 +2,8 @@
    from the socket, the UTF-8 check on a typed secret (tp_is_utf8) and the escaping of a secret into a line
    (tp_escape). No input may read or write out of bounds (AddressSanitizer), overflow (UBSan) or leak; the parser
    turns valid UTF-8 into valid UTF-8 strings; and any text escaped then parsed back is the same text.
-   Built by tests/service/fuzz.sh with clang -fsanitize=fuzzer,address,undefined. */
-#include "../../../pam/pam_tokenpin.c"
+   Built by Tests/Fuzz/fuzz.sh with clang -fsanitize=fuzzer,address,undefined. */
+#include "../../pam/pam_tokenpin.c"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, unsigned long size) {
     if (size > TP_MAX_LINE) return 0;

@@ -1,7 +1,7 @@
 // Fuzz target for the APDU layer's parsers (Sources/TokenpinAPDU): BER-TLV, command and response APDUs, the
 // historical bytes. Every byte string is card or host input, so none may trap; whatever parses must encode to
 // bytes that parse to the same value.
-// Built by tests/service/fuzz.sh with `swiftc -sanitize=fuzzer,address`.
+// Built by Tests/Fuzz/fuzz.sh with `swiftc -sanitize=fuzzer,address`.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzAPDUParsers(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -10,17 +10,17 @@
 # Swift targets link modules built here from every *.swift under their source folders (so files added or renamed
 # there are picked up) with -sanitize=fuzzer,address. Seeds are real: protocol lines, a record that `tokenpin enrol`
 # wrote, the example configuration, and the commands and answers of sessions with the simulated card.
-# Before fuzzing, each target replays its regression inputs (fuzz/regressions/TARGET/*). A crash listed in
-# fuzz/regressions/KNOWN (code owned elsewhere, not fixed yet) is reported as a TODO line, not hidden.
+# Before fuzzing, each target replays its regression inputs (regressions/TARGET/* beside this script). A crash
+# listed in regressions/KNOWN (code owned elsewhere, not fixed yet) is reported as a TODO line, not hidden.
 #
 #   FUZZ_SECONDS=N       seconds per target (default 10)
 #   FUZZ_TARGETS="a b"   the targets to run (default: all of the above)
 #   FUZZ_DIR=DIR         keep builds, corpora and logs in DIR (default: this run's temporary directory)
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../EndToEnd/lib.sh"
 SECONDS_EACH=${FUZZ_SECONDS:-10}
 TARGETS=${FUZZ_TARGETS:-json pam apdu record config simulator openpgp}
 OUT=${FUZZ_DIR:-$WORK/fuzz}
-HARNESS=$ROOT/tests/service/fuzz
+HARNESS=$ROOT/Tests/Fuzz
 REGRESSIONS=$HARNESS/regressions
 mkdir -p "$OUT/lib" "$OUT/seeds"
 wanted() { [[ " $TARGETS " == *" $1 "* ]]; }

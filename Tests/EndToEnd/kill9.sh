@@ -24,7 +24,7 @@ hammer() {  # hammer USER PIN: verifications until the daemon is gone; one exit 
 
 for round in 1 2 3; do
     declare -A before=()
-    for user in "${WRONG[@]}"; do before[$user]=$(client --user "$user" status | json_field status.remaining); done
+    for user in "${WRONG[@]}"; do before[$user]=$(client --user "$user" status | json_field remaining); done
     pids=()
     for user in "${WRONG[@]}"; do hammer "$user" 000000 & pids+=($!); done
     for user in "${RIGHT[@]}"; do hammer "$user" 482916 & pids+=($!); done
@@ -35,8 +35,8 @@ for round in 1 2 3; do
     start_daemon || exit 1
     for user in "${WRONG[@]}"; do
         status=$(client --user "$user" status)
-        remaining=$(echo "$status" | json_field status.remaining)
-        failures=$(echo "$status" | json_field status.failures)
+        remaining=$(echo "$status" | json_field remaining)
+        failures=$(echo "$status" | json_field failures)
         answered=$(grep -c '^1$' "$WORK/codes-$user")
         used=$((before[$user] - remaining))
         check "round $round $user: record loads, every answered wrong PIN counted ($answered <= $used <= $answered+1)" \
@@ -44,10 +44,10 @@ for round in 1 2 3; do
         check "round $round $user: failures match the counter" [ "$failures" = $((100 - remaining)) ]
     done
     for user in "${RIGHT[@]}"; do
-        remaining=$(client --user "$user" status | json_field status.remaining)
+        remaining=$(client --user "$user" status | json_field remaining)
         check "round $round $user: at most the in-flight attempt is outstanding ($remaining)" [ "$remaining" -ge 99 ]
         expect_code "round $round $user: the right PIN restores the counter" 0 client --user "$user" verify <<<482916
-        check "round $round $user: counter full" [ "$(client --user "$user" status | json_field status.remaining)" = 100 ]
+        check "round $round $user: counter full" [ "$(client --user "$user" status | json_field remaining)" = 100 ]
     done
 done
 finish

@@ -6,7 +6,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${TOKENPIN_BIN:-$ROOT/.build/debug}
 TOKENPIND=$BIN/tokenpind
-CLIENT=$BIN/tokenpin-daemon-client
+TOKENPIN=$BIN/tokenpin
 PAM_MODULE=${PAM_MODULE:-$ROOT/.build/pam/pam_tokenpin.so}
 
 PASSED=0
@@ -20,6 +20,10 @@ DAEMON_PID=
 CLEANUP_USERS=()
 CLEANUP_FILES=()
 printf 'kdf-memory-mib = 8\nkdf-passes = 1\n' > "$CONFIG"
+# How the suites drive the daemon: the real CLI on the private socket, one JSON object on stdout, every secret a
+# line of standard input. Its local store is a directory that never exists, so no local record of whoever runs it
+# gets in the way (`tokenpin import` stages one, see stage_import).
+CLI_ARGS=(--socket "$SOCKET" --json --pin-stdin --store "$WORK/no-local-store")
 
 ok() { PASSED=$((PASSED + 1)); echo "ok - $1"; }
 not_ok() { FAILED=$((FAILED + 1)); echo "not ok - $1"; }
@@ -36,7 +40,7 @@ expect_code() {
 start_daemon() {
     "$TOKENPIND" --socket "$SOCKET" --state-dir "$STATE" --config "$CONFIG" "$@" >>"$WORK/daemon.log" 2>&1 &
     DAEMON_PID=$!
-    for _ in $(seq 100); do [ -S "$SOCKET" ] && "$CLIENT" --socket "$SOCKET" ping >/dev/null 2>&1 && return 0; sleep 0.05; done
+    for _ in $(seq 100); do [ -S "$SOCKET" ] && client status >/dev/null 2>&1 && return 0; sleep 0.05; done
     echo "tokenpind did not start:"; cat "$WORK/daemon.log"; return 1
 }
 
@@ -47,7 +51,20 @@ stop_daemon() {
     DAEMON_PID=
 }
 
-client() { "$CLIENT" --socket "$SOCKET" "$@"; }
+# client ARGS...: tokenpin against this daemon, as root (`--user NAME` acts for NAME); exits with the CLI's code.
+client() { "$TOKENPIN" "${CLI_ARGS[@]}" "$@"; }
+
+# stage_import VAR OWNER NAME FILE: a new store directory owned by OWNER holding FILE as NAME's local record, which
+# `tokenpin --store DIR import` (run as OWNER, with `--user NAME` when NAME is someone else) moves into the daemon;
+# the directory in VAR. The CLI reads the record before sending it, so a file it cannot read as a record is
+# refused there (65) and never reaches the daemon; the daemon's own checks of hostile records are in the Swift
+# tests (HostileRecordDaemonTests).
+stage_import() {
+    local dir
+    dir=$(mktemp -d "$WORK/import.XXXXXX") || return 1
+    cp "$4" "$dir/$3.json" && chmod 0600 "$dir/$3.json" && chown -R "$2:" "$dir" && chmod 0700 "$dir" || return 1
+    printf -v "$1" '%s' "$dir"
+}
 
 # json_field FIELD: reads one JSON line on stdin and prints FIELD (a dotted path).
 json_field() { python3 -c 'import json,sys

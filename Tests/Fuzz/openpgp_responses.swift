@@ -3,7 +3,7 @@
 // public keys) parsed straight from each part of the input, then an OpenPGPSession over a connection whose
 // answers are those parts in order (see chunks.swift), running what tokenpin runs against a card. Nothing may
 // trap or loop; algorithm attributes that parse encode to the same value.
-// Built by tests/service/fuzz.sh against TokenpinAPDU, TokenpinCore and TokenpinOpenPGP.
+// Built by Tests/Fuzz/fuzz.sh against TokenpinAPDU, TokenpinCore and TokenpinOpenPGP.
 import TokenpinAPDU
 import TokenpinCore
 import TokenpinOpenPGP
