@@ -435,3 +435,8 @@ extension ProtocolError {
         return .error(code: "protocol-" + code.rawValue, message: detail, exitCode: Int(exit.rawValue), fields: [])
     }
 }
+
+extension JSONValue {
+    /// A number with a fraction, with three decimals; null when it is not finite (JSON has no NaN or infinity).
+    public static func double(_ value: Double) -> JSONValue { value.isFinite ? .decimal(fixed(value, 3)) : .null }
+}

@@ -1,10 +1,8 @@
-import TokenpinCore
-
 /// tokenpin's one JSON value: the daemon protocol's messages and the CLI's `--json` output.
 ///
 /// Strings stay bytes so that a secret (a PIN in a `secret` message) can be moved into guarded memory and the
 /// ordinary copy wiped; no `String` of a secret is ever made. The protocol carries whole numbers only: the parser
-/// never produces `double`, which only reports (the CLI's `bench` figures) write.
+/// never produces `decimal`, which only reports (the CLI's `bench` figures) write.
 public enum JSONValue: Sendable, Equatable {
     /// A string's UTF-8 bytes.
     case string([UInt8])
@@ -18,8 +16,8 @@ public enum JSONValue: Sendable, Equatable {
     case array([JSONValue])
     /// An object, members in the order they were given.
     case object([JSONMember])
-    /// A number with a fraction, written with three decimals (null when not finite). Never on the wire.
-    case double(Double)
+    /// A number with a fraction, already written as JSON text (`double(_:)` makes one). Never on the wire.
+    case decimal(String)
 
     /// A string value from text.
     public static func text(_ text: String) -> JSONValue { .string(Array(text.utf8)) }
@@ -89,7 +87,7 @@ public enum JSONValue: Sendable, Equatable {
         case .integer(let number): out += Array(String(number).utf8)
         case .bool(let flag): out += Array((flag ? "true" : "false").utf8)
         case .null: out += Array("null".utf8)
-        case .double(let number): out += Array((number.isFinite ? fixed(number, 3) : "null").utf8)
+        case .decimal(let text): out += Array(text.utf8)
         case .array(let items):
             out.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {
