@@ -42,8 +42,8 @@ public enum Event: Sendable, Equatable {
     case tokenFailed(reason: String, fallback: Bool)
     /// The user cancelled.
     case cancelled
-    /// A new PIN broke a policy rule.
-    case policyViolation(rule: String)
+    /// A new PIN broke a policy rule; `reason` is the site check's own words (rule `site-check`), else nil.
+    case policyViolation(rule: String, reason: String? = nil)
     /// An authentication type was switched on or off.
     case typeChanged(type: AuthenticationType, enabled: Bool)
 

@@ -46,7 +46,8 @@ extension Event {
         case .delayed(let seconds): [JSONMember("seconds", .int(seconds))]
         case .tokenFailed(let reason, let fallback):
             [JSONMember("reason", .text(reason)), JSONMember("fallback", .bool(fallback))]
-        case .policyViolation(let rule): [JSONMember("rule", .text(rule))]
+        case .policyViolation(let rule, let reason):
+            [JSONMember("rule", .text(rule))] + (reason.map { [JSONMember("reason", .text($0))] } ?? [])
         case .typeChanged(let type, let enabled):
             [JSONMember("authType", .text(type.rawValue)), JSONMember("enabled", .bool(enabled))]
         }
@@ -74,7 +75,7 @@ extension Event {
             self = .tokenFailed(reason: value["reason"]?.stringValue ?? "", fallback: value["fallback"]?.boolValue ?? false)
         case "policyViolation":
             guard let rule = value["rule"]?.stringValue else { return nil }
-            self = .policyViolation(rule: rule)
+            self = .policyViolation(rule: rule, reason: value["reason"]?.stringValue)
         case "typeChanged":
             guard let type = value["authType"]?.stringValue.flatMap(AuthenticationType.init(rawValue:)) else { return nil }
             self = .typeChanged(type: type, enabled: value["enabled"]?.boolValue ?? false)
@@ -376,6 +377,8 @@ extension ServiceError {
         case .notEnrolled(let user, let path), .alreadyEnrolled(let user, let path):
             fields = [JSONMember("user", .text(user)), JSONMember("path", .text(path))]
         case .policyViolation(let rule): fields = [JSONMember("rule", .text(rule.rawValue))]
+        case .siteCheckRefused(let reason):
+            fields = [JSONMember("rule", .text(PolicyRule.siteCheck.rawValue)), JSONMember("reason", .text(reason))]
         case .store(let error):
             fields = [JSONMember("path", .text(error.path)), JSONMember("detail", .text(error.detail))]
         case .crypto(let error):
@@ -400,7 +403,9 @@ extension ServiceError {
         case "not-enrolled": self = .notEnrolled(user: user, path: path)
         case "already-enrolled": self = .alreadyEnrolled(user: user, path: path)
         case "policy":
-            if let rule = value["rule"]?.stringValue.flatMap(PolicyRule.init(rawValue:)) {
+            if value["rule"]?.stringValue == PolicyRule.siteCheck.rawValue {
+                self = .siteCheckRefused(reason: value["reason"]?.stringValue ?? message)
+            } else if let rule = value["rule"]?.stringValue.flatMap(PolicyRule.init(rawValue:)) {
                 self = .policyViolation(rule)
             } else {
                 self = .input(message)

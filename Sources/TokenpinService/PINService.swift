@@ -273,8 +273,8 @@ public struct PINService: Sendable {
 
     // MARK: New PINs
 
-    /// Asks for a new PIN and its confirmation, checking the policy and `extraRule` (the current PIN on a
-    /// change); gives `newPINAttempts` chances.
+    /// Asks for a new PIN and its confirmation, checking the policy, `extraRule` (the current PIN on a
+    /// change) and the site's `pin-check` program; gives `newPINAttempts` chances.
     func readNewPIN(_ interaction: some Interaction,
                     extraRule: (borrowing PIN) -> PolicyRule? = { _ in nil }) throws -> PIN {
         let attempts = max(1, interaction.newPINAttempts)
@@ -283,13 +283,18 @@ public struct PINService: Sendable {
             attempt += 1
             let candidate = PIN(try interaction.readSecret(.newPIN))
             var rule = extraRule(candidate) ?? configuration.policy.violation(for: candidate)
+            // The site's own check runs after the built-in policy, on a candidate that passed it.
+            let siteRefusal = rule == nil ? try siteCheckRefusal(candidate) : nil
+            if siteRefusal != nil { rule = .siteCheck }
             if rule == nil {
                 let confirmation = PIN(try interaction.readSecret(.confirmPIN))
                 if !candidate.matches(confirmation) { rule = .mismatch }
             }
             guard let rule else { return candidate }
-            interaction.report(.policyViolation(rule: rule.rawValue))
-            if attempt >= attempts { throw ServiceError.policyViolation(rule) }
+            interaction.report(.policyViolation(rule: rule.rawValue, reason: siteRefusal))
+            if attempt >= attempts {
+                throw siteRefusal.map { ServiceError.siteCheckRefused(reason: $0) } ?? ServiceError.policyViolation(rule)
+            }
         }
     }
 

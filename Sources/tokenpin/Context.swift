@@ -199,11 +199,11 @@ final class CLIInteraction: Interaction {
 
     func report(_ event: Event) {
         switch event {
-        case .policyViolation(let rule):
+        case .policyViolation(let rule, let reason):
             // The last refusal ends the command, whose error says it: one message per refusal.
             policyRefusals += 1
             guard policyRefusals < newPINAttempts else { return }
-            let explanation = PolicyRule(rawValue: rule)?.explanation ?? rule
+            let explanation = reason ?? PolicyRule(rawValue: rule)?.explanation ?? rule
             let allowed = PolicyRule(rawValue: rule).flatMap(allowed).map { " (allowed: \($0))" } ?? ""
             console.note(style.error("PIN refused: ") + "\(explanation) (rule \(rule))\(allowed); try another")
         case .tokenFailed(let reason, let fallback):

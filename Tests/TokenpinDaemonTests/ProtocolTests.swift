@@ -159,6 +159,7 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
             .pinAlwaysEnabled, .malformedRecoveryKey("short"), .tokenUnavailable("none"), .tokenNotEnabled,
             .tokenAlreadyEnabled(serial: "0006 1234"), .serviceUnavailable("down"), .input("eof"),
             .configuration("bad"), .cardRefused("no"), .permissionDenied("mine"),
+            .siteCheckRefused(reason: "ends in the current year (2026)"),
         ]
         for error in errors {
             guard case .error(let code, let message, let exitCode, let fields) =
@@ -187,7 +188,9 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     @Test func everyEventRoundTrips() {
         let events: [Event] = [.created, .verified(method: .pin), .changed, .reset, .wrongPIN(remaining: 1, lastTry: true),
                                .locked, .delayed(seconds: 5), .tokenFailed(reason: "gone", fallback: true), .cancelled,
-                               .policyViolation(rule: "sequence"), .typeChanged(type: .token, enabled: false)]
+                               .policyViolation(rule: "sequence"),
+                               .policyViolation(rule: "site-check", reason: "ends in the current year (2026)"),
+                               .typeChanged(type: .token, enabled: false)]
         for event in events {
             #expect(Event(name: event.name, fields: event.protocolFields) == event)
         }

@@ -137,6 +137,16 @@ public struct Configuration: Sendable, Equatable {
     /// tokenpind: the PAM service that checks the login password for `enrol-auth = password` (`enrol-pam-service`).
     public var enrolPAMService: String = "tokenpin-enrol"
 
+    /// The site's own check of new PINs (`pin-check`), an absolute path; nil: none.
+    public var pinCheckProgram: String?
+    /// Seconds the `pin-check` program may run before it is stopped (`pin-check-timeout`).
+    public var pinCheckTimeoutSeconds: Int = PINCheckProgram.defaultTimeoutMilliseconds / 1000
+
+    /// The `pin-check` program to run for each new PIN, or nil.
+    public var pinCheck: PINCheckProgram? {
+        pinCheckProgram.map { PINCheckProgram(path: $0, timeoutMilliseconds: pinCheckTimeoutSeconds * 1000) }
+    }
+
     /// The defaults.
     public init() {}
 
@@ -233,6 +243,7 @@ public struct Configuration: Sendable, Equatable {
     public static let keys = [
         "retries-max", "fail-delay", "kdf-target-ms", "kdf-memory-mib", "kdf-passes",
         "pin-min-length", "pin-max-length", "pin-charset", "pin-min-unique", "pin-blocklist", "pin-blocklist-rules",
+        "pin-check", "pin-check-timeout",
         "mode", "fallback", "reader",
         "color", "color-prompt", "color-dots", "color-error", "color-warning", "color-success", "dot",
         "prompt-pin", "prompt-new-pin", "prompt-confirm-pin", "prompt-current-pin", "prompt-recovery-key",
@@ -296,6 +307,13 @@ public struct Configuration: Sendable, Equatable {
             case "off", "no", "false": policy.useBlocklist = false
             default: throw Message(text: "pin-blocklist-rules must be on or off, not `\(value)`")
             }
+        case "pin-check":
+            // No search path and no shell: the program is named by its full path (its file is checked when it runs).
+            guard value.isEmpty || value.hasPrefix("/") else {
+                throw Message(text: "pin-check must be the absolute path of a program (/usr/local/sbin/pin-check), not `\(value)`")
+            }
+            pinCheckProgram = value.isEmpty ? nil : value
+        case "pin-check-timeout": pinCheckTimeoutSeconds = try integer(1...60)
         case "mode": mode = try choice(VerificationMode.self)
         case "fallback": fallback = try choice(FallbackPolicy.self)
         case "reader": reader = value.isEmpty ? nil : value
