@@ -285,6 +285,7 @@ extension StatusReport {
             JSONMember("types", TypeStatus.protocolValue(types)),
             JSONMember("mode", mode.map { .text($0.rawValue) } ?? .null),
             JSONMember("fallback", fallback.map { .text($0.rawValue) } ?? .null),
+            JSONMember("modeSource", modeSource.map { .text($0.rawValue) } ?? .null),
             JSONMember("token", token?.protocolValue ?? .null),
         ])
     }
@@ -315,7 +316,8 @@ extension StatusReport {
                   types: try TypeStatus.list(protocolValue: value["types"]),
                   mode: value["mode"]?.stringValue.flatMap(VerificationMode.init(rawValue:)),
                   fallback: value["fallback"]?.stringValue.flatMap(FallbackPolicy.init(rawValue:)),
-                  token: token)
+                  token: token,
+                  modeSource: value["modeSource"]?.stringValue.flatMap(ModeInForce.Source.init(rawValue:)))
     }
 }
 

@@ -111,11 +111,12 @@ public struct DaemonClient: Sendable {
     }
 
     /// `toggle token on`: binds the card present, with the daemon asking the PIN, admin PIN and card PIN here.
-    public func enableToken(_ interaction: some Interaction, generateKey: Bool = false,
-                            assumeYes: Bool = false) throws(ServiceError) -> VerifyReport {
+    public func enableToken(_ interaction: some Interaction, generateKey: Bool = false, assumeYes: Bool = false,
+                            mode: VerificationMode? = nil) throws(ServiceError) -> VerifyReport {
         var request = selected(Request(.toggle, user: user, authenticationType: .token, on: true))
         request.generateKey = generateKey
         request.assumeYes = assumeYes
+        request.mode = mode
         return try report(request, interaction)
     }
 

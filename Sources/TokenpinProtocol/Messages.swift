@@ -50,6 +50,8 @@ public struct Request: Sendable, Equatable {
     public var generateKey: Bool?
     /// `toggle token on`: the key generation is confirmed in advance.
     public var assumeYes: Bool?
+    /// `toggle token on`: the mode to bind in (`both` re-binds a card bound in `either`).
+    public var mode: VerificationMode?
     /// `card-unblock`: with the admin PIN instead of the Reset Code.
     public var admin: Bool?
     /// The reader to use (a name or a glob).
@@ -107,7 +109,7 @@ extension ClientMessage {
         switch type {
         case "request":
             let common: Set<String> = ["v", "type", "op", "user", "newPINAttempts", "reader", "serial"]
-            try fields.allow(common.union(["authType", "on", "record", "method", "generateKey", "yes", "admin"]))
+            try fields.allow(common.union(["authType", "on", "record", "method", "generateKey", "yes", "admin", "mode"]))
             let opName = try fields.string("op")
             guard let operation = Operation(rawValue: opName) else {
                 throw ProtocolError(.unknownType, "unknown operation `\(opName)`")
@@ -131,7 +133,13 @@ extension ClientMessage {
                 }
                 request.authenticationType = type
                 request.on = try fields.bool("on")
-                try fields.allow(common.union(["authType", "on", "generateKey", "yes", "method"]))
+                try fields.allow(common.union(["authType", "on", "generateKey", "yes", "method", "mode"]))
+                if let name = try fields.optionalString("mode") {
+                    guard let mode = VerificationMode(rawValue: name) else {
+                        throw ProtocolError(.badField, "`mode` must be either or both")
+                    }
+                    request.mode = mode
+                }
                 request.generateKey = try fields.optionalBool("generateKey")
                 request.assumeYes = try fields.optionalBool("yes")
                 request.method = try Self.method(fields)
@@ -290,6 +298,7 @@ extension ClientMessage {
             if let method = request.method { members.append(JSONMember("method", .text(method.rawValue))) }
             if let generate = request.generateKey { members.append(JSONMember("generateKey", .bool(generate))) }
             if let yes = request.assumeYes { members.append(JSONMember("yes", .bool(yes))) }
+            if let mode = request.mode { members.append(JSONMember("mode", .text(mode.rawValue))) }
             if let admin = request.admin { members.append(JSONMember("admin", .bool(admin))) }
             if let reader = request.reader { members.append(JSONMember("reader", .text(reader))) }
             if let serial = request.serial { members.append(JSONMember("serial", .text(serial))) }

@@ -307,6 +307,7 @@ public struct PINService: Sendable {
             let record = exists ? try store.load(user: user) : nil
             let binding = record?.slot(.token)?.token ?? record?.slot(.composite)?.token
             let token = cards == nil ? nil : tokenStatus(binding: binding)
+            let inForce = record.flatMap(modeInForce)
             return StatusReport(
                 user: user, recordPath: recordPath, enrolled: record != nil,
                 remaining: record?.counter.remaining, maximum: record?.counter.max,
@@ -314,8 +315,9 @@ public struct PINService: Sendable {
                 delaySeconds: record.map { $0.counter.delay(at: time.now, schedule: configuration.failDelay) } ?? 0,
                 failures: record?.counter.failures ?? 0,
                 kdf: (record?.slot(.pin) ?? record?.slot(.composite))?.kdf,
-                types: Self.types(of: record), mode: record?.policy.mode, fallback: record?.policy.fallback,
-                token: token)
+                types: Self.types(of: record), mode: inForce?.mode ?? record?.policy.mode,
+                fallback: record.map { fallbackAllowed($0) ? .allow : .deny },
+                token: token, modeSource: inForce?.source)
         }
     }
 

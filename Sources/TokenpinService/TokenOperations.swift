@@ -225,6 +225,10 @@ extension PINService {
                 if method == .token { throw ServiceError.tokenNotEnabled }
                 return try verifyPIN(interaction)
             }
+            if modeInForce(record)?.source == .configuration {
+                if method == .pin { throw ServiceError.tokenUnavailable("mode = both (configuration): the PIN alone cannot verify") }
+                return try verifyTokenAndPIN(interaction)
+            }
             var tokenFailure: String?
             if method != .pin {
                 do {
@@ -401,11 +405,15 @@ extension PINService {
 
     /// `toggle token on`: the PIN first (the seeds' rule), then binds the chosen card and proves the binding
     /// once with the card PIN before saving it. Prompts: PIN, admin PIN (only to generate a key), card PIN.
-    public func enableToken(_ interaction: some Interaction, generateKey: Bool = false,
-                            assumeYes: Bool = false) throws(ServiceError) -> VerifyReport {
+    ///
+    /// `mode` `.both` binds in `both` whatever the configuration says (the stricter of the two wins); on a card
+    /// already bound in `either` it re-binds it in `both` (see `rebindInBoth`).
+    public func enableToken(_ interaction: some Interaction, generateKey: Bool = false, assumeYes: Bool = false,
+                            mode: VerificationMode? = nil) throws(ServiceError) -> VerifyReport {
         try guarded { () throws -> VerifyReport in
             let record = try loadRecord()
             if let binding = record.slot(.token)?.token ?? record.slot(.composite)?.token {
+                if mode == .both && record.slot(.composite) == nil { return try rebindInBoth(interaction) }
                 throw ServiceError.tokenAlreadyEnabled(serial: cardLabel(serial: binding.serial))
             }
             if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
@@ -419,7 +427,7 @@ extension PINService {
             return try countedAttempt(pin: pin) { record, vaultKey in
                 try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
                 try bind(record: &record, vaultKey: vaultKey, pin: pin, reader: probe.reader, serial: probe.serial,
-                         generateKey: generateKey, assumeYes: assumeYes, interaction)
+                         generateKey: generateKey, assumeYes: assumeYes, mode: bindingMode(requested: mode), interaction)
             }
         }
     }
@@ -427,7 +435,9 @@ extension PINService {
     /// Binds the card in `reader`, which must still be the card with `serial` that was chosen: the serial is
     /// read from the card again before any PIN is sent to it.
     func bind(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pin: borrowing PIN, reader: String,
-              serial: String?, generateKey: Bool, assumeYes: Bool, _ interaction: some Interaction) throws {
+              serial: String?, generateKey: Bool, assumeYes: Bool, mode: VerificationMode? = nil,
+              _ interaction: some Interaction) throws {
+        let mode = mode ?? configuration.mode
         let card = try openCard(reader: reader)
         defer { card.handle.close() }
         guard let serial, card.serial == serial else {
@@ -468,11 +478,10 @@ extension PINService {
         guard shared.isEqual(to: expected) else {
             throw ServiceError.cardRefused("card \(card.label) answered PSO:DECIPHER with a secret that does not match its public key")
         }
-        try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, shared: shared, binding: binding,
-                           mode: configuration.mode)
-        record.policy = .init(mode: configuration.mode, fallback: configuration.fallback)
+        try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, shared: shared, binding: binding, mode: mode)
+        record.policy = .init(mode: mode, fallback: configuration.fallback)
         record.updated = time.now
-        logger.info("token enabled", [("user", user), ("card", card.label), ("mode", configuration.mode.rawValue)])
+        logger.info("token enabled", [("user", user), ("card", card.label), ("mode", mode.rawValue)])
         interaction.report(.typeChanged(type: .token, enabled: true))
     }
 

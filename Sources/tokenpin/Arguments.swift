@@ -36,7 +36,7 @@ enum ArgumentParser {
     /// Options that take a value, and the commands that accept them (nil: every command).
     static let valueOptions: [String: Set<String>?] = [
         "--store": nil, "--config": nil, "--reader": nil, "--serial": nil, "--user": nil, "--socket": nil,
-        "--method": ["verify", "toggle"], "--recovery-key-file": ["enrol"], "--iterations": ["bench"],
+        "--method": ["verify", "toggle"], "--mode": ["toggle"], "--recovery-key-file": ["enrol"], "--iterations": ["bench"],
     ]
     /// Flags, and the commands that accept them (nil: every command).
     static let flagOptions: [String: Set<String>?] = [

@@ -12,7 +12,8 @@ protocol Backend {
     func status() throws(ServiceError) -> StatusReport
     func types() throws(ServiceError) -> [TypeStatus]
     func togglePIN(on: Bool, _ interaction: some Interaction) throws(ServiceError)
-    func enableToken(_ interaction: some Interaction, generateKey: Bool, assumeYes: Bool) throws(ServiceError) -> VerifyReport
+    func enableToken(_ interaction: some Interaction, generateKey: Bool, assumeYes: Bool,
+                     mode: VerificationMode?) throws(ServiceError) -> VerifyReport
     func disableToken(_ interaction: some Interaction, method: VerificationMethod?) throws(ServiceError) -> VerifyReport
     func listReaders() throws(ServiceError) -> [ReaderInfo]
     func changeCardPIN(_ interaction: some Interaction) throws(ServiceError)

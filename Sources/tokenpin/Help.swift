@@ -44,12 +44,15 @@ enum Help {
         Entry(name: "types", abstract: "List the authentication types and whether each is enabled.",
               usage: "tokenpin types"),
         Entry(name: "toggle", abstract: "Switch an authentication type on or off.",
-              usage: "tokenpin toggle <type> on|off [--generate-key] [--yes] [--method pin|token]",
+              usage: "tokenpin toggle <type> on|off [--generate-key] [--yes] [--method pin|token] [--mode either|both]",
               options: [("--generate-key", "Create a cv25519 decryption key on the card (with the admin PIN)."),
                         ("--yes", "Confirm that --generate-key replaces the card's decryption key."),
-                        ("--method pin|token", "Verify `token off` with the PIN (default) or the card.")],
+                        ("--method pin|token", "Verify `token off` with the PIN (default) or the card."),
+                        ("--mode either|both", "Bind `token on` in this mode; the stricter of it and `mode` wins.")],
               discussion: "Types: pin (always enabled; `toggle pin off` is refused), token.\n"
                   + "Prompts for `token on`: PIN, admin PIN (only with --generate-key), card PIN.\n"
+                  + "`token on --mode both` on a card bound in either re-binds it in both (prompts: PIN, card PIN): "
+                  + "one composite slot that no copy of the record opens without the card.\n"
                   + "Prompts for `token off`: PIN (a wrong one counts), or card PIN with --method token; "
                   + "mode = both: PIN, card PIN."),
         Entry(name: "readers", abstract: "List the card readers and the card in each.",

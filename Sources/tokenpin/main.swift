@@ -60,8 +60,18 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
         if parsed.options["--method"] != nil && (type != .token || state != "off") {
             throw UsageError(message: "--method applies to `toggle token off`", command: name)
         }
+        var mode: VerificationMode?
+        if let value = parsed.options["--mode"] {
+            guard type == .token && state == "on" else {
+                throw UsageError(message: "--mode applies to `toggle token on`", command: name)
+            }
+            guard let chosen = VerificationMode(rawValue: value) else {
+                throw UsageError(message: "--mode must be either or both, not '\(value)'", command: name)
+            }
+            mode = chosen
+        }
         return ToggleCommand(type: type, on: state == "on", generateKey: parsed.flags.contains("--generate-key"),
-                             assumeYes: parsed.flags.contains("--yes"), method: try method())
+                             assumeYes: parsed.flags.contains("--yes"), method: try method(), mode: mode)
     case "readers":
         try noArguments()
         return ReadersCommand()
