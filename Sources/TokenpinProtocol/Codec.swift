@@ -44,8 +44,9 @@ extension Event {
         case .wrongPIN(let remaining, let lastTry):
             [JSONMember("remaining", .int(remaining)), JSONMember("lastTry", .bool(lastTry))]
         case .delayed(let seconds): [JSONMember("seconds", .int(seconds))]
-        case .tokenFailed(let reason, let fallback):
-            [JSONMember("reason", .text(reason)), JSONMember("fallback", .bool(fallback))]
+        case .tokenFailed(let reason, let fallback, let tries):
+            [JSONMember("reason", .text(reason)), JSONMember("fallback", .bool(fallback)),
+             JSONMember("cardTriesLeft", tries.map(JSONValue.int) ?? .null)]
         case .policyViolation(let rule, let reason):
             [JSONMember("rule", .text(rule))] + (reason.map { [JSONMember("reason", .text($0))] } ?? [])
         case .typeChanged(let type, let enabled):
@@ -72,7 +73,8 @@ extension Event {
             guard let seconds = try? value.number("seconds", in: ProtocolRanges.delay) else { return nil }
             self = .delayed(seconds: seconds)
         case "tokenFailed":
-            self = .tokenFailed(reason: value["reason"]?.stringValue ?? "", fallback: value["fallback"]?.boolValue ?? false)
+            self = .tokenFailed(reason: value["reason"]?.stringValue ?? "", fallback: value["fallback"]?.boolValue ?? false,
+                                cardTriesLeft: try? value.number("cardTriesLeft", in: ProtocolRanges.tries))
         case "policyViolation":
             guard let rule = value["rule"]?.stringValue else { return nil }
             self = .policyViolation(rule: rule, reason: value["reason"]?.stringValue)

@@ -1,4 +1,5 @@
 import TokenpinCore
+import TokenpinOpenPGP
 
 /// The verification mode in force for a record with the token bound, and where it comes from.
 ///
@@ -31,6 +32,12 @@ public struct ModeInForce: Sendable, Equatable {
 }
 
 extension PINService {
+    /// The card PIN's tries left, read from the card now (an empty VERIFY, or its PW status); nil when it does not
+    /// answer.
+    func cardTries(_ card: OpenedCard) -> Int? {
+        try? card.run { session throws(OpenPGPError) in try session.retriesLeft(.pw1) }
+    }
+
     /// The mode a new binding is made in: `both` when asked for or when the configuration says so.
     func bindingMode(requested: VerificationMode?) -> VerificationMode {
         requested == .both || configuration.mode == .both ? .both : .either
@@ -78,7 +85,7 @@ extension PINService {
             let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))
             guard slot.open(keyEncryptionKey: tokenKey, user: user) != nil else {
                 throw TokenFailure(kind: .refused, reason: "card \(card.label) does not open the token slot (was its "
-                    + "decryption key replaced?)")
+                    + "decryption key replaced?)", cardTriesLeft: cardTries(card))
             }
             var report = try countedAttempt(pin: pin) { record, vaultKey in
                 guard let current = record.slot(.token), current.token?.ephemeralPublicKey == binding.ephemeralPublicKey else {
@@ -106,7 +113,7 @@ extension PINService {
             }
             return report
         } catch let failure as TokenFailure {
-            interaction.report(.tokenFailed(reason: failure.reason, fallback: false))
+            interaction.report(.tokenFailed(reason: failure.reason, fallback: false, cardTriesLeft: failure.cardTriesLeft))
             if failure.kind == .refused {
                 return VerifyReport(outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
                                     counter: record.counter)

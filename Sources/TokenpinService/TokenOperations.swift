@@ -53,6 +53,8 @@ struct TokenFailure: Error {
 
     var kind: Kind
     var reason: String
+    /// The card PIN's tries left as the card reported them, when it was asked (nil: the card was not reached).
+    var cardTriesLeft: Int? = nil
 
     var serviceError: ServiceError {
         switch kind {
@@ -102,9 +104,11 @@ extension PINService {
         case .wrongPIN(let retries):
             return TokenFailure(kind: .refused, reason: retries == 0
                 ? "wrong card PIN for card \(card); the card PIN is now blocked (`tokenpin token unblock`)"
-                : "wrong card PIN for card \(card), \(retries) \(retries == 1 ? "try" : "tries") left on the card")
+                : "wrong card PIN for card \(card), \(retries) \(retries == 1 ? "try" : "tries") left on the card",
+                cardTriesLeft: retries)
         case .blocked:
-            return TokenFailure(kind: .refused, reason: "the PIN of card \(card) is blocked; unblock it with `tokenpin token unblock`")
+            return TokenFailure(kind: .refused, reason: "the PIN of card \(card) is blocked; unblock it with `tokenpin token unblock`",
+                                cardTriesLeft: 0)
         case .transport(let inner):
             let described = (try? readers())?.describe(inner) ?? .tokenUnavailable("\(inner)")
             if case .serviceUnavailable(let why) = described { return TokenFailure(kind: .service, reason: why) }
@@ -241,7 +245,7 @@ extension PINService {
                     }
                 } catch let failure as TokenFailure {
                     let fallback = method == nil && fallbackAllowed(record)
-                    interaction.report(.tokenFailed(reason: failure.reason, fallback: fallback))
+                    interaction.report(.tokenFailed(reason: failure.reason, fallback: fallback, cardTriesLeft: failure.cardTriesLeft))
                     if !fallback {
                         if failure.kind == .refused {
                             return VerifyReport(outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
@@ -296,7 +300,8 @@ extension PINService {
         let kek = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))
         let vaultKey = slot.open(keyEncryptionKey: kek, user: user)
         guard let vaultKey else {
-            throw TokenFailure(kind: .refused, reason: "card \(card.label) does not open the token slot (was its decryption key replaced?)")
+            throw TokenFailure(kind: .refused, reason: "card \(card.label) does not open the token slot (was its decryption key replaced?)",
+                               cardTriesLeft: cardTries(card))
         }
         return OpenedTokenSlot(vaultKey: vaultKey, card: VerifiedCard(serial: card.serial, reader: card.reader),
                                nanoseconds: time.monotonicNanoseconds &- start)
@@ -392,7 +397,7 @@ extension PINService {
             }
             return report
         } catch let failure as TokenFailure {
-            interaction.report(.tokenFailed(reason: failure.reason, fallback: false))
+            interaction.report(.tokenFailed(reason: failure.reason, fallback: false, cardTriesLeft: failure.cardTriesLeft))
             if failure.kind == .refused {
                 return VerifyReport(outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
                                     counter: record.counter)
@@ -571,7 +576,7 @@ extension PINService {
             do {
                 _ = try openTokenSlot(slot, interaction)
             } catch let failure as TokenFailure {
-                interaction.report(.tokenFailed(reason: failure.reason, fallback: false))
+                interaction.report(.tokenFailed(reason: failure.reason, fallback: false, cardTriesLeft: failure.cardTriesLeft))
                 guard failure.kind == .refused else { throw failure.serviceError }
                 return VerifyReport(outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
                                     counter: record.counter)

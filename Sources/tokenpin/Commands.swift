@@ -24,10 +24,12 @@ extension Context {
         return console.fail(ExitCode(error), errorCode: error.code, message: error.message, hint: hint(for: error), extra: extra)
     }
 
-    /// `tokenFailure` for `--json`: why the token was not used, and, when the card refused (`askCard`), the card
-    /// PIN's tries left as the card reports them now. A card that went away is not probed again (null).
+    /// `tokenFailure` for `--json`: why the token was not used, and the card PIN's tries left as the card reported
+    /// them in the `tokenFailed` event; failing that, when the card refused (`askCard`), as it reports them now.
+    /// A card that went away is not probed again (null).
     func tokenFailureJSON(_ reason: String, askCard: Bool) -> JSONValue {
-        let tries = askCard ? (try? backend.status())?.token?.cardPINTriesLeft : nil
+        let tries = interaction.tokenFailureCardTries
+            ?? (askCard ? (try? backend.status())?.token?.cardPINTriesLeft : nil)
         return .object([("reason", .string(reason)), ("cardTriesLeft", .optional(tries))])
     }
 

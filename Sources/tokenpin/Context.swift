@@ -116,6 +116,8 @@ final class CLIInteraction: Interaction {
 
     /// The last token failure the service reported (a refused card PIN, a missing card), for `--json`.
     private(set) var tokenFailure: String?
+    /// The card PIN's tries left the last token failure reported, as read from the card (nil: not reached).
+    private(set) var tokenFailureCardTries: Int?
 
     var newPINAttempts: Int { pinStdin ? 1 : 3 }
 
@@ -206,8 +208,9 @@ final class CLIInteraction: Interaction {
             let explanation = reason ?? PolicyRule(rawValue: rule)?.explanation ?? rule
             let allowed = PolicyRule(rawValue: rule).flatMap(allowed).map { " (allowed: \($0))" } ?? ""
             console.note(style.error("PIN refused: ") + "\(explanation) (rule \(rule))\(allowed); try another")
-        case .tokenFailed(let reason, let fallback):
+        case .tokenFailed(let reason, let fallback, let tries):
             tokenFailure = reason
+            tokenFailureCardTries = tries
             // Without a fallback the command's own error or outcome says it: one message per refusal.
             if fallback { console.note(style.warning("Token not used: ") + reason + "; falling back to the PIN") }
         case .wrongPIN(let remaining, let lastTry):

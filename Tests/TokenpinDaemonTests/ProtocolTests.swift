@@ -187,7 +187,8 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     @Test func everyEventRoundTrips() {
         let events: [Event] = [.created, .verified(method: .pin), .changed, .reset, .wrongPIN(remaining: 1, lastTry: true),
-                               .locked, .delayed(seconds: 5), .tokenFailed(reason: "gone", fallback: true), .cancelled,
+                               .locked, .delayed(seconds: 5), .tokenFailed(reason: "gone", fallback: true),
+                               .tokenFailed(reason: "wrong card PIN", fallback: false, cardTriesLeft: 2), .cancelled,
                                .policyViolation(rule: "sequence"),
                                .policyViolation(rule: "site-check", reason: "ends in the current year (2026)"),
                                .typeChanged(type: .token, enabled: false)]
