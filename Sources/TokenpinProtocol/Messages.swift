@@ -87,8 +87,9 @@ public enum ClientMessage: Sendable, Equatable {
 public enum ServerMessage: Sendable, Equatable {
     /// Asks for a secret; `card` and `triesLeft` for card prompts.
     case prompt(name: String, card: String?, triesLeft: Int?)
-    /// Asks a yes/no question.
-    case question(String)
+    /// Asks a yes/no question; with `typed`, the answer is yes only when the person typed that word (a key
+    /// about to be replaced on a card).
+    case question(String, typed: String? = nil)
     /// Something happened (flat fields: `event` plus data).
     case event(name: String, fields: [JSONMember])
     /// The final answer: `exitCode` from the exit-code table plus the operation's fields.
@@ -202,7 +203,7 @@ extension ServerMessage {
             return .prompt(name: try fields.string("prompt"), card: try fields.optionalString("card"),
                            triesLeft: try fields.optionalInt("triesLeft", in: ProtocolRanges.tries))
         case "question":
-            return .question(try fields.string("text"))
+            return .question(try fields.string("text"), typed: try fields.optionalString("typed"))
         case "event":
             return .event(name: try fields.string("event"), fields: rest.filter { $0.key != "event" })
         case "result":
@@ -341,8 +342,9 @@ extension ServerMessage {
             members.append(JSONMember("prompt", .text(name)))
             if let card { members.append(JSONMember("card", .text(card))) }
             if let triesLeft { members.append(JSONMember("triesLeft", .int(triesLeft))) }
-        case .question(let text):
+        case .question(let text, let typed):
             members += [JSONMember("type", .text("question")), JSONMember("text", .text(text))]
+            if let typed { members.append(JSONMember("typed", .text(typed))) }
         case .event(let name, let fields):
             members += [JSONMember("type", .text("event")), JSONMember("event", .text(name))] + fields
         case .result(let exitCode, let fields):

@@ -53,9 +53,19 @@ public protocol Interaction {
     func report(_ event: Event)
     /// Asks a yes/no question; throws `ServiceError.cancelled` when the person cancels.
     func confirm(_ question: String) throws(ServiceError) -> Bool
+    /// Shows `question` (what an operation would destroy) and asks the person to type `word` to go ahead; true
+    /// only when they typed it. Throws `.usage` naming `--yes` when it cannot ask (no terminal, a script).
+    func confirmTyped(_ question: String, word: String) throws(ServiceError) -> Bool
     /// Asks the person to pick one of `options`; returns its index. Throws `.cancelled` on cancel, and an
     /// error saying how to choose without asking when it cannot ask (scripts).
     func choose(_ question: String, options: [String]) throws(ServiceError) -> Int
     /// How many times to ask again for a new PIN the policy refused (1: no second chance, as for scripts).
     var newPINAttempts: Int { get }
+}
+
+extension Interaction {
+    /// Interactions that cannot show a question and read a typed answer refuse: only `--yes` goes ahead.
+    public func confirmTyped(_ question: String, word: String) throws(ServiceError) -> Bool {
+        throw .usage(question + " Nothing here can ask for a typed confirmation; add --yes to go ahead.")
+    }
 }

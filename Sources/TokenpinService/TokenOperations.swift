@@ -455,11 +455,7 @@ extension PINService {
                 cardPublicKey = try card.run { session throws(OpenPGPError) in try session.publicKey(for: .decryption) }.curve25519 ?? []
             } else {
                 guard generateKey else { throw ServiceError.tokenUnavailable("card \(card.label) has no cv25519 decryption key") }
-                if !assumeYes {
-                    let question = "Replace the decryption key on card \(card.label) with a new cv25519 key? "
-                        + "Messages encrypted to the old key can no longer be decrypted with this card."
-                    guard try interaction.confirm(question) else { throw ServiceError.cancelled }
-                }
+                try confirmKeyReplacement(on: card, assumeYes: assumeYes, interaction)
                 let adminPIN = try interaction.readSecret(.adminPIN(card: card.label, triesLeft: card.data.passwordStatus.retriesPW3))
                 cardPublicKey = try card.run { session throws(OpenPGPError) in
                     try session.verify(.pw3, pin: adminPIN)

@@ -431,12 +431,6 @@ struct ToggleCommand: Command {
                                   ("enabled", .bool(true))])
             return .success
         case (.token, true):
-            if generateKey && !assumeYes && !context.interaction.asksOnTerminal {
-                return context.console.fail(
-                    .usage, errorCode: "usage",
-                    message: "--generate-key replaces the card's decryption key; without a terminal to confirm it on, add --yes",
-                    hint: "tokenpin toggle token on --generate-key --yes --pin-stdin")
-            }
             do {
                 let wasOn = mode == .both && ((try? context.backend.types())?.contains { $0.type == .token && $0.enabled } ?? false)
                 let report = try context.backend.enableToken(context.interaction, generateKey: generateKey,

@@ -199,6 +199,14 @@ final class CLIInteraction: Interaction {
         return try terminal.confirm(question)
     }
 
+    func confirmTyped(_ question: String, word: String) throws(ServiceError) -> Bool {
+        if !pinStdin, terminal == nil { terminal = TerminalReader.open(style: style, dot: appearance.dot) }
+        guard !pinStdin, let terminal else {
+            throw .usage(question + " Without a terminal to confirm on, add --yes.")
+        }
+        return try terminal.confirmTyped(question, word: word)
+    }
+
     func report(_ event: Event) {
         switch event {
         case .policyViolation(let rule, let reason):

@@ -152,6 +152,24 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         }
     }
 
+    @Test func questionsRoundTripWithTheWordToType() throws {
+        for question in [ServerMessage.question("Go on?"), .question("Card X holds a key (rsa2048).", typed: "replace")] {
+            #expect(try ServerMessage.parse(Array(question.line.dropLast())) == question)
+        }
+    }
+
+    @Test func toggleRequestsCarryTheMode() throws {
+        var request = Request(.toggle, authenticationType: .token, on: true)
+        request.mode = .both
+        guard case .request(let parsed) = try ClientMessage.parse(Array(ClientMessage.request(request).line.dropLast())) else {
+            Issue.record("not a request")
+            return
+        }
+        #expect(parsed.mode == .both)
+        let bad = #"{"v":1,"type":"request","op":"toggle","authType":"token","on":true,"mode":"all"}"#
+        #expect(throws: ProtocolError.self) { _ = try ClientMessage.parse(Array(bad.utf8)) }
+    }
+
     @Test func serviceErrorsRoundTrip() throws {
         let errors: [ServiceError] = [
             .notEnrolled(user: "a", path: "/p"), .alreadyEnrolled(user: "a", path: "/p"), .policyViolation(.sequence),

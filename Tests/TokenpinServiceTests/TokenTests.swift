@@ -95,15 +95,6 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
         #expect(!(try setup.service.types()[1].enabled))
     }
 
-    @Test func generatingAKeyNeedsConfirmation() throws {
-        let setup = try tokenSetup(bind: false)
-        #expect(throws: ServiceError.cancelled) {
-            _ = try setup.service.enableToken(ScriptedInteraction(["482916", adminPIN, cardPIN], confirmations: [false]),
-                                              generateKey: true)
-        }
-        #expect(!(try setup.service.types()[1].enabled))
-    }
-
     @Test func aWrongAdminPINIsAClearRefusal() throws {
         let setup = try tokenSetup(bind: false)
         #expect { _ = try setup.service.enableToken(ScriptedInteraction(["482916", "87654321", cardPIN]),
