@@ -58,7 +58,7 @@ public struct PINCheckProgram: Sendable, Equatable {
             }
             try inputWrite.writeAll([0x0A])
         } catch {
-            throw PINCheckError(.io, "cannot pass the PIN to \(path): \(error)")
+            throw PINCheckError(.io, "pin-check: cannot pass the PIN to \(path): \(error)")
         }
         try? inputWrite.close()
         let outputEnds = try Self.pipe()
@@ -69,23 +69,23 @@ public struct PINCheckProgram: Sendable, Equatable {
         try? outputWrite.close()
         let deadline = Self.monotonicMilliseconds() + timeoutMilliseconds
         let collected = Self.readOutput(outputRead, until: deadline)
-        guard let status = Self.wait(for: pid, until: deadline) else {
+        guard let status = try wait(for: pid, until: deadline) else {
             // Not reaped yet, so its process group cannot be another's: stop it with everything it started.
             kill(-pid, SIGKILL)
             kill(pid, SIGKILL)
             _ = Self.waitBlocking(pid)
-            throw PINCheckError(.timeout, "\(path) did not answer within \(Self.seconds(timeoutMilliseconds)); it was stopped")
+            throw PINCheckError(.timeout, "pin-check: \(path) did not answer within \(Self.seconds(timeoutMilliseconds)); it was stopped")
         }
         let signal = status & 0x7F
         guard signal == 0 else {
-            throw PINCheckError(.signal, "\(path) was killed by signal \(signal) (\(Self.signalName(signal)))")
+            throw PINCheckError(.signal, "pin-check: \(path) was killed by signal \(signal) (\(Self.signalName(signal)))")
         }
         let exitStatus = (status >> 8) & 0xFF
         switch exitStatus {
         case 0: return .accepted
         case 1: return .refused(reason: Self.reason(from: collected, pin: pin))
         default:
-            throw PINCheckError(.exitStatus, "\(path) exited with status \(exitStatus); it must exit 0 (accept) or 1 (refuse)")
+            throw PINCheckError(.exitStatus, "pin-check: \(path) exited with status \(exitStatus); it must exit 0 (accept) or 1 (refuse)")
         }
     }
 
@@ -166,13 +166,15 @@ public struct PINCheckProgram: Sendable, Equatable {
     }
 
     /// The wait status of `pid` once it ends, or nil when it is still running at `deadline`.
-    private static func wait(for pid: pid_t, until deadline: Int) -> Int32? {
+    private func wait(for pid: pid_t, until deadline: Int) throws(PINCheckError) -> Int32? {
         while true {
             var status: Int32 = 0
             let result = waitpid(pid, &status, WNOHANG)
             if result == pid { return status }
-            if result < 0 && errno != EINTR { return 0x7F }  // Not our child any more: report it as a signal.
-            guard monotonicMilliseconds() < deadline else { return nil }
+            if result < 0 && errno != EINTR {
+                throw PINCheckError(.io, "pin-check: lost track of \(path): \(String(cString: strerror(errno)))")
+            }
+            guard Self.monotonicMilliseconds() < deadline else { return nil }
             usleep(2000)
         }
     }
