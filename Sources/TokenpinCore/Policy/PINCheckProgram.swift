@@ -139,10 +139,17 @@ public struct PINCheckProgram: Sendable, Equatable {
 
         let environment = ["PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"]
         var pid: pid_t = 0
-        let result = Self.withCStrings([path]) { arguments in
-            Self.withCStrings(environment) { variables in
-                posix_spawn(&pid, path, &actions, &attributes, arguments, variables)
+        var result: Int32 = 0
+        // ETXTBSY: a file just written may still be open for writing in a child another thread is starting
+        // (until that child's exec closes it); it clears within moments.
+        for attempt in 0..<20 {
+            if attempt > 0 { usleep(10_000) }
+            result = Self.withCStrings([path]) { arguments in
+                Self.withCStrings(environment) { variables in
+                    posix_spawn(&pid, path, &actions, &attributes, arguments, variables)
+                }
             }
+            if result != ETXTBSY { break }
         }
         guard result == 0 else {
             throw PINCheckError(.unusable, "pin-check: cannot run \(path): \(String(cString: strerror(result)))")
