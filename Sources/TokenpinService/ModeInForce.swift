@@ -46,7 +46,17 @@ extension PINService {
     /// `toggle token on --mode both` on a card bound in `either`: the card and the PIN (one counted attempt),
     /// then one composite slot replaces the token and PIN slots. Prompts: PIN, card PIN.
     func rebindInBoth(_ interaction: some Interaction) throws -> VerifyReport {
-        try verifyTokenAndPIN(interaction, rebind: true)
+        try verifyTokenAndPIN(interaction, then: .rebind)
+    }
+
+    /// What a verification with both slots does once both opened.
+    enum StepAfterBoth {
+        /// Re-seal the token slot under a fresh ephemeral key (`verify`).
+        case reseal
+        /// Replace both slots with a composite slot (`toggle token on --mode both`).
+        case rebind
+        /// Remove the token slot (`toggle token off`).
+        case removeToken
     }
 
     /// The mode in force for `record`: `both` for a composite slot; `both` from the configuration for a record
@@ -65,9 +75,9 @@ extension PINService {
     /// its refusal counts no PIN try; a token that is absent or fails never falls back to the PIN alone. On
     /// success the token slot is re-sealed under a fresh ephemeral key, as after a token verification.
     ///
-    /// With `rebind` the success replaces the token and PIN slots with one composite slot (a binding in `both`)
-    /// instead of re-sealing the token slot.
-    func verifyTokenAndPIN(_ interaction: some Interaction, rebind: Bool = false) throws -> VerifyReport {
+    /// `then` says what the success does instead of the re-seal: `.rebind` replaces the token and PIN slots with
+    /// one composite slot (a binding in `both`); `.removeToken` removes the token slot (`toggle token off`).
+    func verifyTokenAndPIN(_ interaction: some Interaction, then step: StepAfterBoth = .reseal) throws -> VerifyReport {
         let record = try loadRecord()
         if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
         guard let slot = record.slot(.token), let binding = slot.token else { throw ServiceError.tokenNotEnabled }
@@ -93,9 +103,17 @@ extension PINService {
                         + "while the card was asked; try again")
                 }
                 let renewed = try freshAgreement(current, reader: card.reader)
-                guard rebind else {
+                switch step {
+                case .reseal:
                     try sealToken(record: &record, vaultKey: vaultKey, agreement: renewed)
                     return
+                case .removeToken:
+                    record.setSlot(.token, nil)
+                    logger.info("token disabled", [("user", user), ("method", "both")])
+                    interaction.report(.typeChanged(type: .token, enabled: false))
+                    return
+                case .rebind:
+                    break
                 }
                 // The composite slot takes the PIN slot's and the token slot's place: from now on no copy of the
                 // record opens without the card.

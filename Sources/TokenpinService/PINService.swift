@@ -240,6 +240,8 @@ public struct PINService: Sendable {
                                         counter: record.counter)
                 }
                 record.counter.recoveryFailures = 0
+                // The key was right: keep that whatever the new PIN step does (a refusal, a broken pin-check).
+                try store.save(record)
                 let newPIN = try readNewPIN(interaction)
                 let kdf = try chooseKDF()
                 let newKEK = try deriveKey(kdf, from: newPIN.secret)

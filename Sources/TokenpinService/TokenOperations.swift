@@ -552,6 +552,14 @@ extension PINService {
                 }
             }
             guard record.slot(.token) != nil else { throw ServiceError.tokenNotEnabled }
+            if modeInForce(record)?.source == .configuration {
+                // Else the PIN alone would switch off the card the configuration demands, then verify alone.
+                if method == .pin {
+                    throw ServiceError.tokenUnavailable(
+                        "mode = both (configuration): the PIN alone cannot switch the token off; the card is needed too")
+                }
+                return try verifyTokenAndPIN(interaction, then: .removeToken)
+            }
             if method == .token { return try disableTokenWithCard(interaction) }
             if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
             let pin = PIN(try interaction.readSecret(.pin))

@@ -50,6 +50,25 @@ import TokenpinSimulator
         #expect(try setup.service.store.load(user: "alice")?.counter.remaining == 5)
     }
 
+    @Test func switchingTheTokenOffNeedsTheCardToo() throws {
+        let setup = try boundInEitherUnderBoth()
+        #expect(throws: ServiceError.tokenUnavailable(
+            "mode = both (configuration): the PIN alone cannot switch the token off; the card is needed too")) {
+            _ = try setup.service.disableToken(ScriptedInteraction(["482916"]), method: .pin)
+        }
+        let wrongCard = try setup.service.disableToken(ScriptedInteraction(["482916", "654321"]))
+        guard case .tokenRejected = wrongCard.outcome else {
+            Issue.record("the PIN alone switched the token off: \(wrongCard.outcome)")
+            return
+        }
+        #expect(try setup.service.types()[1].enabled)
+        let script = ScriptedInteraction(["482916", cardPIN])
+        #expect(try setup.service.disableToken(script).outcome == .verified(method: .both))
+        #expect(script.prompts.map(\.name) == ["pin", "card-pin"])
+        #expect(script.events.contains(.typeChanged(type: .token, enabled: false)))
+        #expect(try setup.service.store.load(user: "alice")?.slots.map(\.kind) == [.pin, .recovery])
+    }
+
     @Test func statusSaysTheModeInForceAndWhereItComesFrom() throws {
         let setup = try boundInEitherUnderBoth()
         let status = try setup.service.status()

@@ -81,9 +81,23 @@ import TokenpinCore
             Issue.record("expected a configuration error, got \(String(describing: error))")
             return
         }
-        #expect(detail.contains("/check-"), "names the program: \(detail)")
+        #expect(detail.contains("pin-check: ") && detail.contains("/check-"), "names the program: \(detail)")
         #expect(ExitCode(error!) == .configuration)
         #expect(try service.store.load(user: "alice") == nil)
+    }
+
+    @Test func aRightRecoveryKeyIsNotCountedWhenTheCheckFails() throws {
+        let service = try service("exit 3")
+        var configuration = service.configuration
+        configuration.pinCheckProgram = nil
+        let plain = PINService(store: service.store, configuration: configuration, user: "alice", time: service.time)
+        let recovery = try enrol(plain)
+        let error = #expect(throws: ServiceError.self) {
+            _ = try service.reset(ScriptedInteraction([recovery, "739154", "739154"]))
+        }
+        #expect(error?.code == "configuration")
+        #expect(try service.store.load(user: "alice")?.counter.recoveryFailures == 0)
+        #expect(try verify(service, "482916") == .verified(method: .pin), "the PIN was not reset")
     }
 
     @Test func aMissingProgramIsAConfigurationErrorAtChange() throws {
