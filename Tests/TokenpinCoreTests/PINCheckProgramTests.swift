@@ -86,6 +86,9 @@ let currentYear = String(Calendar(identifier: .gregorian).component(.year, from:
         #expect(failure(PINCheckProgram(path: "bin/pin-check")) == .notAbsolute)
         #expect(failure(PINCheckProgram(path: pinCheckScript("exit 0", mode: 0o775))) == .unusable)
         #expect(failure(PINCheckProgram(path: pinCheckScript("exit 0", mode: 0o644))) == .unusable)
+        let swappable = pinCheckScript("exit 0")
+        chmod((swappable as NSString).deletingLastPathComponent, 0o777)
+        #expect(failure(PINCheckProgram(path: swappable)) == .unusable, "others could rename another file over it")
     }
 
     @Test func theConfigurationNamesAnAbsoluteProgramAndATimeout() throws {

@@ -90,7 +90,7 @@ public struct PINCheckProgram: Sendable, Equatable {
     }
 
     /// Refuses a program tokenpin should not run: a relative path, a missing or non-executable file, or one that
-    /// someone other than its owner (root or this user) could change.
+    /// someone other than its owner (root or this user) could change or replace (its directory).
     func checkProgramFile() throws(PINCheckError) {
         guard path.hasPrefix("/") else {
             throw PINCheckError(.notAbsolute, "pin-check must name a program by its absolute path, not `\(path)`")
@@ -110,6 +110,15 @@ public struct PINCheckProgram: Sendable, Equatable {
         }
         guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
             throw PINCheckError(.unusable, "pin-check: \(path) is writable by group or others (chmod go-w)")
+        }
+        // Nor may others swap the file: its directory is theirs to write only when the sticky bit stops renames.
+        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        var folder = stat()
+        guard stat(directory.isEmpty ? "/" : directory, &folder) == 0 else {
+            throw PINCheckError(.unusable, "pin-check: \(directory): \(String(cString: strerror(errno)))")
+        }
+        guard folder.st_mode & (S_IWGRP | S_IWOTH) == 0 || folder.st_mode & S_ISVTX != 0 else {
+            throw PINCheckError(.unusable, "pin-check: \(path) is in a directory others can write (\(directory))")
         }
     }
 
