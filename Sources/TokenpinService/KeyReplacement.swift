@@ -14,7 +14,8 @@ extension PINService {
         guard current.isPresent else { return }
         logger.info("a key on the card is to be replaced", [("card", card.label), ("key", current.description)])
         if assumeYes { return }
-        let question = "Card \(card.label) holds a decryption key (\(current)). --generate-key replaces it with a "
+        let question =
+            "Card \(card.label) holds a decryption key (\(current)). --generate-key replaces it with a "
             + "new cv25519 key: messages encrypted to the old key can no longer be decrypted with this card."
         guard try interaction.confirmTyped(question, word: Self.replaceWord) else { throw ServiceError.cancelled }
     }

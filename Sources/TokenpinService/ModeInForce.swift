@@ -94,13 +94,18 @@ extension PINService {
             let shared = try cardSecret(card, binding: binding, interaction)
             let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))
             guard slot.open(keyEncryptionKey: tokenKey, user: user) != nil else {
-                throw TokenFailure(kind: .refused, reason: "card \(card.label) does not open the token slot (was its "
-                    + "decryption key replaced?)", cardTriesLeft: cardTries(card))
+                throw TokenFailure(
+                    kind: .refused,
+                    reason: "card \(card.label) does not open the token slot (was its "
+                        + "decryption key replaced?)", cardTriesLeft: cardTries(card))
             }
             var report = try countedAttempt(pin: pin) { record, vaultKey in
-                guard let current = record.slot(.token), current.token?.ephemeralPublicKey == binding.ephemeralPublicKey else {
-                    throw TokenFailure(kind: .unavailable, reason: "the token slot was re-sealed by another verification "
-                        + "while the card was asked; try again")
+                guard let current = record.slot(.token), current.token?.ephemeralPublicKey == binding.ephemeralPublicKey
+                else {
+                    throw TokenFailure(
+                        kind: .unavailable,
+                        reason: "the token slot was re-sealed by another verification "
+                            + "while the card was asked; try again")
                 }
                 let renewed = try freshAgreement(current, reader: card.reader)
                 switch step {
@@ -118,8 +123,9 @@ extension PINService {
                 // The composite slot takes the PIN slot's and the token slot's place: from now on no copy of the
                 // record opens without the card.
                 try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
-                try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, shared: renewed.secret,
-                                   binding: renewed.binding, mode: .both)
+                try sealTokenSlots(
+                    record: &record, vaultKey: vaultKey, pin: pin, shared: renewed.secret,
+                    binding: renewed.binding, mode: .both)
                 record.policy.mode = .both
                 record.updated = time.now
                 logger.info("token re-bound", [("user", user), ("card", card.label), ("mode", "both")])
@@ -131,10 +137,12 @@ extension PINService {
             }
             return report
         } catch let failure as TokenFailure {
-            interaction.report(.tokenFailed(reason: failure.reason, fallback: false, cardTriesLeft: failure.cardTriesLeft))
+            interaction.report(
+                .tokenFailed(reason: failure.reason, fallback: false, cardTriesLeft: failure.cardTriesLeft))
             if failure.kind == .refused {
-                return VerifyReport(outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
-                                    counter: record.counter)
+                return VerifyReport(
+                    outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
+                    counter: record.counter)
             }
             throw failure.serviceError
         }

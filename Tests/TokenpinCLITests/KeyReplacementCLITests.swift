@@ -12,12 +12,14 @@ import Testing
     static func giveTheSimulatedCardAForeignKey(_ path: String, _ cli: CLI) throws {
         if !FileManager.default.fileExists(atPath: path) {
             let store = (path as NSString).deletingLastPathComponent
-            try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: store, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
             _ = try cli.run(["--local", "--store", store, "--reader", "sim", "readers"])
         }
-        var json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
-            as? [String: Any])
+        var json = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
+                as? [String: Any])
         var keys = try #require(json["keys"] as? [[String: Any]])
         keys[1]["attributes"] = Data([0x01, 0x08, 0x00, 0x00, 0x11, 0x00]).base64EncodedString()
         keys[1]["secret"] = Data(repeating: 7, count: 32).base64EncodedString()
@@ -32,9 +34,11 @@ import Testing
     /// The simulated card's decryption fingerprint (hex) as the card reports it, read from its state file.
     static func decryptionFingerprint(_ cli: CLI, path: String? = nil) throws -> String? {
         let file = path ?? cli.store + "/sim-card.json"
-        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: file))) as? [String: Any]
+        let json =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: file))) as? [String: Any]
         guard let keys = json?["keys"] as? [[String: Any]], let print = keys[1]["fingerprint"] as? String,
-              let bytes = Data(base64Encoded: print) else { return nil }
+            let bytes = Data(base64Encoded: print)
+        else { return nil }
         return bytes.map { String(format: "%02X", $0) }.joined()
     }
 
@@ -44,13 +48,19 @@ import Testing
         try cli.enrol()
         try Self.giveTheSimulatedCardAForeignKey(cli.store + "/sim-card.json", cli)
         let arguments = ["--reader", "sim", "toggle", "token", "on", "--generate-key"]
-        let refused = try TerminalTests().type(["wait:PIN: ", "482916\\r", "wait:to go ahead", "yes\\r"], cli, arguments)
+        let refused = try TerminalTests().type(
+            ["wait:PIN: ", "482916\\r", "wait:to go ahead", "yes\\r"], cli, arguments)
         #expect(refused.status == 130, "\(refused.screen)")
-        #expect(refused.screen.contains(Self.fingerprint) && refused.screen.contains("created 2023-09-12"), "\(refused.screen)")
+        #expect(
+            refused.screen.contains(Self.fingerprint) && refused.screen.contains("created 2023-09-12"),
+            "\(refused.screen)")
         #expect(try Self.decryptionFingerprint(cli) == Self.fingerprintHex, "`yes` is not `replace`: nothing written")
 
-        let typed = try TerminalTests().type(["wait:PIN: ", "482916\\r", "wait:to go ahead", "replace\\r",
-                                              "wait:Admin PIN", "12345678\\r", "wait:Card PIN", "123456\\r"], cli, arguments)
+        let typed = try TerminalTests().type(
+            [
+                "wait:PIN: ", "482916\\r", "wait:to go ahead", "replace\\r",
+                "wait:Admin PIN", "12345678\\r", "wait:Card PIN", "123456\\r",
+            ], cli, arguments)
         #expect(typed.status == 0, "\(typed.screen)")
         #expect(typed.screen.contains("Token enabled"))
         #expect(try Self.decryptionFingerprint(cli) != Self.fingerprintHex, "the key was replaced")
@@ -60,8 +70,9 @@ import Testing
         let cli = CLI()
         try cli.enrol()
         try Self.giveTheSimulatedCardAForeignKey(cli.store + "/sim-card.json", cli)
-        let result = try cli.run(["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-                                 input: "482916\n12345678\n123456\n")
+        let result = try cli.run(
+            ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
+            input: "482916\n12345678\n123456\n")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try Self.decryptionFingerprint(cli) != Self.fingerprintHex)
     }
@@ -75,18 +86,23 @@ import Testing
         defer { daemon.stop() }
         let socket = ["--socket", daemon.socket]
         #expect(try cli.run(socket + ["enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
-        let script = try cli.run(socket + ["toggle", "token", "on", "--generate-key", "--pin-stdin"],
-                                 input: "482916\n12345678\n123456\n")
+        let script = try cli.run(
+            socket + ["toggle", "token", "on", "--generate-key", "--pin-stdin"],
+            input: "482916\n12345678\n123456\n")
         #expect(script.status == 2, "\(script.stderr)")
         #expect(script.stderr.contains("add --yes") && script.stderr.contains(Self.fingerprint), "\(script.stderr)")
         #expect(try Self.decryptionFingerprint(cli, path: cardFile) == Self.fingerprintHex)
 
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") {
-            let typed = try TerminalTests().type(["wait:PIN: ", "482916\\r", "wait:to go ahead", "replace\\r",
-                                                  "wait:Admin PIN", "12345678\\r", "wait:Card PIN", "123456\\r"],
-                                                 cli, socket + ["toggle", "token", "on", "--generate-key"])
+            let typed = try TerminalTests().type(
+                [
+                    "wait:PIN: ", "482916\\r", "wait:to go ahead", "replace\\r",
+                    "wait:Admin PIN", "12345678\\r", "wait:Card PIN", "123456\\r",
+                ],
+                cli, socket + ["toggle", "token", "on", "--generate-key"])
             #expect(typed.status == 0, "\(typed.screen)")
-            #expect(typed.screen.contains(Self.fingerprint), "the daemon's question reached the terminal: \(typed.screen)")
+            #expect(
+                typed.screen.contains(Self.fingerprint), "the daemon's question reached the terminal: \(typed.screen)")
             #expect(try Self.decryptionFingerprint(cli, path: cardFile) != Self.fingerprintHex)
         }
     }

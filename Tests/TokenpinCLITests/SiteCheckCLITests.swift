@@ -11,12 +11,13 @@ import Testing
     /// current year.
     static func script(in cli: CLI, _ body: String? = nil) throws -> String {
         let path = cli.directory + "/pin-check-\(UUID().uuidString)"
-        let text = body ?? """
-            read -r pin
-            year=$(date +%Y)
-            case "$pin" in *"$year") echo "ends in the current year ($year)"; exit 1 ;; esac
-            exit 0
-            """
+        let text =
+            body ?? """
+                read -r pin
+                year=$(date +%Y)
+                case "$pin" in *"$year") echo "ends in the current year ($year)"; exit 1 ;; esac
+                exit 0
+                """
         try ("#!/bin/sh\n" + text + "\n").write(toFile: path, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
         return path
@@ -47,8 +48,10 @@ import Testing
         #expect(try cli.run(["enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
     }
 
-    @Test(arguments: [("exit 2", "exited with status 2"), ("kill -SEGV $$", "killed by signal"),
-                      ("sleep 30", "did not answer within 1 s")])
+    @Test(arguments: [
+        ("exit 2", "exited with status 2"), ("kill -SEGV $$", "killed by signal"),
+        ("sleep 30", "did not answer within 1 s"),
+    ])
     func aProgramWithoutAVerdictIsAConfigurationError(body: String, message: String) throws {
         let cli = try Self.sandbox(body)
         let result = try cli.run(["enrol", "--pin-stdin"], input: "482916\n482916\n")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TokenpinCore
 
 /// Writes an executable `/bin/sh` script with `body` into a fresh private directory and returns its path.
@@ -26,15 +27,19 @@ let currentYear = String(Calendar(identifier: .gregorian).component(.year, from:
     @Test func acceptsAndRefusesWithTheProgramsFirstLine() throws {
         let program = PINCheckProgram(path: pinCheckScript(currentYearScript))
         #expect(try program.check(pin("482916")) == .accepted)
-        #expect(try program.check(pin("739" + currentYear)) == .refused(reason: "ends in the current year (\(currentYear))"))
+        #expect(
+            try program.check(pin("739" + currentYear)) == .refused(reason: "ends in the current year (\(currentYear))")
+        )
     }
 
     @Test func thePINArrivesOnStandardInputAlone() throws {
-        let program = PINCheckProgram(path: pinCheckScript("""
-            read -r pin
-            [ "$pin" = "482916" ] && exit 0
-            echo "got something else"; exit 1
-            """))
+        let program = PINCheckProgram(
+            path: pinCheckScript(
+                """
+                read -r pin
+                [ "$pin" = "482916" ] && exit 0
+                echo "got something else"; exit 1
+                """))
         #expect(try program.check(pin("482916")) == .accepted)
         #expect(try program.check(pin("739154")) == .refused(reason: "got something else"))
     }
@@ -42,10 +47,12 @@ let currentYear = String(Calendar(identifier: .gregorian).component(.year, from:
     @Test func noArgumentsAndAMinimalEnvironment() throws {
         setenv("TOKENPIN_TEST_LEAK", "leaked", 1)
         defer { unsetenv("TOKENPIN_TEST_LEAK") }
-        let program = PINCheckProgram(path: pinCheckScript(
-            #"echo "args=$# home=${HOME-unset} leak=${TOKENPIN_TEST_LEAK-unset} path=$PATH"; exit 1"#))
-        #expect(try program.check(pin("482916"))
-            == .refused(reason: "args=0 home=unset leak=unset path=/usr/local/bin:/usr/bin:/bin"))
+        let program = PINCheckProgram(
+            path: pinCheckScript(
+                #"echo "args=$# home=${HOME-unset} leak=${TOKENPIN_TEST_LEAK-unset} path=$PATH"; exit 1"#))
+        #expect(
+            try program.check(pin("482916"))
+                == .refused(reason: "args=0 home=unset leak=unset path=/usr/local/bin:/usr/bin:/bin"))
     }
 
     @Test func aReasonThatEchoesThePINIsReplaced() throws {

@@ -2,15 +2,17 @@ import Foundation
 import Testing
 import TokenpinCore
 import TokenpinOpenPGP
-@testable import TokenpinService
 import TokenpinSimulator
+
+@testable import TokenpinService
 
 /// A simulated card whose decryption slot holds a key tokenpin cannot use (an imported RSA key with a
 /// fingerprint and a creation date), as a YubiKey used with gpg does.
 func cardWithForeignDecryptionKey(serial: UInt32 = 0x0000_2222) throws -> SimulatedCard {
     let path = NSTemporaryDirectory() + "/tokenpin-card-\(UUID().uuidString).json"
     _ = try SimulatedCard(stateFile: path, serial: serial)
-    var json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+    var json = try #require(
+        try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
     var keys = try #require(json["keys"] as? [[String: Any]])
     keys[1]["attributes"] = Data([0x01, 0x08, 0x00, 0x00, 0x11, 0x00]).base64EncodedString()
     keys[1]["secret"] = Data(repeating: 7, count: 32).base64EncodedString()
@@ -31,8 +33,9 @@ func cardWithForeignDecryptionKey(serial: UInt32 = 0x0000_2222) throws -> Simula
 
     func service(_ card: SimulatedCard) throws -> PINService {
         var service = makeService()
-        service = PINService(store: service.store, configuration: service.configuration, user: "alice",
-                             time: ManualTime(), cards: readers([("Reader A", card)]))
+        service = PINService(
+            store: service.store, configuration: service.configuration, user: "alice",
+            time: ManualTime(), cards: readers([("Reader A", card)]))
         try enrol(service)
         return service
     }

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TokenpinCore
-@testable import TokenpinService
 import TokenpinSimulator
+
+@testable import TokenpinService
 
 /// `mode = both` in the configuration over a record bound in `either`: stricter settings win.
 @Suite struct ModeInForceTests {
@@ -11,8 +12,9 @@ import TokenpinSimulator
         var setup = try tokenSetup(mode: .either)
         var configuration = setup.service.configuration
         configuration.mode = .both
-        setup.service = PINService(store: setup.service.store, configuration: configuration, user: "alice",
-                                   time: ManualTime(), cards: setup.service.cards)
+        setup.service = PINService(
+            store: setup.service.store, configuration: configuration, user: "alice",
+            time: ManualTime(), cards: setup.service.cards)
         return setup
     }
 
@@ -33,8 +35,9 @@ import TokenpinSimulator
             return
         }
         #expect(try setup.service.store.load(user: "alice")?.counter.remaining == 4, "a card refusal counts no PIN try")
-        #expect(try setup.service.verify(ScriptedInteraction(["482916", cardPIN])).outcome == .verified(method: .both),
-                "the token slot was re-sealed and still opens")
+        #expect(
+            try setup.service.verify(ScriptedInteraction(["482916", cardPIN])).outcome == .verified(method: .both),
+            "the token slot was re-sealed and still opens")
     }
 
     @Test func thePINAloneNeverVerifies() throws {
@@ -52,8 +55,10 @@ import TokenpinSimulator
 
     @Test func switchingTheTokenOffNeedsTheCardToo() throws {
         let setup = try boundInEitherUnderBoth()
-        #expect(throws: ServiceError.tokenUnavailable(
-            "mode = both (configuration): the PIN alone cannot switch the token off; the card is needed too")) {
+        #expect(
+            throws: ServiceError.tokenUnavailable(
+                "mode = both (configuration): the PIN alone cannot switch the token off; the card is needed too")
+        ) {
             _ = try setup.service.disableToken(ScriptedInteraction(["482916"]), method: .pin)
         }
         let wrongCard = try setup.service.disableToken(ScriptedInteraction(["482916", "654321"]))
@@ -96,7 +101,9 @@ import TokenpinSimulator
         let status = try setup.service.status()
         #expect(status.modeSource == .record && !status.rebindAdvised)
         #expect(try setup.service.verify(ScriptedInteraction(["482916", cardPIN])).outcome == .verified(method: .both))
-        #expect(throws: ServiceError.tokenAlreadyEnabled(serial: cardLabel(serial: record.slot(.composite)!.token!.serial))) {
+        #expect(
+            throws: ServiceError.tokenAlreadyEnabled(serial: cardLabel(serial: record.slot(.composite)!.token!.serial))
+        ) {
             _ = try setup.service.enableToken(ScriptedInteraction([]), mode: .both)
         }
     }
@@ -112,8 +119,9 @@ import TokenpinSimulator
         let setup = try tokenSetup(mode: .either, bind: false)
         var binder = setup.service
         binder.selection = CardSelection(serial: "00001111")
-        _ = try binder.enableToken(ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true, assumeYes: true,
-                                   mode: .both)
+        _ = try binder.enableToken(
+            ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true, assumeYes: true,
+            mode: .both)
         #expect(try setup.service.store.load(user: "alice")?.slots.map(\.kind) == [.recovery, .composite])
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenpinCore
+
 @testable import TokenpinService
 
 /// `pin-check = PROGRAM`: the site's own check of each new PIN, after the built-in policy.
@@ -11,19 +12,21 @@ import TokenpinCore
     var yearPIN: String { "739" + year }
 
     init() throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
     }
 
     /// A service whose `pin-check` is a script with `body` (by default: refuse PINs ending in the current year).
     func service(_ body: String? = nil, timeoutSeconds: Int = 5) throws -> PINService {
         let script = directory + "/check-\(UUID().uuidString)"
-        let text = body ?? """
-            read -r pin
-            year=$(date +%Y)
-            case "$pin" in *"$year") echo "ends in the current year ($year)"; exit 1 ;; esac
-            exit 0
-            """
+        let text =
+            body ?? """
+                read -r pin
+                year=$(date +%Y)
+                case "$pin" in *"$year") echo "ends in the current year ($year)"; exit 1 ;; esac
+                exit 0
+                """
         try ("#!/bin/sh\n" + text + "\n").write(toFile: script, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
         var service = makeService()
@@ -55,7 +58,9 @@ import TokenpinCore
     @Test func theBuiltInPolicyRunsFirst() throws {
         let marker = directory + "/ran"
         let service = try service("touch \(marker); echo no; exit 1")
-        #expect(throws: ServiceError.policyViolation(.sequence)) { _ = try service.enrol(ScriptedInteraction(["123456"])) }
+        #expect(throws: ServiceError.policyViolation(.sequence)) {
+            _ = try service.enrol(ScriptedInteraction(["123456"]))
+        }
         #expect(!FileManager.default.fileExists(atPath: marker), "the program never saw a PIN the policy refused")
     }
 
@@ -70,13 +75,16 @@ import TokenpinCore
             _ = try service.reset(ScriptedInteraction([recovery, yearPIN, yearPIN]))
         }
         #expect(try verify(service, "482916") == .verified(method: .pin))
-        #expect(try service.change(ScriptedInteraction(["482916", "739154", "739154"])).outcome == .verified(method: .pin))
+        #expect(
+            try service.change(ScriptedInteraction(["482916", "739154", "739154"])).outcome == .verified(method: .pin))
     }
 
     @Test(arguments: ["exit 2", "kill -SEGV $$", "sleep 30"])
     func noVerdictIsAConfigurationErrorAndSavesNothing(body: String) throws {
         let service = try service(body, timeoutSeconds: 1)
-        let error = #expect(throws: ServiceError.self) { _ = try service.enrol(ScriptedInteraction(["482916", "482916"])) }
+        let error = #expect(throws: ServiceError.self) {
+            _ = try service.enrol(ScriptedInteraction(["482916", "482916"]))
+        }
         guard case .configuration(let detail)? = error else {
             Issue.record("expected a configuration error, got \(String(describing: error))")
             return

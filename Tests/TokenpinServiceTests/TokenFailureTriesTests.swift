@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TokenpinCore
-@testable import TokenpinService
 import TokenpinSimulator
+
+@testable import TokenpinService
 
 /// The `tokenFailed` event carries the card PIN's tries left as the card reported them.
 @Suite struct TokenFailureTriesTests {

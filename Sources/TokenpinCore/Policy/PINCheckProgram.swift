@@ -1,9 +1,10 @@
-import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 internal import CTokenpinShims
+import Foundation
 internal import TokenpinSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The site's own check of a new PIN (`pin-check = PROGRAM`): a program run after the built-in policy.
 ///
@@ -74,18 +75,23 @@ public struct PINCheckProgram: Sendable, Equatable {
             kill(-pid, SIGKILL)
             kill(pid, SIGKILL)
             _ = Self.waitBlocking(pid)
-            throw PINCheckError(.timeout, "pin-check: \(path) did not answer within \(Self.seconds(timeoutMilliseconds)); it was stopped")
+            throw PINCheckError(
+                .timeout,
+                "pin-check: \(path) did not answer within \(Self.seconds(timeoutMilliseconds)); it was stopped")
         }
         let signal = status & 0x7F
         guard signal == 0 else {
-            throw PINCheckError(.signal, "pin-check: \(path) was killed by signal \(signal) (\(Self.signalName(signal)))")
+            throw PINCheckError(
+                .signal, "pin-check: \(path) was killed by signal \(signal) (\(Self.signalName(signal)))")
         }
         let exitStatus = (status >> 8) & 0xFF
         switch exitStatus {
         case 0: return .accepted
         case 1: return .refused(reason: Self.reason(from: collected, pin: pin))
         default:
-            throw PINCheckError(.exitStatus, "pin-check: \(path) exited with status \(exitStatus); it must exit 0 (accept) or 1 (refuse)")
+            throw PINCheckError(
+                .exitStatus,
+                "pin-check: \(path) exited with status \(exitStatus); it must exit 0 (accept) or 1 (refuse)")
         }
     }
 
@@ -144,7 +150,8 @@ public struct PINCheckProgram: Sendable, Equatable {
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setsigmask(&attributes, &empty)
         posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
 
         let environment = ["PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"]
         var pid: pid_t = 0
