@@ -69,7 +69,7 @@ public struct PINCheckProgram: Sendable, Equatable {
         try? inputRead.close()
         try? outputWrite.close()
         let deadline = Self.monotonicMilliseconds() + timeoutMilliseconds
-        let collected = Self.readOutput(outputRead, until: deadline)
+        let output = Self.readOutput(outputRead, until: deadline)
         guard let status = try wait(for: pid, until: deadline) else {
             // Not reaped yet, so its process group cannot be another's: stop it with everything it started.
             kill(-pid, SIGKILL)
@@ -87,7 +87,7 @@ public struct PINCheckProgram: Sendable, Equatable {
         let exitStatus = (status >> 8) & 0xFF
         switch exitStatus {
         case 0: return .accepted
-        case 1: return .refused(reason: Self.reason(from: collected, pin: pin))
+        case 1: return .refused(reason: Self.reason(from: output, pin: pin))
         default:
             throw PINCheckError(
                 .exitStatus,
@@ -173,19 +173,38 @@ public struct PINCheckProgram: Sendable, Equatable {
         return pid
     }
 
-    /// Reads the program's output until end of file or `deadline`, keeping the first `maximumOutputBytes`.
-    private static func readOutput(_ descriptor: borrowing FileDescriptor, until deadline: Int) -> [UInt8] {
-        var kept: [UInt8] = []
+    /// Reads the program's output until end of file or `deadline`, keeping the first `maximumOutputBytes` and
+    /// dropping the rest.
+    ///
+    /// The output is kept in guarded memory, as a secret: a careless program may echo the PIN.
+    private static func readOutput(_ descriptor: borrowing FileDescriptor, until deadline: Int) -> SecretBytes {
+        let buffer = SecretBytes(count: maximumOutputBytes)
+        let scratch = SecretBytes(count: 1024)
+        var kept = 0
         while true {
             let left = deadline - monotonicMilliseconds()
-            guard left > 0 else { return kept }
+            guard left > 0 else { break }
             var poller = pollfd(fd: descriptor.rawValue, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, Int32(clamping: left))
             if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { return kept }
-            guard let chunk = try? descriptor.read(upTo: 1024), !chunk.isEmpty else { return kept }
-            kept += chunk.prefix(max(0, maximumOutputBytes - kept.count))
+            guard ready > 0 else { break }
+            let room = maximumOutputBytes - kept
+            let count: Int
+            if room > 0 {
+                count =
+                    (try? buffer.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) throws(Errno) in
+                        try descriptor.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[kept...]))
+                    }) ?? 0
+                kept += count
+            } else {
+                count =
+                    (try? scratch.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) throws(Errno) in
+                        try descriptor.read(into: raw)
+                    }) ?? 0
+            }
+            guard count > 0 else { break }
         }
+        return buffer.prefix(kept)
     }
 
     /// The wait status of `pid` once it ends, or nil when it is still running at `deadline`.
@@ -209,23 +228,27 @@ public struct PINCheckProgram: Sendable, Equatable {
     }
 
     /// The first line of `output`, cleaned of control characters and shortened; never the PIN itself.
-    static func reason(from output: [UInt8], pin: borrowing PIN) -> String {
+    ///
+    /// Only a line that does not contain the PIN becomes a `String`.
+    static func reason(from output: borrowing SecretBytes, pin: borrowing PIN) -> String {
         let generic = "refused by the site's PIN check"
-        var output = output
-        defer { secureZero(&output) }
-        let line = output.prefix { $0 != 0x0A && $0 != 0x0D }
-        // A program that echoes the PIN must not put it into a message, a log or JSON.
-        let echoes = pin.secret.withUnsafeBytes { (secret: UnsafeRawBufferPointer) -> Bool in
-            guard !secret.isEmpty, line.count >= secret.count else { return false }
-            let bytes = Array(line)
-            return (0...(bytes.count - secret.count)).contains { start in
-                bytes[start..<(start + secret.count)].elementsEqual(secret)
+        let text: String? = output.withUnsafeBytes { raw in
+            let end = raw.firstIndex { $0 == 0x0A || $0 == 0x0D } ?? raw.count
+            let line = UnsafeRawBufferPointer(rebasing: raw[..<end])
+            // A program that echoes the PIN must not put it into a message, a log or JSON.
+            let echoes = pin.secret.withUnsafeBytes { (secret: UnsafeRawBufferPointer) -> Bool in
+                guard let needle = secret.baseAddress, let haystack = line.baseAddress, !secret.isEmpty,
+                    line.count >= secret.count
+                else { return false }
+                return (0...(line.count - secret.count)).contains { memcmp(haystack + $0, needle, secret.count) == 0 }
             }
+            return echoes ? nil : String(decoding: line, as: UTF8.self)
         }
-        if echoes { return generic }
-        let text = String(decoding: line, as: UTF8.self)
-            .unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F && !(0x80...0x9F).contains($0.value) }
-        let cleaned = String(String.UnicodeScalarView(text)).trimmingCharacters(in: .whitespaces)
+        guard let text else { return generic }
+        let printable = text.unicodeScalars.filter {
+            $0.value >= 0x20 && $0.value != 0x7F && !(0x80...0x9F).contains($0.value)
+        }
+        let cleaned = String(String.UnicodeScalarView(printable)).trimmingCharacters(in: .whitespaces)
         guard !cleaned.isEmpty else { return generic }
         return cleaned.count > maximumReasonLength ? String(cleaned.prefix(maximumReasonLength)) + "…" : cleaned
     }
