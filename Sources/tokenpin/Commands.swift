@@ -196,7 +196,8 @@ struct EnrolCommand: Command {
             return .success(fd)
         }
         let code = errno
-        let directory = (path as NSString).deletingLastPathComponent
+        // Not NSString's deletingLastPathComponent: on Linux it traps on a one-character relative path.
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
         let why: String
         switch code {
         case EEXIST: why = "it exists (tokenpin never overwrites a file; name a new one)"

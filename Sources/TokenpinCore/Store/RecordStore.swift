@@ -79,7 +79,8 @@ public struct RecordStore: Sendable {
 
     private func createDirectory() throws(StoreError) {
         // Parents are made as `mkdir -p` would; the store itself is 0700.
-        let parent = (directory as NSString).deletingLastPathComponent
+        // Not NSString's deletingLastPathComponent: on Linux it traps on a one-character relative path.
+        let parent = directory.lastIndex(of: "/").map { String(directory[..<$0]) } ?? ""
         if !parent.isEmpty, !FileManager.default.fileExists(atPath: parent) {
             do {
                 try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
