@@ -147,7 +147,8 @@ public final class Daemon: Sendable {
             return
         }
         let path = options.socketPath
-        let parent = (path as NSString).deletingLastPathComponent
+        // Not NSString's deletingLastPathComponent: on Linux it traps on a one-character relative path.
+        let parent = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
         if !parent.isEmpty && !FileManager.default.fileExists(atPath: parent) {
             try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
                                                      attributes: [.posixPermissions: 0o755])
