@@ -10,7 +10,13 @@ extension PINService {
     /// `replace` to be typed. An empty slot asks nothing; `assumeYes` (`--yes`) is the only way past a key
     /// without a person. A refusal throws `.cancelled` and nothing is written.
     func confirmKeyReplacement(on card: OpenedCard, assumeYes: Bool, _ interaction: some Interaction) throws {
-        let current = CardKeyDescription(.decryption, in: card.data)
+        var current = CardKeyDescription(.decryption, in: card.data)
+        if !current.isPresent && card.data.keyStatus[.decryption] == nil {
+            // No key information (cards before OpenPGP 3.3) and no fingerprint or date: a key generated without
+            // them (as tokenpin generates one) may still be there; its public key says so.
+            let publicKey = try? card.run { session throws(OpenPGPError) in try session.publicKey(for: .decryption) }
+            current.isPresent = publicKey != nil
+        }
         guard current.isPresent else { return }
         logger.info("a key on the card is to be replaced", [("card", card.label), ("key", current.description)])
         if assumeYes { return }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenpinAPDU
 import TokenpinCore
 import TokenpinOpenPGP
 import TokenpinSimulator
@@ -95,5 +96,58 @@ func cardWithForeignDecryptionKey(serial: UInt32 = 0x0000_2222) throws -> Simula
         _ = try service.enableToken(script, generateKey: true)
         #expect(script.questions.isEmpty)
         #expect(try service.store.load(user: "alice")?.slot(.token) != nil)
+    }
+}
+
+/// A card as an OpenPGP 2.x card answers: the same, but without key information (`DE`) in its application
+/// related data, so only a fingerprint, a date or the public key itself tells that a key is there.
+final class WithoutKeyInformation: CardConnection {
+    let inner: SimulatedCardConnection
+    init(_ inner: SimulatedCardConnection) { self.inner = inner }
+    var atr: [UInt8] { inner.atr }
+    var lengthCapabilities: LengthCapabilities {
+        get { inner.lengthCapabilities }
+        set { inner.lengthCapabilities = newValue }
+    }
+
+    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+        let answer = try inner.transmit(command)
+        // GET DATA 6E answered in one piece: drop DE from the discretionary data objects (73).
+        guard command.count >= 4, command[1] == 0xCA, command[2] == 0x00, command[3] == 0x6E,
+            answer.suffix(2) == [0x90, 0x00]
+        else { return answer }
+        let outer = try TLV.parseOne(Array(answer.dropLast(2)))
+        let children = try outer.children().map { child throws -> TLV in
+            guard child.tag == 0x73 else { return child }
+            return TLV(tag: 0x73, children: try child.children().filter { $0.tag != 0xDE })
+        }
+        return TLV(tag: 0x6E, children: children).encoded + [0x90, 0x00]
+    }
+}
+
+@Suite struct KeyWithoutKeyInformationTests {
+    @Test func aKeyWithoutFingerprintIsStillShownAndAskedFor() throws {
+        let setup = try tokenSetup()  // generates a cv25519 key on the card: no fingerprint, no date
+        let card = setup.card
+        var service = makeService()
+        service = PINService(
+            store: service.store, configuration: service.configuration, user: "alice", time: ManualTime(),
+            cards: InProcessReaders([
+                InProcessReaders.Reader(
+                    name: "Old reader", isPresent: { card.isPresent },
+                    connect: { WithoutKeyInformation(SimulatedCardConnection(card: card, sleep: { _ in })) },
+                    reset: { card.reset() })
+            ]))
+        try enrol(service)
+        let script = ScriptedInteraction(["482916", adminPIN, cardPIN])
+        let error = #expect(throws: ServiceError.self) { _ = try service.enableToken(script, generateKey: true) }
+        guard case .usage(let message)? = error else {
+            Issue.record("the key was replaced without asking: \(String(describing: error))")
+            return
+        }
+        #expect(message.contains("no fingerprint") && message.contains("--yes"), "\(message)")
+        #expect(
+            try setup.service.verify(ScriptedInteraction([cardPIN])).outcome == .verified(method: .token),
+            "the first binding still works: its key was not replaced")
     }
 }
