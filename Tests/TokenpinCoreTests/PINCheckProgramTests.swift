@@ -98,6 +98,21 @@ let currentYear = String(Calendar(identifier: .gregorian).component(.year, from:
         #expect(failure(PINCheckProgram(path: swappable)) == .unusable, "others could rename another file over it")
     }
 
+    @Test func aFileOthersCanChangeMayNotNameTheProgram() throws {
+        let file = temporaryDirectory("pin-check-conf") + "/tokenpin.conf"
+        try "retries-max = 5\npin-check = /usr/local/sbin/pin-check\n".write(toFile: file, atomically: true, encoding: .utf8)
+        chmod(file, 0o644)
+        #expect(try Configuration.load(files: [], explicitFile: file).pinCheckProgram == "/usr/local/sbin/pin-check")
+        chmod(file, 0o664)
+        do {
+            _ = try Configuration.load(files: [], explicitFile: file)
+            Issue.record("a group-writable file named the program")
+        } catch {
+            #expect(error.file == file && error.line == 2)
+            #expect(error.message.contains("others can change"), "\(error.message)")
+        }
+    }
+
     @Test func theConfigurationNamesAnAbsoluteProgramAndATimeout() throws {
         var configuration = Configuration()
         try configuration.apply(text: "pin-check = /usr/local/sbin/pin-check\npin-check-timeout = 2\n", file: "c")

@@ -139,6 +139,8 @@ public struct Configuration: Sendable, Equatable {
 
     /// The site's own check of new PINs (`pin-check`), an absolute path; nil: none.
     public var pinCheckProgram: String?
+    /// Where `pin-check` was set, so that a file others could change is refused.
+    public var pinCheckSetting: SettingSource?
     /// Seconds the `pin-check` program may run before it is stopped (`pin-check-timeout`).
     public var pinCheckTimeoutSeconds: Int = PINCheckProgram.defaultTimeoutMilliseconds / 1000
 
@@ -178,6 +180,7 @@ public struct Configuration: Sendable, Equatable {
         }
         try configuration.checkCombinations(files: files.filter { FileManager.default.fileExists(atPath: $0) } + [explicitFile].compactMap { $0 })
         try configuration.loadBlocklist()
+        try configuration.checkPINCheckSetting()
         return configuration
     }
 
@@ -212,6 +215,7 @@ public struct Configuration: Sendable, Equatable {
                 throw ConfigError(file: file, line: lineNumber, message: message.text)
             }
             if key == "pin-blocklist" { blocklistSetting = SettingSource(file: file, line: lineNumber) }
+            if key == "pin-check" { pinCheckSetting = SettingSource(file: file, line: lineNumber) }
         }
         if policy.maxLength < policy.minLength {
             throw ConfigError(file: file, line: 0, message: "pin-max-length (\(policy.maxLength)) is below pin-min-length (\(policy.minLength))")
@@ -383,5 +387,24 @@ public struct Configuration: Sendable, Equatable {
             if !trimmed.isEmpty { entries.insert(trimmed.unicodeScalars.map(\.value)) }
         }
         policy.siteBlocklist = entries
+    }
+}
+
+extension Configuration {
+    /// Refuses a `pin-check` set in a file that someone other than its owner (root, or the user running
+    /// tokenpin) could change: the program runs with this process's rights (root, in tokenpind) on every new PIN.
+    public func checkPINCheckSetting() throws(ConfigError) {
+        guard pinCheckProgram != nil, let setting = pinCheckSetting else { return }
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: setting.file),
+              let owner = (attributes[.ownerAccountID] as? NSNumber)?.uint32Value,
+              let mode = (attributes[.posixPermissions] as? NSNumber)?.uint16Value else {
+            throw ConfigError(file: setting.file, line: setting.line, message: "pin-check: cannot inspect this file")
+        }
+        guard owner == 0 || owner == geteuid(), mode & 0o022 == 0 else {
+            throw ConfigError(file: setting.file, line: setting.line,
+                              message: "pin-check is set in a file others can change (owner uid \(owner), mode "
+                                  + String(mode & 0o777, radix: 8) + "); it must belong to root (or the user running "
+                                  + "tokenpin) and not be writable by group or others")
+        }
     }
 }
