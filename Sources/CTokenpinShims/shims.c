@@ -1,6 +1,9 @@
 #define _GNU_SOURCE
 #include "CTokenpinShims.h"
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -23,4 +26,12 @@ int tokenpin_disable_core_dumps(void) {
         return -1;
     }
     return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+int tokenpin_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
+}
+
+int tokenpin_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
 }

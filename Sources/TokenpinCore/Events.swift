@@ -38,12 +38,13 @@ public enum Event: Sendable, Equatable {
     case locked
     /// Failures asked for a pause before the next try.
     case delayed(seconds: Int)
-    /// The token could not be used; `fallback` says whether the PIN was asked instead.
-    case tokenFailed(reason: String, fallback: Bool)
+    /// The token could not be used; `fallback` says whether the PIN was asked instead, `cardTriesLeft` the card
+    /// PIN's tries left as the card reported them (nil when the card was not reached).
+    case tokenFailed(reason: String, fallback: Bool, cardTriesLeft: Int? = nil)
     /// The user cancelled.
     case cancelled
-    /// A new PIN broke a policy rule.
-    case policyViolation(rule: String)
+    /// A new PIN broke a policy rule; `reason` is the site check's own words (rule `site-check`), else nil.
+    case policyViolation(rule: String, reason: String? = nil)
     /// An authentication type was switched on or off.
     case typeChanged(type: AuthenticationType, enabled: Bool)
 

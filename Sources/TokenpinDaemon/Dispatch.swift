@@ -132,7 +132,8 @@ extension Daemon {
             }
             let on = request.on ?? true
             let report = on
-                ? try service.enableToken(relay, generateKey: request.generateKey ?? false, assumeYes: request.assumeYes ?? false)
+                ? try service.enableToken(relay, generateKey: request.generateKey ?? false, assumeYes: request.assumeYes ?? false,
+                                          mode: request.mode)
                 : try service.disableToken(relay, method: request.method)
             publishOutcome(report, user: user, success: .typeChanged(type: .token, enabled: on))
             let serial = (try? service.types())?.first { $0.type == .token }?.serial

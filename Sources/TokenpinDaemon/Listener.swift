@@ -18,7 +18,7 @@ extension Daemon {
             return
         }
         let path = options.socketPath
-        let parent = (path as NSString).deletingLastPathComponent
+        let parent = Paths.parent(of: path)
         if !parent.isEmpty && !FileManager.default.fileExists(atPath: parent) {
             try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
                                                      attributes: [.posixPermissions: 0o755])

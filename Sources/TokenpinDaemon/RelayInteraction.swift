@@ -90,7 +90,16 @@ final class RelayInteraction: Interaction {
     }
 
     func confirm(_ question: String) throws(ServiceError) -> Bool {
-        try send(ServerMessage.question(question))
+        try answer(to: ServerMessage.question(question))
+    }
+
+    /// Relayed like other questions: the client shows it and answers yes only when the word was typed there.
+    func confirmTyped(_ question: String, word: String) throws(ServiceError) -> Bool {
+        try answer(to: ServerMessage.question(question, typed: word))
+    }
+
+    private func answer(to question: ServerMessage) throws(ServiceError) -> Bool {
+        try send(question)
         switch try nextMessage() {
         case .confirm(let answer):
             return answer

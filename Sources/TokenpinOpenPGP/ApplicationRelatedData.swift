@@ -186,6 +186,8 @@ public struct ApplicationRelatedData: Sendable, Equatable {
     /// Whether each key is absent, generated on the card or imported (key information `DE`, OpenPGP 3.3
     /// and later, §4.4.3.8); empty when the card does not say.
     public var keyStatus: [KeyReference: KeyStatus]
+    /// When each key was generated or imported (`CD`), in seconds since 1970; empty when the card does not say.
+    public var generationTimes: [KeyReference: UInt32]
 
     /// Parses the answer to GET DATA `6E`: one `6E` object, nothing after it.
     ///
@@ -242,6 +244,7 @@ public struct ApplicationRelatedData: Sendable, Equatable {
             }
         }
         keyStatus = statuses
+        generationTimes = try CardKeyDescription.generationTimes(try find(DataObject.keyGenerationDates))
     }
 
     /// What the card announces for long APDUs: the card capabilities in the historical bytes refined by the

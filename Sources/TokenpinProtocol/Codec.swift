@@ -44,9 +44,11 @@ extension Event {
         case .wrongPIN(let remaining, let lastTry):
             [JSONMember("remaining", .int(remaining)), JSONMember("lastTry", .bool(lastTry))]
         case .delayed(let seconds): [JSONMember("seconds", .int(seconds))]
-        case .tokenFailed(let reason, let fallback):
-            [JSONMember("reason", .text(reason)), JSONMember("fallback", .bool(fallback))]
-        case .policyViolation(let rule): [JSONMember("rule", .text(rule))]
+        case .tokenFailed(let reason, let fallback, let tries):
+            [JSONMember("reason", .text(reason)), JSONMember("fallback", .bool(fallback)),
+             JSONMember("cardTriesLeft", tries.map(JSONValue.int) ?? .null)]
+        case .policyViolation(let rule, let reason):
+            [JSONMember("rule", .text(rule))] + (reason.map { [JSONMember("reason", .text($0))] } ?? [])
         case .typeChanged(let type, let enabled):
             [JSONMember("authType", .text(type.rawValue)), JSONMember("enabled", .bool(enabled))]
         }
@@ -71,10 +73,11 @@ extension Event {
             guard let seconds = try? value.number("seconds", in: ProtocolRanges.delay) else { return nil }
             self = .delayed(seconds: seconds)
         case "tokenFailed":
-            self = .tokenFailed(reason: value["reason"]?.stringValue ?? "", fallback: value["fallback"]?.boolValue ?? false)
+            self = .tokenFailed(reason: value["reason"]?.stringValue ?? "", fallback: value["fallback"]?.boolValue ?? false,
+                                cardTriesLeft: try? value.number("cardTriesLeft", in: ProtocolRanges.tries))
         case "policyViolation":
             guard let rule = value["rule"]?.stringValue else { return nil }
-            self = .policyViolation(rule: rule)
+            self = .policyViolation(rule: rule, reason: value["reason"]?.stringValue)
         case "typeChanged":
             guard let type = value["authType"]?.stringValue.flatMap(AuthenticationType.init(rawValue:)) else { return nil }
             self = .typeChanged(type: type, enabled: value["enabled"]?.boolValue ?? false)
@@ -280,6 +283,7 @@ extension StatusReport {
             JSONMember("types", TypeStatus.protocolValue(types)),
             JSONMember("mode", mode.map { .text($0.rawValue) } ?? .null),
             JSONMember("fallback", fallback.map { .text($0.rawValue) } ?? .null),
+            JSONMember("modeSource", modeSource.map { .text($0.rawValue) } ?? .null),
             JSONMember("token", token?.protocolValue ?? .null),
         ])
     }
@@ -310,7 +314,8 @@ extension StatusReport {
                   types: try TypeStatus.list(protocolValue: value["types"]),
                   mode: value["mode"]?.stringValue.flatMap(VerificationMode.init(rawValue:)),
                   fallback: value["fallback"]?.stringValue.flatMap(FallbackPolicy.init(rawValue:)),
-                  token: token)
+                  token: token,
+                  modeSource: value["modeSource"]?.stringValue.flatMap(ModeInForce.Source.init(rawValue:)))
     }
 }
 
@@ -372,6 +377,8 @@ extension ServiceError {
         case .notEnrolled(let user, let path), .alreadyEnrolled(let user, let path):
             fields = [JSONMember("user", .text(user)), JSONMember("path", .text(path))]
         case .policyViolation(let rule): fields = [JSONMember("rule", .text(rule.rawValue))]
+        case .siteCheckRefused(let reason):
+            fields = [JSONMember("rule", .text(PolicyRule.siteCheck.rawValue)), JSONMember("reason", .text(reason))]
         case .store(let error):
             fields = [JSONMember("path", .text(error.path)), JSONMember("detail", .text(error.detail))]
         case .crypto(let error):
@@ -396,7 +403,9 @@ extension ServiceError {
         case "not-enrolled": self = .notEnrolled(user: user, path: path)
         case "already-enrolled": self = .alreadyEnrolled(user: user, path: path)
         case "policy":
-            if let rule = value["rule"]?.stringValue.flatMap(PolicyRule.init(rawValue:)) {
+            if value["rule"]?.stringValue == PolicyRule.siteCheck.rawValue {
+                self = .siteCheckRefused(reason: value["reason"]?.stringValue ?? message)
+            } else if let rule = value["rule"]?.stringValue.flatMap(PolicyRule.init(rawValue:)) {
                 self = .policyViolation(rule)
             } else {
                 self = .input(message)

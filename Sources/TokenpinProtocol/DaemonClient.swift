@@ -114,11 +114,12 @@ public struct DaemonClient: Sendable {
     }
 
     /// `toggle token on`: binds the card present, with the daemon asking the PIN, admin PIN and card PIN here.
-    public func enableToken(_ interaction: some Interaction, generateKey: Bool = false,
-                            assumeYes: Bool = false) throws(ServiceError) -> VerifyReport {
+    public func enableToken(_ interaction: some Interaction, generateKey: Bool = false, assumeYes: Bool = false,
+                            mode: VerificationMode? = nil) throws(ServiceError) -> VerifyReport {
         var request = selected(Request(.toggle, user: user, authenticationType: .token, on: true))
         request.generateKey = generateKey
         request.assumeYes = assumeYes
+        request.mode = mode
         return try report(request, interaction)
     }
 
@@ -256,9 +257,18 @@ public struct DaemonClient: Sendable {
                         continue
                     }
                     try channel.sendSecret(prompt: name, secret)
-                case .question(let text):
+                case .question(let text, nil):
                     let answer = (try? interaction.confirm(text)) ?? false
                     try channel.send(ClientMessage.confirm(answer))
+                case .question(let text, let word?):
+                    // A key about to be replaced: the same typed confirmation as in local mode, and the same error
+                    // (naming --yes) when this side cannot ask.
+                    do {
+                        try channel.send(ClientMessage.confirm(try interaction.confirmTyped(text, word: word)))
+                    } catch let error as ServiceError {
+                        localFailure = localFailure ?? error
+                        try channel.send(ClientMessage.cancel)
+                    }
                 case .event(let name, let fields):
                     if let event = Event(name: name, fields: fields) { interaction.report(event) }
                 case .result(_, let fields):

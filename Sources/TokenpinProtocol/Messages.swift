@@ -50,6 +50,8 @@ public struct Request: Sendable, Equatable {
     public var generateKey: Bool?
     /// `toggle token on`: the key generation is confirmed in advance.
     public var assumeYes: Bool?
+    /// `toggle token on`: the mode to bind in (`both` re-binds a card bound in `either`).
+    public var mode: VerificationMode?
     /// `card-unblock`: with the admin PIN instead of the Reset Code.
     public var admin: Bool?
     /// The reader to use (a name or a glob).
@@ -85,8 +87,9 @@ public enum ClientMessage: Sendable, Equatable {
 public enum ServerMessage: Sendable, Equatable {
     /// Asks for a secret; `card` and `triesLeft` for card prompts.
     case prompt(name: String, card: String?, triesLeft: Int?)
-    /// Asks a yes/no question.
-    case question(String)
+    /// Asks a yes/no question; with `typed`, the answer is yes only when the person typed that word (a key
+    /// about to be replaced on a card).
+    case question(String, typed: String? = nil)
     /// Something happened (flat fields: `event` plus data).
     case event(name: String, fields: [JSONMember])
     /// The final answer: `exitCode` from the exit-code table plus the operation's fields.
@@ -107,7 +110,7 @@ extension ClientMessage {
         switch type {
         case "request":
             let common: Set<String> = ["v", "type", "op", "user", "newPINAttempts", "reader", "serial"]
-            try fields.allow(common.union(["authType", "on", "record", "method", "generateKey", "yes", "admin"]))
+            try fields.allow(common.union(["authType", "on", "record", "method", "generateKey", "yes", "admin", "mode"]))
             let opName = try fields.string("op")
             guard let operation = Operation(rawValue: opName) else {
                 throw ProtocolError(.unknownType, "unknown operation `\(opName)`")
@@ -131,7 +134,13 @@ extension ClientMessage {
                 }
                 request.authenticationType = type
                 request.on = try fields.bool("on")
-                try fields.allow(common.union(["authType", "on", "generateKey", "yes", "method"]))
+                try fields.allow(common.union(["authType", "on", "generateKey", "yes", "method", "mode"]))
+                if let name = try fields.optionalString("mode") {
+                    guard let mode = VerificationMode(rawValue: name) else {
+                        throw ProtocolError(.badField, "`mode` must be either or both")
+                    }
+                    request.mode = mode
+                }
                 request.generateKey = try fields.optionalBool("generateKey")
                 request.assumeYes = try fields.optionalBool("yes")
                 request.method = try Self.method(fields)
@@ -194,7 +203,7 @@ extension ServerMessage {
             return .prompt(name: try fields.string("prompt"), card: try fields.optionalString("card"),
                            triesLeft: try fields.optionalInt("remaining", formerly: "triesLeft", in: ProtocolRanges.tries))
         case "question":
-            return .question(try fields.string("text"))
+            return .question(try fields.string("text"), typed: try fields.optionalString("typed"))
         case "event":
             return .event(name: try fields.string("event"), fields: rest.filter { $0.key != "event" })
         case "result":
@@ -296,6 +305,7 @@ extension ClientMessage {
             if let method = request.method { members.append(JSONMember("method", .text(method.rawValue))) }
             if let generate = request.generateKey { members.append(JSONMember("generateKey", .bool(generate))) }
             if let yes = request.assumeYes { members.append(JSONMember("yes", .bool(yes))) }
+            if let mode = request.mode { members.append(JSONMember("mode", .text(mode.rawValue))) }
             if let admin = request.admin { members.append(JSONMember("admin", .bool(admin))) }
             if let reader = request.reader { members.append(JSONMember("reader", .text(reader))) }
             if let serial = request.serial { members.append(JSONMember("serial", .text(serial))) }
@@ -338,8 +348,9 @@ extension ServerMessage {
             members.append(JSONMember("prompt", .text(name)))
             if let card { members.append(JSONMember("card", .text(card))) }
             if let triesLeft { members.append(JSONMember("remaining", .int(triesLeft))) }
-        case .question(let text):
+        case .question(let text, let typed):
             members += [JSONMember("type", .text("question")), JSONMember("text", .text(text))]
+            if let typed { members.append(JSONMember("typed", .text(typed))) }
         case .event(let name, let fields):
             members += [JSONMember("type", .text("event")), JSONMember("event", .text(name))] + fields
         case .result(let exitCode, let fields):

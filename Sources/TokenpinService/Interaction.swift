@@ -53,6 +53,9 @@ public protocol Interaction {
     func report(_ event: Event)
     /// Asks a yes/no question; throws `ServiceError.cancelled` when the person cancels.
     func confirm(_ question: String) throws(ServiceError) -> Bool
+    /// Shows `question` (what an operation would destroy) and asks the person to type `word` to go ahead; true
+    /// only when they typed it. Throws `.usage` naming `--yes` when it cannot ask (no terminal, a script).
+    func confirmTyped(_ question: String, word: String) throws(ServiceError) -> Bool
     /// Asks the person to pick one of `options`; returns its index. Throws `.cancelled` on cancel, and an
     /// error saying how to choose without asking when it cannot ask (scripts).
     func choose(_ question: String, options: [String]) throws(ServiceError) -> Int
@@ -66,5 +69,12 @@ public protocol Interaction {
 extension Interaction {
     public func readPIN(_ prompt: SecretPrompt, remaining: Int) throws(ServiceError) -> SecretBytes {
         try readSecret(prompt)
+    }
+}
+
+extension Interaction {
+    /// Interactions that cannot show a question and read a typed answer refuse: only `--yes` goes ahead.
+    public func confirmTyped(_ question: String, word: String) throws(ServiceError) -> Bool {
+        throw .usage(question + " Nothing here can ask for a typed confirmation; add --yes to go ahead.")
     }
 }

@@ -108,17 +108,25 @@ public struct StatusReport: Sendable, Equatable {
     public var kdf: KDFParameters?
     /// The authentication types.
     public var types: [TypeStatus]
-    /// The verification mode and fallback stored with the record.
+    /// The verification mode in force (the stricter of the record's and the configuration's).
     public var mode: VerificationMode?
-    /// The fallback policy stored with the record.
+    /// The fallback policy in force (`deny` in the record or the configuration wins).
     public var fallback: FallbackPolicy?
     /// The token's state, when the token type is supported by this build.
     public var token: TokenStatus?
+    /// Where `mode` comes from: the record, or the configuration when it is stricter than the binding.
+    public var modeSource: ModeInForce.Source?
+
+    /// The record was bound in `either` under `mode = both`: re-binding in `both` adds the composite slot's
+    /// offline protection.
+    public var rebindAdvised: Bool { modeSource == .configuration && mode == .both }
 
     /// Creates a report.
     public init(user: String, recordPath: String, enrolled: Bool, remaining: Int?, maximum: Int?, locked: Bool,
                 lockedAt: Date?, delaySeconds: Int, failures: Int, kdf: KDFParameters?, types: [TypeStatus],
-                mode: VerificationMode?, fallback: FallbackPolicy?, token: TokenStatus?) {
+                mode: VerificationMode?, fallback: FallbackPolicy?, token: TokenStatus?,
+                modeSource: ModeInForce.Source? = nil) {
+        self.modeSource = modeSource
         self.user = user
         self.recordPath = recordPath
         self.enrolled = enrolled

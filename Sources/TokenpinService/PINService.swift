@@ -242,6 +242,8 @@ public struct PINService: Sendable {
                                         counter: record.counter)
                 }
                 record.counter.recoveryFailures = 0
+                // The key was right: keep that whatever the new PIN step does (a refusal, a broken pin-check).
+                try store.save(record)
                 let newPIN = try readNewPIN(interaction)
                 let kdf = try chooseKDF()
                 let newKEK = try deriveKey(kdf, from: newPIN.secret)
@@ -275,8 +277,8 @@ public struct PINService: Sendable {
 
     // MARK: New PINs
 
-    /// Asks for a new PIN and its confirmation, checking the policy and `extraRule` (the current PIN on a
-    /// change); gives `newPINAttempts` chances.
+    /// Asks for a new PIN and its confirmation, checking the policy, `extraRule` (the current PIN on a
+    /// change) and the site's `pin-check` program; gives `newPINAttempts` chances.
     func readNewPIN(_ interaction: some Interaction,
                     extraRule: (borrowing PIN) -> PolicyRule? = { _ in nil }) throws -> PIN {
         let attempts = max(1, interaction.newPINAttempts)
@@ -285,13 +287,18 @@ public struct PINService: Sendable {
             attempt += 1
             let candidate = PIN(try interaction.readSecret(.newPIN))
             var rule = extraRule(candidate) ?? configuration.policy.violation(for: candidate)
+            // The site's own check runs after the built-in policy, on a candidate that passed it.
+            let siteRefusal = rule == nil ? try siteCheckRefusal(candidate) : nil
+            if siteRefusal != nil { rule = .siteCheck }
             if rule == nil {
                 let confirmation = PIN(try interaction.readSecret(.confirmPIN))
                 if !candidate.matches(confirmation) { rule = .mismatch }
             }
             guard let rule else { return candidate }
-            interaction.report(.policyViolation(rule: rule.rawValue))
-            if attempt >= attempts { throw ServiceError.policyViolation(rule) }
+            interaction.report(.policyViolation(rule: rule.rawValue, reason: siteRefusal))
+            if attempt >= attempts {
+                throw siteRefusal.map { ServiceError.siteCheckRefused(reason: $0) } ?? ServiceError.policyViolation(rule)
+            }
         }
     }
 
@@ -304,6 +311,7 @@ public struct PINService: Sendable {
             let record = exists ? try store.load(user: user) : nil
             let binding = record?.slot(.token)?.token ?? record?.slot(.composite)?.token
             let token = cards == nil ? nil : tokenStatus(binding: binding)
+            let inForce = record.flatMap(modeInForce)
             return StatusReport(
                 user: user, recordPath: recordPath, enrolled: record != nil,
                 remaining: record?.counter.remaining, maximum: record?.counter.max,
@@ -311,8 +319,9 @@ public struct PINService: Sendable {
                 delaySeconds: record.map { $0.counter.delay(at: time.now, schedule: configuration.failDelay) } ?? 0,
                 failures: record?.counter.failures ?? 0,
                 kdf: (record?.slot(.pin) ?? record?.slot(.composite))?.kdf,
-                types: Self.types(of: record), mode: record?.policy.mode, fallback: record?.policy.fallback,
-                token: token)
+                types: Self.types(of: record), mode: inForce?.mode ?? record?.policy.mode,
+                fallback: record.map { fallbackAllowed($0) ? .allow : .deny },
+                token: token, modeSource: inForce?.source)
         }
     }
 

@@ -11,6 +11,7 @@ public final class ScriptedInteraction: Interaction, Sendable {
         var prompts: [SecretPrompt] = []
         var events: [Event] = []
         var confirmations: [Bool]
+        var questions: [String] = []
     }
 
     private let state: Mutex<State>
@@ -41,8 +42,25 @@ public final class ScriptedInteraction: Interaction, Sendable {
     }
 
     public func confirm(_ question: String) throws(ServiceError) -> Bool {
-        state.withLock { $0.confirmations.isEmpty ? false : $0.confirmations.removeFirst() }
+        state.withLock { state in
+            state.questions.append(question)
+            return state.confirmations.isEmpty ? false : state.confirmations.removeFirst()
+        }
     }
+
+    /// A typed confirmation: the next entry of `confirmations` says whether the word was typed; with none left,
+    /// it refuses as a script without `--yes` is refused.
+    public func confirmTyped(_ question: String, word: String) throws(ServiceError) -> Bool {
+        let answer: Bool? = state.withLock { state in
+            state.questions.append(question)
+            return state.confirmations.isEmpty ? nil : state.confirmations.removeFirst()
+        }
+        guard let answer else { throw .usage(question + " Without a terminal to confirm on, add --yes.") }
+        return answer
+    }
+
+    /// The questions asked so far, in order.
+    public var questions: [String] { state.withLock { $0.questions } }
 
     /// The prompts asked so far, in order.
     public var prompts: [SecretPrompt] { state.withLock { $0.prompts } }

@@ -8,6 +8,8 @@ public enum ServiceError: Error, Sendable, Equatable {
     case alreadyEnrolled(user: String, path: String)
     /// A new PIN broke a rule.
     case policyViolation(PolicyRule)
+    /// The site's `pin-check` program refused a new PIN (rule `site-check`), giving `reason`.
+    case siteCheckRefused(reason: String)
     /// The store refused or failed.
     case store(StoreError)
     /// The person cancelled.
@@ -48,6 +50,7 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .notEnrolled(let user, let path): "no PIN is enrolled for \(user) (looked in \(path)); run `tokenpin enrol`"
         case .alreadyEnrolled(let user, let path): "a PIN is already enrolled for \(user) (\(path)); use `tokenpin change`, or `tokenpin reset` with the recovery key"
         case .policyViolation(let rule): "PIN refused: \(rule.explanation) (rule \(rule.rawValue))"
+        case .siteCheckRefused(let reason): "PIN refused: \(reason) (rule \(PolicyRule.siteCheck.rawValue))"
         case .store(let error): error.description
         case .cancelled: "cancelled"
         case .crypto(let error): error.description
@@ -72,7 +75,7 @@ public enum ServiceError: Error, Sendable, Equatable {
         switch self {
         case .notEnrolled: "not-enrolled"
         case .alreadyEnrolled: "already-enrolled"
-        case .policyViolation: "policy"
+        case .policyViolation, .siteCheckRefused: "policy"
         case .store(let error): "store-" + error.code.rawValue
         case .cancelled: "cancelled"
         case .crypto: "crypto"
@@ -146,7 +149,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         switch error {
         case .notEnrolled: self = .notEnrolled
         case .alreadyEnrolled: self = .usage
-        case .policyViolation: self = .policy
+        case .policyViolation, .siteCheckRefused: self = .policy
         case .store(let store):
             switch store.code {
             case .corrupt, .unknownVersion: self = .dataError

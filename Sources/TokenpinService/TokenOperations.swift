@@ -53,6 +53,8 @@ struct TokenFailure: Error {
 
     var kind: Kind
     var reason: String
+    /// The card PIN's tries left as the card reported them, when it was asked (nil: the card was not reached).
+    var cardTriesLeft: Int? = nil
 
     var serviceError: ServiceError {
         switch kind {
@@ -102,9 +104,11 @@ extension PINService {
         case .wrongPIN(let retries):
             return TokenFailure(kind: .refused, reason: retries == 0
                 ? "wrong card PIN for card \(card); the card PIN is now blocked (`tokenpin token unblock`)"
-                : "wrong card PIN for card \(card), \(retries) \(retries == 1 ? "try" : "tries") left on the card")
+                : "wrong card PIN for card \(card), \(retries) \(retries == 1 ? "try" : "tries") left on the card",
+                cardTriesLeft: retries)
         case .blocked:
-            return TokenFailure(kind: .refused, reason: "the PIN of card \(card) is blocked; unblock it with `tokenpin token unblock`")
+            return TokenFailure(kind: .refused, reason: "the PIN of card \(card) is blocked; unblock it with `tokenpin token unblock`",
+                                cardTriesLeft: 0)
         case .transport(let inner):
             let described = (try? readers())?.describe(inner) ?? .tokenUnavailable("\(inner)")
             if case .serviceUnavailable(let why) = described { return TokenFailure(kind: .service, reason: why) }
@@ -225,6 +229,10 @@ extension PINService {
                 if method == .token { throw ServiceError.tokenNotEnabled }
                 return try verifyPIN(interaction, record: record)
             }
+            if modeInForce(record)?.source == .configuration {
+                if method == .pin { throw ServiceError.tokenUnavailable("mode = both (configuration): the PIN alone cannot verify") }
+                return try verifyTokenAndPIN(interaction)
+            }
             var tokenFailure: String?
             if method != .pin {
                 do {
@@ -237,7 +245,7 @@ extension PINService {
                     }
                 } catch let failure as TokenFailure {
                     let fallback = method == nil && fallbackAllowed(record)
-                    interaction.report(.tokenFailed(reason: failure.reason, fallback: fallback))
+                    interaction.report(.tokenFailed(reason: failure.reason, fallback: fallback, cardTriesLeft: failure.cardTriesLeft))
                     if !fallback {
                         if failure.kind == .refused {
                             return VerifyReport(outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
@@ -292,7 +300,8 @@ extension PINService {
         let kek = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))
         let vaultKey = slot.open(keyEncryptionKey: kek, user: user)
         guard let vaultKey else {
-            throw TokenFailure(kind: .refused, reason: "card \(card.label) does not open the token slot (was its decryption key replaced?)")
+            throw TokenFailure(kind: .refused, reason: "card \(card.label) does not open the token slot (was its decryption key replaced?)",
+                               cardTriesLeft: cardTries(card))
         }
         return OpenedTokenSlot(vaultKey: vaultKey, card: VerifiedCard(serial: card.serial, reader: card.reader),
                                nanoseconds: time.monotonicNanoseconds &- start)
@@ -388,7 +397,7 @@ extension PINService {
             }
             return report
         } catch let failure as TokenFailure {
-            interaction.report(.tokenFailed(reason: failure.reason, fallback: false))
+            interaction.report(.tokenFailed(reason: failure.reason, fallback: false, cardTriesLeft: failure.cardTriesLeft))
             if failure.kind == .refused {
                 return VerifyReport(outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
                                     counter: record.counter)
@@ -401,11 +410,15 @@ extension PINService {
 
     /// `toggle token on`: the PIN first (the seeds' rule), then binds the chosen card and proves the binding
     /// once with the card PIN before saving it. Prompts: PIN, admin PIN (only to generate a key), card PIN.
-    public func enableToken(_ interaction: some Interaction, generateKey: Bool = false,
-                            assumeYes: Bool = false) throws(ServiceError) -> VerifyReport {
+    ///
+    /// `mode` `.both` binds in `both` whatever the configuration says (the stricter of the two wins); on a card
+    /// already bound in `either` it re-binds it in `both` (see `rebindInBoth`).
+    public func enableToken(_ interaction: some Interaction, generateKey: Bool = false, assumeYes: Bool = false,
+                            mode: VerificationMode? = nil) throws(ServiceError) -> VerifyReport {
         try guarded { () throws -> VerifyReport in
             let record = try loadRecord()
             if let binding = record.slot(.token)?.token ?? record.slot(.composite)?.token {
+                if mode == .both && record.slot(.composite) == nil { return try rebindInBoth(interaction) }
                 throw ServiceError.tokenAlreadyEnabled(serial: cardLabel(serial: binding.serial))
             }
             if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
@@ -419,7 +432,7 @@ extension PINService {
             return try countedAttempt(pin: pin) { record, vaultKey in
                 try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
                 try bind(record: &record, vaultKey: vaultKey, pin: pin, reader: probe.reader, serial: probe.serial,
-                         generateKey: generateKey, assumeYes: assumeYes, interaction)
+                         generateKey: generateKey, assumeYes: assumeYes, mode: bindingMode(requested: mode), interaction)
             }
         }
     }
@@ -427,7 +440,9 @@ extension PINService {
     /// Binds the card in `reader`, which must still be the card with `serial` that was chosen: the serial is
     /// read from the card again before any PIN is sent to it.
     func bind(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pin: borrowing PIN, reader: String,
-              serial: String?, generateKey: Bool, assumeYes: Bool, _ interaction: some Interaction) throws {
+              serial: String?, generateKey: Bool, assumeYes: Bool, mode: VerificationMode? = nil,
+              _ interaction: some Interaction) throws {
+        let mode = mode ?? configuration.mode
         let card = try openCard(reader: reader)
         defer { card.handle.close() }
         guard let serial, card.serial == serial else {
@@ -440,11 +455,7 @@ extension PINService {
                 cardPublicKey = try card.run { session throws(OpenPGPError) in try session.publicKey(for: .decryption) }.curve25519 ?? []
             } else {
                 guard generateKey else { throw ServiceError.tokenUnavailable("card \(card.label) has no cv25519 decryption key") }
-                if !assumeYes {
-                    let question = "Replace the decryption key on card \(card.label) with a new cv25519 key? "
-                        + "Messages encrypted to the old key can no longer be decrypted with this card."
-                    guard try interaction.confirm(question) else { throw ServiceError.cancelled }
-                }
+                try confirmKeyReplacement(on: card, assumeYes: assumeYes, interaction)
                 let adminPIN = try interaction.readSecret(.adminPIN(card: card.label, triesLeft: card.data.passwordStatus.retriesPW3))
                 cardPublicKey = try card.run { session throws(OpenPGPError) in
                     try session.verify(.pw3, pin: adminPIN)
@@ -468,11 +479,10 @@ extension PINService {
         guard shared.isEqual(to: expected) else {
             throw ServiceError.cardRefused("card \(card.label) answered PSO:DECIPHER with a secret that does not match its public key")
         }
-        try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, shared: shared, binding: binding,
-                           mode: configuration.mode)
-        record.policy = .init(mode: configuration.mode, fallback: configuration.fallback)
+        try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, shared: shared, binding: binding, mode: mode)
+        record.policy = .init(mode: mode, fallback: configuration.fallback)
         record.updated = time.now
-        logger.info("token enabled", [("user", user), ("card", card.label), ("mode", configuration.mode.rawValue)])
+        logger.info("token enabled", [("user", user), ("card", card.label), ("mode", mode.rawValue)])
         interaction.report(.typeChanged(type: .token, enabled: true))
     }
 
@@ -542,6 +552,14 @@ extension PINService {
                 }
             }
             guard record.slot(.token) != nil else { throw ServiceError.tokenNotEnabled }
+            if modeInForce(record)?.source == .configuration {
+                // Else the PIN alone would switch off the card the configuration demands, then verify alone.
+                if method == .pin {
+                    throw ServiceError.tokenUnavailable(
+                        "mode = both (configuration): the PIN alone cannot switch the token off; the card is needed too")
+                }
+                return try verifyTokenAndPIN(interaction, then: .removeToken)
+            }
             if method == .token { return try disableTokenWithCard(interaction) }
             if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
             let pin = PIN(try interaction.readSecret(.pin))
@@ -562,7 +580,7 @@ extension PINService {
             do {
                 _ = try openTokenSlot(slot, interaction)
             } catch let failure as TokenFailure {
-                interaction.report(.tokenFailed(reason: failure.reason, fallback: false))
+                interaction.report(.tokenFailed(reason: failure.reason, fallback: false, cardTriesLeft: failure.cardTriesLeft))
                 guard failure.kind == .refused else { throw failure.serviceError }
                 return VerifyReport(outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
                                     counter: record.counter)

@@ -77,6 +77,9 @@ enum Options {
     static let toggleMethod = Option.value(
         "--method", valueName: "method", allowedValues: ["pin", "token"],
         help: "Verify `token off` with the PIN (default) or the card.")
+    static let toggleMode = Option.value(
+        "--mode", valueName: "mode", allowedValues: ["either", "both"],
+        help: "Bind `token on` in this mode; the stricter of it and `mode` wins.")
     static let generateKey = Option.flag(
         "--generate-key", help: "Create a cv25519 decryption key on the card (with the admin PIN).")
     static let yes = Option.flag("--yes", help: "Confirm that --generate-key replaces the card's decryption key.")
@@ -116,6 +119,8 @@ extension Program {
                 "toggle", abstract: "Switch an authentication type on or off.",
                 discussion: "Types: pin (always enabled; `toggle pin off` is refused), token.\n"
                     + "Prompts for `token on`: PIN, admin PIN (only with --generate-key), card PIN.\n"
+                    + "`token on --mode both` on a card bound in either re-binds it in both (prompts: PIN, card PIN): "
+                    + "one composite slot that no copy of the record opens without the card.\n"
                     + "Prompts for `token off`: PIN (a wrong one counts), or card PIN with --method token; "
                     + "mode = both: PIN, card PIN.",
                 arguments: [
@@ -124,7 +129,7 @@ extension Program {
                         label: "<type>"),
                     Positional("state", values: .oneOf(["on", "off"])),
                 ],
-                options: [Options.generateKey, Options.yes, Options.toggleMethod]),
+                options: [Options.generateKey, Options.yes, Options.toggleMethod, Options.toggleMode]),
             Subcommand("readers", abstract: "List the card readers and the card in each."),
             Subcommand(
                 "token", abstract: "Change or unblock the card's own PIN.",

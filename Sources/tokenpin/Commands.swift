@@ -25,10 +25,12 @@ extension Context {
         return console.fail(ExitCode(error), errorCode: error.code, message: error.message, hint: hint(for: error), extra: extra)
     }
 
-    /// `tokenFailure` for `--json`: why the token was not used, and, when the card refused (`askCard`), the card
-    /// PIN's tries left as the card reports them now. A card that went away is not probed again (null).
+    /// `tokenFailure` for `--json`: why the token was not used, and the card PIN's tries left as the card reported
+    /// them in the `tokenFailed` event; failing that, when the card refused (`askCard`), as it reports them now.
+    /// A card that went away is not probed again (null).
     func tokenFailureJSON(_ reason: String, askCard: Bool) -> JSONValue {
-        let tries = askCard ? (try? backend.status())?.token?.cardPINTriesLeft : nil
+        let tries = interaction.tokenFailureCardTries
+            ?? (askCard ? (try? backend.status())?.token?.cardPINTriesLeft : nil)
         return .object([("reason", .string(reason)), ("cardTriesLeft", .optional(tries))])
     }
 
@@ -409,6 +411,8 @@ struct ToggleCommand: Command {
     var assumeYes = false
     /// `toggle token off`: verify with the PIN (nil, the default) or the card.
     var method: VerificationMethod?
+    /// `toggle token on`: the mode to bind in; `both` re-binds a card bound in `either`.
+    var mode: VerificationMode?
 
     func run(_ context: Context) -> ExitCode {
         switch (type, on) {
@@ -423,17 +427,15 @@ struct ToggleCommand: Command {
                                   ("enabled", .bool(true))])
             return .success
         case (.token, true):
-            if generateKey && !assumeYes && !context.interaction.asksOnTerminal {
-                return context.console.fail(
-                    .usage, errorCode: "usage",
-                    message: "--generate-key replaces the card's decryption key; without a terminal to confirm it on, add --yes",
-                    hint: "tokenpin toggle token on --generate-key --yes --pin-stdin")
-            }
             do {
+                let wasOn = mode == .both && ((try? context.backend.types())?.contains { $0.type == .token && $0.enabled } ?? false)
                 let report = try context.backend.enableToken(context.interaction, generateKey: generateKey,
-                                                             assumeYes: assumeYes)
+                                                             assumeYes: assumeYes, mode: mode)
                 let serial = (try? context.backend.types())?.first { $0.type == .token }?.serial
-                return context.finish(report, success: "Token enabled: card \(serial.map { cardLabel(serial: $0) } ?? "?").",
+                let card = serial.map { cardLabel(serial: $0) } ?? "?"
+                return context.finish(report, success: wasOn
+                                        ? "Token re-bound in mode both: card \(card); the record opens only with the PIN and the card."
+                                        : "Token enabled: card \(card).",
                                       event: .typeChanged(type: .token, enabled: true),
                                       extra: [("type", .string("token")), ("enabled", .bool(true)), ("serial", .optional(serial))])
             } catch .tokenAlreadyEnabled(let serial) {
@@ -467,6 +469,11 @@ struct ToggleCommand: Command {
 
 /// `tokenpin status`: enrolment, tries left, lock and delay, key derivation, where the record lives.
 struct StatusCommand: Command {
+    /// What a record bound in `either` under `mode = both` lacks, and how to add it.
+    static let rebindAdvice = "Verification needs the PIN and the card, but a copy of the record still opens with "
+        + "the PIN alone; re-binding adds the offline protection of the composite slot: "
+        + "`tokenpin toggle token on --mode both` (asks the PIN, then the card)."
+
     func run(_ context: Context) -> ExitCode {
         let report: StatusReport
         do {
@@ -487,7 +494,10 @@ struct StatusCommand: Command {
                 say("Type:       \(type.type.rawValue) \(type.enabled ? "enabled" : "disabled")\(type.serial.map { " (card \(cardLabel(serial: $0)))" } ?? "")")
             }
             if let mode = report.mode, report.types.contains(where: { $0.type == .token && $0.enabled }) {
-                say("Mode:       \(mode.rawValue), fallback \(report.fallback?.rawValue ?? "allow")")
+                let source = report.modeSource == .configuration
+                    ? "from the configuration; the token was bound in either" : "as the token was bound"
+                say("Mode:       \(mode.rawValue) (\(source)), fallback \(report.fallback?.rawValue ?? "allow")")
+                if report.rebindAdvised { say("            " + Self.rebindAdvice) }
             }
         } else {
             say("PIN:        not enrolled (run `tokenpin enrol`)")
@@ -504,6 +514,8 @@ struct StatusCommand: Command {
         object.append(("types", report.enrolled ? typesJSON(report.types) : .array([])))
         object.append(("mode", .optional(report.mode?.rawValue)))
         object.append(("fallback", .optional(report.fallback?.rawValue)))
+        object.append(("modeSource", .optional(report.modeSource?.rawValue)))
+        object.append(("advice", .optional(report.rebindAdvised ? Self.rebindAdvice : nil)))
         if let token = report.token { object.append(("token", tokenJSON(token, enrolledSerial: enrolledSerial))) }
         context.console.emit(object)
         return .success

@@ -116,6 +116,8 @@ final class CLIInteraction: Interaction {
 
     /// The last token failure the service reported (a refused card PIN, a missing card), for `--json`.
     private(set) var tokenFailure: String?
+    /// The card PIN's tries left the last token failure reported, as read from the card (nil: not reached).
+    private(set) var tokenFailureCardTries: Int?
 
     var newPINAttempts: Int { pinStdin ? 1 : 3 }
 
@@ -197,17 +199,26 @@ final class CLIInteraction: Interaction {
         return try terminal.confirm(question)
     }
 
+    func confirmTyped(_ question: String, word: String) throws(ServiceError) -> Bool {
+        if !pinStdin, terminal == nil { terminal = TerminalReader.open(style: style, dot: appearance.dot) }
+        guard !pinStdin, let terminal else {
+            throw .usage(question + " Without a terminal to confirm on, add --yes.")
+        }
+        return try terminal.confirmTyped(question, word: word)
+    }
+
     func report(_ event: Event) {
         switch event {
-        case .policyViolation(let rule):
+        case .policyViolation(let rule, let reason):
             // The last refusal ends the command, whose error says it: one message per refusal.
             policyRefusals += 1
             guard policyRefusals < newPINAttempts else { return }
-            let explanation = PolicyRule(rawValue: rule)?.explanation ?? rule
+            let explanation = reason ?? PolicyRule(rawValue: rule)?.explanation ?? rule
             let allowed = PolicyRule(rawValue: rule).flatMap(allowed).map { " (allowed: \($0))" } ?? ""
             console.note(style.error("PIN refused: ") + "\(explanation) (rule \(rule))\(allowed); try another")
-        case .tokenFailed(let reason, let fallback):
+        case .tokenFailed(let reason, let fallback, let tries):
             tokenFailure = reason
+            tokenFailureCardTries = tries
             // Without a fallback the command's own error or outcome says it: one message per refusal.
             if fallback { console.note(style.warning("Token not used: ") + reason + "; falling back to the PIN") }
         case .wrongPIN(let remaining, let lastTry):

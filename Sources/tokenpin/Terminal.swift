@@ -193,6 +193,15 @@ struct TerminalReader {
         return number - 1
     }
 
+    /// Shows `question` and reads a line (echo on): true only when it is exactly `word`.
+    func confirmTyped(_ question: String, word: String) throws(ServiceError) -> Bool {
+        write(question + "\n" + style.prompt("Type \(word) to go ahead (anything else keeps it): "))
+        var answer: [UInt8] = []
+        var byte: UInt8 = 0
+        while Glibc.read(fd, &byte, 1) == 1 && byte != 0x0A && answer.count < 64 { answer.append(byte) }
+        return String(decoding: answer, as: UTF8.self).trimmingBlanks() == word
+    }
+
     /// Asks a yes/no question on the terminal (echo on).
     func confirm(_ question: String) throws(ServiceError) -> Bool {
         write(style.prompt(question + " [y/N] "))

@@ -40,8 +40,12 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
         if values.isSet(Options.toggleMethod) && (type != .token || on) {
             throw UsageError(message: "--method applies to `toggle token off`", command: name)
         }
+        if values.isSet(Options.toggleMode) && (type != .token || !on) {
+            throw UsageError(message: "--mode applies to `toggle token on`", command: name)
+        }
         return ToggleCommand(type: type, on: on, generateKey: values.isSet(Options.generateKey),
-                             assumeYes: values.isSet(Options.yes), method: method(Options.toggleMethod))
+                             assumeYes: values.isSet(Options.yes), method: method(Options.toggleMethod),
+                             mode: values.value(Options.toggleMode).flatMap(VerificationMode.init(rawValue:)))
     case "readers":
         return ReadersCommand()
     case "import":

@@ -110,6 +110,30 @@ final class TestDaemon {
     }
 }
 
+@Suite(.enabled(if: TestDaemon.isAvailable)) struct TokenFailedEventTests {
+    @Test func theEventAndTheJSONCarryTheCardsTriesLeft() throws {
+        let cli = CLI()
+        let daemon = try TestDaemon(cli)
+        let socket = ["--socket", daemon.socket]
+        #expect(try cli.run(socket + ["enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
+        let bind = try cli.run(socket + ["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
+                               input: "482916\n12345678\n123456\n")
+        #expect(bind.status == 0, "\(bind.stderr)")
+        let watch = cli.start(socket + ["watch"])
+        usleep(300_000)
+        let wrong = try cli.run(socket + ["--json", "verify", "--method", "token", "--pin-stdin"], input: "000000\n")
+        #expect(wrong.status == 1, "\(wrong.stdout) \(wrong.stderr)")
+        #expect((wrong.json["tokenFailure"] as? [String: Any])?["cardTriesLeft"] as? Int == 2, "\(wrong.stdout)")
+        usleep(300_000)
+        daemon.stop()
+        let result = try watch.finish()
+        let line = try #require(result.stdout.split(separator: "\n").first { $0.contains("\"tokenFailed\"") },
+                                "\(result.stdout)")
+        let event = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(event["cardTriesLeft"] as? Int == 2, "\(line)")
+    }
+}
+
 @Suite struct UserOptionTests {
     @Test(arguments: [["--user", "root", "status"], ["--local", "--user", "root", "status"]])
     func userWithoutADaemonIsUsage(arguments: [String]) throws {

@@ -67,16 +67,27 @@ import Testing
         #expect(try Self.cardTries(cli) == 3)
     }
 
-    @Test func generateKeyFromAScriptNeedsYes() throws {
+    @Test func generateKeyFromAScriptNeedsYesWhenAKeyWouldBeReplaced() throws {
         let cli = CLI()
         try cli.enrol()
+        try KeyReplacementCLITests.giveTheSimulatedCardAForeignKey(cli.store + "/sim-card.json", cli)
         let result = try cli.run(["--reader", "sim", "toggle", "token", "on", "--generate-key", "--pin-stdin"],
                                  input: "482916\n12345678\n123456\n")
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains("add --yes"))
-        #expect(cli.remaining == 5, "nothing was asked")
+        #expect(result.stderr.contains(KeyReplacementCLITests.fingerprint), "the key is shown: \(result.stderr)")
+        #expect(cli.remaining == 5, "nothing was counted")
         let types = try cli.run(["--json", "types"])
         #expect((types.json["types"] as? [[String: Any]])?.last?["enabled"] as? Bool == false)
+        #expect(try KeyReplacementCLITests.decryptionFingerprint(cli) == KeyReplacementCLITests.fingerprintHex)
+    }
+
+    @Test func generateKeyOnAnEmptySlotNeedsNoConfirmation() throws {
+        let cli = CLI()
+        try cli.enrol()
+        let result = try cli.run(["--reader", "sim", "toggle", "token", "on", "--generate-key", "--pin-stdin"],
+                                 input: "482916\n12345678\n123456\n")
+        #expect(result.status == 0, "\(result.stderr)")
     }
 
     @Test func benchTokenRunsOnTheSimulatedCardWithTheCardsTries() throws {

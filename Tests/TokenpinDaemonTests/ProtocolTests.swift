@@ -155,6 +155,24 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         }
     }
 
+    @Test func questionsRoundTripWithTheWordToType() throws {
+        for question in [ServerMessage.question("Go on?"), .question("Card X holds a key (rsa2048).", typed: "replace")] {
+            #expect(try ServerMessage.parse(Array(question.line.dropLast())) == question)
+        }
+    }
+
+    @Test func toggleRequestsCarryTheMode() throws {
+        var request = Request(.toggle, authenticationType: .token, on: true)
+        request.mode = .both
+        guard case .request(let parsed) = try ClientMessage.parse(Array(ClientMessage.request(request).line.dropLast())) else {
+            Issue.record("not a request")
+            return
+        }
+        #expect(parsed.mode == .both)
+        let bad = #"{"v":1,"type":"request","op":"toggle","authType":"token","on":true,"mode":"all"}"#
+        #expect(throws: ProtocolError.self) { _ = try ClientMessage.parse(Array(bad.utf8)) }
+    }
+
     @Test func serviceErrorsRoundTrip() throws {
         let errors: [ServiceError] = [
             .notEnrolled(user: "a", path: "/p"), .alreadyEnrolled(user: "a", path: "/p"), .policyViolation(.sequence),
@@ -162,6 +180,7 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
             .pinAlwaysEnabled, .malformedRecoveryKey("short"), .tokenUnavailable("none"), .tokenNotEnabled,
             .tokenAlreadyEnabled(serial: "0006 1234"), .serviceUnavailable("down"), .input("eof"),
             .configuration("bad"), .cardRefused("no"), .permissionDenied("mine"),
+            .siteCheckRefused(reason: "ends in the current year (2026)"),
         ]
         for error in errors {
             guard case .error(let code, let message, let exitCode, let fields) =
@@ -189,8 +208,11 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     @Test func everyEventRoundTrips() {
         let events: [Event] = [.created, .verified(method: .pin), .changed, .reset, .wrongPIN(remaining: 1, lastTry: true),
-                               .locked, .delayed(seconds: 5), .tokenFailed(reason: "gone", fallback: true), .cancelled,
-                               .policyViolation(rule: "sequence"), .typeChanged(type: .token, enabled: false)]
+                               .locked, .delayed(seconds: 5), .tokenFailed(reason: "gone", fallback: true),
+                               .tokenFailed(reason: "wrong card PIN", fallback: false, cardTriesLeft: 2), .cancelled,
+                               .policyViolation(rule: "sequence"),
+                               .policyViolation(rule: "site-check", reason: "ends in the current year (2026)"),
+                               .typeChanged(type: .token, enabled: false)]
         for event in events {
             #expect(Event(name: event.name, fields: event.protocolFields) == event)
         }

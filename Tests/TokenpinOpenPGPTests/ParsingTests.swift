@@ -145,6 +145,12 @@ struct ApplicationRelatedDataTests {
             .invalidLength
         ),
         (
+            "generation dates of 11 bytes",
+            "6E 28 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 CD 0B"
+                + String(repeating: " 11", count: 11),
+            .invalidLength
+        ),
+        (
             "extended length information that is not two integers",
             "6E 20 4F 10 D2 76 00 01 24 01 03 04 00 06 12 34 56 78 00 00 C4 07 00 7F 7F 7F 03 00 03 7F 66 02 02 00",
             .invalidStructure

@@ -1,5 +1,8 @@
 import FoundationEssentials
 internal import TokenpinSystem
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The file and line a setting came from.
 public struct SettingSource: Sendable, Equatable {
@@ -164,6 +167,18 @@ public struct Configuration: Sendable, Equatable {
     /// tokenpind: the PAM service that checks the login password for `enrol-auth = password` (`enrol-pam-service`).
     public var enrolPAMService: String = "tokenpin-enrol"
 
+    /// The site's own check of new PINs (`pin-check`), an absolute path; nil: none.
+    public var pinCheckProgram: String?
+    /// Where `pin-check` was set, so that a file others could change is refused.
+    public var pinCheckSetting: SettingSource?
+    /// Seconds the `pin-check` program may run before it is stopped (`pin-check-timeout`).
+    public var pinCheckTimeoutSeconds: Int = PINCheckProgram.defaultTimeoutMilliseconds / 1000
+
+    /// The `pin-check` program to run for each new PIN, or nil.
+    public var pinCheck: PINCheckProgram? {
+        pinCheckProgram.map { PINCheckProgram(path: $0, timeoutMilliseconds: pinCheckTimeoutSeconds * 1000) }
+    }
+
     /// The defaults.
     public init() {}
 
@@ -195,6 +210,7 @@ public struct Configuration: Sendable, Equatable {
         }
         try configuration.checkCombinations(files: files.filter { FileManager.default.fileExists(atPath: $0) } + [explicitFile].compactMap { $0 })
         try configuration.loadBlocklist()
+        try configuration.checkPINCheckSetting()
         return configuration
     }
 
@@ -229,6 +245,7 @@ public struct Configuration: Sendable, Equatable {
                 throw ConfigError(file: file, line: lineNumber, message: message.text)
             }
             if key == "pin-blocklist" { blocklistSetting = SettingSource(file: file, line: lineNumber) }
+            if key == "pin-check" { pinCheckSetting = SettingSource(file: file, line: lineNumber) }
         }
         if policy.maxLength < policy.minLength {
             throw ConfigError(file: file, line: 0, message: "pin-max-length (\(policy.maxLength)) is below pin-min-length (\(policy.minLength))")
@@ -260,6 +277,7 @@ public struct Configuration: Sendable, Equatable {
     public static let keys = [
         "retries-max", "fail-delay", "kdf-target-ms", "kdf-memory-mib", "kdf-passes",
         "pin-min-length", "pin-max-length", "pin-charset", "pin-min-unique", "pin-blocklist", "pin-blocklist-rules",
+        "pin-check", "pin-check-timeout",
         "mode", "fallback", "reader",
         "color", "color-prompt", "color-dots", "color-error", "color-warning", "color-success", "dot",
         "prompt-pin", "prompt-new-pin", "prompt-confirm-pin", "prompt-current-pin", "prompt-recovery-key",
@@ -323,6 +341,13 @@ public struct Configuration: Sendable, Equatable {
             case "off", "no", "false": policy.useBlocklist = false
             default: throw Message(text: "pin-blocklist-rules must be on or off, not `\(value)`")
             }
+        case "pin-check":
+            // No search path and no shell: the program is named by its full path (its file is checked when it runs).
+            guard value.isEmpty || value.hasPrefix("/") else {
+                throw Message(text: "pin-check must be the absolute path of a program (/usr/local/sbin/pin-check), not `\(value)`")
+            }
+            pinCheckProgram = value.isEmpty ? nil : value
+        case "pin-check-timeout": pinCheckTimeoutSeconds = try integer(1...60)
         case "mode": mode = try choice(VerificationMode.self)
         case "fallback": fallback = try choice(FallbackPolicy.self)
         case "reader": reader = value.isEmpty ? nil : value
@@ -392,5 +417,25 @@ public struct Configuration: Sendable, Equatable {
             if !trimmed.isEmpty { entries.insert(trimmed.unicodeScalars.map(\.value)) }
         }
         policy.siteBlocklist = entries
+    }
+}
+
+extension Configuration {
+    /// Refuses a `pin-check` set in a file that someone other than its owner (root, or the user running
+    /// tokenpin) could change: the program runs with this process's rights (root, in tokenpind) on every new PIN.
+    public func checkPINCheckSetting() throws(ConfigError) {
+        guard pinCheckProgram != nil, let setting = pinCheckSetting else { return }
+        var info = stat()
+        guard stat(setting.file, &info) == 0 else {
+            throw ConfigError(file: setting.file, line: setting.line, message: "pin-check: cannot inspect this file")
+        }
+        let owner = info.st_uid
+        let mode = UInt16(truncatingIfNeeded: info.st_mode & 0o7777)
+        guard owner == 0 || owner == geteuid(), mode & 0o022 == 0 else {
+            throw ConfigError(file: setting.file, line: setting.line,
+                              message: "pin-check is set in a file others can change (owner uid \(owner), mode "
+                                  + String(mode & 0o777, radix: 8) + "); it must belong to root (or the user running "
+                                  + "tokenpin) and not be writable by group or others")
+        }
     }
 }

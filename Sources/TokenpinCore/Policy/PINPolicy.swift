@@ -38,6 +38,8 @@ public enum PolicyRule: String, Sendable, CaseIterable {
     case common
     /// An entry of the site blocklist (`pin-blocklist`).
     case siteBlocklist = "site-blocklist"
+    /// The site's `pin-check` program refused it (its reason travels beside the rule).
+    case siteCheck = "site-check"
 
     /// A sentence for the user.
     public var explanation: String {
@@ -56,6 +58,7 @@ public enum PolicyRule: String, Sendable, CaseIterable {
         case .year: "the PIN looks like a year"
         case .common: "the PIN is one of the most commonly chosen"
         case .siteBlocklist: "the PIN is on this site's blocklist"
+        case .siteCheck: "the site's PIN check refused it"
         }
     }
 }

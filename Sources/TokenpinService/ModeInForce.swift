@@ -1,0 +1,150 @@
+import TokenpinCore
+import TokenpinOpenPGP
+
+/// The verification mode in force for a record with the token bound, and where it comes from.
+///
+/// Stricter settings win: a record bound in `either` under a configuration that says `mode = both` verifies
+/// only when both its token slot and its PIN slot open. That enforces the mode online; the offline protection
+/// of `both` (one composite slot that no copy of the record opens without the card) comes only with a binding
+/// made in `both`, so `rebindAdvised` says a re-binding would add it.
+public struct ModeInForce: Sendable, Equatable {
+    /// Where a mode comes from.
+    public enum Source: String, Sendable, Equatable {
+        /// The record: the mode the token was bound in.
+        case record
+        /// The configuration (`mode`), stricter than the record.
+        case configuration
+    }
+
+    /// The mode verification follows.
+    public var mode: VerificationMode
+    /// Where it comes from.
+    public var source: Source
+    /// The record was bound in `either` and the configuration says `both`: `toggle token on --mode both` would
+    /// replace the two slots with the composite slot.
+    public var rebindAdvised: Bool { source == .configuration && mode == .both }
+
+    /// Creates a description.
+    public init(mode: VerificationMode, source: Source) {
+        self.mode = mode
+        self.source = source
+    }
+}
+
+extension PINService {
+    /// The card PIN's tries left, read from the card now (an empty VERIFY, or its PW status); nil when it does not
+    /// answer.
+    func cardTries(_ card: OpenedCard) -> Int? {
+        try? card.run { session throws(OpenPGPError) in try session.retriesLeft(.pw1) }
+    }
+
+    /// The mode a new binding is made in: `both` when asked for or when the configuration says so.
+    func bindingMode(requested: VerificationMode?) -> VerificationMode {
+        requested == .both || configuration.mode == .both ? .both : .either
+    }
+
+    /// `toggle token on --mode both` on a card bound in `either`: the card and the PIN (one counted attempt),
+    /// then one composite slot replaces the token and PIN slots. Prompts: PIN, card PIN.
+    func rebindInBoth(_ interaction: some Interaction) throws -> VerifyReport {
+        try verifyTokenAndPIN(interaction, then: .rebind)
+    }
+
+    /// What a verification with both slots does once both opened.
+    enum StepAfterBoth {
+        /// Re-seal the token slot under a fresh ephemeral key (`verify`).
+        case reseal
+        /// Replace both slots with a composite slot (`toggle token on --mode both`).
+        case rebind
+        /// Remove the token slot (`toggle token off`).
+        case removeToken
+    }
+
+    /// The mode in force for `record`: `both` for a composite slot; `both` from the configuration for a record
+    /// bound in `either` when `mode = both` is set; else the record's. Nil when no token is bound.
+    public func modeInForce(_ record: EnrolmentRecord) -> ModeInForce? {
+        if record.slot(.composite) != nil { return ModeInForce(mode: .both, source: .record) }
+        guard record.slot(.token) != nil else { return nil }
+        if configuration.mode == .both { return ModeInForce(mode: .both, source: .configuration) }
+        return ModeInForce(mode: record.policy.mode, source: .record)
+    }
+
+    /// `mode = both` from the configuration on a record bound in `either`: the card opens the token slot, then
+    /// one counted PIN attempt opens the PIN slot; both must succeed.
+    ///
+    /// Prompts: PIN, then card PIN (as for a composite slot). The card is found before anything is asked and
+    /// its refusal counts no PIN try; a token that is absent or fails never falls back to the PIN alone. On
+    /// success the token slot is re-sealed under a fresh ephemeral key, as after a token verification.
+    ///
+    /// `then` says what the success does instead of the re-seal: `.rebind` replaces the token and PIN slots with
+    /// one composite slot (a binding in `both`); `.removeToken` removes the token slot (`toggle token off`).
+    func verifyTokenAndPIN(_ interaction: some Interaction, then step: StepAfterBoth = .reseal) throws -> VerifyReport {
+        let record = try loadRecord()
+        if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
+        guard let slot = record.slot(.token), let binding = slot.token else { throw ServiceError.tokenNotEnabled }
+        let card: OpenedCard
+        do {
+            card = try openEnrolledCard(serial: binding.serial, lastReader: binding.reader)
+        } catch {
+            interaction.report(.tokenFailed(reason: error.reason, fallback: false))
+            throw error.serviceError
+        }
+        defer { card.handle.close() }
+        let pin = PIN(try interaction.readSecret(.pin))
+        do {
+            let shared = try cardSecret(card, binding: binding, interaction)
+            let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))
+            guard slot.open(keyEncryptionKey: tokenKey, user: user) != nil else {
+                throw TokenFailure(
+                    kind: .refused,
+                    reason: "card \(card.label) does not open the token slot (was its "
+                        + "decryption key replaced?)", cardTriesLeft: cardTries(card))
+            }
+            var report = try countedAttempt(pin: pin) { record, vaultKey in
+                guard let current = record.slot(.token), current.token?.ephemeralPublicKey == binding.ephemeralPublicKey
+                else {
+                    throw TokenFailure(
+                        kind: .unavailable,
+                        reason: "the token slot was re-sealed by another verification "
+                            + "while the card was asked; try again")
+                }
+                let renewed = try freshAgreement(current, reader: card.reader)
+                switch step {
+                case .reseal:
+                    try sealToken(record: &record, vaultKey: vaultKey, agreement: renewed)
+                    return
+                case .removeToken:
+                    record.setSlot(.token, nil)
+                    logger.info("token disabled", [("user", user), ("method", "both")])
+                    interaction.report(.typeChanged(type: .token, enabled: false))
+                    return
+                case .rebind:
+                    break
+                }
+                // The composite slot takes the PIN slot's and the token slot's place: from now on no copy of the
+                // record opens without the card.
+                try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
+                try sealTokenSlots(
+                    record: &record, vaultKey: vaultKey, pin: pin, shared: renewed.secret,
+                    binding: renewed.binding, mode: .both)
+                record.policy.mode = .both
+                record.updated = time.now
+                logger.info("token re-bound", [("user", user), ("card", card.label), ("mode", "both")])
+                interaction.report(.typeChanged(type: .token, enabled: true))
+            }
+            if case .verified = report.outcome {
+                report.outcome = .verified(method: .both)
+                report.card = VerifiedCard(serial: card.serial, reader: card.reader)
+            }
+            return report
+        } catch let failure as TokenFailure {
+            interaction.report(
+                .tokenFailed(reason: failure.reason, fallback: false, cardTriesLeft: failure.cardTriesLeft))
+            if failure.kind == .refused {
+                return VerifyReport(
+                    outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
+                    counter: record.counter)
+            }
+            throw failure.serviceError
+        }
+    }
+}
