@@ -29,6 +29,12 @@ let package = Package(
             name: "CPCSCLite",
             providers: [.apt(["libpcsclite-dev"])]
         ),
+        // OpenSSL 3 libcrypto (EVP) for the card algorithms libsodium lacks; TokenpinCardCrypto is its only importer.
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(name: "CTokenpinShims"),
         // libpam for tokenpind's login-password check before enrolment (the PAM module itself is pam/, plain C).
         .target(name: "CTokenpinPAM", linkerSettings: [.linkedLibrary("pam")]),
@@ -40,6 +46,12 @@ let package = Package(
         .target(
             name: "TokenpinCore",
             dependencies: ["CSodium", "CTokenpinShims", "TokenpinSystem"],
+            swiftSettings: strictSettings
+        ),
+        // RSA and NIST/brainpool ECDH as OpenPGP cards use them, wrapping libcrypto's EVP API.
+        .target(
+            name: "TokenpinCardCrypto",
+            dependencies: ["COpenSSL", "TokenpinCore"],
             swiftSettings: strictSettings
         ),
         // APDUs, status words, BER-TLV and the CardConnection protocol.
@@ -129,6 +141,11 @@ let package = Package(
 
         .testTarget(name: "TokenpinSystemTests", dependencies: ["TokenpinSystem"], swiftSettings: strictSettings),
         .testTarget(name: "TokenpinCoreTests", dependencies: ["TokenpinCore"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "TokenpinCardCryptoTests",
+            dependencies: ["TokenpinCardCrypto", "TokenpinCore", "TokenpinAPDU"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(name: "TokenpinAPDUTests", dependencies: ["TokenpinAPDU"], swiftSettings: strictSettings),
         .testTarget(
             name: "TokenpinPCSCTests",
