@@ -71,7 +71,7 @@ let package = Package(
         // The virtual OpenPGP card (a deliverable of its own, under Simulator/).
         .target(
             name: "TokenpinSimulator",
-            dependencies: ["TokenpinAPDU", "TokenpinCore", "TokenpinSystem"],
+            dependencies: ["TokenpinAPDU", "TokenpinCore", "TokenpinSystem", "TokenpinCardCrypto"],
             path: "Simulator/Sources/TokenpinSimulator",
             swiftSettings: strictSettings
         ),
@@ -159,7 +159,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TokenpinSimulatorTests",
-            dependencies: ["TokenpinSimulator", "TokenpinAPDU", "TokenpinCore"],
+            dependencies: ["TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto"],
             path: "Simulator/Tests/TokenpinSimulatorTests",
             swiftSettings: strictSettings
         ),
