@@ -93,7 +93,7 @@ let package = Package(
         // The operations joining core and token.
         .target(
             name: "TokenpinService",
-            dependencies: ["TokenpinCore", "TokenpinAPDU", "TokenpinOpenPGP"],
+            dependencies: ["TokenpinCore", "TokenpinAPDU", "TokenpinOpenPGP", "TokenpinCardCrypto"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -154,7 +154,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TokenpinOpenPGPTests",
-            dependencies: ["TokenpinOpenPGP", "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore"],
+            dependencies: ["TokenpinOpenPGP", "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -165,7 +165,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TokenpinServiceTests",
-            dependencies: ["TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinSimulator"],
+            dependencies: ["TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinSimulator", "TokenpinOpenPGP"],
             swiftSettings: strictSettings
         ),
         .testTarget(
