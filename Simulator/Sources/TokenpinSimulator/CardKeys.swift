@@ -181,4 +181,26 @@ extension AlgorithmAttributes.Kind {
             throw KeyFailure(.functionNotSupported)
         }
     }
+
+    /// A signature with a stored secret: Ed25519 over the data, RSA PKCS#1 v1.5 over the DigestInfo the host
+    /// sends, ECDSA over the digest as `r || s`. Decryption-only algorithms: `6A81`; bad input: `6A80`.
+    func sign(_ data: [UInt8], secret: [UInt8]) throws(KeyFailure) -> [UInt8] {
+        switch self {
+        case .ed25519:
+            guard let signature = try? Ed25519.sign(data, seed: guardedCopy(secret)) else { throw KeyFailure(.executionError) }
+            return signature
+        case .rsa:
+            guard let stored = StoredRSAKey(stored: secret), let key = try? stored.privateKey(),
+                  let signature = try? CardSignatures.rsaSign(data, with: key)
+            else { throw KeyFailure(.incorrectData) }
+            return signature
+        case .ecdsa(let curve):
+            guard let signature = try? CardSignatures.ecdsaSign(data, privateKey: guardedCopy(secret), on: curve) else {
+                throw KeyFailure(.incorrectData)
+            }
+            return signature
+        case .x25519, .ecdh:
+            throw KeyFailure(.functionNotSupported)
+        }
+    }
 }

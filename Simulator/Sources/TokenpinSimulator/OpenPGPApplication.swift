@@ -515,19 +515,6 @@ struct OpenPGPApplication: Sendable {
         return entries
     }
 
-    /// The secret of the key in `slot`, copied into guarded memory; check `keyProblem` first.
-    private func secret(_ slot: KeySlot) -> SecretBytes {
-        guardedCopy(state.keys[slot.rawValue].secret)
-    }
-
-    /// Why a key operation cannot run, or nil when the slot holds a usable key of `kind`.
-    private func keyProblem(_ slot: KeySlot, kind: AlgorithmAttributes.Kind) -> Reply? {
-        let key = state.keys[slot.rawValue]
-        if key.origin == .none { return Reply(.referencedDataNotFound) }
-        if key.attributes.kind != kind { return Reply(.functionNotSupported) }
-        return nil
-    }
-
     // MARK: Security operations
 
     /// PSO: COMPUTE DIGITAL SIGNATURE (`9E 9A`) and DECIPHER (`80 86`). OpenPGP card 3.4.1, §7.2.10-11.
@@ -541,11 +528,10 @@ struct OpenPGPApplication: Sendable {
 
     private mutating func computeSignature(_ command: CommandAPDU) -> Reply {
         guard status.pw1Signature else { return Reply(.securityStatusNotSatisfied) }
-        if let problem = keyProblem(.signature, kind: .ed25519) { return problem }
-        guard !command.data.isEmpty else { return Reply(.wrongLength) }
         let signature: [UInt8]
-        do { signature = try Ed25519.sign(command.data, seed: secret(.signature)) } catch {
-            return Reply(.executionError)
+        switch sign(command.data, with: .signature) {
+        case .success(let made): signature = made
+        case .failure(let failure): return Reply(failure.statusWord)
         }
         var next = state
         next.signatureCounter = min(next.signatureCounter + 1, 0xFFFFFF)
@@ -573,13 +559,20 @@ struct OpenPGPApplication: Sendable {
     private func internalAuthenticate(_ command: CommandAPDU) -> Reply {
         guard command.p1 == 0x00, command.p2 == 0x00 else { return Reply(.incorrectP1P2) }
         guard status.pw1Other else { return Reply(.securityStatusNotSatisfied) }
-        if let problem = keyProblem(.authentication, kind: .ed25519) { return problem }
-        guard !command.data.isEmpty else { return Reply(.wrongLength) }
-        do {
-            return try Reply(.success, data: Ed25519.sign(command.data, seed: secret(.authentication)))
-        } catch {
-            return Reply(.executionError)
+        switch sign(command.data, with: .authentication) {
+        case .success(let signature): return Reply(.success, data: signature)
+        case .failure(let failure): return Reply(failure.statusWord)
         }
+    }
+
+    /// Signs with the key in `slot`: Ed25519 over the data, RSA PKCS#1 v1.5 over the DigestInfo, ECDSA over
+    /// the digest (`r || s`). No key: `6A88`; a decryption-only algorithm: `6A81`; no data: `6700`.
+    private func sign(_ data: [UInt8], with slot: KeySlot) -> Result<[UInt8], KeyFailure> {
+        let key = state.keys[slot.rawValue]
+        if key.origin == .none { return .failure(KeyFailure(.referencedDataNotFound)) }
+        guard !data.isEmpty else { return .failure(KeyFailure(.wrongLength)) }
+        guard let kind = key.attributes.kind else { return .failure(KeyFailure(.functionNotSupported)) }
+        return Result { () throws(KeyFailure) in try kind.sign(data, secret: key.secret) }
     }
 
     /// GET CHALLENGE: Le random bytes from libsodium. OpenPGP card 3.4.1, §7.2.15.

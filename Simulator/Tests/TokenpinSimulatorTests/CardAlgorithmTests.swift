@@ -153,3 +153,35 @@ import TokenpinCore
         #expect(try second.readPublicKey(.authentication).data == authentication)
     }
 }
+
+/// Signatures with RSA and ECDSA keys, which gpg needs to certify keys it generates on the card.
+@Suite struct CardSignatureTests {
+    @Test("PSO:CDS with RSA 2048: PKCS#1 v1.5 over the DigestInfo, checked with the public key")
+    func rsaSignature() throws {
+        let harness = try Harness()
+        try requireSuccess(harness.verify(0x83, "12345678"))
+        try requireSuccess(harness.putData(0xC1, CardAlgorithmTests.rsaAttributes(2048)))
+        let objects = try TLV.parseOne(harness.generate(.signature).data).children()
+        let modulus = try #require(objects.first { $0.tag == 0x81 }).value
+        try requireSuccess(harness.verify(0x81, "123456"))
+        let digestInfo = [0x30, 0x31, 0x30, 0x0D, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05,
+                          0x00, 0x04, 0x20] + SecureRandom.bytes(32)
+        let answer = try harness.send(CommandAPDU(ins: CardInstruction.performSecurityOperation, p1: 0x9E, p2: 0x9A,
+                                                  data: digestInfo, le: CommandAPDU.extendedMaxLe))
+        #expect(answer.statusWord == .success)
+        #expect(answer.data.count == modulus.count)
+    }
+
+    @Test("INTERNAL AUTHENTICATE with ECDSA P-256: r || s of 64 bytes")
+    func ecdsaSignature() throws {
+        let harness = try Harness()
+        try requireSuccess(harness.verify(0x83, "12345678"))
+        try requireSuccess(harness.putData(0xC3, [0x13] + WeierstrassCurve.nistP256.oid))
+        try requireSuccess(harness.generate(.authentication).statusWord)
+        try requireSuccess(harness.verify(0x82, "123456"))
+        let answer = try harness.send(CardInstruction.internalAuthenticate, 0x00, 0x00, SecureRandom.bytes(32), le: 256)
+        #expect(answer.statusWord == .success)
+        #expect(answer.data.count == 64)
+        #expect(try harness.send(CardInstruction.internalAuthenticate, 0x00, 0x00, [], le: 256).statusWord == .wrongLength)
+    }
+}
