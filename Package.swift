@@ -65,7 +65,7 @@ let package = Package(
         // The OpenPGP card application session over any CardConnection.
         .target(
             name: "TokenpinOpenPGP",
-            dependencies: ["TokenpinAPDU", "TokenpinCore"],
+            dependencies: ["TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto"],
             swiftSettings: strictSettings
         ),
         // The virtual OpenPGP card (a deliverable of its own, under Simulator/).
@@ -165,7 +165,9 @@ let package = Package(
         ),
         .testTarget(
             name: "TokenpinServiceTests",
-            dependencies: ["TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinSimulator", "TokenpinOpenPGP"],
+            dependencies: [
+                "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinSimulator", "TokenpinOpenPGP", "TokenpinCardCrypto",
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -333,7 +333,7 @@ extension PINService {
         let cardPIN = try interaction.readSecret(.cardPIN(card: card.label, triesLeft: tries))
         do {
             return try card.run { session throws(OpenPGPError) -> SecretBytes in
-                try session.verify(.pw1, pin: cardPIN)
+                try session.verify(.pw1, pin: cardPIN, keyDerivation: session.keyDerivation(card.data))
                 return try algorithm.cardAnswer(session, challenge: [UInt8](binding.ephemeralPublicKey))
             }
         } catch {
@@ -462,7 +462,7 @@ extension PINService {
                 }
                 let adminPIN = try interaction.readSecret(.adminPIN(card: card.label, triesLeft: card.data.passwordStatus.retriesPW3))
                 publicKey = try card.run { session throws(OpenPGPError) in
-                    try session.verify(.pw3, pin: adminPIN)
+                    try session.verify(.pw3, pin: adminPIN, keyDerivation: session.keyDerivation(card.data))
                     try session.setAlgorithmAttributes(.cv25519, for: .decryption)
                     return try session.generateKey(for: .decryption)
                 }
@@ -675,7 +675,10 @@ extension PINService {
             let current = try interaction.readSecret(.cardPIN(card: card.label, triesLeft: tries))
             let new = try readNewCardPIN(interaction, maximum: card.data.passwordStatus.maxLengthPW1)
             do throws(OpenPGPError) {
-                try card.run { session throws(OpenPGPError) in try session.changeReferenceData(.pw1, current: current, new: new) }
+                try card.run { session throws(OpenPGPError) in
+                    try session.changeReferenceData(.pw1, current: current, new: new,
+                                                    keyDerivation: session.keyDerivation(card.data))
+                }
             } catch {
                 throw ServiceError.cardRefused(failure(error, card: card.label).reason)
             }
@@ -698,8 +701,9 @@ extension PINService {
                 let new = try readNewCardPIN(interaction, maximum: status.maxLengthPW1)
                 do throws(OpenPGPError) {
                     try card.run { session throws(OpenPGPError) in
-                        try session.verify(.pw3, pin: adminPIN)
-                        try session.resetRetryCounter(newPIN: new)
+                        let kdf = try session.keyDerivation(card.data)
+                        try session.verify(.pw3, pin: adminPIN, keyDerivation: kdf)
+                        try session.resetRetryCounter(newPIN: new, keyDerivation: kdf)
                     }
                 } catch {
                     throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacingOccurrences(of: "card PIN", with: "admin PIN"))
@@ -711,7 +715,10 @@ extension PINService {
                 let code = try interaction.readSecret(.resetCode(card: card.label, triesLeft: status.retriesResetCode))
                 let new = try readNewCardPIN(interaction, maximum: status.maxLengthPW1)
                 do throws(OpenPGPError) {
-                    try card.run { session throws(OpenPGPError) in try session.resetRetryCounter(resetCode: code, newPIN: new) }
+                    try card.run { session throws(OpenPGPError) in
+                        try session.resetRetryCounter(resetCode: code, newPIN: new,
+                                                      keyDerivation: session.keyDerivation(card.data))
+                    }
                 } catch {
                     throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacingOccurrences(of: "card PIN", with: "Reset Code"))
                 }

@@ -173,6 +173,8 @@ struct CardState: Equatable, Sendable {
     var certificate: [UInt8]
     var signatureCounter: Int
     var keys: [Key]
+    /// The KDF-DO `F9` as last written; empty when never written (the KDF is off).
+    var kdf: [UInt8] = []
 
     /// Factory PINs, counters and attributes, as a YubiKey 5 ships: RSA 2048 everywhere, no keys.
     static func factoryNew(serial: UInt32, manufacturer: UInt16 = CardProfile.manufacturer) -> CardState {
@@ -219,7 +221,7 @@ extension CardState: Codable {
     private enum CodingKeys: String, CodingKey {
         case version, manufacturer, serial, lifeCycle, pw1, pw3, resetCode, pw1Retries, resetCodeRetries,
              pw3Retries, pw1ValidForSeveralSignatures, name, language, sex, url, loginData, privateDOs,
-             certificate, signatureCounter, keys
+             certificate, signatureCounter, keys, kdf
     }
 
     init(from decoder: any Decoder) throws {
@@ -248,6 +250,8 @@ extension CardState: Codable {
         certificate = try Array(container.decode(Data.self, forKey: .certificate))
         signatureCounter = try container.decode(Int.self, forKey: .signatureCounter)
         keys = try container.decode([Key].self, forKey: .keys)
+        // Absent in state files written before the simulator had a KDF-DO.
+        kdf = try Array(container.decodeIfPresent(Data.self, forKey: .kdf) ?? Data())
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -272,6 +276,7 @@ extension CardState: Codable {
         try container.encode(Data(certificate), forKey: .certificate)
         try container.encode(signatureCounter, forKey: .signatureCounter)
         try container.encode(keys, forKey: .keys)
+        try container.encode(Data(kdf), forKey: .kdf)
     }
 }
 

@@ -136,6 +136,7 @@ struct OpenPGPApplication: Sendable {
         case 0xC6: return Reply(.success, data: state.keys.flatMap(\.caFingerprint))
         case 0xCD: return Reply(.success, data: state.keys.flatMap(\.generationTime))
         case 0xDE: return Reply(.success, data: keyInformation)
+        case 0xF9: return Reply(.success, data: state.kdf.isEmpty ? KDFSetting.off : state.kdf)
         case 0xD6, 0xD7, 0xD8: return Reply(.success, data: [0x00, 0x20])  // user interaction flag: off, button
         case 0x0101, 0x0102: return Reply(.success, data: state.privateDOs[Int(tag - 0x0101)])
         case 0x0103:
@@ -231,6 +232,17 @@ struct OpenPGPApplication: Sendable {
             guard value.count == 1 || value.count == 7 else { return Reply(.wrongLength) }
             guard value[0] <= 1 else { return Reply(.incorrectData) }
             next.pw1ValidForSeveralSignatures = value[0] == 1
+        case 0xF9:
+            // Switching the KDF on or off sets the PINs to the factory PINs (as digests when on) and removes the
+            // Reset Code, as Gnuk and the YubiKey do; the host then changes them through the KDF.
+            guard let setting = KDFSetting(value) else { return Reply(.incorrectData) }
+            next.kdf = value
+            next.pw1 = setting.userPIN
+            next.pw3 = setting.adminPIN
+            next.resetCode = []
+            next.resetCodeRetries = 0
+            next.pw1Retries = CardProfile.maxRetries
+            next.pw3Retries = CardProfile.maxRetries
         case 0xD3:
             guard value.isEmpty || CardProfile.resetCodeLengths.contains(value.count) else { return Reply(.wrongLength) }
             next.resetCode = value

@@ -185,3 +185,32 @@ import TokenpinCore
         #expect(try harness.send(CardInstruction.internalAuthenticate, 0x00, 0x00, [], le: 256).statusWord == .wrongLength)
     }
 }
+
+/// The KDF-DO (`F9`): switched on and off with PUT DATA; while on, the card compares digests.
+@Suite struct KDFDataObjectTests {
+    static func digest(_ pin: String, salt: [UInt8], count: Int = 100_000) throws -> [UInt8] {
+        try IteratedSaltedS2K.derive(pin: guardedCopy(Array(pin.utf8)), salt: salt, count: count, hash: .sha256)
+            .withUnsafeBytes { Array($0) }
+    }
+
+    @Test("F9: announced in C0, off by default, on makes the PINs digests, off makes them the factory PINs")
+    func switchOnAndOff() throws {
+        let harness = try Harness()
+        #expect(try harness.getData(0xC0).data[0] & 0x01 == 0x01)
+        #expect(try harness.getData(0xF9).data == [0x81, 0x01, 0x00])
+        let salt = SecureRandom.bytes(8)
+        let on = [TLV(tag: 0x81, value: [0x03]), TLV(tag: 0x82, value: [0x08]), TLV(tag: 0x83, value: [0, 1, 0x86, 0xA0]),
+                  TLV(tag: 0x84, value: salt), TLV(tag: 0x87, value: try Self.digest("123456", salt: salt))].flatMap(\.encoded)
+        #expect(try harness.putData(0xF9, on) == .securityStatusNotSatisfied)
+        try requireSuccess(harness.verify(0x83, "12345678"))
+        #expect(try harness.putData(0xF9, [0x81, 0x01, 0x03]) == .incorrectData)
+        #expect(try harness.putData(0xF9, on) == .success)
+        #expect(try harness.getData(0xF9).data == on)
+        #expect(try harness.verify(0x82, "123456") == .wrongPIN(retriesLeft: 2), "the plain PIN no longer verifies")
+        #expect(try harness.send(CardInstruction.verify, 0x00, 0x82, Self.digest("123456", salt: salt)).statusWord == .success)
+        // Without 88 the admin PIN's digest uses the PW1 salt.
+        #expect(try harness.send(CardInstruction.verify, 0x00, 0x83, Self.digest("12345678", salt: salt)).statusWord == .success)
+        #expect(try harness.putData(0xF9, [0x81, 0x01, 0x00]) == .success)
+        #expect(try harness.verify(0x82, "123456") == .success)
+    }
+}
