@@ -45,7 +45,8 @@ enum Help {
               usage: "tokenpin types"),
         Entry(name: "toggle", abstract: "Switch an authentication type on or off.",
               usage: "tokenpin toggle <type> on|off [--generate-key] [--yes] [--method pin|token]",
-              options: [("--generate-key", "Create a cv25519 decryption key on the card (with the admin PIN)."),
+              options: [("--generate-key", "Replace the card's decryption key with a new cv25519 key (admin PIN); "
+                            + "without it the key on the card (cv25519, RSA 2048-4096, NIST or brainpool ECDH) is used as it is."),
                         ("--yes", "Confirm that --generate-key replaces the card's decryption key."),
                         ("--method pin|token", "Verify `token off` with the PIN (default) or the card.")],
               discussion: "Types: pin (always enabled; `toggle pin off` is refused), token.\n"

@@ -28,6 +28,7 @@ struct Options {
     var faults: [CardFaults.Rule] = []
     var stats = false
     var trace = false
+    var tapPath: String?
     var reinsertDelay: Duration = .seconds(1)
 
     static let help = """
@@ -37,7 +38,7 @@ struct Options {
         while vpcd is not up. Every change to the card is written to the state file before the answer.
 
         USAGE: tokenpin-sim --state <file> [--port <n>] [--host <h>] [--serial <hex>] [--reset]
-                            [--fault <rule> ...] [--stats] [--trace]
+                            [--fault <rule> ...] [--stats] [--trace] [--tap <file>]
 
         OPTIONS:
           --state <file>          The card's JSON state file; created factory-new when missing.
@@ -46,11 +47,14 @@ struct Options {
           --serial <hex>          The card serial number in the AID, 8 hex digits.
           --reset                 Make the card factory-new (keeps the serial unless --serial is given).
           --fault <rule>          Inject a fault: KIND[:ARG][@INS][*TIMES] with KIND one of vanish,
-                                  vanish-after, delay:MS, malformed:empty|oneByte|truncated|badTLV, sw:HEX4.
+                                  vanish-after, delay:MS, malformed:empty|oneByte|truncated|badTLV, sw:HEX4,
+                                  answer:HEX (data and status word, the card doing nothing).
                                   Example: --fault sw:6A88@CA --fault vanish-after@20*1
           --reinsert-after <ms>   After a vanish fault, reinsert the card after this delay. (default: 1000)
           --stats                 Print the time the card spends on each APDU to stderr, and a summary at exit.
           --trace                 Print each APDU header and status word to stderr (never PIN data).
+          --tap <file>            Append each PSO:DECIPHER answer (hex, with its status word) to the file, as
+                                  an eavesdropper on the reader's line sees it: for replay tests.
           -h, --help              Show help information.
         """
 
@@ -88,6 +92,7 @@ struct Options {
                 options.reinsertDelay = .milliseconds(milliseconds)
             case "--stats": options.stats = true
             case "--trace": options.trace = true
+            case "--tap": options.tapPath = try value(argument)
             default: throw SimulatorError(.invalidArgument, "unknown argument '\(argument)'")
             }
             index += 1
@@ -219,6 +224,19 @@ struct Statistics {
     }
 }
 
+/// Appends a successful PSO:DECIPHER answer to the tap file, one hex line.
+func tap(_ command: [UInt8], _ answer: [UInt8], into path: String) {
+    guard command.count >= 4, command[1] == CardInstruction.performSecurityOperation, command[2] == 0x80,
+          command[3] == 0x86, answer.count > 2, answer.suffix(2) == [0x90, 0x00]
+    else { return }
+    do {
+        let file = try FileDescriptor.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode: 0o600)
+        try file.writeAll(Array((Hex.encode(answer) + "\n").utf8))
+    } catch {
+        printError("tokenpin-sim: cannot write the tap file \(path): \(error)")
+    }
+}
+
 /// Instructions whose data carries a PIN or a key: traces print only their header.
 let sensitiveInstructions: Set<UInt8> = [CardInstruction.verify, CardInstruction.changeReferenceData,
                                          CardInstruction.resetRetryCounter, CardInstruction.putDataOdd]
@@ -255,6 +273,7 @@ func serve(_ socket: VPCDSocket, card: SimulatedCard, options: Options, statisti
                 let body = message.count > 1 && sensitiveInstructions.contains(message[1]) ? " [sensitive]" : ""
                 printError("apdu \(header)\(body) -> \(Hex.encode(bytes.suffix(2))) (\(bytes.count) bytes, card \(card.lastProcessingTime))")
             }
+            if let tapPath = options.tapPath { tap(message, bytes, into: tapPath) }
             if delay > .zero { pause(delay) }
             if !socket.send(bytes) { return false }
         case .removed:
