@@ -83,4 +83,19 @@ func switchKDFOn(_ card: SimulatedCard, hash: IteratedSaltedS2K.Hash) throws {
             #expect(throws: APDUError.self) { _ = try KeyDerivation.parse(bad) }
         }
     }
+
+    @Test("KDF-DO parsing: every prefix of a valid object fails cleanly or parses the same parameters")
+    func prefixes() throws {
+        let bytes = try kdfObject(hash: .sha256)
+        let full = try #require(try KeyDerivation.parse(bytes))
+        for cut in 1..<bytes.count {
+            do {
+                if let parsed = try KeyDerivation.parse(Array(bytes.prefix(cut))) {
+                    #expect(parsed.hash == full.hash && parsed.count == full.count)
+                }
+            } catch {
+                // A cut inside an object or before a required one: an APDUError, nothing else.
+            }
+        }
+    }
 }
