@@ -121,10 +121,11 @@ completions: build
 bench-daemon: bench-deps build
 	scripts/bench-daemon $(RELEASE_DIR)
 
-bench: bench-deps test-deps build
+bench: bench-deps test-deps build pam
 	scripts/bench $(RELEASE_DIR)/tokenpin
 	@if [ "$$(id -u)" = 0 ]; then TOKENPIN_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin TOKENPIN_SIM_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin-sim scripts/bench-token; \
-	else echo "note: scripts/bench-token needs root (a private pcscd)"; fi
+	BUILD_DIR=$(CURDIR)/$(RELEASE_DIR) TOKENPIN_SIM_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin-sim scripts/bench-pam; \
+	else echo "note: scripts/bench-token and scripts/bench-pam need root (a private pcscd, a PAM service file)"; fi
 
 # Copies only: it fails, saying what to run, when make has not built everything (so `sudo make install`
 # never compiles as root or needs swift on root's PATH).

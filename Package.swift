@@ -42,6 +42,10 @@ let package = Package(
         // Glibc wrapped once, swift-system style: Errno, an owning FileDescriptor, Unix sockets, AtomicFile.
         .target(name: "TokenpinSystem", swiftSettings: strictSettings),
 
+        // One small argv parser: commands, flags and value options declared once; help, usage and shell
+        // completions generated from the declarations. Depends on nothing.
+        .target(name: "TokenpinArguments", swiftSettings: strictSettings),
+
         // The domain: secrets, PIN policy, key slots, record, store, counter, events.
         .target(
             name: "TokenpinCore",
@@ -78,7 +82,7 @@ let package = Package(
         // (simulator executables go here)
         .executableTarget(
             name: "tokenpin-sim",
-            dependencies: ["TokenpinSimulator", "TokenpinAPDU", "TokenpinSystem"],
+            dependencies: ["TokenpinSimulator", "TokenpinAPDU", "TokenpinSystem", "TokenpinArguments"],
             path: "Simulator/Sources/tokenpin-sim",
             swiftSettings: strictSettings
         ),
@@ -86,7 +90,7 @@ let package = Package(
         // The card sources the executables plug into the service: PC/SC readers and the simulated card.
         .target(
             name: "TokenpinReaders",
-            dependencies: ["TokenpinService", "TokenpinAPDU", "TokenpinPCSC", "TokenpinSimulator"],
+            dependencies: ["TokenpinService", "TokenpinAPDU", "TokenpinPCSC", "TokenpinSimulator", "TokenpinSystem"],
             swiftSettings: strictSettings
         ),
 
@@ -100,6 +104,7 @@ let package = Package(
             name: "tokenpin",
             dependencies: [
                 "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinReaders", "TokenpinSimulator", "TokenpinProtocol",
+                "TokenpinArguments",
             ],
             swiftSettings: strictSettings
         ),
@@ -123,6 +128,7 @@ let package = Package(
             name: "tokenpind",
             dependencies: [
                 "TokenpinDaemon", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinReaders",
+                "TokenpinArguments",
             ],
             swiftSettings: strictSettings
         ),
@@ -139,6 +145,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        .testTarget(name: "TokenpinArgumentsTests", dependencies: ["TokenpinArguments"], swiftSettings: strictSettings),
         .testTarget(name: "TokenpinSystemTests", dependencies: ["TokenpinSystem"], swiftSettings: strictSettings),
         .testTarget(name: "TokenpinCoreTests", dependencies: ["TokenpinCore"], swiftSettings: strictSettings),
         .testTarget(

@@ -2,8 +2,8 @@
  * pam_tokenpin: a PAM module that verifies and changes a tokenpin PIN through tokenpind.
  *
  * C with no Swift runtime, so that login, sshd, sudo and screen lockers load nothing heavy. It speaks
- * protocol version 1 (docs/protocol.md) over the daemon's Unix socket: newline-delimited JSON, of which
- * it reads only flat objects (prompt, event, the verify/change result, error).
+ * protocol version 2 (docs/protocol.md; it still reads version 1 replies) over the daemon's Unix socket:
+ * newline-delimited JSON, of which it reads only flat objects (prompt, event, the verify/change result, error).
  *
  *   auth      asks for the PIN (and any relayed card PIN) through the conversation, shows tries left and
  *             "last try" as PAM_TEXT_INFO.
@@ -457,7 +457,7 @@ static int tp_send_request(struct tp_conn *conn, const char *op, const char *use
     char extra[64] = "";
     if (strcmp(op, "change") == 0) snprintf(extra, sizeof(extra), ",\"newPINAttempts\":1");
     else if (method != NULL) snprintf(extra, sizeof(extra), ",\"method\":\"%s\"", method);
-    int written = snprintf(line, sizeof(line), "{\"v\":1,\"type\":\"request\",\"op\":\"%s\",\"user\":\"%s\"%s}\n",
+    int written = snprintf(line, sizeof(line), "{\"v\":2,\"type\":\"request\",\"op\":\"%s\",\"user\":\"%s\"%s}\n",
                            op, escaped, extra);
     if (written < 0 || (size_t)written >= sizeof(line)) return -1;
     return tp_write_all(conn->fd, line, (size_t)written);
@@ -471,7 +471,7 @@ static int tp_send_secret(struct tp_conn *conn, const char *prompt, const char *
     char *line = malloc(capacity);
     if (line == NULL) return -1;
     size_t n = 0;
-    memcpy(line, "{\"v\":1,\"type\":\"secret\",\"prompt\":\"", 33);
+    memcpy(line, "{\"v\":2,\"type\":\"secret\",\"prompt\":\"", 33);
     n = 33;
     n += tp_escape(line + n, prompt, prompt_length);
     memcpy(line + n, "\",\"value\":\"", 11);
@@ -486,7 +486,7 @@ static int tp_send_secret(struct tp_conn *conn, const char *prompt, const char *
 }
 
 static void tp_send_cancel(struct tp_conn *conn) {
-    static const char line[] = "{\"v\":1,\"type\":\"cancel\"}\n";
+    static const char line[] = "{\"v\":2,\"type\":\"cancel\"}\n";
     (void)tp_write_all(conn->fd, line, sizeof(line) - 1);
 }
 
@@ -504,12 +504,19 @@ static void tp_say(pam_handle_t *pamh, const struct tp_options *options, int sty
     (void)pam_prompt(pamh, style, NULL, "%s", text);
 }
 
+/* The tries left a prompt or a `rejected` result carries: `remaining` (protocol version 2), or `triesLeft`
+   (version 1, still read for one version); -1 when absent. */
+static long long tp_tries(const struct tp_message *message) {
+    long long tries = tp_int(message, "remaining", -1);
+    return tries >= 0 ? tries : tp_int(message, "triesLeft", -1);
+}
+
 /* The prompt text for a prompt `op` may ask (verify: pin, card-pin; change: current-pin, card-pin in
    `mode = both`, new-pin, confirm-pin). -1 for a prompt the operation never asks: this module answers it with
    nothing. */
 static int tp_prompt_text(const struct tp_message *message, const char *name, int changing, char *text, size_t size) {
     const char *card = tp_string(message, "card");
-    long long tries = tp_int(message, "triesLeft", -1);
+    long long tries = tp_tries(message);
     if (strcmp(name, "card-pin") == 0)
         snprintf(text, size, "Card PIN for card %s (%lld %s left): ", card ? card : "?", tries, tries == 1 ? "try" : "tries");
     else if (!changing && strcmp(name, "pin") == 0) snprintf(text, size, "PIN: ");
@@ -553,7 +560,7 @@ static int tp_on_prompt(struct tp_exchange *x, const struct tp_message *message)
         tp_send_cancel(x->conn);
         return PAM_AUTH_ERR;
     }
-    long long tries = tp_int(message, "triesLeft", -1);
+    long long tries = tp_tries(message);
     if ((strcmp(name, "pin") == 0 || strcmp(name, "current-pin") == 0) && tries == 1)
         tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Last try: one wrong entry more locks the PIN.");
     tp_debug(x->pamh, x->options, "asking for the %s", name);
@@ -605,7 +612,7 @@ static int tp_on_result(struct tp_exchange *x, const struct tp_message *message)
         return PAM_SUCCESS;
     }
     if (strcmp(outcome, "rejected") == 0) {
-        long long tries = tp_int(message, "triesLeft", -1);
+        long long tries = tp_tries(message);
         if (tp_bool(message, "lastTry"))
             tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Wrong PIN. Last try: one wrong entry more locks the PIN.");
         else if (tries >= 0)
@@ -650,7 +657,8 @@ static int tp_converse(struct tp_exchange *x, char *line, struct tp_message *mes
         int parsed = tp_parse(line, message);
         explicit_bzero(line, strlen(line));
         const char *type = parsed == 0 ? tp_string(message, "type") : NULL;
-        if (type == NULL || tp_int(message, "v", 0) != 1) {
+        long long version = tp_int(message, "v", 0);
+        if (type == NULL || version < 1 || version > 2) {
             pam_syslog(x->pamh, LOG_ERR, "tokenpind sent a message this module cannot read");
             tp_message_free(message);
             tp_send_cancel(x->conn);

@@ -51,14 +51,19 @@ final class RelayInteraction: Interaction {
     }
 
     func readSecret(_ prompt: SecretPrompt) throws(ServiceError) -> SecretBytes {
+        try ask(prompt, prompt.message)
+    }
+
+    /// The PIN prompt carries the tries left, so the PAM module can say "last try" before asking.
+    func readPIN(_ prompt: SecretPrompt, remaining: Int) throws(ServiceError) -> SecretBytes {
+        try ask(prompt, .prompt(name: prompt.name, card: nil, triesLeft: remaining))
+    }
+
+    /// Sends `message` for `prompt` and reads the answer to it.
+    private func ask(_ prompt: SecretPrompt, _ message: ServerMessage) throws(ServiceError) -> SecretBytes {
         guard !daemon.isDraining else {
             failure = ProtocolError(.busy, "the daemon is shutting down")
             throw .cancelled
-        }
-        var message = prompt.message
-        if prompt == .pin || prompt == .currentPIN, let record = try? daemon.store.load(user: user) {
-            // The PIN prompt carries the tries left, so the PAM module can say "last try" before asking.
-            message = .prompt(name: prompt.name, card: nil, triesLeft: record.counter.remaining)
         }
         try send(message)
         var answer = try nextMessage()

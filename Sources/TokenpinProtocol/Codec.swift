@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenpinCore
 import TokenpinService
 
@@ -109,6 +109,11 @@ extension JSONValue {
         }
         return number
     }
+
+    /// `number(key, in:)`, or, when `key` is absent, the same field under the name protocol version 1 gave it.
+    func number(_ key: String, formerly oldKey: String, in range: ClosedRange<Int>) throws(ProtocolError) -> Int? {
+        self[key] == nil ? try number(oldKey, in: range) : try number(key, in: range)
+    }
 }
 
 /// Dates travel as whole milliseconds since 1970, from year 0 to year 9999 (a date beyond is sent as the bound).
@@ -160,15 +165,6 @@ extension RetryCounter {
 }
 
 extension VerifyReport {
-    /// The exit code of this report, as the CLI computes it.
-    public var exitCode: ExitCode {
-        switch outcome {
-        case .verified: .success
-        case .rejected, .tokenRejected: .notVerified
-        case .locked, .delayed: .locked
-        }
-    }
-
     /// The report's fields, flat: `outcome`, its data, the counter.
     public var protocolFields: [JSONMember] {
         var fields: [JSONMember] = []
@@ -176,7 +172,7 @@ extension VerifyReport {
         case .verified(let method):
             fields += [JSONMember("outcome", .text("verified")), JSONMember("method", .text(method.rawValue))]
         case .rejected(let remaining, let lastTry):
-            fields += [JSONMember("outcome", .text("rejected")), JSONMember("triesLeft", .int(remaining)),
+            fields += [JSONMember("outcome", .text("rejected")), JSONMember("remaining", .int(remaining)),
                        JSONMember("lastTry", .bool(lastTry))]
         case .locked:
             fields.append(JSONMember("outcome", .text("locked")))
@@ -204,8 +200,8 @@ extension VerifyReport {
             }
             outcome = .verified(method: method)
         case "rejected":
-            guard let remaining = try value.number("triesLeft", in: ProtocolRanges.tries) else {
-                throw ProtocolError(.missingField, "`triesLeft` is missing")
+            guard let remaining = try value.number("remaining", formerly: "triesLeft", in: ProtocolRanges.tries) else {
+                throw ProtocolError(.missingField, "`remaining` is missing")
             }
             outcome = .rejected(remaining: remaining, lastTry: value["lastTry"]?.boolValue ?? false)
         case "locked": outcome = .locked
@@ -325,7 +321,7 @@ extension ReaderInfo {
             JSONMember("name", .text(name)), JSONMember("cardPresent", .bool(cardPresent)),
             JSONMember("serial", serial.map(JSONValue.text) ?? .null), JSONMember("openpgp", .bool(isOpenPGP)),
             JSONMember("usable", .bool(usable)), JSONMember("unusableReason", unusableReason.map(JSONValue.text) ?? .null),
-            JSONMember("cardPINTriesLeft", cardPINTriesLeft.map(JSONValue.int) ?? .null),
+            JSONMember("cardTriesLeft", cardPINTriesLeft.map(JSONValue.int) ?? .null),
         ])
     }
 
@@ -337,7 +333,7 @@ extension ReaderInfo {
         self.init(name: name, cardPresent: present, serial: value["serial"]?.stringValue,
                   isOpenPGP: value["openpgp"]?.boolValue ?? false, usable: value["usable"]?.boolValue ?? false,
                   unusableReason: value["unusableReason"]?.stringValue,
-                  cardPINTriesLeft: try value.number("cardPINTriesLeft", in: ProtocolRanges.tries))
+                  cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries))
     }
 
     /// A list of readers from an array.
@@ -356,7 +352,7 @@ extension TokenStatus {
             JSONMember("readers", .array(readers.map(\.protocolValue))),
             JSONMember("problem", problem.map(JSONValue.text) ?? .null),
             JSONMember("reader", matchingReader.map(JSONValue.text) ?? .null),
-            JSONMember("cardPINTriesLeft", cardPINTriesLeft.map(JSONValue.int) ?? .null),
+            JSONMember("cardTriesLeft", cardPINTriesLeft.map(JSONValue.int) ?? .null),
         ])
     }
 
@@ -364,7 +360,7 @@ extension TokenStatus {
     public init(protocolValue value: JSONValue) throws(ProtocolError) {
         self.init(readers: try ReaderInfo.list(protocolValue: value["readers"]), problem: value["problem"]?.stringValue,
                   matchingReader: value["reader"]?.stringValue,
-                  cardPINTriesLeft: try value.number("cardPINTriesLeft", in: ProtocolRanges.tries))
+                  cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries))
     }
 }
 

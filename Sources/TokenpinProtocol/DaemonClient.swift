@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import TokenpinCore
 import TokenpinService
 
@@ -283,4 +286,10 @@ struct NoInteraction: Interaction {
     func confirm(_ question: String) throws(ServiceError) -> Bool { false }
     func choose(_ question: String, options: [String]) throws(ServiceError) -> Int { throw .cancelled }
     var newPINAttempts: Int { 1 }
+}
+
+extension DaemonClient: PINOperations {
+    public func togglePIN(on: Bool, _ interaction: some Interaction) throws(ServiceError) {
+        try toggle(.pin, on: on, interaction)
+    }
 }

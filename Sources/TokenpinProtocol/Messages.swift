@@ -192,7 +192,7 @@ extension ServerMessage {
         switch try fields.string("type") {
         case "prompt":
             return .prompt(name: try fields.string("prompt"), card: try fields.optionalString("card"),
-                           triesLeft: try fields.optionalInt("triesLeft", in: ProtocolRanges.tries))
+                           triesLeft: try fields.optionalInt("remaining", formerly: "triesLeft", in: ProtocolRanges.tries))
         case "question":
             return .question(try fields.string("text"))
         case "event":
@@ -219,8 +219,9 @@ struct MessageFields {
         guard let version = members.first(where: { $0.key == "v" })?.value else {
             throw ProtocolError(.missingField, "`v` is missing")
         }
-        guard version.intValue == ProtocolLimits.version else {
-            throw ProtocolError(.unsupportedVersion, "this daemon speaks protocol version \(ProtocolLimits.version)")
+        guard let number = version.intValue, ProtocolLimits.acceptedVersions.contains(number) else {
+            throw ProtocolError(.unsupportedVersion, "this build speaks protocol versions "
+                + "\(ProtocolLimits.acceptedVersions.lowerBound)–\(ProtocolLimits.version)")
         }
     }
 
@@ -256,6 +257,11 @@ struct MessageFields {
     /// The whole number at `key` in `range`, or nil when absent or null; `bad-field` naming the key otherwise.
     func optionalInt(_ key: String, in range: ClosedRange<Int>) throws(ProtocolError) -> Int? {
         try JSONValue.object(members).number(key, in: range)
+    }
+
+    /// `optionalInt(key, in:)`, falling back to the name protocol version 1 gave the field.
+    func optionalInt(_ key: String, formerly oldKey: String, in range: ClosedRange<Int>) throws(ProtocolError) -> Int? {
+        try JSONValue.object(members).number(key, formerly: oldKey, in: range)
     }
 
     func optionalBool(_ key: String) throws(ProtocolError) -> Bool? {
@@ -331,7 +337,7 @@ extension ServerMessage {
             members.append(JSONMember("type", .text("prompt")))
             members.append(JSONMember("prompt", .text(name)))
             if let card { members.append(JSONMember("card", .text(card))) }
-            if let triesLeft { members.append(JSONMember("triesLeft", .int(triesLeft))) }
+            if let triesLeft { members.append(JSONMember("remaining", .int(triesLeft))) }
         case .question(let text):
             members += [JSONMember("type", .text("question")), JSONMember("text", .text(text))]
         case .event(let name, let fields):

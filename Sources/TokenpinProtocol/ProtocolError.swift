@@ -51,8 +51,12 @@ public struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible
 
 /// The protocol's constants.
 public enum ProtocolLimits {
-    /// The protocol version this build speaks (`"v":1`).
-    public static let version = 1
+    /// The protocol version this build writes (`"v":2`). Version 2 renamed `triesLeft` to `remaining` (the PIN's
+    /// tries, in `rejected` results and prompts) and `cardPINTriesLeft` to `cardTriesLeft`, the names the CLI's
+    /// `--json` uses.
+    public static let version = 2
+    /// The versions this build reads: version 1's field names are still accepted for one version.
+    public static let acceptedVersions = 1...2
     /// The longest line either side accepts, newline excluded (64 KiB).
     public static let maximumLineLength = 65_536
     /// The longest record `import` accepts, before base64 (48 KiB).

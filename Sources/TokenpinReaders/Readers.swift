@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 import TokenpinAPDU
 import TokenpinPCSC
+internal import TokenpinSystem
 public import TokenpinService
 public import TokenpinSimulator
 
@@ -83,7 +84,7 @@ public enum SimulatorReaders {
 
     /// Opens (or creates) the simulated card whose state is in `stateFile`.
     public static func open(stateFile: String) throws(ServiceError) -> InProcessReaders {
-        let directory = (stateFile as NSString).deletingLastPathComponent
+        let directory = Paths.parent(of: stateFile)
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                  attributes: [.posixPermissions: 0o700])
         do {

@@ -58,4 +58,13 @@ public protocol Interaction {
     func choose(_ question: String, options: [String]) throws(ServiceError) -> Int
     /// How many times to ask again for a new PIN the policy refused (1: no second chance, as for scripts).
     var newPINAttempts: Int { get }
+    /// Reads the PIN for `prompt` (`pin`, `current-pin`) knowing its tries left before this attempt, which a relay
+    /// passes on (so a PAM stack can say "last try" first). The default reads the secret as any other.
+    func readPIN(_ prompt: SecretPrompt, remaining: Int) throws(ServiceError) -> SecretBytes
+}
+
+extension Interaction {
+    public func readPIN(_ prompt: SecretPrompt, remaining: Int) throws(ServiceError) -> SecretBytes {
+        try readSecret(prompt)
+    }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenpinCore
 
 /// The result of a verification: expected outcomes are values.

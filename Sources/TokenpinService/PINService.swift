@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenpinCore
 
 /// The PIN operations for one user: enrol, verify, change, reset, status, types, toggle.
@@ -108,12 +108,14 @@ public struct PINService: Sendable {
 
     /// Verifies the PIN: checks lock and delay, asks for the PIN, then runs one counted attempt.
     public func verifyPIN(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
-        try guarded { () throws -> VerifyReport in
-            let record = try loadRecord()
-            if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
-            let pin = PIN(try interaction.readSecret(.pin))
-            return try countedAttempt(pin: pin) { _, _ in }
-        }
+        try guarded { () throws -> VerifyReport in try verifyPIN(interaction, record: try loadRecord()) }
+    }
+
+    /// `verifyPIN` on a record already read without the lock (the counted attempt reads it again under the lock).
+    func verifyPIN(_ interaction: some Interaction, record: EnrolmentRecord) throws -> VerifyReport {
+        if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
+        let pin = PIN(try interaction.readPIN(.pin, remaining: record.counter.remaining))
+        return try countedAttempt(pin: pin) { _, _ in }
     }
 
     /// One counted PIN attempt under the user's lock; on success `onSuccess` runs with the record and the vault
@@ -180,7 +182,7 @@ public struct PINService: Sendable {
             let record = try loadRecord()
             if record.slot(.composite) != nil { return try changeBoth(interaction) }
             if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
-            let current = PIN(try interaction.readSecret(.currentPIN))
+            let current = PIN(try interaction.readPIN(.currentPIN, remaining: record.counter.remaining))
             return try countedAttempt(pin: current) { record, vaultKey in
                 // Save the restored counter first: the current PIN was right, whatever happens next.
                 try store.save(record)

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenpinAPDU
 import TokenpinCore
 import TokenpinOpenPGP
@@ -21,7 +21,7 @@ public struct CardSelection: Sendable, Equatable {
     func accepts(serial candidate: String?) -> Bool {
         guard let serial else { return true }
         guard let candidate else { return false }
-        let wanted = serial.replacingOccurrences(of: ":", with: "").uppercased()
+        let wanted = serial.replacing(":", with: "").uppercased()
         return candidate == wanted || candidate.hasSuffix(wanted) && wanted.count == 8
     }
 }
@@ -223,7 +223,7 @@ extension PINService {
             }
             guard record.slot(.token) != nil else {
                 if method == .token { throw ServiceError.tokenNotEnabled }
-                return try verifyPIN(interaction)
+                return try verifyPIN(interaction, record: record)
             }
             var tokenFailure: String?
             if method != .pin {
@@ -248,7 +248,7 @@ extension PINService {
                     tokenFailure = failure.reason
                 }
             }
-            var report = try verifyPIN(interaction)
+            var report = try verifyPIN(interaction, record: record)
             report.tokenFailure = tokenFailure
             return report
         }
@@ -366,7 +366,7 @@ extension PINService {
             throw error.serviceError
         }
         defer { card.handle.close() }
-        let pin = PIN(try interaction.readSecret(prompt))
+        let pin = PIN(try interaction.readPIN(prompt, remaining: record.counter.remaining))
         do {
             let shared = try cardSecret(card, binding: binding, interaction)
             let pinKeyHolder = KeyHolder()
@@ -706,7 +706,7 @@ extension PINService {
                         try session.resetRetryCounter(newPIN: new, keyDerivation: kdf)
                     }
                 } catch {
-                    throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacingOccurrences(of: "card PIN", with: "admin PIN"))
+                    throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacing("card PIN", with: "admin PIN"))
                 }
             } else {
                 guard status.retriesResetCode > 0 else {
@@ -720,7 +720,7 @@ extension PINService {
                                                       keyDerivation: session.keyDerivation(card.data))
                     }
                 } catch {
-                    throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacingOccurrences(of: "card PIN", with: "Reset Code"))
+                    throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacing("card PIN", with: "Reset Code"))
                 }
             }
             logger.info("card PIN unblocked", [("card", card.label)])

@@ -1,7 +1,20 @@
+import TokenpinArguments
+import TokenpinCore
+import TokenpinService
+
 /// A command line that cannot be run as given; the message names the problem.
 struct UsageError: Error {
     var message: String
     var command: String?
+
+    init(message: String, command: String?) {
+        self.message = message
+        self.command = command
+    }
+
+    init(_ error: ArgumentError) {
+        self.init(message: error.message, command: error.subcommand)
+    }
 }
 
 /// The options every command takes.
@@ -24,122 +37,167 @@ struct ParsedCommandLine {
     var global = GlobalOptions()
     var command: String?
     var arguments: [String] = []
-    var options: [String: String] = [:]
-    var flags: Set<String> = []
+    /// Everything given, by declaration: `values.isSet(Options.yes)`, `values.value(Options.method)`.
+    var values = ParsedArguments()
     var wantsHelp = false
     var wantsVersion = false
 }
 
-/// A small hand-written parser in the argument-parser style: global options anywhere, `--opt value` or
-/// `--opt=value`, `--` ends options. PINs are never options: there is no flag that takes one.
-enum ArgumentParser {
-    /// Options that take a value, and the commands that accept them (nil: every command).
-    static let valueOptions: [String: Set<String>?] = [
-        "--store": nil, "--config": nil, "--reader": nil, "--serial": nil, "--user": nil, "--socket": nil,
-        "--method": ["verify", "toggle"], "--recovery-key-file": ["enrol"], "--iterations": ["bench"],
-    ]
-    /// Flags, and the commands that accept them (nil: every command).
-    static let flagOptions: [String: Set<String>?] = [
-        "--json": nil, "--no-color": nil, "--pin-stdin": nil, "--quiet": nil, "-q": nil, "--local": nil,
-        "--generate-key": ["toggle"], "--yes": ["toggle"], "--admin": ["token"], "--token": ["bench"],
-    ]
-    /// Options that look like they take a PIN: refused with a reason.
-    static let forbidden = ["--pin", "--new-pin", "--recovery-key", "--card-pin", "--admin-pin"]
+/// tokenpin's options, each declared once: parsing, `tokenpin help`, usage lines and completions read these.
+enum Options {
+    static let store = Option.value(
+        "--store", valueName: "dir", help: "The record directory (default: $XDG_STATE_HOME/tokenpin).")
+    static let config = Option.value(
+        "--config", valueName: "file", help: "A configuration file read after the standard ones.")
+    static let json = Option.flag("--json", help: "Print one JSON object instead of text.")
+    static let noColor = Option.flag("--no-color", help: "Do not colour the output (NO_COLOR is honoured too).")
+    static let pinStdin = Option.flag(
+        "--pin-stdin", help: "Read each secret as one line of standard input, in prompt order.")
+    static let quiet = Option.flag("-q", "--quiet", help: "Print nothing on success but what must be shown.")
+    static let reader = Option.value(
+        "--reader", valueName: "name", help: "Use only this reader (a name or glob); 'sim' is the simulated card.")
+    static let serial = Option.value("--serial", valueName: "hex", help: "Use only the card with this serial.")
+    static let socket = Option.value(
+        "--socket", valueName: "path",
+        help: "Talk to tokenpind on this socket (default: /run/tokenpin/socket when it exists).")
+    static let local = Option.flag("--local", help: "Do not use tokenpind: keep the record in the store directory.")
+    static let user = Option.value(
+        "--user", valueName: "name", help: "Act on this user's record (root only, through tokenpind).")
+    static let help = Option.flag("-h", "--help", help: "Show help information.", stopsValidation: true)
+    /// Not a validation stop: `--version` answers only without a command, so `verify extra --version` is the usage
+    /// error it always was rather than a verify that ignores `extra`.
+    static let version = Option.flag("-V", "--version", help: "Show the version.")
 
+    static let recoveryKeyFile = Option.value(
+        "--recovery-key-file", valueName: "file",
+        help: "Write the recovery key to a new file (mode 0600) instead of showing it.")
+    static let verifyMethod = Option.value(
+        "--method", valueName: "method", allowedValues: ["pin", "token"],
+        help: "Use only this authentication type, without fallback.")
+    static let toggleMethod = Option.value(
+        "--method", valueName: "method", allowedValues: ["pin", "token"],
+        help: "Verify `token off` with the PIN (default) or the card.")
+    static let generateKey = Option.flag(
+        "--generate-key",
+        help: "Replace the card's decryption key with a new cv25519 key (admin PIN); without it, the key is used as it is.")
+    static let yes = Option.flag("--yes", help: "Confirm that --generate-key replaces the card's decryption key.")
+    static let admin = Option.flag("--admin", help: "Unblock with the admin PIN instead of the Reset Code.")
+    static let iterations = Option.value("--iterations", valueName: "n", help: "Verifications to time (default 5).")
+    static let token = Option.flag(
+        "--token", help: "Time token verifies against the same APDUs sent bare (prompts: card PIN, admin PIN).")
+
+    /// The options every command takes, in help order.
+    static let global = [
+        store, config, json, noColor, pinStdin, quiet, reader, serial, socket, local, user, help, version,
+    ]
+}
+
+extension Program {
+    /// tokenpin's whole command line: options, commands, their arguments, help and the exit-code table.
+    static let tokenpin = Program(
+        "tokenpin", overview: "A PIN service that binds PIN verification to a smart card or hardware token.",
+        options: Options.global,
+        subcommands: [
+            Subcommand(
+                "enrol", aliases: ["enroll"], abstract: "Enrol a new PIN and show the recovery key once.",
+                discussion: "Prompts: PIN, PIN again. The alias `enroll` works too.",
+                options: [Options.recoveryKeyFile]),
+            Subcommand(
+                "verify", abstract: "Verify with the token (when enabled and present) or the PIN.",
+                discussion: "Prompts: card PIN when the token is used, else PIN; mode = both asks PIN, then card PIN.\n"
+                    + "A wrong PIN reports the tries left; the last one says so; at 0 the PIN locks.\n"
+                    + "A missing or failing token falls back to the PIN when fallback = allow; it costs no PIN try.",
+                options: [Options.verifyMethod]),
+            Subcommand(
+                "change", abstract: "Change the PIN.",
+                discussion:
+                    "Prompts: current PIN, new PIN, new PIN again. The token is never used here and stays enabled."),
+            Subcommand("types", abstract: "List the authentication types and whether each is enabled."),
+            Subcommand(
+                "toggle", abstract: "Switch an authentication type on or off.",
+                discussion: "Types: pin (always enabled; `toggle pin off` is refused), token.\n"
+                    + "Prompts for `token on`: PIN, admin PIN (only with --generate-key), card PIN.\n"
+                    + "Prompts for `token off`: PIN (a wrong one counts), or card PIN with --method token; "
+                    + "mode = both: PIN, card PIN.",
+                arguments: [
+                    Positional(
+                        "type", values: .oneOf(AuthenticationType.allCases.map(\.rawValue)),
+                        label: "<type>"),
+                    Positional("state", values: .oneOf(["on", "off"])),
+                ],
+                options: [Options.generateKey, Options.yes, Options.toggleMethod]),
+            Subcommand("readers", abstract: "List the card readers and the card in each."),
+            Subcommand(
+                "token", abstract: "Change or unblock the card's own PIN.",
+                discussion: "Prompts: card PIN (or Reset Code / admin PIN), new card PIN, new card PIN again.",
+                arguments: [Positional("action", values: .oneOf(["change-pin", "unblock"]))],
+                options: [Options.admin]),
+            Subcommand("status", abstract: "Show enrolment, tries left, lock, delay and key derivation."),
+            Subcommand(
+                "reset", abstract: "Set a new PIN with the recovery key and clear the lock.",
+                discussion: "Prompts: recovery key, new PIN, new PIN again. A wrong recovery key is counted."),
+            Subcommand(
+                "bench", abstract: "Measure the key derivation and the verify latency on this machine.",
+                options: [Options.iterations, Options.token]),
+            Subcommand("demo", abstract: "Walk through every flow in a temporary store, narrating each step."),
+            Subcommand(
+                "import", abstract: "Move the local record into tokenpind's store.",
+                discussion: "The daemon refuses to overwrite a record it has; the local copy is removed after the move."
+            ),
+            Subcommand(
+                "watch", abstract: "Print tokenpind's events as JSON lines.",
+                discussion:
+                    "Verified, wrong PIN, locked, reader and card events; a user sees their own, root everyone's."),
+            Subcommand(
+                "help", abstract: "Show help for tokenpin or one of its commands.",
+                arguments: [Positional("command", values: .subcommand, isOptional: true)]),
+            Subcommand(
+                "completions", abstract: "Print a shell completion script for bash, zsh or fish.",
+                discussion: "Installed as /usr/share/bash-completion/completions/tokenpin, "
+                    + "/usr/share/zsh/vendor-completions/_tokenpin and /usr/share/fish/vendor_completions.d/tokenpin.fish.",
+                arguments: [Positional("shell", values: .oneOf(Shell.allCases.map(\.rawValue)))]),
+        ],
+        refusedOptions: [
+            RefusedOption(
+                ["--pin", "--new-pin", "--recovery-key", "--card-pin", "--admin-pin"],
+                reason: "PINs are never taken from the command line (other users can read it in /proc); "
+                    + "type it at the prompt or use --pin-stdin")
+        ],
+        sections: [HelpSection("EXIT CODES", rows: ExitCode.allCases.map { (String($0.rawValue), $0.meaning) })])
+}
+
+/// tokenpin's command line through the one parser: global options anywhere, `--opt value` or `--opt=value`,
+/// `--` ends options. PINs are never options: there is no flag that takes one.
+enum ArgumentParser {
     static func parse(_ argv: [String]) throws(UsageError) -> ParsedCommandLine {
-        var result = ParsedCommandLine()
-        var index = 0
-        var onlyPositionals = false
-        while index < argv.count {
-            let argument = argv[index]
-            index += 1
-            if onlyPositionals || !argument.hasPrefix("-") || argument == "-" {
-                if result.command == nil {
-                    result.command = argument
-                } else {
-                    result.arguments.append(argument)
-                }
-                continue
+        let values: ParsedArguments
+        do {
+            values = try Program.tokenpin.parse(argv)
+        } catch {
+            throw UsageError(error)
+        }
+        var result = ParsedCommandLine(command: values.subcommand, arguments: values.positionals, values: values)
+        result.wantsHelp = values.isSet(Options.help)
+        result.wantsVersion = values.isSet(Options.version)
+        result.global.store = values.value(Options.store)
+        result.global.config = values.value(Options.config)
+        result.global.json = values.isSet(Options.json)
+        result.global.noColor = values.isSet(Options.noColor)
+        result.global.pinStdin = values.isSet(Options.pinStdin)
+        result.global.quiet = values.isSet(Options.quiet)
+        result.global.reader = values.value(Options.reader)
+        result.global.user = values.value(Options.user)
+        result.global.socket = values.value(Options.socket)
+        result.global.local = values.isSet(Options.local)
+        if let serial = values.value(Options.serial) {
+            let digits = serial.filter { $0 != ":" }
+            guard [8, 12].contains(digits.count), digits.allSatisfy(\.isHexDigit) else {
+                throw UsageError(
+                    message: "--serial takes 8 hex digits, or 12 with the manufacturer "
+                        + "(FFFE:0000AAAA), not '\(serial)'", command: result.command)
             }
-            if argument == "--" {
-                onlyPositionals = true
-                continue
-            }
-            var name = argument
-            var inlineValue: String?
-            if let equals = argument.firstIndex(of: "=") {
-                name = String(argument[..<equals])
-                inlineValue = String(argument[argument.index(after: equals)...])
-            }
-            if forbidden.contains(name) {
-                throw UsageError(message: "\(name) is not an option: PINs are never taken from the command line "
-                    + "(other users can read it in /proc); type it at the prompt or use --pin-stdin", command: result.command)
-            }
-            switch name {
-            case "-h", "--help":
-                result.wantsHelp = true
-                continue
-            case "--version", "-V":
-                result.wantsVersion = true
-                continue
-            default:
-                break
-            }
-            if let scope = valueOptions[name] {
-                try check(scope, name, result.command)
-                let value: String
-                if let inlineValue {
-                    value = inlineValue
-                } else {
-                    guard index < argv.count else {
-                        throw UsageError(message: "missing value for '\(name)'", command: result.command)
-                    }
-                    value = argv[index]
-                    index += 1
-                }
-                guard !value.isEmpty else { throw UsageError(message: "empty value for '\(name)'", command: result.command) }
-                switch name {
-                case "--store": result.global.store = value
-                case "--config": result.global.config = value
-                case "--reader": result.global.reader = value
-                case "--serial":
-                    let digits = value.filter { $0 != ":" }
-                    guard [8, 12].contains(digits.count), digits.allSatisfy(\.isHexDigit) else {
-                        throw UsageError(message: "--serial takes 8 hex digits, or 12 with the manufacturer "
-                            + "(FFFE:0000AAAA), not '\(value)'", command: result.command)
-                    }
-                    result.global.serial = value
-                case "--user": result.global.user = value
-                case "--socket": result.global.socket = value
-                default: result.options[name] = value
-                }
-            } else if let scope = flagOptions[name] {
-                try check(scope, name, result.command)
-                guard inlineValue == nil else {
-                    throw UsageError(message: "'\(name)' takes no value", command: result.command)
-                }
-                switch name {
-                case "--json": result.global.json = true
-                case "--no-color": result.global.noColor = true
-                case "--pin-stdin": result.global.pinStdin = true
-                case "--quiet", "-q": result.global.quiet = true
-                case "--local": result.global.local = true
-                default: result.flags.insert(name)
-                }
-            } else {
-                let known = Array(valueOptions.keys) + Array(flagOptions.keys) + ["--help", "--version"]
-                throw UsageError(message: "unknown option '\(name)'" + Suggestion.didYouMean(name, among: known),
-                                 command: result.command)
-            }
+            result.global.serial = serial
         }
         return result
-    }
-
-    private static func check(_ scope: Set<String>??, _ name: String, _ command: String?) throws(UsageError) {
-        guard let scope, let allowed = scope else { return }
-        guard let command, allowed.contains(command) else {
-            throw UsageError(message: "'\(name)' is not an option of \(command.map { "'\($0)'" } ?? "tokenpin")",
-                             command: command)
-        }
     }
 }

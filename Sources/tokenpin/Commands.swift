@@ -64,29 +64,24 @@ extension Context {
                 extra: [(String, JSONValue)] = []) -> ExitCode {
         let counter = report.counter
         var object: [(String, JSONValue)] = []
-        let code: ExitCode
+        let code = report.exitCode
         switch report.outcome {
         case .verified(let method):
-            code = .success
             let event = successEvent ?? .verified(method: method)
             object = [("ok", .bool(true)), ("event", .string(event.name)), ("method", .string(method.rawValue))] + extra
             console.say(console.out.success(success))
         case .rejected(let remaining, let lastTry):
-            code = .notVerified
             object = [("ok", .bool(false)), ("event", .string("wrongPIN"))]
             console.note(console.err.error(successEvent == .reset ? "Wrong recovery key." : "Wrong PIN. ")
                 + (successEvent == .reset ? "" : CLIInteraction.triesText(remaining: remaining, lastTry: lastTry)))
             _ = lastTry
         case .locked:
-            code = .locked
             object = [("ok", .bool(false)), ("event", .string("locked"))]
             console.note(console.err.error("PIN locked: ") + "no tries left. Unlock it with `tokenpin reset` and the recovery key.")
         case .delayed(let seconds):
-            code = .locked
             object = [("ok", .bool(false)), ("event", .string("delayed")), ("retryAfter", .int(seconds))]
             console.note(console.err.warning("Too many wrong entries: ") + "try again in \(seconds) s.")
         case .tokenRejected(let reason):
-            code = .notVerified
             object = [("ok", .bool(false)), ("event", .string("tokenFailed"))]
             console.note(console.err.error("Token not verified: ") + reason)
         }
@@ -323,12 +318,12 @@ func readerJSON(_ reader: ReaderInfo, enrolledSerial: String?) -> JSONValue {
              ("serial", .optional(reader.serial)), ("openpgp", .bool(reader.isOpenPGP)), ("usable", .bool(reader.usable)),
              ("unusableReason", .optional(reader.unusableReason)),
              ("matches", .bool(enrolledSerial != nil && reader.serial == enrolledSerial)),
-             ("cardPINTriesLeft", .optional(reader.cardPINTriesLeft))])
+             ("cardTriesLeft", .optional(reader.cardPINTriesLeft))])
 }
 
 func tokenJSON(_ token: TokenStatus, enrolledSerial: String?) -> JSONValue {
     .object([("serial", .optional(enrolledSerial)), ("present", .bool(token.matchingReader != nil)),
-             ("reader", .optional(token.matchingReader)), ("cardPINTriesLeft", .optional(token.cardPINTriesLeft)),
+             ("reader", .optional(token.matchingReader)), ("cardTriesLeft", .optional(token.cardPINTriesLeft)),
              ("problem", .optional(token.problem)),
              ("readers", .array(token.readers.map { readerJSON($0, enrolledSerial: enrolledSerial) }))])
 }

@@ -36,7 +36,7 @@ struct Context {
     }
 
     /// Where operations run: the daemon when there is one, else this process.
-    var backend: any Backend { daemon ?? service }
+    var backend: any PINOperations { daemon ?? service }
 
     /// Builds the context: loads the configuration, picks the store and the user.
     static func make(_ options: ParsedCommandLine) throws(ConfigError) -> Context {

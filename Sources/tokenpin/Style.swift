@@ -25,8 +25,23 @@ struct Style {
     }
 
     func paint(_ text: String, _ color: String) -> String {
-        guard enabled, let code = Appearance.sgr(color) else { return text }
-        return "\u{1B}[\(code)m\(text)\u{1B}[0m"
+        guard enabled, let colour = TextColour(name: color) else { return text }
+        return "\u{1B}[\(Self.sgr(colour))m\(text)\u{1B}[0m"
+    }
+
+    /// The ANSI SGR parameter of a colour.
+    static func sgr(_ colour: TextColour) -> String {
+        let basics: [TextColour.BasicColour] = [.black, .red, .green, .yellow, .blue, .magenta, .cyan, .white]
+        switch colour {
+        case .basic(.default): return "39"
+        case .basic(let basic): return String(30 + (basics.firstIndex(of: basic) ?? 9))
+        case .bright(let basic): return String(90 + (basics.firstIndex(of: basic) ?? 9))
+        case .attribute(.bold): return "1"
+        case .attribute(.dim): return "2"
+        case .attribute(.underline): return "4"
+        case .attribute(.none): return "0"
+        case .palette(let index): return "38;5;\(index)"
+        }
     }
 
     func prompt(_ text: String) -> String { paint(text, appearance.promptColor) }

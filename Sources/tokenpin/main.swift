@@ -1,4 +1,5 @@
 import Foundation
+import TokenpinArguments
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
@@ -6,114 +7,78 @@ import TokenpinService
 import Glibc
 #endif
 
-/// Parses the command line into a command, or a usage error.
+/// Turns the parsed command line into a command, or a usage error for what the declarations cannot say
+/// (which flags go together). The parser has checked the options, their values and the arguments.
 func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command)? {
     guard let name = parsed.command else { return nil }
-    func method() throws(UsageError) -> VerificationMethod? {
-        guard let value = parsed.options["--method"] else { return nil }
-        guard value == "pin" || value == "token" else {
-            throw UsageError(message: "--method must be pin or token, not '\(value)'", command: name)
-        }
-        return VerificationMethod(rawValue: value)
-    }
-    func noArguments() throws(UsageError) {
-        guard parsed.arguments.isEmpty else {
-            throw UsageError(message: "unexpected argument '\(parsed.arguments[0])'", command: name)
-        }
+    let values = parsed.values
+    let arguments = parsed.arguments
+    func method(_ option: Option) -> VerificationMethod? {
+        values.value(option).flatMap(VerificationMethod.init(rawValue:))
     }
     switch name {
-    case "enrol", "enroll":
-        try noArguments()
-        return EnrolCommand(recoveryKeyFile: parsed.options["--recovery-key-file"])
+    case "enrol":
+        return EnrolCommand(recoveryKeyFile: values.value(Options.recoveryKeyFile))
     case "verify":
-        try noArguments()
-        return VerifyCommand(method: try method())
+        return VerifyCommand(method: method(Options.verifyMethod))
     case "change":
-        try noArguments()
         return ChangeCommand()
     case "reset":
-        try noArguments()
         return ResetCommand()
     case "types":
-        try noArguments()
         return TypesCommand()
     case "status":
-        try noArguments()
         return StatusCommand()
     case "toggle":
-        guard parsed.arguments.count >= 2 else {
-            throw UsageError(message: "missing \(parsed.arguments.isEmpty ? "<type>" : "on|off")", command: name)
+        guard arguments.count == 2, let type = AuthenticationType(rawValue: arguments[0]) else {
+            throw UsageError(message: "expected <type> on|off", command: name)
         }
-        guard parsed.arguments.count == 2 else {
-            throw UsageError(message: "unexpected argument '\(parsed.arguments[2])'", command: name)
-        }
-        guard let type = AuthenticationType(rawValue: parsed.arguments[0]) else {
-            throw UsageError(message: "unknown type '\(parsed.arguments[0])' (types: pin, token)", command: name)
-        }
-        let state = parsed.arguments[1]
-        guard state == "on" || state == "off" else {
-            throw UsageError(message: "expected on or off, not '\(state)'", command: name)
-        }
-        if type == .pin && (parsed.flags.contains("--generate-key") || parsed.flags.contains("--yes")) {
+        let on = arguments[1] == "on"
+        if type == .pin && (values.isSet(Options.generateKey) || values.isSet(Options.yes)) {
             throw UsageError(message: "--generate-key and --yes apply to `toggle token on`", command: name)
         }
-        if parsed.options["--method"] != nil && (type != .token || state != "off") {
+        if values.isSet(Options.toggleMethod) && (type != .token || on) {
             throw UsageError(message: "--method applies to `toggle token off`", command: name)
         }
-        return ToggleCommand(type: type, on: state == "on", generateKey: parsed.flags.contains("--generate-key"),
-                             assumeYes: parsed.flags.contains("--yes"), method: try method())
+        return ToggleCommand(type: type, on: on, generateKey: values.isSet(Options.generateKey),
+                             assumeYes: values.isSet(Options.yes), method: method(Options.toggleMethod))
     case "readers":
-        try noArguments()
         return ReadersCommand()
     case "import":
-        try noArguments()
         return ImportCommand()
     case "watch":
-        try noArguments()
         return WatchCommand()
     case "token":
-        guard let action = parsed.arguments.first else {
-            throw UsageError(message: "missing change-pin or unblock", command: name)
-        }
-        guard parsed.arguments.count == 1 else {
-            throw UsageError(message: "unexpected argument '\(parsed.arguments[1])'", command: name)
-        }
-        switch action {
+        switch arguments.first {
         case "change-pin":
-            guard !parsed.flags.contains("--admin") else {
+            guard !values.isSet(Options.admin) else {
                 throw UsageError(message: "--admin applies to `token unblock`", command: name)
             }
             return TokenCommand(action: .changePIN, admin: false)
-        case "unblock": return TokenCommand(action: .unblock, admin: parsed.flags.contains("--admin"))
-        default: throw UsageError(message: "unknown token action '\(action)' (change-pin, unblock)", command: name)
+        case "unblock": return TokenCommand(action: .unblock, admin: values.isSet(Options.admin))
+        default: throw UsageError(message: "expected change-pin or unblock", command: name)
         }
     case "bench":
-        try noArguments()
         var iterations = 5
-        if let value = parsed.options["--iterations"] {
+        if let value = values.value(Options.iterations) {
             guard let number = Int(value), (1...1000).contains(number) else {
                 throw UsageError(message: "--iterations must be a number from 1 to 1000", command: name)
             }
             iterations = number
         }
-        return BenchCommand(iterations: iterations, token: parsed.flags.contains("--token"))
+        return BenchCommand(iterations: iterations, token: values.isSet(Options.token))
     case "demo":
-        try noArguments()
         return DemoCommand()
     case "help":
-        return HelpCommand(topic: parsed.arguments.first)
+        return HelpCommand(topic: arguments.first)
     case "completions":
-        guard let name = parsed.arguments.first else { throw UsageError(message: "missing bash, zsh or fish", command: "completions") }
-        guard parsed.arguments.count == 1 else {
-            throw UsageError(message: "unexpected argument '\(parsed.arguments[1])'", command: "completions")
-        }
-        guard let shell = CompletionsCommand.Shell(rawValue: name) else {
-            throw UsageError(message: "no completions for '\(name)' (bash, zsh, fish)", command: "completions")
+        guard let shell = arguments.first.flatMap(Shell.init(rawValue:)) else {
+            throw UsageError(message: "expected bash, zsh or fish", command: name)
         }
         return CompletionsCommand(shell: shell)
     default:
-        throw UsageError(message: "unknown command '\(name)'"
-            + Suggestion.didYouMean(name, among: Help.commands.map(\.name) + ["enroll"]), command: nil)
+        // Every declared command is handled above; the parser lets no other name through.
+        throw UsageError(message: "unknown command '\(name)'", command: nil)
     }
 }
 
@@ -131,22 +96,24 @@ struct HelpCommand: Command {
         guard let topic else {
             if json {
                 console.emit([("ok", .bool(true)), ("version", .string(tokenpinVersion)),
-                              ("options", Help.optionsJSON(Help.globalOptions)),
-                              ("commands", .array(Help.commands.map(Help.json))),
+                              ("options", Help.optionsJSON(Options.global)),
+                              ("commands", .array(Help.program.subcommands.map(Help.json))),
                               ("exitCodes", .array(ExitCode.allCases.map {
                                   .object([("code", .int(Int($0.rawValue))), ("meaning", .string($0.meaning))])
                               }))])
             } else {
-                Console.write(1, Help.main + "\n")
+                Console.write(1, Help.main)
             }
             return .success
         }
         guard let entry = Help.entry(topic) else {
             return console.fail(.usage, errorCode: "usage", message: "unknown command '\(topic)'"
-                + Suggestion.didYouMean(topic, among: Help.commands.map(\.name)), hint: "see 'tokenpin help'")
+                + Suggestion.didYouMean(topic, among: Help.program.subcommands.map(\.name)),
+                hint: "see 'tokenpin help'")
         }
         if json {
-            console.emit([("ok", .bool(true)), ("command", Help.json(entry)), ("options", Help.optionsJSON(Help.globalOptions))])
+            console.emit([("ok", .bool(true)), ("command", Help.json(entry)),
+                          ("options", Help.optionsJSON(Options.global))])
         } else {
             Console.write(1, Help.text(for: entry))
         }
@@ -163,7 +130,7 @@ func runMain() -> ExitCode {
         let json = argv.contains("--json")
         let console = Console(json: json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
                               err: Style(enabled: false, appearance: Appearance()))
-        let usage = error.command.flatMap { Help.entry($0)?.usage } ?? "tokenpin [<options>] <subcommand>"
+        let usage = Help.usage(error.command)
         return console.fail(.usage, errorCode: "usage", message: error.message, hint: "usage: \(usage); see 'tokenpin help'")
     }
     if parsed.wantsVersion && parsed.command == nil {
@@ -176,7 +143,7 @@ func runMain() -> ExitCode {
     }
     if parsed.wantsHelp || parsed.command == nil {
         if parsed.command == nil && !parsed.wantsHelp {
-            Console.write(2, Help.main + "\n")
+            Console.write(2, Help.main)
             return .usage
         }
         return HelpCommand.print(parsed.command, json: parsed.global.json)
@@ -188,7 +155,7 @@ func runMain() -> ExitCode {
     } catch {
         let console = Console(json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
                               err: Style(enabled: false, appearance: Appearance()))
-        let usage = error.command.flatMap { Help.entry($0)?.usage } ?? "tokenpin [<options>] <subcommand>"
+        let usage = Help.usage(error.command)
         return console.fail(.usage, errorCode: "usage", message: error.message, hint: "usage: \(usage); see 'tokenpin help'")
     }
     // Help reads no configuration: it must work when the configuration is what is broken.

@@ -3,30 +3,40 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import TokenpinArguments
 import TokenpinCore
 import TokenpinDaemon
 import TokenpinReaders
 
 // tokenpind: the tokenpin daemon. Runs in the foreground, logs to stderr (the journal under systemd).
 
-let usage = """
-    OVERVIEW: The tokenpin daemon: keeps PIN records root-owned and serves tokenpin, pam_tokenpin and watchers.
+/// tokenpind's options, each declared once: parsing and `--help` read these.
+enum Options {
+    static let socket = Option.value(
+        "--socket", valueName: "path",
+        help: "The Unix socket to listen on (default /run/tokenpin/socket; ignored under socket activation).")
+    static let stateDirectory = Option.value(
+        "--state-dir", valueName: "dir", help: "Where records live (default /var/lib/tokenpin; created 0700).")
+    static let config = Option.value(
+        "--config", valueName: "file",
+        help: "Read this configuration file instead of /etc/tokenpin/tokenpin.conf and conf.d/.")
+    static let reader = Option.value(
+        "--reader", valueName: "reader", allowedValues: ["sim"],
+        help: "Use the simulated card (state in DIR/sim-card.json) instead of PC/SC readers;\n"
+            + "choose PC/SC readers with the `reader` setting.")
+    static let debug = Option.flag("--debug", help: "Log requests at debug level (never a secret).")
+    static let noReaders = Option.flag(
+        "--no-readers", help: "Do not watch PC/SC readers and cards (no reader events for watchers).")
+    static let help = Option.flag("-h", "--help", help: "Show help information.", stopsValidation: true)
+    static let version = Option.flag("--version", help: "Show the version.", stopsValidation: true)
 
-    USAGE: tokenpind [--socket PATH] [--state-dir DIR] [--config FILE] [--reader sim] [--debug] [--no-readers]
-
-    OPTIONS:
-      --socket PATH     The Unix socket to listen on (default /run/tokenpin/socket; ignored under socket activation).
-      --state-dir DIR   Where records live (default /var/lib/tokenpin; created 0700).
-      --config FILE     Read this configuration file instead of /etc/tokenpin/tokenpin.conf and conf.d/.
-      --reader sim      Use the simulated card (state in DIR/sim-card.json) instead of PC/SC readers.
-      --debug           Log requests at debug level (never a secret).
-      --no-readers      Do not watch PC/SC readers and cards (no reader events for watchers).
-      -h, --help        Show help information.
-      --version         Show the version.
-
-    SIGNALS: SIGTERM and SIGINT finish running operations and exit; SIGHUP reloads the configuration.
-
-    """
+    static let program = Program(
+        "tokenpind",
+        overview: "The tokenpin daemon: keeps PIN records root-owned and serves tokenpin, pam_tokenpin and watchers.",
+        options: [socket, stateDirectory, config, reader, debug, noReaders, help, version],
+        sections: [HelpSection("SIGNALS", text: "SIGTERM and SIGINT finish running operations and exit; "
+            + "SIGHUP reloads the configuration.")])
+}
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
     FileHandle.standardError.write(Data(("tokenpind: error: " + message + "\n").utf8))
@@ -37,33 +47,28 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 if !CoreDumps.disable() { fail("cannot disable core dumps", code: 71) }
 signal(SIGPIPE, SIG_IGN)
 
-var options = DaemonOptions()
-var simulatedCard = false
-var level = Logger.Level.info
-var arguments = CommandLine.arguments.dropFirst()
-while let argument = arguments.popFirst() {
-    func value() -> String {
-        guard let next = arguments.popFirst(), !next.isEmpty else { fail("\(argument) needs a value\n\n" + usage) }
-        return next
-    }
-    switch argument {
-    case "--socket": options.socketPath = value()
-    case "--state-dir": options.stateDirectory = value()
-    case "--config": options.configFile = value()
-    case "--debug": level = .debug
-    case "--no-readers": options.watchReaders = false
-    case "--reader":
-        guard value() == "sim" else { fail("--reader takes `sim`; choose PC/SC readers with the `reader` setting") }
-        simulatedCard = true
-    case "-h", "--help":
-        print(usage, terminator: "")
-        exit(0)
-    case "--version":
-        print("tokenpind \(tokenpinVersion) (protocol 1)")
-        exit(0)
-    default: fail("unknown option \(argument)\n\n" + usage)
-    }
+let parsed: ParsedArguments
+do {
+    parsed = try Options.program.parse(Array(CommandLine.arguments.dropFirst()))
+} catch {
+    // Usage errors exit 2, as in tokenpin and tokenpin-sim.
+    fail(error.message + "\nhint: usage: \(Options.program.usage()); see 'tokenpind --help'", code: 2)
 }
+if parsed.isSet(Options.help) {
+    print(Options.program.helpText(), terminator: "")
+    exit(0)
+}
+if parsed.isSet(Options.version) {
+    print("tokenpind \(tokenpinVersion) (protocol 1)")
+    exit(0)
+}
+var options = DaemonOptions()
+if let socket = parsed.value(Options.socket) { options.socketPath = socket }
+if let directory = parsed.value(Options.stateDirectory) { options.stateDirectory = directory }
+if let config = parsed.value(Options.config) { options.configFile = config }
+if parsed.isSet(Options.noReaders) { options.watchReaders = false }
+let level: Logger.Level = parsed.isSet(Options.debug) ? .debug : .info
+let simulatedCard = parsed.value(Options.reader) == "sim"
 
 // Token operations: the PC/SC readers through pcscd, or the simulated card (which has no reader events).
 if simulatedCard {

@@ -269,6 +269,14 @@ import Glibc
         try auto.enrol()
         #expect(!(try auto.run(["verify", "--pin-stdin"], input: "482916\n").stdout.contains("\u{1B}[")), "not a terminal")
     }
+
+    /// Each kind of colour name reaches the terminal as its ANSI SGR code.
+    @Test(arguments: [("green", "32"), ("default", "39"), ("bright-red", "91"), ("bold", "1"), ("208", "38;5;208")])
+    func colourNamesBecomeTheirEscapes(name: String, code: String) throws {
+        let cli = CLI(config: "color = always\ncolor-success = \(name)\n")
+        try cli.enrol()
+        #expect(try cli.run(["verify", "--pin-stdin"], input: "482916\n").stdout.contains("\u{1B}[\(code)m"))
+    }
 }
 
 @Suite(.serialized) struct ConcurrencyTests {

@@ -113,7 +113,7 @@ extension CLI {
 
         let status = try cli.run(["--json", "status"])
         let token = try #require(status.json["token"] as? [String: Any])
-        #expect(token["present"] as? Bool == true && token["cardPINTriesLeft"] as? Int == 3)
+        #expect(token["present"] as? Bool == true && token["cardTriesLeft"] as? Int == 3)
         #expect(token["reader"] as? String == PCSCSandbox.reader(0))
 
         #expect(try cli.run(["change", "--pin-stdin"], input: "482916\n739154\n739154\n").status == 0)
@@ -191,7 +191,7 @@ extension CLI {
         #expect(verify.status == 6)
         #expect(((verify.json["tokenFailure"] as? [String: Any])?["reason"] as? String)?.contains("other cards are") == true)
         let readers = try cli.run(["--json", "readers"])
-        #expect(cli.reader(readers.json, PCSCSandbox.reader(1))?["cardPINTriesLeft"] as? Int == 3)
+        #expect(cli.reader(readers.json, PCSCSandbox.reader(1))?["cardTriesLeft"] as? Int == 3)
         _ = other
     }
 
@@ -244,7 +244,7 @@ extension CLI {
         let readers = try cli.run(["--json", "readers"])
         let entry = try #require(cli.reader(readers.json, PCSCSandbox.reader(0)))
         #expect(entry["usable"] as? Bool == false, "the card's key was left alone")
-        #expect(entry["cardPINTriesLeft"] as? Int == 3)
+        #expect(entry["cardTriesLeft"] as? Int == 3)
         _ = card
     }
 

@@ -17,7 +17,7 @@ import Testing
     /// The simulated card's PIN tries left, as `readers` reports them from the card.
     static func cardTries(_ cli: CLI) throws -> Int? {
         let readers = try cli.run(["--reader", "sim", "--json", "readers"])
-        return (readers.json["readers"] as? [[String: Any]])?.first?["cardPINTriesLeft"] as? Int
+        return (readers.json["readers"] as? [[String: Any]])?.first?["cardTriesLeft"] as? Int
     }
 
     @Test func verifyFromStandardInputWithTheTokenNeedsMethod() throws {

@@ -90,11 +90,15 @@ import Testing
     }
 
     @Test func colourNames() {
-        #expect(Appearance.sgr("red") == "31")
-        #expect(Appearance.sgr("bright-blue") == "94")
-        #expect(Appearance.sgr("208") == "38;5;208")
-        #expect(Appearance.sgr("mauve") == nil)
-        #expect(Appearance.sgr("bright-bold") == nil)
+        #expect(TextColour(name: "red") == .basic(.red))
+        #expect(TextColour(name: "bright-blue") == .bright(.blue))
+        #expect(TextColour(name: "208") == .palette(208))
+        #expect(TextColour(name: "bold") == .attribute(.bold))
+        #expect(TextColour(name: "mauve") == nil)
+        #expect(TextColour(name: "bright-bold") == nil)
+        #expect(TextColour(name: "bright-default") == nil)
+        #expect(TextColour(name: "256") == nil)
+        #expect(TextColour(name: "+5") == nil)
     }
 }
 
@@ -164,5 +168,13 @@ import Testing
             #expect(error.line == 3)
             #expect(error.message.contains(directory + "/missing"))
         }
+    }
+}
+
+@Suite struct TrimmingTests {
+    @Test(arguments: [("  a b\t", "a b"), ("\t\t", ""), ("", ""), ("x", "x"), (" key = value ", "key = value")])
+    func trimsBlanks(text: String, expected: String) {
+        #expect(text.trimmingBlanks() == expected)
+        #expect(text[...].trimmingBlanks() == expected)
     }
 }

@@ -179,7 +179,7 @@ final class TestDaemon: Sendable {
         let test = try TestDaemon()
         defer { test.stop() }
         let client = test.client
-        #expect(try client.ping() == 1)
+        #expect(try client.ping() == ProtocolLimits.version)
         #expect(throws: ServiceError.self) { try client.verify(ScriptedInteraction(["482916"])) }
         let enrolment = try client.enrol(ScriptedInteraction(["482916", "482916"]))
         #expect(enrolment.recoveryKeyText.count == 35)

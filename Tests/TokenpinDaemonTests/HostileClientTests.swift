@@ -61,6 +61,27 @@ private func elapsed(since start: Date) -> Double { Date().timeIntervalSince(sta
 
 /// Issue 8, findings 2 and 3: the lock order, bounded waits, and a client that stops reading.
 @Suite(.serialized) struct HostileClientTests {
+    /// The PIN prompt carries the tries left from the record the operation read, not from a read of its own, and
+    /// in version 2's name; the rejected result says the same number.
+    @Test func thePINPromptCarriesTheRecordsTriesLeft() throws {
+        let test = try TestDaemon(config: "retries-max = 4\n")
+        defer { test.stop() }
+        try enrol(test, "dave")
+        for expected in [4, 3] {
+            let client = try RawClient(test)
+            try client.request("verify", user: "dave", extra: #","method":"pin""#)
+            let prompt = client.until("prompt")
+            #expect(prompt?["prompt"]?.stringValue == "pin")
+            #expect(prompt?["remaining"]?.intValue == expected)
+            #expect(prompt?["triesLeft"] == nil)
+            #expect(prompt?["v"]?.intValue == ProtocolLimits.version)
+            try client.secret("pin", "000000")
+            let result = client.until("result")
+            #expect(result?["outcome"]?.stringValue == "rejected")
+            #expect(result?["remaining"]?.intValue == expected - 1)
+        }
+    }
+
     /// An `enrol` waiting at its new-PIN prompt and an `import` for the same user: on the old code the import took
     /// the user lock and waited for the enrol's `flock` forever, and the enrol then waited for the user lock.
     @Test func enrolAtPromptAndImportForTheSameUserDoNotDeadlock() throws {

@@ -167,12 +167,12 @@ tp --user "$VICTIM" toggle token on --generate-key --yes --pin-stdin < <(printf 
     || not_ok "bind the victim's card"
 as_mallory "$BIN/tokenpin" --socket "$SOCKET" --json readers >"$WORK/out" 2>&1
 check "readers for a user without a bound card: no card serial shown" bash -c "! grep -q '\"serial\":\"[0-9A-F]' '$WORK/out'"
-before_card=$(tp --user "$VICTIM" --json status | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"]["cardPINTriesLeft"])' 2>/dev/null)
+before_card=$(tp --user "$VICTIM" --json status | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"]["cardTriesLeft"])' 2>/dev/null)
 as_mallory "$BIN/tokenpin" --socket "$SOCKET" token change-pin --pin-stdin < <(printf '000000\n111111\n111111\n') >"$WORK/out" 2>&1
 check "token change-pin on another user's card: permission denied (77)" [ $? = 77 ]
 as_mallory "$BIN/tokenpin" --socket "$SOCKET" token unblock --admin --pin-stdin < <(printf '00000000\n111111\n111111\n') >"$WORK/out" 2>&1
 check "token unblock --admin on another user's card: permission denied (77)" [ $? = 77 ]
-after_card=$(tp --user "$VICTIM" --json status | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"]["cardPINTriesLeft"])' 2>/dev/null)
+after_card=$(tp --user "$VICTIM" --json status | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"]["cardTriesLeft"])' 2>/dev/null)
 check "the victim's card PIN counter untouched ($before_card -> $after_card)" [ -n "$before_card" ] && [ "$before_card" = "$after_card" ]
 tp --user "$VICTIM" toggle token off --pin-stdin </dev/null >"$WORK/out" 2>&1
 code=$?

@@ -30,7 +30,7 @@ check "mode=token: Authentication failure" grep -q "Authentication failure" "$WO
 expect_code "mode=token: the right card PIN (1 try left) authenticates and restores it" 0 auth "$TOKEN" "$DAVE" <<<123456
 expect_code "mode=pin: the PIN alone" 0 auth "$PINONLY" "$DAVE" <<<482916
 check "mode=pin: no card prompt" bash -c "! grep -q 'Card PIN' '$WORK/out' '$WORK/err'"
-card_tries() { tokenpin --json status | json_field token.cardPINTriesLeft; }
+card_tries() { tokenpin --json status | json_field token.cardTriesLeft; }
 pam_service IGNORING "auth [success=ok ignore=ignore default=die] $MODULE ignore_unavailable" "auth required pam_permit.so" \
     "account required pam_permit.so"
 before=$(card_tries)

@@ -252,6 +252,18 @@ fake_auth() {
 
 # After the secret was sent, only `verified` succeeds.
 start_fake root "$PROMPT" read "$(result verified 0)" && expect_code "fake daemon as root: verified authenticates" 0 auth "$FAKE" "$ALICE" <<<482916
+# Protocol version 2 names the tries `remaining`; version 1's `triesLeft` is still read (one version).
+start_fake root 'send {"v":2,"type":"prompt","prompt":"pin","remaining":5}' read \
+    'send {"v":2,"type":"result","exitCode":0,"outcome":"verified"}' \
+    && expect_code "fake daemon, protocol version 2: verified authenticates" 0 auth "$FAKE" "$ALICE" <<<482916
+start_fake root 'send {"v":2,"type":"prompt","prompt":"pin","remaining":1}' read \
+    'send {"v":2,"type":"result","exitCode":1,"outcome":"rejected","remaining":3,"lastTry":false}' \
+    && { harness "$FAKE" "$ALICE" auth loud <<<482916 >"$WORK/out" 2>&1
+         check "version 2: a prompt's remaining 1 says last try" grep -q "Last try" "$WORK/out"
+         check "version 2: a rejected result's remaining is shown" grep -q "3 tries left" "$WORK/out"; }
+start_fake root "$PROMPT" read "$(result rejected 1)" \
+    && { harness "$FAKE" "$ALICE" auth loud <<<482916 >"$WORK/out" 2>&1
+         check "version 1: triesLeft is still read" grep -q "4 tries left" "$WORK/out"; }
 for code in not-enrolled token-unavailable token-not-enabled protocol-malformed protocol-truncated protocol-timeout \
     protocol-busy protocol-rate-limited permission-denied cancelled policy service-unavailable store-corrupt crypto \
     card-refused input configuration usage frobnicated; do
@@ -262,8 +274,8 @@ fake_auth "result locked after the secret" MAXTRIES "$PROMPT" read "$(result loc
 fake_auth "result rejected after the secret" AUTH_ERR "$PROMPT" read "$(result rejected 1)"
 fake_auth "result with an unknown outcome" AUTH_ERR "$PROMPT" read "$(result maybe 0)"
 fake_auth "result verified with a non-zero exit code" AUTH_ERR "$PROMPT" read "$(result verified 1)"
-fake_auth "result verified, protocol version 2" AUTH_ERR "$PROMPT" read \
-    'send {"v":2,"type":"result","exitCode":0,"outcome":"verified"}'
+fake_auth "result verified, protocol version 3" AUTH_ERR "$PROMPT" read \
+    'send {"v":3,"type":"result","exitCode":0,"outcome":"verified"}'
 fake_auth "result with a duplicate outcome key" AUTH_ERR "$PROMPT" read \
     'send {"v":1,"type":"result","exitCode":0,"outcome":"verified","outcome":"rejected"}'
 fake_auth "garbage after the secret" AUTH_ERR "$PROMPT" read 'send this is not JSON'

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenpinCardCrypto
 
 /// One of the card's three key slots. OpenPGP card 3.4.1, §4.4.3.7 and §7.2.14.

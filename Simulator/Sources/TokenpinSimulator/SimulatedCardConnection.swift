@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import TokenpinAPDU
 
 /// An in-process `CardConnection` to a `SimulatedCard`: what `tokenpin --reader sim` and the tests use.
@@ -46,6 +49,10 @@ public final class SimulatedCardConnection: CardConnection {
     /// Blocks the current thread for `duration`.
     public static func blockingSleep(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
-        Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+        guard seconds > 0 || attoseconds > 0 else { return }
+        var request = timespec(tv_sec: Int(clamping: seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        var remaining = timespec()
+        // Interrupted by a signal: sleep what is left.
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 internal import TokenpinSystem
 
 /// The JSON file that makes the simulated card the same card across restarts.

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TokenpinAPDU
+import TokenpinArguments
 import TokenpinSimulator
 internal import TokenpinSystem
 
@@ -12,10 +13,47 @@ internal import TokenpinSystem
 enum ExitCode: Int32 {
     /// Stopped by SIGTERM or SIGINT.
     case success = 0
-    /// The command line was invalid.
-    case usage = 64
+    /// The command line was invalid (2, as in tokenpin and tokenpind).
+    case usage = 2
     /// The state file is corrupt or could not be written.
     case stateFile = 65
+}
+
+/// The command line, each option declared once: parsing and `--help` read these.
+enum Arguments {
+    static let state = Option.value(
+        "--state", valueName: "file", isRequired: true,
+        help: "The card's JSON state file; created factory-new when missing.")
+    static let port = Option.value("--port", valueName: "n", help: "The vpcd port to connect to. (default: 35963)")
+    static let host = Option.value("--host", valueName: "h", help: "The vpcd host. (default: localhost)")
+    static let serial = Option.value(
+        "--serial", valueName: "hex", help: "The card serial number in the AID, 8 hex digits.")
+    static let reset = Option.flag(
+        "--reset", help: "Make the card factory-new (keeps the serial unless --serial is given).")
+    static let fault = Option.value(
+        "--fault", valueName: "rule", isRepeatable: true,
+        help: "Inject a fault: KIND[:ARG][@INS][*TIMES] with KIND one of vanish,\n"
+            + "vanish-after, delay:MS, malformed:empty|oneByte|truncated|badTLV, sw:HEX4,\n"
+            + "answer:HEX (data and status word, the card doing nothing).\n"
+            + "Example: --fault sw:6A88@CA --fault vanish-after@20*1")
+    static let reinsertAfter = Option.value(
+        "--reinsert-after", valueName: "ms",
+        help: "After a vanish fault, reinsert the card after this delay. (default: 1000)")
+    static let stats = Option.flag(
+        "--stats", help: "Print the time the card spends on each APDU to stderr, and a summary at exit.")
+    static let trace = Option.flag(
+        "--trace", help: "Print each APDU header and status word to stderr (never PIN data).")
+    static let tap = Option.value(
+        "--tap", valueName: "file",
+        help: "Append each PSO:DECIPHER answer (hex, with its status word) to the file, as\n"
+            + "an eavesdropper on the reader's line sees it: for replay tests.")
+    static let help = Option.flag("-h", "--help", help: "Show help information.", stopsValidation: true)
+
+    static let program = Program(
+        "tokenpin-sim", overview: "A virtual OpenPGP card (spec 3.4) in a vpcd virtual reader of pcscd.",
+        discussion: "Starting it inserts the card, stopping it (SIGTERM, SIGINT) pulls it. It reconnects with backoff\n"
+            + "while vpcd is not up. Every change to the card is written to the state file before the answer.",
+        options: [state, port, host, serial, reset, fault, reinsertAfter, stats, trace, tap, help])
 }
 
 /// The parsed command line.
@@ -31,73 +69,37 @@ struct Options {
     var tapPath: String?
     var reinsertDelay: Duration = .seconds(1)
 
-    static let help = """
-        OVERVIEW: A virtual OpenPGP card (spec 3.4) in a vpcd virtual reader of pcscd.
-
-        Starting it inserts the card, stopping it (SIGTERM, SIGINT) pulls it. It reconnects with backoff
-        while vpcd is not up. Every change to the card is written to the state file before the answer.
-
-        USAGE: tokenpin-sim --state <file> [--port <n>] [--host <h>] [--serial <hex>] [--reset]
-                            [--fault <rule> ...] [--stats] [--trace] [--tap <file>]
-
-        OPTIONS:
-          --state <file>          The card's JSON state file; created factory-new when missing.
-          --port <n>              The vpcd port to connect to. (default: 35963)
-          --host <h>              The vpcd host. (default: localhost)
-          --serial <hex>          The card serial number in the AID, 8 hex digits.
-          --reset                 Make the card factory-new (keeps the serial unless --serial is given).
-          --fault <rule>          Inject a fault: KIND[:ARG][@INS][*TIMES] with KIND one of vanish,
-                                  vanish-after, delay:MS, malformed:empty|oneByte|truncated|badTLV, sw:HEX4,
-                                  answer:HEX (data and status word, the card doing nothing).
-                                  Example: --fault sw:6A88@CA --fault vanish-after@20*1
-          --reinsert-after <ms>   After a vanish fault, reinsert the card after this delay. (default: 1000)
-          --stats                 Print the time the card spends on each APDU to stderr, and a summary at exit.
-          --trace                 Print each APDU header and status word to stderr (never PIN data).
-          --tap <file>            Append each PSO:DECIPHER answer (hex, with its status word) to the file, as
-                                  an eavesdropper on the reader's line sees it: for replay tests.
-          -h, --help              Show help information.
-        """
-
-    static func parse(_ arguments: [String]) throws(SimulatorError) -> Options? {
+    /// The options, or nil for `--help`. Usage errors are `ArgumentError`s from the parser or, for values it
+    /// cannot judge, `SimulatorError(.invalidArgument)`.
+    static func parse(_ arguments: [String]) throws -> Options? {
+        let parsed = try Arguments.program.parse(arguments)
+        if parsed.isSet(Arguments.help) { return nil }
         var options = Options()
-        var index = 0
-        func value(_ name: String) throws(SimulatorError) -> String {
-            index += 1
-            guard index < arguments.count else { throw SimulatorError(.invalidArgument, "\(name) needs a value") }
-            return arguments[index]
-        }
-        while index < arguments.count {
-            let argument = arguments[index]
-            switch argument {
-            case "-h", "--help": return nil
-            case "--state": options.statePath = try value(argument)
-            case "--host": options.host = try value(argument)
-            case "--port":
-                guard let port = UInt16(try value(argument)), port > 0 else {
-                    throw SimulatorError(.invalidArgument, "--port needs a number from 1 to 65535")
-                }
-                options.port = port
-            case "--serial":
-                let text = try value(argument)
-                guard text.count <= 8, let serial = UInt32(text, radix: 16) else {
-                    throw SimulatorError(.invalidArgument, "--serial needs up to 8 hex digits, not '\(text)'")
-                }
-                options.serial = serial
-            case "--reset": options.reset = true
-            case "--fault": options.faults.append(try CardFaults.parseRule(try value(argument)))
-            case "--reinsert-after":
-                guard let milliseconds = Int(try value(argument)), milliseconds >= 0 else {
-                    throw SimulatorError(.invalidArgument, "--reinsert-after needs milliseconds")
-                }
-                options.reinsertDelay = .milliseconds(milliseconds)
-            case "--stats": options.stats = true
-            case "--trace": options.trace = true
-            case "--tap": options.tapPath = try value(argument)
-            default: throw SimulatorError(.invalidArgument, "unknown argument '\(argument)'")
+        options.statePath = parsed.value(Arguments.state)
+        if let host = parsed.value(Arguments.host) { options.host = host }
+        if let text = parsed.value(Arguments.port) {
+            guard let port = UInt16(text), port > 0 else {
+                throw SimulatorError(.invalidArgument, "--port needs a number from 1 to 65535")
             }
-            index += 1
+            options.port = port
         }
-        guard options.statePath != nil else { throw SimulatorError(.invalidArgument, "--state <file> is required") }
+        if let text = parsed.value(Arguments.serial) {
+            guard text.count <= 8, let serial = UInt32(text, radix: 16) else {
+                throw SimulatorError(.invalidArgument, "--serial needs up to 8 hex digits, not '\(text)'")
+            }
+            options.serial = serial
+        }
+        options.reset = parsed.isSet(Arguments.reset)
+        options.faults = try parsed.values(Arguments.fault).map { try CardFaults.parseRule($0) }
+        if let text = parsed.value(Arguments.reinsertAfter) {
+            guard let milliseconds = Int(text), milliseconds >= 0 else {
+                throw SimulatorError(.invalidArgument, "--reinsert-after needs milliseconds")
+            }
+            options.reinsertDelay = .milliseconds(milliseconds)
+        }
+        options.stats = parsed.isSet(Arguments.stats)
+        options.trace = parsed.isSet(Arguments.trace)
+        options.tapPath = parsed.value(Arguments.tap)
         return options
     }
 }
@@ -291,12 +293,13 @@ func run() -> Int32 {
     let options: Options
     do {
         guard let parsed = try Options.parse(Array(CommandLine.arguments.dropFirst())) else {
-            print(Options.help)
+            print(Arguments.program.helpText(), terminator: "")
             return ExitCode.success.rawValue
         }
         options = parsed
     } catch {
-        printError("error: \(error.detail)\nhint: see tokenpin-sim --help")
+        let message = (error as? ArgumentError)?.message ?? (error as? SimulatorError)?.detail ?? "\(error)"
+        printError("error: \(message)\nhint: see tokenpin-sim --help")
         return ExitCode.usage.rawValue
     }
     let card: SimulatedCard

@@ -149,14 +149,14 @@ struct VirtualReaderTests {
         #expect(process.terminationStatus == 0)
     }
 
-    @Test("usage errors exit 64", arguments: [
+    @Test("usage errors exit 2", arguments: [
         ["--port", "1"], ["--state", "x", "--port", "0"], ["--state", "x", "--serial", "XYZ"],
         ["--state", "x", "--fault", "explode"], ["--state", "x", "--bogus"],
     ] as [[String]])
     func usageErrors(arguments: [String]) throws {
         let process = try runSimulator(arguments)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 64)
+        #expect(process.terminationStatus == 2)
     }
 
     @Test("a corrupt state file exits 65 and is left alone")

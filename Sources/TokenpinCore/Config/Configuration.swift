@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+internal import TokenpinSystem
 
 /// The file and line a setting came from.
 public struct SettingSource: Sendable, Equatable {
@@ -68,18 +69,44 @@ public struct Appearance: Sendable, Equatable {
     /// The defaults.
     public init() {}
 
-    /// The ANSI SGR parameter of a colour name (`red`, `bold`, `bright-blue`, `208`), or nil when unknown.
-    public static func sgr(_ name: String) -> String? {
-        let names = ["default": "39", "black": "30", "red": "31", "green": "32", "yellow": "33", "blue": "34",
-                     "magenta": "35", "cyan": "36", "white": "37", "bold": "1", "dim": "2", "underline": "4",
-                     "none": "0"]
-        if let code = names[name] { return code }
-        if name.hasPrefix("bright-"), let base = names[String(name.dropFirst(7))], let value = Int(base),
-           (30...37).contains(value) {
-            return String(value + 60)
+}
+
+/// A colour setting's value (`red`, `bright-blue`, `bold`, `208`): what it means, not how a terminal shows it
+/// (the CLI maps it to ANSI escapes).
+public enum TextColour: Sendable, Equatable {
+    /// One of the eight basic colours, or the terminal's default.
+    case basic(BasicColour)
+    /// The bright variant of a basic colour (`bright-red`).
+    case bright(BasicColour)
+    /// A text attribute.
+    case attribute(TextAttribute)
+    /// An entry of the 256-colour palette (`0`-`255`).
+    case palette(UInt8)
+
+    /// The eight colours and the terminal's default.
+    public enum BasicColour: String, Sendable, CaseIterable {
+        case black, red, green, yellow, blue, magenta, cyan, white, `default`
+    }
+
+    /// Attributes a colour setting may name instead of a colour.
+    public enum TextAttribute: String, Sendable, CaseIterable {
+        case bold, dim, underline, none
+    }
+
+    /// Parses a setting's value; nil when it names nothing known.
+    public init?(name: String) {
+        if let basic = BasicColour(rawValue: name) {
+            self = .basic(basic)
+        } else if let attribute = TextAttribute(rawValue: name) {
+            self = .attribute(attribute)
+        } else if name.hasPrefix("bright-"), let base = BasicColour(rawValue: String(name.dropFirst(7))),
+                  base != .default {
+            self = .bright(base)
+        } else if !name.isEmpty, name.allSatisfy({ $0.isASCII && $0.isNumber }), let index = UInt8(name) {
+            self = .palette(index)
+        } else {
+            return nil
         }
-        if let value = Int(name), (0...255).contains(value) { return "38;5;\(value)" }
-        return nil
     }
 }
 
@@ -149,7 +176,7 @@ public struct Configuration: Sendable, Equatable {
             files += names.filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }.sorted().map { dropIns + "/" + $0 }
         }
         let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.config"
+            ?? (environment["HOME"] ?? Paths.homeDirectory()) + "/.config"
         files.append(configHome + "/tokenpin/tokenpin.conf")
         return files
     }
@@ -188,13 +215,13 @@ public struct Configuration: Sendable, Equatable {
             let lineNumber = index + 1
             var line = Substring(rawLine)
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimmingBlanks()
             if trimmed.isEmpty { continue }
             guard let equals = trimmed.firstIndex(of: "=") else {
                 throw ConfigError(file: file, line: lineNumber, message: "expected `key = value`, found `\(trimmed)`")
             }
-            let key = trimmed[..<equals].trimmingCharacters(in: .whitespaces)
-            var value = trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let key = trimmed[..<equals].trimmingBlanks()
+            var value = trimmed[trimmed.index(after: equals)...].trimmingBlanks()
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
             do {
                 try set(key: key, value: value)
@@ -255,7 +282,7 @@ public struct Configuration: Sendable, Equatable {
             return result
         }
         func color() throws(Message) -> String {
-            guard Appearance.sgr(value) != nil else {
+            guard TextColour(name: value) != nil else {
                 throw Message(text: "\(key): unknown colour `\(value)` (use a name such as red, bright-blue, bold, or 0-255)")
             }
             return value
@@ -275,7 +302,7 @@ public struct Configuration: Sendable, Equatable {
                 throw Message(text: "fail-delay has more than \(Self.maximumFailDelayEntries) entries")
             }
             for part in parts {
-                guard let seconds = Int(part.trimmingCharacters(in: .whitespaces)),
+                guard let seconds = Int(part.trimmingBlanks()),
                       (0...RetryCounter.maximumDelaySeconds).contains(seconds) else {
                     throw Message(text: "fail-delay must be seconds from 0 to \(RetryCounter.maximumDelaySeconds) separated by commas (0,0,0,30,300), not `\(value)`")
                 }
@@ -319,7 +346,7 @@ public struct Configuration: Sendable, Equatable {
             var number = value
             var scale = 1
             for (suffix, factor) in [("GiB", 1024), ("MiB", 1), ("G", 1024), ("M", 1)] where number.hasSuffix(suffix) {
-                number = String(number.dropLast(suffix.count)).trimmingCharacters(in: .whitespaces)
+                number = String(number.dropLast(suffix.count)).trimmingBlanks()
                 scale = factor
                 break
             }
@@ -361,7 +388,7 @@ public struct Configuration: Sendable, Equatable {
         for line in text.split(separator: "\n") {
             var entry = Substring(line)
             if let hash = entry.firstIndex(of: "#") { entry = entry[..<hash] }
-            let trimmed = entry.trimmingCharacters(in: .whitespaces)
+            let trimmed = entry.trimmingBlanks()
             if !trimmed.isEmpty { entries.insert(trimmed.unicodeScalars.map(\.value)) }
         }
         policy.siteBlocklist = entries

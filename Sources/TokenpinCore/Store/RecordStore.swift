@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 internal import TokenpinSystem
 #if canImport(Glibc)
 import Glibc
@@ -30,7 +30,7 @@ public struct RecordStore: Sendable {
     /// The default local store: `$XDG_STATE_HOME/tokenpin`, else `~/.local/state/tokenpin`.
     public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/tokenpin" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? Paths.homeDirectory()
         return home + "/.local/state/tokenpin"
     }
 
@@ -79,7 +79,7 @@ public struct RecordStore: Sendable {
 
     private func createDirectory() throws(StoreError) {
         // Parents are made as `mkdir -p` would; the store itself is 0700.
-        let parent = (directory as NSString).deletingLastPathComponent
+        let parent = Paths.parent(of: directory)
         if !parent.isEmpty, !FileManager.default.fileExists(atPath: parent) {
             do {
                 try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
@@ -124,10 +124,10 @@ public struct RecordStore: Sendable {
             return try body()
         }
         // A bounded wait: poll the non-blocking lock until the deadline (flock has no timed form).
-        let deadline = DispatchTime.now().uptimeNanoseconds &+ UInt64(max(0, min(lockWaitSeconds, 3600)) * 1e9)
+        let deadline = MonotonicClock.nanoseconds &+ UInt64(max(0, min(lockWaitSeconds, 3600)) * 1e9)
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR else { throw systemError(path, "cannot lock the record") }
-            guard DispatchTime.now().uptimeNanoseconds < deadline else {
+            guard MonotonicClock.nanoseconds < deadline else {
                 throw StoreError(.busy, path: path, "another process holds the record's lock; try again")
             }
             usleep(10_000)

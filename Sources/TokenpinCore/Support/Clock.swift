@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+internal import TokenpinSystem
 
 /// The source of the current time, injected so that counter and delay tests never sleep.
 public protocol TimeSource: Sendable {
@@ -15,5 +16,5 @@ public struct SystemTimeSource: TimeSource {
 
     public var now: Date { Date() }
 
-    public var monotonicNanoseconds: UInt64 { DispatchTime.now().uptimeNanoseconds }
+    public var monotonicNanoseconds: UInt64 { MonotonicClock.nanoseconds }
 }

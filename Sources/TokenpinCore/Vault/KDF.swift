@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How a key slot turns its secret into the key that wraps the vault key, recorded in the slot itself so that
 /// re-calibration never breaks an old slot.

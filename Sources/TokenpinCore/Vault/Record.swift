@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How verification combines the authentication types (`mode`).
 public enum VerificationMode: String, Codable, Sendable, CaseIterable {

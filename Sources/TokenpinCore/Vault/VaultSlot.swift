@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What unlocks a key slot.
 public enum SlotKind: String, Codable, Sendable, CaseIterable {

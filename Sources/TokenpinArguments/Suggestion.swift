@@ -1,24 +1,31 @@
 /// "Did you mean ...?" for a mistyped command, option or configuration key.
-enum Suggestion {
+public enum Suggestion {
     /// The closest of `candidates` to `word` by edit distance (a transposition counts once), when it is close
-    /// enough to be a typo: at most 1 edit for short words, 2 for longer ones.
-    static func closest(_ word: String, among candidates: [String]) -> String? {
+    /// enough to be a typo: at most 1 edit for short words, 2 for longer ones, and fewer edits than half the
+    /// longer word (`-x` is not a typo of `-q`).
+    public static func closest(_ word: String, among candidates: [String]) -> String? {
         let limit = word.count <= 4 ? 1 : 2
         var best: (String, Int)?
         for candidate in candidates {
             let distance = editDistance(Array(word.lowercased()), Array(candidate.lowercased()))
-            if distance <= limit && distance < (best?.1 ?? Int.max) { best = (candidate, distance) }
+            let close = distance <= limit && 2 * distance < max(word.count, candidate.count)
+            if close && distance < (best?.1 ?? Int.max) { best = (candidate, distance) }
         }
         return best?.0
     }
 
     /// `"; did you mean 'x'?"`, or nothing when no candidate is close.
-    static func didYouMean(_ word: String, among candidates: [String]) -> String {
-        closest(word, among: candidates).map { "; did you mean '\($0)'?" } ?? ""
+    public static func didYouMean(_ word: String, among candidates: [String]) -> String {
+        phrase(closest(word, among: candidates))
+    }
+
+    /// `"; did you mean 'x'?"` for a suggestion, nothing for none.
+    public static func phrase(_ suggestion: String?) -> String {
+        suggestion.map { "; did you mean '\($0)'?" } ?? ""
     }
 
     /// Optimal string alignment distance: insertions, deletions, substitutions, adjacent transpositions.
-    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+    public static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var table = Array(repeating: Array(repeating: 0, count: b.count + 1), count: a.count + 1)

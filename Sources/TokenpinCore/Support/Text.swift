@@ -1,0 +1,10 @@
+extension StringProtocol {
+    /// The text without leading and trailing spaces and tabs (the whitespace a configuration line may carry).
+    public func trimmingBlanks() -> String {
+        let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" }
+        guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else {
+            return ""
+        }
+        return String(self[first...last])
+    }
+}

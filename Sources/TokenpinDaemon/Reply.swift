@@ -1,0 +1,36 @@
+import TokenpinCore
+import TokenpinProtocol
+import TokenpinService
+
+/// The final message of an operation; the enrolment's carries the recovery key and is wiped once sent.
+struct Reply: ~Copyable {
+
+    private var bytes: [UInt8]
+
+    init(_ message: ServerMessage) { bytes = message.line }
+
+    /// The enrolment result: the recovery key written straight into a reserved buffer, never a `String`.
+    static func enrolment(_ result: consuming EnrolmentResult) -> Reply {
+        let head = ServerMessage.result(exitCode: 0, fields: [
+            JSONMember("event", .text("created")), JSONMember("kdf", result.kdf.protocolValue),
+            JSONMember("record", .text(result.recordPath)),
+        ]).line
+        var line: [UInt8] = []
+        line.reserveCapacity(head.count + 32 + result.recoveryKeyText.count * 6)
+        line += head.dropLast(2)  // `}` and the newline
+        line += Array(",\"recoveryKey\":".utf8)
+        var raw = result.recoveryKeyText.withUnsafeBytes { [UInt8]($0) }
+        JSONValue.quote(raw, into: &line)
+        TokenpinCore.wipe(&raw)
+        line += Array("}\n".utf8)
+        return Reply(bytes: line)
+    }
+
+    private init(bytes: [UInt8]) { self.bytes = bytes }
+
+    var line: [UInt8] { bytes }
+
+    mutating func wipe() {
+        TokenpinCore.wipe(&bytes)
+    }
+}

@@ -1,0 +1,57 @@
+import TokenpinCore
+
+/// The operations of the PIN service, declared once.
+///
+/// `PINService` runs them in this process on a store; the daemon client (TokenpinProtocol) runs them in tokenpind
+/// over its socket; the CLI is written against this protocol, and tokenpind dispatches each decoded request to it
+/// in one place. Both give the same values and errors, so the CLI's output and exit codes are the same in both modes.
+public protocol PINOperations {
+    /// Enrols a first PIN and returns the recovery key (`created`).
+    func enrol(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult
+    /// Verifies the user: token first with fallback to the PIN, or only `method` when given.
+    func verify(_ interaction: some Interaction, method: VerificationMethod?) throws(ServiceError) -> VerifyReport
+    /// Changes the PIN after a counted check of the current one.
+    func change(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport
+    /// Sets a new PIN with the recovery key and resets the counter.
+    func reset(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport
+    /// The record's state, with the token's.
+    func status() throws(ServiceError) -> StatusReport
+    /// The authentication types and whether each is on.
+    func types() throws(ServiceError) -> [TypeStatus]
+    /// Switches the PIN type on or off (off is always refused: the PIN is the first type).
+    func togglePIN(on: Bool, _ interaction: some Interaction) throws(ServiceError)
+    /// Binds a card and switches the token on.
+    func enableToken(_ interaction: some Interaction, generateKey: Bool, assumeYes: Bool) throws(ServiceError)
+        -> VerifyReport
+    /// Switches the token off after a counted PIN attempt or the card (`method`).
+    func disableToken(_ interaction: some Interaction, method: VerificationMethod?) throws(ServiceError)
+        -> VerifyReport
+    /// The readers and the cards in them, as far as the caller may see them.
+    func listReaders() throws(ServiceError) -> [ReaderInfo]
+    /// Changes the card's own PIN.
+    func changeCardPIN(_ interaction: some Interaction) throws(ServiceError)
+    /// Unblocks the card's PIN with the reset code or, with `admin`, the admin PIN.
+    func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError)
+}
+
+extension PINService: PINOperations {
+    public func togglePIN(on: Bool, _ interaction: some Interaction) throws(ServiceError) {
+        try togglePIN(on: on)
+    }
+}
+
+extension VerifyOutcome {
+    /// The exit code of an operation that ended with this outcome: the one mapping the CLI and tokenpind share.
+    public var exitCode: ExitCode {
+        switch self {
+        case .verified: .success
+        case .rejected, .tokenRejected: .notVerified
+        case .locked, .delayed: .locked
+        }
+    }
+}
+
+extension VerifyReport {
+    /// The exit code of this report (its outcome's).
+    public var exitCode: ExitCode { outcome.exitCode }
+}

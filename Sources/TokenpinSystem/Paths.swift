@@ -1,0 +1,42 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Path and account lookups the tools need, without Foundation's NSString and NSHomeDirectory.
+public enum Paths {
+    /// The directory part of `path`, as `dirname` keeps it: "" for a bare name, "/" for a file in the root.
+    public static func parent(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "" }
+        if slash == trimmed.startIndex { return "/" }
+        var parent = trimmed[..<slash]
+        while parent.count > 1, parent.hasSuffix("/") { parent = parent.dropLast() }
+        return String(parent)
+    }
+
+    /// The home directory of the effective user from the password database, or "/" when it has none.
+    ///
+    /// The corresponding C function is `getpwuid_r`.
+    public static func homeDirectory(uid: uid_t = geteuid()) -> String {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        let status = getpwuid_r(uid, &entry, &buffer, buffer.count, &result)
+        guard status == 0, result != nil, let directory = entry.pw_dir else { return "/" }
+        let home = String(cString: directory)
+        return home.isEmpty ? "/" : home
+    }
+}
+
+/// Monotonic time, without Dispatch or Foundation.
+public enum MonotonicClock {
+    /// Nanoseconds since an arbitrary point (boot), never going back.
+    ///
+    /// The corresponding C function is `clock_gettime(CLOCK_MONOTONIC)`.
+    public static var nanoseconds: UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+    }
+}
