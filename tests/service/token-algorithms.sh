@@ -79,7 +79,7 @@ run_algorithm() {
     check "$name: a wrong card PIN falls back to the PIN, which verifies" grep -q "^EXIT 0" "$WORK/out"
     check "$name: the fallback says why" grep -q "wrong card PIN" "$WORK/out"
     check "$name: the wrong card PIN counted on the card" bash -c "'$BIN/tokenpin' --local --store '$store' --config '$CONFIG' \
-        --reader '$READER' --json status | grep -q '\"cardPINTriesLeft\":2'"
+        --reader '$READER' --json status | grep -q '\"cardTriesLeft\":2'"
     expect_code "$name: the right card PIN verifies again" 0 tp verify --method token --pin-stdin <<<123456
 
     # A fake card with the same serial that takes any PIN and replays each answer the line carried.
@@ -149,7 +149,7 @@ run_kdf() {
     expect_code "kdf: verify with the card" 0 tp verify --method token --pin-stdin <<<123456
     expect_code "kdf: a wrong card PIN is refused" 1 tp verify --method token --pin-stdin <<<000000
     check "kdf: the wrong card PIN counted on the card" bash -c "'$BIN/tokenpin' --local --store '$store' --config '$CONFIG' \
-        --reader '$READER' --json status | grep -q '\"cardPINTriesLeft\":2'"
+        --reader '$READER' --json status | grep -q '\"cardTriesLeft\":2'"
     expect_code "kdf: change the card PIN through the KDF" 0 tp token change-pin --pin-stdin < <(printf '123456\n246810\n246810\n')
     expect_code "kdf: verify with the new card PIN" 0 tp verify --method token --pin-stdin <<<246810
     local decrypted
