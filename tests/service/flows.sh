@@ -13,7 +13,7 @@ expect_code "second enrol refused (2)" 2 client enrol < <(printf '111111\n111111
 check "record file is 0600" [ "$(stat -c %a "$STATE/root.json")" = 600 ]
 expect_code "verify right PIN (0)" 0 client verify <<<482916
 expect_code "verify wrong PIN (1)" 1 client verify <<<000000
-check "wrong PIN reports 4 tries left" [ "$(client verify <<<000001 | json_field triesLeft)" = 3 ]
+check "wrong PIN reports 4 tries left" [ "$(client verify <<<000001 | json_field remaining)" = 3 ]
 expect_code "policy refuses a sequence (5)" 5 client change < <(printf '482916\n123456\n123456\n')
 expect_code "change (0)" 0 client change < <(printf '482916\n739154\n739154\n')
 expect_code "new PIN verifies" 0 client verify <<<739154
