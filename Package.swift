@@ -29,6 +29,12 @@ let package = Package(
             name: "CPCSCLite",
             providers: [.apt(["libpcsclite-dev"])]
         ),
+        // OpenSSL 3 libcrypto (EVP) for the card algorithms libsodium lacks; TokenpinCardCrypto is its only importer.
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(name: "CTokenpinShims"),
         // libpam for tokenpind's login-password check before enrolment (the PAM module itself is pam/, plain C).
         .target(name: "CTokenpinPAM", linkerSettings: [.linkedLibrary("pam")]),
@@ -46,6 +52,12 @@ let package = Package(
             dependencies: ["CSodium", "CTokenpinShims", "TokenpinSystem"],
             swiftSettings: strictSettings
         ),
+        // RSA and NIST/brainpool ECDH as OpenPGP cards use them, wrapping libcrypto's EVP API.
+        .target(
+            name: "TokenpinCardCrypto",
+            dependencies: ["COpenSSL", "TokenpinCore"],
+            swiftSettings: strictSettings
+        ),
         // APDUs, status words, BER-TLV and the CardConnection protocol.
         .target(name: "TokenpinAPDU", swiftSettings: strictSettings),
         // PC/SC over libpcsclite: readers, connections, transactions, status monitoring.
@@ -57,13 +69,13 @@ let package = Package(
         // The OpenPGP card application session over any CardConnection.
         .target(
             name: "TokenpinOpenPGP",
-            dependencies: ["TokenpinAPDU", "TokenpinCore"],
+            dependencies: ["TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto"],
             swiftSettings: strictSettings
         ),
         // The virtual OpenPGP card (a deliverable of its own, under Simulator/).
         .target(
             name: "TokenpinSimulator",
-            dependencies: ["TokenpinAPDU", "TokenpinCore", "TokenpinSystem"],
+            dependencies: ["TokenpinAPDU", "TokenpinCore", "TokenpinSystem", "TokenpinCardCrypto"],
             path: "Simulator/Sources/TokenpinSimulator",
             swiftSettings: strictSettings
         ),
@@ -85,7 +97,7 @@ let package = Package(
         // The operations joining core and token.
         .target(
             name: "TokenpinService",
-            dependencies: ["TokenpinCore", "TokenpinAPDU", "TokenpinOpenPGP"],
+            dependencies: ["TokenpinCore", "TokenpinAPDU", "TokenpinOpenPGP", "TokenpinCardCrypto"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -157,6 +169,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "TokenpinCardCryptoTests",
+            dependencies: ["TokenpinCardCrypto", "TokenpinCore", "TokenpinAPDU", "TokenpinTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "TokenpinPCSCTests",
             dependencies: ["TokenpinPCSC", "TokenpinAPDU", "TokenpinTestSupport"],
             swiftSettings: strictSettings
@@ -164,20 +181,24 @@ let package = Package(
         .testTarget(
             name: "TokenpinOpenPGPTests",
             dependencies: [
-                "TokenpinOpenPGP", "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinTestSupport",
+                "TokenpinOpenPGP", "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto",
+                "TokenpinTestSupport",
             ],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TokenpinSimulatorTests",
-            dependencies: ["TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinTestSupport"],
+            dependencies: [
+                "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto", "TokenpinTestSupport",
+            ],
             path: "Simulator/Tests/TokenpinSimulatorTests",
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TokenpinServiceTests",
             dependencies: [
-                "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinSimulator", "TokenpinTestSupport",
+                "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinSimulator", "TokenpinOpenPGP",
+                "TokenpinCardCrypto", "TokenpinTestSupport",
             ],
             swiftSettings: strictSettings
         ),

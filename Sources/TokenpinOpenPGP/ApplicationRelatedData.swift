@@ -274,6 +274,12 @@ public struct ApplicationRelatedData: Sendable, Equatable {
     /// public key (`publicKey(for: .decryption)`) is the definitive check.
     public var hasCurve25519DecryptionKey: Bool {
         guard algorithmAttributes[.decryption]?.isCurve25519ECDH ?? false else { return false }
+        return hasDecryptionKey
+    }
+
+    /// Whether the decryption slot holds a key, whatever its algorithm; the same evidence as
+    /// `hasCurve25519DecryptionKey`.
+    public var hasDecryptionKey: Bool {
         if let status = keyStatus[.decryption] { return status != .notPresent }
         return fingerprints[.decryption] != nil
     }

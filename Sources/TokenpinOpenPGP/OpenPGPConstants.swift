@@ -71,6 +71,8 @@ public enum DataObject {
     public static let keyInformation: UInt32 = 0xDE
     /// `D3`: Resetting Code (PUT DATA only).
     public static let resettingCode: UInt32 = 0xD3
+    /// `F9`: the key derivation function (KDF-DO).
+    public static let keyDerivationFunction: UInt32 = 0xF9
     /// `7F49`: Public key template, the answer of GENERATE ASYMMETRIC KEY PAIR, §7.2.14.
     public static let publicKey: UInt32 = 0x7F49
     /// `81`: RSA modulus inside `7F49`.

@@ -313,6 +313,105 @@ public struct OpenPGPSession {
         return secret
     }
 
+    /// Computes the ECDH shared secret of the card's NIST or brainpool decryption key and `point`.
+    ///
+    /// OpenPGP card 3.4.1, §7.2.11: PSO:DECIPHER `00 2A 80 86` with `A6 { 7F49 { 86 <04 || x || y> } }`; needs
+    /// PW1 (`82`) verified. Cards answer the x coordinate, some `04 || x || y`: either way the result is the x
+    /// coordinate in guarded memory, and every buffer that held the answer is wiped.
+    /// - Throws: `.invalidArgument` for a point that is not uncompressed (odd length, no `04`), `.malformed` for
+    ///   an answer of another length, and the card's refusals as for `decipher(ephemeralPublicKey:)`.
+    public func decipher(ecdhPoint point: [UInt8]) throws(OpenPGPError) -> SecretBytes {
+        guard point.count >= 65, point.count % 2 == 1, point[0] == 0x04, point.count <= 255 - 12 else {
+            throw .invalidArgument("an ECDH point must be uncompressed (04 || x || y), not \(point.count) bytes")
+        }
+        let coordinate = (point.count - 1) / 2
+        let cipher = TLV(
+            tag: DataObject.cipher,
+            children: [TLV(tag: DataObject.publicKey, children: [TLV(tag: DataObject.eccPoint, value: point)])]
+        ).encoded
+        var response = try decipherExchange(cipher, describeData: true)
+        let offset: Int
+        switch response.count {
+        case coordinate: offset = 0
+        case point.count where response.first == 0x04: offset = 1
+        default:
+            let count = response.count
+            secureZero(&response)
+            throw .malformed(APDUError(.invalidLength, "shared secret of \(count) bytes, expected \(coordinate)"))
+        }
+        let secret = SecretBytes(count: coordinate)
+        secret.withUnsafeMutableBytes { out in
+            response.withUnsafeBytes { answer in
+                out.copyMemory(from: UnsafeRawBufferPointer(rebasing: answer[offset..<(offset + coordinate)]))
+            }
+        }
+        secureZero(&response)
+        return secret
+    }
+
+    /// Decrypts an RSA PKCS#1 v1.5 cryptogram with the card's RSA decryption key.
+    ///
+    /// OpenPGP card 3.4.1, §7.2.11: PSO:DECIPHER `00 2A 80 86` with the padding indicator `00` and the
+    /// cryptogram; needs PW1 (`82`) verified. The command is longer than a short APDU: it goes as one
+    /// extended APDU when the card takes them, else chained (the cryptogram is public; only the last part's
+    /// answer carries the secret). The answer, padding removed by the card, goes into guarded memory.
+    /// - Throws: `.invalidArgument` for an empty cryptogram or one the card cannot take, `.malformed` for an
+    ///   empty answer, and the card's refusals.
+    public func decipher(rsaCryptogram cryptogram: [UInt8]) throws(OpenPGPError) -> SecretBytes {
+        guard !cryptogram.isEmpty, cryptogram.count <= 1024 else {
+            throw .invalidArgument("an RSA cryptogram of \(cryptogram.count) bytes")
+        }
+        var response = try decipherExchange([0x00] + cryptogram, describeData: true)
+        guard !response.isEmpty else {
+            throw .malformed(APDUError(.invalidLength, "empty answer to an RSA decipher"))
+        }
+        // Copied into guarded memory; the array is wiped.
+        return SecretBytes(consuming: &response)
+    }
+
+    /// Sends PSO:DECIPHER with public `data` of any length and returns the secret answer's data (the caller
+    /// wipes it): short, extended when the card takes it, or chained.
+    private func decipherExchange(_ data: [UInt8], describeData: Bool) throws(OpenPGPError) -> [UInt8] {
+        let header = [
+            Self.interindustryClass, OpenPGPInstruction.performSecurityOperation,
+            OpenPGPParameter.decipher.p1, OpenPGPParameter.decipher.p2,
+        ]
+        let capabilities = connection.lengthCapabilities
+        var remaining = data[...]
+        var extended = false
+        if data.count > CommandAPDU.shortMaxData {
+            if capabilities.extendedLength && data.count <= capabilities.maxCommandData {
+                extended = true
+            } else {
+                guard capabilities.commandChaining else {
+                    throw .invalidArgument("the card takes neither extended APDUs nor chaining for \(data.count) bytes")
+                }
+                let chunk = CommandAPDU.shortMaxData - 1
+                while remaining.count > chunk {
+                    var part = CommandAPDU(
+                        ins: header[1], p1: header[2], p2: header[3], data: Array(remaining.prefix(chunk)))
+                    part.cla |= CommandAPDU.chainingBit
+                    let answer = try send(part)
+                    guard answer.statusWord.isSuccess else { try check(answer); throw .unexpected(answer.statusWord) }
+                    remaining = remaining.dropFirst(chunk)
+                }
+            }
+        }
+        let last = Array(remaining)
+        var response = try exchangeSensitive(
+            header: header, dataCount: last.count, le: extended ? CommandAPDU.extendedMaxLe : 256,
+            describeData: describeData, extended: extended
+        ) { apdu in
+            apdu.append(contentsOf: last)
+        }
+        guard response.statusWord.isSuccess else {
+            secureZero(&response.data)
+            try check(response.statusWord)
+            throw .unexpected(response.statusWord)
+        }
+        return response.data
+    }
+
     // MARK: Plumbing
 
     /// Sends a command through `send(_:)` (chaining, GET RESPONSE, `6Cxx`) with tracing.
@@ -337,20 +436,31 @@ public struct OpenPGPSession {
     /// and every raw answer. The returned data is the caller's to wipe. `send(_:)` is not used because its
     /// intermediate copies cannot be wiped.
     private func exchangeSensitive(
-        header: [UInt8], dataCount: Int, le: Int?, describeData: Bool = false,
+        header: [UInt8], dataCount: Int, le: Int?, describeData: Bool = false, extended: Bool = false,
         fill: (inout [UInt8]) -> Void
     ) throws(OpenPGPError)
         -> (data: [UInt8], statusWord: StatusWord)
     {
-        guard dataCount <= CommandAPDU.shortMaxData else {
-            throw .invalidArgument("command data of \(dataCount) bytes does not fit a short APDU")
+        guard dataCount <= (extended ? CommandAPDU.extendedMaxData : CommandAPDU.shortMaxData) else {
+            throw .invalidArgument("command data of \(dataCount) bytes does not fit the APDU")
         }
         var apdu: [UInt8] = []
-        apdu.reserveCapacity(header.count + 2 + dataCount)
+        apdu.reserveCapacity(header.count + 7 + dataCount)
         apdu.append(contentsOf: header)
-        if dataCount > 0 { apdu.append(UInt8(dataCount)) }
+        if extended {
+            // ISO/IEC 7816-4, §5.1: 00, a 2-byte Lc, the data, a 2-byte Le (0000 for 65536).
+            apdu += [0x00, UInt8(dataCount >> 8), UInt8(dataCount & 0xFF)]
+        } else if dataCount > 0 {
+            apdu.append(UInt8(dataCount))
+        }
         fill(&apdu)
-        if let le { apdu.append(le >= 256 ? 0 : UInt8(le)) }
+        if let le {
+            if extended {
+                apdu += le >= 65536 ? [0x00, 0x00] : [UInt8(le >> 8), UInt8(le & 0xFF)]
+            } else {
+                apdu.append(le >= 256 ? 0 : UInt8(le))
+            }
+        }
         defer { secureZero(&apdu) }
         if describeData {
             trace?("> \(Hex.encode(apdu, separator: " "))")
@@ -360,7 +470,7 @@ public struct OpenPGPSession {
 
         var raw = try transmitRaw(apdu)
         var statusWord = try Self.statusWord(of: &raw)
-        if let corrected = statusWord.correctLength, le != nil {
+        if let corrected = statusWord.correctLength, le != nil, !extended {
             secureZero(&raw)
             apdu[apdu.count - 1] = corrected >= 256 ? 0 : UInt8(corrected)
             raw = try transmitRaw(apdu)

@@ -64,16 +64,20 @@ struct CardProbe {
         return String(serial.prefix(4)) + ":" + String(serial.dropFirst(4)) + name
     }
 
-    var usable: Bool { data?.hasCurve25519DecryptionKey ?? false }
+    var usable: Bool { unusableReason == nil && data != nil }
 
+    /// Why tokenpin cannot bind to the card's decryption key as it is: no key, or an algorithm it does not
+    /// support (named, with the list of those it does).
     var unusableReason: String? {
         guard let data else { return problem }
-        if data.hasCurve25519DecryptionKey { return nil }
-        let attributes = data.algorithmAttributes[.decryption].map { "\($0)" } ?? "unknown attributes"
-        if data.algorithmAttributes[.decryption]?.isCurve25519ECDH ?? false {
-            return "the decryption key slot is set to cv25519 but holds no key"
+        guard let attributes = data.algorithmAttributes[.decryption] else {
+            return "the card does not say which algorithm its decryption key uses"
         }
-        return "the decryption key is \(attributes), not cv25519"
+        guard let algorithm = TokenKeyAlgorithm(attributes: attributes) else {
+            return "the decryption key is \(attributes), which tokenpin cannot use (it supports \(TokenKeyAlgorithm.supportedList))"
+        }
+        if !data.hasDecryptionKey { return "the decryption key slot is set to \(algorithm) but holds no key" }
+        return nil
     }
 
     var info: ReaderInfo {

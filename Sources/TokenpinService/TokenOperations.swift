@@ -313,16 +313,24 @@ extension PINService {
         let secret: SecretBytes
     }
 
-    /// The re-seal's key agreement: a fresh X25519 pair (e', E') and the secret X25519(e', C) computed here from
-    /// the card's public key `C`, which the card would answer to PSO:DECIPHER with E'. No APDU is sent; e' is
-    /// wiped when this returns, E' replaces the slot's ephemeral key.
+    /// The re-seal's key agreement: a fresh challenge for the card's key (an ephemeral pair for ECDH, a random
+    /// secret encrypted to an RSA key) and the secret the card would answer to it, computed here from the card's
+    /// public key. No APDU is sent; ephemeral private keys are wiped when this returns, and the new challenge
+    /// replaces the slot's (TokenKeyAgreement.swift).
     func freshAgreement(_ slot: VaultSlot, reader: String?) throws -> KeyAgreement {
         guard var binding = slot.token else { throw StoreError(.corrupt, path: recordPath, "token slot without a binding") }
-        let ephemeral = try X25519.generateKeyPair()
-        let secret = try X25519.sharedSecret(secretKey: ephemeral.secretKey, peerPublicKey: [UInt8](binding.cardPublicKey))
-        binding.ephemeralPublicKey = Data(ephemeral.publicKey)
+        let fresh = try bindingAlgorithm(binding).freshChallenge(for: binding)
+        binding.ephemeralPublicKey = Data(fresh.challenge)
         if let reader { binding.reader = reader }
-        return KeyAgreement(binding: binding, secret: secret)
+        return KeyAgreement(binding: binding, secret: fresh.secret)
+    }
+
+    /// The algorithm a stored binding names.
+    func bindingAlgorithm(_ binding: TokenBinding) throws -> TokenKeyAlgorithm {
+        guard let algorithm = TokenKeyAlgorithm(bindingName: binding.algorithm) else {
+            throw StoreError(.corrupt, path: recordPath, "token slot names an unknown algorithm")
+        }
+        return algorithm
     }
 
     /// Asks for the card PIN (showing the card's tries left), verifies it on the card and has the card compute
@@ -330,11 +338,12 @@ extension PINService {
     func cardSecret(_ card: OpenedCard, binding: TokenBinding, _ interaction: some Interaction) throws -> SecretBytes {
         let tries = card.data.passwordStatus.retriesPW1
         guard tries > 0 else { throw failure(.blocked, card: card.label) }
+        let algorithm = try bindingAlgorithm(binding)
         let cardPIN = try interaction.readSecret(.cardPIN(card: card.label, triesLeft: tries))
         do {
             return try card.run { session throws(OpenPGPError) -> SecretBytes in
-                try session.verify(.pw1, pin: cardPIN)
-                return try session.decipher(ephemeralPublicKey: [UInt8](binding.ephemeralPublicKey))
+                try session.verify(.pw1, pin: cardPIN, keyDerivation: session.keyDerivation(card.data))
+                return try algorithm.cardAnswer(session, challenge: [UInt8](binding.ephemeralPublicKey))
             }
         } catch {
             throw failure(error, card: card.label)
@@ -449,34 +458,46 @@ extension PINService {
             throw ServiceError.tokenUnavailable("the card in \(reader) changed since it was chosen: it was "
                 + "\(serial.map(cardLabel(serial:)) ?? "unknown"), it is now \(card.label); nothing was sent to it")
         }
-        var cardPublicKey: [UInt8]
+        var algorithm = card.data.algorithmAttributes[.decryption].flatMap(TokenKeyAlgorithm.init(attributes:))
+        let publicKey: CardPublicKey
         do {
-            if card.data.hasCurve25519DecryptionKey {
-                cardPublicKey = try card.run { session throws(OpenPGPError) in try session.publicKey(for: .decryption) }.curve25519 ?? []
+            if let supported = algorithm, card.data.hasDecryptionKey {
+                // The key already on the card, whatever supported algorithm it uses: nothing on the card changes.
+                publicKey = try card.run { session throws(OpenPGPError) in try session.publicKey(for: .decryption) }
+                algorithm = supported
             } else {
-                guard generateKey else { throw ServiceError.tokenUnavailable("card \(card.label) has no cv25519 decryption key") }
+                guard generateKey else {
+                    let reason = CardProbe(reader: reader, data: card.data).unusableReason ?? "no usable decryption key"
+                    throw ServiceError.tokenUnavailable("card \(card.label) is not usable: \(reason)")
+                }
                 try confirmKeyReplacement(on: card, assumeYes: assumeYes, interaction)
                 let adminPIN = try interaction.readSecret(.adminPIN(card: card.label, triesLeft: card.data.passwordStatus.retriesPW3))
-                cardPublicKey = try card.run { session throws(OpenPGPError) in
-                    try session.verify(.pw3, pin: adminPIN)
+                publicKey = try card.run { session throws(OpenPGPError) in
+                    try session.verify(.pw3, pin: adminPIN, keyDerivation: session.keyDerivation(card.data))
                     try session.setAlgorithmAttributes(.cv25519, for: .decryption)
                     return try session.generateKey(for: .decryption)
-                }.curve25519 ?? []
+                }
+                algorithm = .cv25519
                 logger.info("generated a cv25519 decryption key", [("card", card.label)])
             }
         } catch let error as OpenPGPError {
             throw ServiceError.cardRefused(failure(error, card: card.label).reason)
         }
-        guard cardPublicKey.count == X25519.keyLength else {
-            throw ServiceError.tokenUnavailable("card \(card.label) did not return a cv25519 public key")
+        guard let algorithm else { throw ServiceError.tokenUnavailable("card \(card.label) has no usable decryption key") }
+        let cardKey: (key: [UInt8], exponent: [UInt8]?)
+        do {
+            cardKey = try algorithm.bindingKey(from: publicKey)
+        } catch {
+            throw ServiceError.tokenUnavailable("card \(card.label): \(error.description)")
         }
-        let ephemeral = try X25519.generateKeyPair()
-        let binding = TokenBinding(serial: card.serial, cardPublicKey: Data(cardPublicKey),
-                                   ephemeralPublicKey: Data(ephemeral.publicKey), reader: reader)
+        var binding = TokenBinding(serial: card.serial, cardPublicKey: Data(cardKey.key), ephemeralPublicKey: Data(),
+                                   reader: reader, algorithm: algorithm.bindingName,
+                                   cardPublicExponent: cardKey.exponent.map { Data($0) })
+        let fresh = try algorithm.freshChallenge(for: binding)
+        binding.ephemeralPublicKey = Data(fresh.challenge)
         let shared = try requireCardSecret(card, binding: binding, interaction)
         // Prove the binding: the card's answer must equal the secret computed here from its public key.
-        let expected = try X25519.sharedSecret(secretKey: ephemeral.secretKey, peerPublicKey: cardPublicKey)
-        guard shared.isEqual(to: expected) else {
+        guard shared.isEqual(to: fresh.secret) else {
             throw ServiceError.cardRefused("card \(card.label) answered PSO:DECIPHER with a secret that does not match its public key")
         }
         try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, shared: shared, binding: binding, mode: mode)
@@ -672,7 +693,10 @@ extension PINService {
             let current = try interaction.readSecret(.cardPIN(card: card.label, triesLeft: tries))
             let new = try readNewCardPIN(interaction, maximum: card.data.passwordStatus.maxLengthPW1)
             do throws(OpenPGPError) {
-                try card.run { session throws(OpenPGPError) in try session.changeReferenceData(.pw1, current: current, new: new) }
+                try card.run { session throws(OpenPGPError) in
+                    try session.changeReferenceData(.pw1, current: current, new: new,
+                                                    keyDerivation: session.keyDerivation(card.data))
+                }
             } catch {
                 throw ServiceError.cardRefused(failure(error, card: card.label).reason)
             }
@@ -695,8 +719,9 @@ extension PINService {
                 let new = try readNewCardPIN(interaction, maximum: status.maxLengthPW1)
                 do throws(OpenPGPError) {
                     try card.run { session throws(OpenPGPError) in
-                        try session.verify(.pw3, pin: adminPIN)
-                        try session.resetRetryCounter(newPIN: new)
+                        let kdf = try session.keyDerivation(card.data)
+                        try session.verify(.pw3, pin: adminPIN, keyDerivation: kdf)
+                        try session.resetRetryCounter(newPIN: new, keyDerivation: kdf)
                     }
                 } catch {
                     throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacing("card PIN", with: "admin PIN"))
@@ -708,7 +733,10 @@ extension PINService {
                 let code = try interaction.readSecret(.resetCode(card: card.label, triesLeft: status.retriesResetCode))
                 let new = try readNewCardPIN(interaction, maximum: status.maxLengthPW1)
                 do throws(OpenPGPError) {
-                    try card.run { session throws(OpenPGPError) in try session.resetRetryCounter(resetCode: code, newPIN: new) }
+                    try card.run { session throws(OpenPGPError) in
+                        try session.resetRetryCounter(resetCode: code, newPIN: new,
+                                                      keyDerivation: session.keyDerivation(card.data))
+                    }
                 } catch {
                     throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacing("card PIN", with: "Reset Code"))
                 }

@@ -73,7 +73,7 @@ extension CLI {
         let readers = try cli.run(["--json", "readers"])
         let entry = try #require(cli.reader(readers.json, PCSCSandbox.reader(0)))
         #expect(entry["openpgp"] as? Bool == true && entry["usable"] as? Bool == false)
-        #expect((entry["unusableReason"] as? String)?.contains("not cv25519") == true)
+        #expect((entry["unusableReason"] as? String)?.contains("set to rsa2048 but holds no key") == true)
         #expect(entry["serial"] as? String == "FFFE0000AAAA")
 
         let refused = try cli.run(["toggle", "token", "on", "--pin-stdin"], input: "482916\n")

@@ -49,7 +49,8 @@ final class TappedConnection: CardConnection {
             if instruction == Self.decipher { return replay }
         }
         let answer = try inner.transmit(command)
-        if instruction == Self.decipher, answer.count == X25519.keyLength + 2, answer.suffix(2) == [0x90, 0x00] {
+        // Any algorithm's answer (a chained command's earlier parts answer a bare 90 00 and are not kept).
+        if instruction == Self.decipher, answer.count > 2, answer.suffix(2) == [0x90, 0x00] {
             tap.state.withLock { $0.answers.append(answer) }
         }
         return answer
@@ -65,8 +66,10 @@ struct TappedSetup {
 }
 
 /// An enrolled user ("482916") with the card bound through a tap; the bind's PSO:DECIPHER answer is `answers[0]`.
-func tappedSetup(mode: VerificationMode = .either) throws -> TappedSetup {
+/// With `decryptionKey` attributes the card gets such a key first and is bound to it as it is.
+func tappedSetup(mode: VerificationMode = .either, decryptionKey: [UInt8]? = nil) throws -> TappedSetup {
     let card = try newCard()
+    if let decryptionKey { try generateDecryptionKey(card, attributes: decryptionKey) }
     let tap = CardTap()
     let reader = InProcessReaders.Reader(name: "Reader A", isPresent: { card.isPresent },
                                          connect: { TappedConnection(card: card, tap: tap) }, reset: { card.reset() })
@@ -75,7 +78,8 @@ func tappedSetup(mode: VerificationMode = .either) throws -> TappedSetup {
     let service = PINService(store: makeService().store, configuration: configuration, user: "alice", time: ManualTime(),
                              cards: InProcessReaders([reader]))
     try enrol(service)
-    _ = try service.enableToken(ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true, assumeYes: true)
+    _ = try service.enableToken(ScriptedInteraction(decryptionKey == nil ? ["482916", adminPIN, cardPIN] : ["482916", cardPIN]),
+                                generateKey: decryptionKey == nil, assumeYes: true)
     #expect(tap.answers.count == 1, "the bind's PSO:DECIPHER was captured")
     return TappedSetup(service: service, card: card, tap: tap)
 }

@@ -17,6 +17,9 @@ public struct CardFaults: Sendable, Equatable {
         case malformed(Malformation)
         /// The card answers this status word without data and without doing anything.
         case status(StatusWord)
+        /// The card answers these bytes (data and status word) without doing anything: a fake card replaying
+        /// an answer captured on the line.
+        case answer([UInt8])
     }
 
     /// Ways an answer can be malformed.
@@ -72,7 +75,7 @@ public struct CardFaults: Sendable, Equatable {
     /// Parses a rule from its command-line form: `KIND[:ARG][@INS][*TIMES]`.
     ///
     /// Kinds: `vanish`, `vanish-after`, `delay:MILLISECONDS`, `malformed:empty|oneByte|truncated|badTLV`,
-    /// `sw:HEX4`. `@2A` limits the rule to INS `2A`; `*1` makes it fire once. Examples: `sw:6A88@CA`,
+    /// `sw:HEX4`, `answer:HEX` (data and status word). `@2A` limits the rule to INS `2A`; `*1` makes it fire once. Examples: `sw:6A88@CA`,
     /// `vanish-after@20*1`, `delay:1500`.
     public static func parseRule(_ text: String) throws(SimulatorError) -> Rule {
         var body = Substring(text)
@@ -114,9 +117,14 @@ public struct CardFaults: Sendable, Equatable {
                 throw SimulatorError(.invalidArgument, "fault '\(text)': sw needs four hex digits")
             }
             fault = .status(StatusWord(sw1: bytes[0], sw2: bytes[1]))
+        case ("answer", let value?):
+            guard let bytes = Hex.decode(value), bytes.count >= 2 else {
+                throw SimulatorError(.invalidArgument, "fault '\(text)': answer needs hex data ending in a status word")
+            }
+            fault = .answer(bytes)
         default:
             throw SimulatorError(.invalidArgument, "fault '\(text)': expected vanish, vanish-after, delay:MS, "
-                                     + "malformed:KIND or sw:HEX4")
+                                     + "malformed:KIND, sw:HEX4 or answer:HEX")
         }
         return Rule(instruction: instruction, fault: fault, times: times)
     }

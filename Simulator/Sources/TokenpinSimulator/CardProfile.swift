@@ -48,9 +48,9 @@ public enum CardProfile {
     public static let resetCodeLengths = 8...127
 
     /// Extended capabilities `C0`: GET CHALLENGE, key import, PW status changeable, private DOs, changeable
-    /// algorithm attributes; no secure messaging, no KDF; then the size limits. OpenPGP card 3.4.1, §4.4.3.7.
+    /// algorithm attributes, KDF-DO; no secure messaging; then the size limits. OpenPGP card 3.4.1, §4.4.3.7.
     public static let extendedCapabilities: [UInt8] = [
-        0x7C, 0x00,
+        0x7D, 0x00,
         UInt8(maxChallenge >> 8), UInt8(maxChallenge & 0xFF),
         UInt8(maxCertificate >> 8), UInt8(maxCertificate & 0xFF),
         UInt8(maxSpecialDO >> 8), UInt8(maxSpecialDO & 0xFF),

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenpinCardCrypto
 
 /// One of the card's three key slots. OpenPGP card 3.4.1, §4.4.3.7 and §7.2.14.
 public enum KeySlot: Int, CaseIterable, Sendable, Codable {
@@ -34,12 +35,16 @@ public struct AlgorithmAttributes: Sendable, Equatable {
 
     /// What the simulator can do with a key of these attributes.
     public enum Kind: Sendable, Equatable {
-        /// RSA with the given modulus size; the simulator cannot generate or use RSA keys.
+        /// RSA with a modulus of 2048, 3072 or 4096 bits, in any slot.
         case rsa(bits: Int)
         /// ECDH on Curve25519 (cv25519), for the decryption slot.
         case x25519
         /// EdDSA on Ed25519, for the signature and authentication slots.
         case ed25519
+        /// ECDH on a NIST or brainpool curve, for the decryption slot.
+        case ecdh(WeierstrassCurve)
+        /// ECDSA on a NIST or brainpool curve, for the signature and authentication slots.
+        case ecdsa(WeierstrassCurve)
     }
 
     /// The cv25519 curve OID, `1.3.6.1.4.1.3029.1.5.1`.
@@ -50,6 +55,8 @@ public struct AlgorithmAttributes: Sendable, Equatable {
     public static let rsaAlgorithm: UInt8 = 0x01
     /// Algorithm ID `12`: ECDH.
     public static let ecdhAlgorithm: UInt8 = 0x12
+    /// Algorithm ID `13`: ECDSA.
+    public static let ecdsaAlgorithm: UInt8 = 0x13
     /// Algorithm ID `16`: EdDSA.
     public static let eddsaAlgorithm: UInt8 = 0x16
 
@@ -65,20 +72,27 @@ public struct AlgorithmAttributes: Sendable, Equatable {
 
     /// What these attributes describe, or nil when the simulator does not support them.
     ///
-    /// An ECC OID may be followed by one import-format byte (`00` or `FF`), as some hosts send.
+    /// An ECC OID may be followed by one import-format byte (`00` or `FF`), as some hosts send. RSA takes
+    /// `01 nnnn eeee [fmt]` (gpg also writes the 5-byte form) with n 2048, 3072 or 4096 and e at most 32 bits.
     public var kind: Kind? {
         guard let algorithm = bytes.first else { return nil }
         let parameters = Array(bytes.dropFirst())
         switch algorithm {
         case Self.rsaAlgorithm:
-            guard parameters.count == 5, [0, 1, 2, 3].contains(parameters[4]) else { return nil }
+            guard parameters.count == 4 || parameters.count == 5 && [0, 1, 2, 3].contains(parameters[4]) else { return nil }
             let bits = Int(parameters[0]) << 8 | Int(parameters[1])
-            guard [2048, 3072, 4096].contains(bits) else { return nil }
+            let exponentBits = Int(parameters[2]) << 8 | Int(parameters[3])
+            guard RSAKeys.supportedModulusBits.contains(bits), (17...32).contains(exponentBits) else { return nil }
             return .rsa(bits: bits)
         case Self.ecdhAlgorithm where Self.matches(parameters, oid: Self.curve25519OID):
             return .x25519
         case Self.eddsaAlgorithm where Self.matches(parameters, oid: Self.ed25519OID):
             return .ed25519
+        case Self.ecdhAlgorithm, Self.ecdsaAlgorithm:
+            guard let curve = WeierstrassCurve.allCases.first(where: { Self.matches(parameters, oid: $0.oid) }) else {
+                return nil
+            }
+            return algorithm == Self.ecdhAlgorithm ? .ecdh(curve) : .ecdsa(curve)
         default:
             return nil
         }
@@ -88,8 +102,9 @@ public struct AlgorithmAttributes: Sendable, Equatable {
     public func isAllowed(in slot: KeySlot) -> Bool {
         switch (kind, slot) {
         case (.rsa?, _): return true
-        case (.x25519?, .decryption): return true
+        case (.x25519?, .decryption), (.ecdh?, .decryption): return true
         case (.ed25519?, .signature), (.ed25519?, .authentication): return true
+        case (.ecdsa?, .signature), (.ecdsa?, .authentication): return true
         default: return false
         }
     }
@@ -114,7 +129,8 @@ public enum KeyOrigin: UInt8, Sendable, Codable {
 /// Everything the card remembers across power cycles: PINs, counters, keys and data objects.
 ///
 /// This is what the state file holds. Canonical byte order of secrets: an X25519 secret scalar is stored as
-/// RFC 7748 little-endian bytes (the order libsodium takes), an Ed25519 secret as the 32-byte RFC 8032 seed.
+/// RFC 7748 little-endian bytes (the order libsodium takes), an Ed25519 secret as the 32-byte RFC 8032 seed,
+/// NIST and brainpool scalars big-endian, RSA keys as `91 e 92 p 93 q` (CardKeys.swift).
 /// gpg imports a cv25519 scalar big-endian; the card reverses it on import, never in the file.
 struct CardState: Equatable, Sendable {
     /// The state file format this code writes.
@@ -157,6 +173,8 @@ struct CardState: Equatable, Sendable {
     var certificate: [UInt8]
     var signatureCounter: Int
     var keys: [Key]
+    /// The KDF-DO `F9` as last written; empty when never written (the KDF is off).
+    var kdf: [UInt8] = []
 
     /// Factory PINs, counters and attributes, as a YubiKey 5 ships: RSA 2048 everywhere, no keys.
     static func factoryNew(serial: UInt32, manufacturer: UInt16 = CardProfile.manufacturer) -> CardState {
@@ -189,7 +207,7 @@ struct CardState: Equatable, Sendable {
             if key.fingerprint.count != 20 || key.caFingerprint.count != 20 || key.generationTime.count != 4 {
                 return "key \(index) has a fingerprint or time of the wrong size"
             }
-            if key.origin == .none ? !key.secret.isEmpty : key.secret.count != 32 {
+            if key.origin == .none ? !key.secret.isEmpty : !(key.attributes.kind?.isWellFormed(secret: key.secret) ?? false) {
                 return "key \(index) secret does not match its origin"
             }
         }
@@ -203,7 +221,7 @@ extension CardState: Codable {
     private enum CodingKeys: String, CodingKey {
         case version, manufacturer, serial, lifeCycle, pw1, pw3, resetCode, pw1Retries, resetCodeRetries,
              pw3Retries, pw1ValidForSeveralSignatures, name, language, sex, url, loginData, privateDOs,
-             certificate, signatureCounter, keys
+             certificate, signatureCounter, keys, kdf
     }
 
     init(from decoder: any Decoder) throws {
@@ -232,6 +250,8 @@ extension CardState: Codable {
         certificate = try Array(container.decode(Data.self, forKey: .certificate))
         signatureCounter = try container.decode(Int.self, forKey: .signatureCounter)
         keys = try container.decode([Key].self, forKey: .keys)
+        // Absent in state files written before the simulator had a KDF-DO.
+        kdf = try Array(container.decodeIfPresent(Data.self, forKey: .kdf) ?? Data())
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -256,6 +276,7 @@ extension CardState: Codable {
         try container.encode(Data(certificate), forKey: .certificate)
         try container.encode(signatureCounter, forKey: .signatureCounter)
         try container.encode(keys, forKey: .keys)
+        try container.encode(Data(kdf), forKey: .kdf)
     }
 }
 

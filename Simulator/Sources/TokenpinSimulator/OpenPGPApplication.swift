@@ -136,6 +136,7 @@ struct OpenPGPApplication: Sendable {
         case 0xC6: return Reply(.success, data: state.keys.flatMap(\.caFingerprint))
         case 0xCD: return Reply(.success, data: state.keys.flatMap(\.generationTime))
         case 0xDE: return Reply(.success, data: keyInformation)
+        case 0xF9: return Reply(.success, data: state.kdf.isEmpty ? KDFSetting.off : state.kdf)
         case 0xD6, 0xD7, 0xD8: return Reply(.success, data: [0x00, 0x20])  // user interaction flag: off, button
         case 0x0101, 0x0102: return Reply(.success, data: state.privateDOs[Int(tag - 0x0101)])
         case 0x0103:
@@ -231,6 +232,17 @@ struct OpenPGPApplication: Sendable {
             guard value.count == 1 || value.count == 7 else { return Reply(.wrongLength) }
             guard value[0] <= 1 else { return Reply(.incorrectData) }
             next.pw1ValidForSeveralSignatures = value[0] == 1
+        case 0xF9:
+            // Switching the KDF on or off sets the PINs to the factory PINs (as digests when on) and removes the
+            // Reset Code, as Gnuk and the YubiKey do; the host then changes them through the KDF.
+            guard let setting = KDFSetting(value) else { return Reply(.incorrectData) }
+            next.kdf = value
+            next.pw1 = setting.userPIN
+            next.pw3 = setting.adminPIN
+            next.resetCode = []
+            next.resetCodeRetries = 0
+            next.pw1Retries = CardProfile.maxRetries
+            next.pw3Retries = CardProfile.maxRetries
         case 0xD3:
             guard value.isEmpty || CardProfile.resetCodeLengths.contains(value.count) else { return Reply(.wrongLength) }
             next.resetCode = value
@@ -419,24 +431,14 @@ struct OpenPGPApplication: Sendable {
 
     // MARK: Keys
 
-    /// The public key of the key in `slot`, as `7F49 { 86 <32 bytes> }`; nil when the slot is empty.
+    /// The public key template `7F49` of the key in `slot`; nil when the slot is empty.
     ///
-    /// X25519 public keys travel as raw RFC 7748 bytes, without the `40` prefix OpenPGP uses.
+    /// X25519 public keys travel as raw RFC 7748 bytes, without the `40` prefix OpenPGP uses; RSA keys as
+    /// `81 n 82 e`; NIST and brainpool points uncompressed.
     func publicKeyTemplate(_ slot: KeySlot) -> [UInt8]? {
         let key = state.keys[slot.rawValue]
-        guard key.origin != .none, key.secret.count == 32, let kind = key.attributes.kind else { return nil }
-        let secret = guardedCopy(key.secret)
-        let publicKey: [UInt8]
-        do {
-            switch kind {
-            case .x25519: publicKey = try X25519.publicKey(for: secret)
-            case .ed25519: publicKey = try Ed25519.publicKey(forSeed: secret)
-            case .rsa: return nil
-            }
-        } catch {
-            return nil
-        }
-        return TLV(tag: 0x7F49, children: [TLV(tag: 0x86, value: publicKey)]).encoded
+        guard key.origin != .none, let kind = key.attributes.kind else { return nil }
+        return try? kind.publicKeyTemplate(secret: key.secret)
     }
 
     /// GENERATE ASYMMETRIC KEY PAIR: P1 `80` generates (PW3), P1 `81` reads the public key.
@@ -452,9 +454,8 @@ struct OpenPGPApplication: Sendable {
         }
         guard status.pw3 else { return Reply(.securityStatusNotSatisfied) }
         guard let kind = state.keys[slot.rawValue].attributes.kind else { return Reply(.functionNotSupported) }
-        if case .rsa = kind { return Reply(.functionNotSupported) }
+        guard var secret = try? kind.generateSecret() else { return Reply(.executionError) }
         var next = state
-        var secret = SecureRandom.bytes(32)
         next.keys[slot.rawValue].secret = secret
         secureZero(&secret)
         next.keys[slot.rawValue].origin = .generated
@@ -481,19 +482,15 @@ struct OpenPGPApplication: Sendable {
         else { return Reply(.incorrectData) }
         guard template.reduce(0, { $0 + $1.length }) == parts[2].value.count else { return Reply(.incorrectData) }
         var offset = 0
-        var privateKey: [UInt8]?
+        var values: [UInt32: [UInt8]] = [:]
         for (tag, length) in template {
-            if tag == 0x92 { privateKey = Array(parts[2].value[offset..<(offset + length)]) }
+            values[tag] = Array(parts[2].value[offset..<(offset + length)])
             offset += length
         }
-        guard var scalar = privateKey, (1...32).contains(scalar.count) else { return Reply(.incorrectData) }
+        defer { for key in values.keys { secureZero(&values[key]!) } }
         guard let kind = state.keys[slot.rawValue].attributes.kind else { return Reply(.incorrectData) }
-        scalar = zeros(32 - scalar.count) + scalar
-        switch kind {
-        case .rsa: return Reply(.functionNotSupported)
-        case .x25519: scalar.reverse()
-        case .ed25519: break
-        }
+        var scalar: [UInt8]
+        do { scalar = try kind.importedSecret(values) } catch { return Reply(error.statusWord) }
         var next = state
         next.keys[slot.rawValue].secret = scalar
         secureZero(&scalar)
@@ -530,19 +527,6 @@ struct OpenPGPApplication: Sendable {
         return entries
     }
 
-    /// The secret of the key in `slot`, copied into guarded memory; check `keyProblem` first.
-    private func secret(_ slot: KeySlot) -> SecretBytes {
-        guardedCopy(state.keys[slot.rawValue].secret)
-    }
-
-    /// Why a key operation cannot run, or nil when the slot holds a usable key of `kind`.
-    private func keyProblem(_ slot: KeySlot, kind: AlgorithmAttributes.Kind) -> Reply? {
-        let key = state.keys[slot.rawValue]
-        if key.origin == .none { return Reply(.referencedDataNotFound) }
-        if key.attributes.kind != kind { return Reply(.functionNotSupported) }
-        return nil
-    }
-
     // MARK: Security operations
 
     /// PSO: COMPUTE DIGITAL SIGNATURE (`9E 9A`) and DECIPHER (`80 86`). OpenPGP card 3.4.1, §7.2.10-11.
@@ -556,11 +540,10 @@ struct OpenPGPApplication: Sendable {
 
     private mutating func computeSignature(_ command: CommandAPDU) -> Reply {
         guard status.pw1Signature else { return Reply(.securityStatusNotSatisfied) }
-        if let problem = keyProblem(.signature, kind: .ed25519) { return problem }
-        guard !command.data.isEmpty else { return Reply(.wrongLength) }
         let signature: [UInt8]
-        do { signature = try Ed25519.sign(command.data, seed: secret(.signature)) } catch {
-            return Reply(.executionError)
+        switch sign(command.data, with: .signature) {
+        case .success(let made): signature = made
+        case .failure(let failure): return Reply(failure.statusWord)
         }
         var next = state
         next.signatureCounter = min(next.signatureCounter + 1, 0xFFFFFF)
@@ -569,23 +552,18 @@ struct OpenPGPApplication: Sendable {
         return Reply(.success, data: signature)
     }
 
-    /// DECIPHER with the cv25519 key: `A6 { 7F49 { 86 <point> } }`, the point 32 raw bytes or `40` + 32 bytes.
-    /// Answers the 32-byte X25519 shared secret.
+    /// DECIPHER with the decryption key: for cv25519 and the NIST and brainpool curves
+    /// `A6 { 7F49 { 86 <point> } }` (a cv25519 point raw or `40`-prefixed), answering the shared secret; for RSA
+    /// `00 || cryptogram`, answering the message with its PKCS#1 v1.5 padding removed. OpenPGP card 3.4.1, §7.2.11.
     private func decipher(_ command: CommandAPDU) -> Reply {
         guard status.pw1Other else { return Reply(.securityStatusNotSatisfied) }
-        if let problem = keyProblem(.decryption, kind: .x25519) { return problem }
-        guard let template = try? TLV.parseOne(command.data), template.tag == 0xA6,
-              let publicKey = try? TLV.parseOne(template.value), publicKey.tag == 0x7F49,
-              let point = try? TLV.parseOne(publicKey.value), point.tag == 0x86
-        else { return Reply(.incorrectData) }
-        var peer = point.value
-        if peer.count == 33 && peer[0] == 0x40 { peer.removeFirst() }
-        guard peer.count == 32 else { return Reply(.incorrectData) }
+        let key = state.keys[KeySlot.decryption.rawValue]
+        if key.origin == .none { return Reply(.referencedDataNotFound) }
+        guard let kind = key.attributes.kind else { return Reply(.functionNotSupported) }
         do {
-            let shared = try X25519.sharedSecret(secretKey: secret(.decryption), peerPublicKey: peer)
-            return Reply(.success, data: shared.withUnsafeBytes { Array($0) })
+            return Reply(.success, data: try kind.decipher(command.data, secret: key.secret))
         } catch {
-            return Reply(.incorrectData)
+            return Reply(error.statusWord)
         }
     }
 
@@ -593,13 +571,20 @@ struct OpenPGPApplication: Sendable {
     private func internalAuthenticate(_ command: CommandAPDU) -> Reply {
         guard command.p1 == 0x00, command.p2 == 0x00 else { return Reply(.incorrectP1P2) }
         guard status.pw1Other else { return Reply(.securityStatusNotSatisfied) }
-        if let problem = keyProblem(.authentication, kind: .ed25519) { return problem }
-        guard !command.data.isEmpty else { return Reply(.wrongLength) }
-        do {
-            return try Reply(.success, data: Ed25519.sign(command.data, seed: secret(.authentication)))
-        } catch {
-            return Reply(.executionError)
+        switch sign(command.data, with: .authentication) {
+        case .success(let signature): return Reply(.success, data: signature)
+        case .failure(let failure): return Reply(failure.statusWord)
         }
+    }
+
+    /// Signs with the key in `slot`: Ed25519 over the data, RSA PKCS#1 v1.5 over the DigestInfo, ECDSA over
+    /// the digest (`r || s`). No key: `6A88`; a decryption-only algorithm: `6A81`; no data: `6700`.
+    private func sign(_ data: [UInt8], with slot: KeySlot) -> Result<[UInt8], KeyFailure> {
+        let key = state.keys[slot.rawValue]
+        if key.origin == .none { return .failure(KeyFailure(.referencedDataNotFound)) }
+        guard !data.isEmpty else { return .failure(KeyFailure(.wrongLength)) }
+        guard let kind = key.attributes.kind else { return .failure(KeyFailure(.functionNotSupported)) }
+        return Result { () throws(KeyFailure) in try kind.sign(data, secret: key.secret) }
     }
 
     /// GET CHALLENGE: Le random bytes from libsodium. OpenPGP card 3.4.1, §7.2.15.

@@ -176,6 +176,10 @@ public final class SimulatedCard: Sendable {
                 engine.pending = []
                 return .response([statusWord.sw1, statusWord.sw2], delay: .zero)
             }
+            if case .answer(let bytes)? = fault {
+                engine.pending = []
+                return .response(bytes, delay: .zero)
+            }
             if case .vanish(afterProcessing: false)? = fault {
                 engine.isPresent = false
                 engine.isPowered = false

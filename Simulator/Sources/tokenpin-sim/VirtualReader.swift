@@ -33,7 +33,8 @@ enum Arguments {
     static let fault = Option.value(
         "--fault", valueName: "rule", isRepeatable: true,
         help: "Inject a fault: KIND[:ARG][@INS][*TIMES] with KIND one of vanish,\n"
-            + "vanish-after, delay:MS, malformed:empty|oneByte|truncated|badTLV, sw:HEX4.\n"
+            + "vanish-after, delay:MS, malformed:empty|oneByte|truncated|badTLV, sw:HEX4,\n"
+            + "answer:HEX (data and status word, the card doing nothing).\n"
             + "Example: --fault sw:6A88@CA --fault vanish-after@20*1")
     static let reinsertAfter = Option.value(
         "--reinsert-after", valueName: "ms",
@@ -42,13 +43,17 @@ enum Arguments {
         "--stats", help: "Print the time the card spends on each APDU to stderr, and a summary at exit.")
     static let trace = Option.flag(
         "--trace", help: "Print each APDU header and status word to stderr (never PIN data).")
+    static let tap = Option.value(
+        "--tap", valueName: "file",
+        help: "Append each PSO:DECIPHER answer (hex, with its status word) to the file, as\n"
+            + "an eavesdropper on the reader's line sees it: for replay tests.")
     static let help = Option.flag("-h", "--help", help: "Show help information.", stopsValidation: true)
 
     static let program = Program(
         "tokenpin-sim", overview: "A virtual OpenPGP card (spec 3.4) in a vpcd virtual reader of pcscd.",
         discussion: "Starting it inserts the card, stopping it (SIGTERM, SIGINT) pulls it. It reconnects with backoff\n"
             + "while vpcd is not up. Every change to the card is written to the state file before the answer.",
-        options: [state, port, host, serial, reset, fault, reinsertAfter, stats, trace, help])
+        options: [state, port, host, serial, reset, fault, reinsertAfter, stats, trace, tap, help])
 }
 
 /// The parsed command line.
@@ -61,6 +66,7 @@ struct Options {
     var faults: [CardFaults.Rule] = []
     var stats = false
     var trace = false
+    var tapPath: String?
     var reinsertDelay: Duration = .seconds(1)
 
     /// The options, or nil for `--help`. Usage errors are `ArgumentError`s from the parser or, for values it
@@ -93,6 +99,7 @@ struct Options {
         }
         options.stats = parsed.isSet(Arguments.stats)
         options.trace = parsed.isSet(Arguments.trace)
+        options.tapPath = parsed.value(Arguments.tap)
         return options
     }
 }
@@ -219,6 +226,19 @@ struct Statistics {
     }
 }
 
+/// Appends a successful PSO:DECIPHER answer to the tap file, one hex line.
+func tap(_ command: [UInt8], _ answer: [UInt8], into path: String) {
+    guard command.count >= 4, command[1] == CardInstruction.performSecurityOperation, command[2] == 0x80,
+          command[3] == 0x86, answer.count > 2, answer.suffix(2) == [0x90, 0x00]
+    else { return }
+    do {
+        let file = try FileDescriptor.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode: 0o600)
+        try file.writeAll(Array((Hex.encode(answer) + "\n").utf8))
+    } catch {
+        printError("tokenpin-sim: cannot write the tap file \(path): \(error)")
+    }
+}
+
 /// Instructions whose data carries a PIN or a key: traces print only their header.
 let sensitiveInstructions: Set<UInt8> = [CardInstruction.verify, CardInstruction.changeReferenceData,
                                          CardInstruction.resetRetryCounter, CardInstruction.putDataOdd]
@@ -255,6 +275,7 @@ func serve(_ socket: VPCDSocket, card: SimulatedCard, options: Options, statisti
                 let body = message.count > 1 && sensitiveInstructions.contains(message[1]) ? " [sensitive]" : ""
                 printError("apdu \(header)\(body) -> \(Hex.encode(bytes.suffix(2))) (\(bytes.count) bytes, card \(card.lastProcessingTime))")
             }
+            if let tapPath = options.tapPath { tap(message, bytes, into: tapPath) }
             if delay > .zero { pause(delay) }
             if !socket.send(bytes) { return false }
         case .removed:

@@ -7,7 +7,9 @@
 #   gpg --card-status (serial, OpenPGP, PIN retry counter 3 0 3);
 #   gpg --card-edit: change the PIN, block and unblock it (admin PIN and Reset Code), switch the key
 #   attributes to Curve25519, generate keys on the card; gpg decrypting a message to the card's cv25519
-#   key and signing with its Ed25519 key; a restarted simulator still decrypting.
+#   key and signing with its Ed25519 key; a restarted simulator still decrypting; then the algorithms cards
+#   ship with: key-attr RSA 2048, generate on the card and decrypt; keytocard of a software RSA subkey and
+#   decrypt; key-attr NIST P-256 (gpg --expert), generate and decrypt.
 # The last line is "N passed, N failed"; the exit status is non-zero when anything failed.
 #
 # Usage: sudo Simulator/Tests/EndToEnd/real-clients.sh   (needs pcscd, vsmartcard-vpcd, opensc, gnupg, scdaemon)
@@ -176,6 +178,53 @@ out=$("${gpg_batch[@]}" --passphrase 112233 -d "$work/imported.asc" 2>&1)
 check "gpg decrypts with the imported key after the simulator restarted" "$out" "^a message for the imported key$"
 out=$(gpg --card-status 2>&1)
 check "the restarted card keeps its serial and counters" "$out" "^PIN retry counter : 3 3 3"
+
+# --- RSA and NIST P-256 keys, as most cards carry them ------------------------------------------------------
+# Key attributes RSA 2048 everywhere, keys generated on the card (replacing the cv25519/Ed25519 ones).
+out=$(card_edit cardedit.prompt=admin cardedit.prompt=key-attr cardedit.genkeys.algo=1 cardedit.genkeys.size=2048 \
+    cardedit.genkeys.algo=1 cardedit.genkeys.size=2048 cardedit.genkeys.algo=1 cardedit.genkeys.size=2048 \
+    passphrase.enter=12345678 passphrase.enter=12345678 passphrase.enter=12345678)
+out=$(gpg --card-status 2>&1)
+check "gpg switches the key attributes to RSA 2048" "$out" "^Key attributes \.\.\.: rsa2048 rsa2048 rsa2048"
+out=$(card_edit cardedit.prompt=admin cardedit.prompt=generate cardedit.genkeys.backup_enc=n \
+    cardedit.genkeys.replace_keys=y passphrase.enter=112233 passphrase.enter=12345678 passphrase.enter=112233 \
+    passphrase.enter=112233 keygen.valid=0 "keygen.name=RSA Holder" keygen.email=rsa@example.org keygen.comment=)
+check "gpg generates RSA 2048 keys on the card" "$out" "KEY_CREATED"
+echo "a message for the card's RSA key" | gpg --batch --trust-model always -a -e -r rsa@example.org >"$work/rsa.asc" 2>&1
+out=$("${gpg_batch[@]}" --passphrase 112233 -d "$work/rsa.asc" 2>&1)
+check "gpg decrypts a message to the card's RSA 2048 key" "$out" "^a message for the card's RSA key$"
+out=$(echo "signed text" | "${gpg_batch[@]}" --passphrase 112233 -u rsa@example.org -s 2>/dev/null | gpg --batch --verify 2>&1)
+check "gpg signs with the card's RSA key and the signature verifies" "$out" "Good signature"
+
+# keytocard: a software RSA 2048 encryption subkey moved to the card (the 4D import with e, p, q).
+"${gpg_batch[@]}" --passphrase '' --quick-gen-key "RSA Import <rsa-import@example.org>" rsa2048 cert,sign never >/dev/null 2>&1
+rsa_import_fpr=$(gpg --with-colons --list-keys rsa-import@example.org 2>/dev/null | awk -F: '/^fpr/ {print $10; exit}')
+"${gpg_batch[@]}" --passphrase '' --quick-add-key "$rsa_import_fpr" rsa2048 encr never >/dev/null 2>&1
+echo "a message for the imported RSA key" | gpg --batch --trust-model always -a -e -r rsa-import@example.org \
+    >"$work/rsa-imported.asc" 2>&1
+out=$(gpg_dialog --edit-key "$rsa_import_fpr" -- keyedit.prompt="key 1" keyedit.prompt=keytocard \
+    cardedit.genkeys.storekeytype=2 cardedit.genkeys.replace_key=y passphrase.enter=12345678 \
+    passphrase.enter=12345678 keyedit.prompt=save)
+out=$(gpg --with-colons -K rsa-import@example.org 2>&1)
+check "gpg moved the RSA subkey to the card (keytocard)" "$out" "^ssb:.*:D276000124010304FFFE$serial"
+out=$("${gpg_batch[@]}" --passphrase 112233 -d "$work/rsa-imported.asc" 2>&1)
+check "the card decrypts with the imported RSA key" "$out" "^a message for the imported RSA key$"
+
+# Key attributes NIST P-256 (ECDSA, ECDH, ECDSA; gpg offers the NIST curves in expert mode), generated on the card.
+out=$(gpg_dialog --expert --card-edit -- cardedit.prompt=admin cardedit.prompt=key-attr cardedit.genkeys.algo=2 \
+    keygen.curve=3 cardedit.genkeys.algo=2 keygen.curve=3 cardedit.genkeys.algo=2 keygen.curve=3 \
+    passphrase.enter=12345678 passphrase.enter=12345678 passphrase.enter=12345678)
+out=$(gpg --card-status 2>&1)
+check "gpg switches the key attributes to NIST P-256" "$out" "^Key attributes \.\.\.: nistp256 nistp256 nistp256"
+out=$(card_edit cardedit.prompt=admin cardedit.prompt=generate cardedit.genkeys.backup_enc=n \
+    cardedit.genkeys.replace_keys=y passphrase.enter=112233 passphrase.enter=12345678 passphrase.enter=112233 \
+    passphrase.enter=112233 keygen.valid=0 "keygen.name=NIST Holder" keygen.email=nist@example.org keygen.comment=)
+check "gpg generates NIST P-256 keys on the card" "$out" "KEY_CREATED"
+echo "a message for the card's P-256 key" | gpg --batch --trust-model always -a -e -r nist@example.org >"$work/nist.asc" 2>&1
+out=$("${gpg_batch[@]}" --passphrase 112233 -d "$work/nist.asc" 2>&1)
+check "gpg decrypts a message to the card's NIST P-256 key" "$out" "^a message for the card's P-256 key$"
+out=$(echo "signed text" | "${gpg_batch[@]}" --passphrase 112233 -u nist@example.org -s 2>/dev/null | gpg --batch --verify 2>&1)
+check "gpg signs with the card's ECDSA P-256 key and the signature verifies" "$out" "Good signature"
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -16,20 +16,39 @@ public enum SlotKind: String, Codable, Sendable, CaseIterable {
 public struct TokenBinding: Codable, Sendable, Equatable {
     /// The card's serial number as printed by `gpg --card-status` (manufacturer and serial, hex).
     public var serial: String
-    /// The card's cv25519 decryption public key (32 raw bytes).
+    /// The card's decryption public key: 32 raw bytes for cv25519, the uncompressed point `04 || x || y` for
+    /// the NIST and brainpool curves, the modulus n for RSA.
     public var cardPublicKey: Data
-    /// The ephemeral X25519 public key made at binding (32 raw bytes); its secret half was discarded.
+    /// What the card is asked to decipher: the ephemeral public key (32 raw bytes for cv25519, an
+    /// uncompressed point for the other curves; its secret half was discarded), or for RSA the PKCS#1 v1.5
+    /// cryptogram of the slot's secret (as long as the modulus).
     public var ephemeralPublicKey: Data
     /// The reader the card was in when bound (informational).
     public var reader: String?
+    /// The decryption key's algorithm (`rsa2048`, `nistp256`, ...); absent for cv25519, the only algorithm of
+    /// records made before there were others, so those stay byte for byte what they were.
+    public var algorithm: String?
+    /// RSA only: the card's public exponent e.
+    public var cardPublicExponent: Data?
 
     /// Creates a binding.
-    public init(serial: String, cardPublicKey: Data, ephemeralPublicKey: Data, reader: String? = nil) {
+    public init(serial: String, cardPublicKey: Data, ephemeralPublicKey: Data, reader: String? = nil,
+                algorithm: String? = nil, cardPublicExponent: Data? = nil) {
         self.serial = serial
         self.cardPublicKey = cardPublicKey
         self.ephemeralPublicKey = ephemeralPublicKey
         self.reader = reader
+        self.algorithm = algorithm
+        self.cardPublicExponent = cardPublicExponent
     }
+
+    /// The algorithms a binding may name, with the sizes of the card's key and of the ephemeral key (or
+    /// cryptogram) in bytes. cv25519 is the binding without a name.
+    public static let algorithmSizes: [String: (cardKey: Int, ephemeral: Int)] = [
+        "nistp256": (65, 65), "nistp384": (97, 97), "nistp521": (133, 133),
+        "brainpoolP256r1": (65, 65), "brainpoolP384r1": (97, 97), "brainpoolP512r1": (129, 129),
+        "rsa2048": (256, 256), "rsa3072": (384, 384), "rsa4096": (512, 512),
+    ]
 
     /// The longest serial accepted, in bytes.
     public static let maximumSerialLength = 64
@@ -38,9 +57,23 @@ public struct TokenBinding: Codable, Sendable, Equatable {
 
     /// Which field is out of range, or nil; the message names the field.
     public var problem: String? {
-        guard cardPublicKey.count == 32 else { return "token.cardPublicKey is \(cardPublicKey.count) bytes, not 32" }
-        guard ephemeralPublicKey.count == 32 else {
-            return "token.ephemeralPublicKey is \(ephemeralPublicKey.count) bytes, not 32"
+        var sizes = (cardKey: 32, ephemeral: 32)
+        if let algorithm {
+            guard let known = Self.algorithmSizes[algorithm] else { return "token.algorithm \(algorithm) is unknown" }
+            sizes = known
+        }
+        guard cardPublicKey.count == sizes.cardKey else {
+            return "token.cardPublicKey is \(cardPublicKey.count) bytes, not \(sizes.cardKey)"
+        }
+        guard ephemeralPublicKey.count == sizes.ephemeral else {
+            return "token.ephemeralPublicKey is \(ephemeralPublicKey.count) bytes, not \(sizes.ephemeral)"
+        }
+        if algorithm?.hasPrefix("rsa") ?? false {
+            guard let exponent = cardPublicExponent, (1...8).contains(exponent.count) else {
+                return "token.cardPublicExponent must be 1 to 8 bytes for an RSA card key"
+            }
+        } else if cardPublicExponent != nil {
+            return "token.cardPublicExponent is set for a key that is not RSA"
         }
         guard (1...Self.maximumSerialLength).contains(serial.utf8.count) else {
             return "token.serial must be 1 to \(Self.maximumSerialLength) bytes, not \(serial.utf8.count)"
@@ -131,6 +164,11 @@ public struct VaultSlot: Codable, Sendable, Equatable {
             field(Array(token.serial.utf8))
             field(token.cardPublicKey)
             field(token.ephemeralPublicKey)
+            // Only bindings that name an algorithm add fields, so cv25519 slots keep the header they were sealed with.
+            if let algorithm = token.algorithm {
+                field(Array(algorithm.utf8))
+                field(token.cardPublicExponent ?? Data())
+            }
         }
         return out
     }

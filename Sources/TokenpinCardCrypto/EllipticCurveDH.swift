@@ -1,0 +1,202 @@
+internal import COpenSSL
+public import TokenpinCore
+
+/// A short-Weierstrass curve OpenPGP cards offer for ECDH, with points in the uncompressed form
+/// `04 || x || y` the cards use (OpenPGP card 3.4.1, §7.2.11 and §7.2.14).
+public enum WeierstrassCurve: String, CaseIterable, Sendable, Hashable {
+    /// NIST P-256 (secp256r1).
+    case nistP256
+    /// NIST P-384 (secp384r1).
+    case nistP384
+    /// NIST P-521 (secp521r1).
+    case nistP521
+    /// brainpoolP256r1 (RFC 5639).
+    case brainpoolP256r1
+    /// brainpoolP384r1 (RFC 5639).
+    case brainpoolP384r1
+    /// brainpoolP512r1 (RFC 5639).
+    case brainpoolP512r1
+
+    /// The size of a coordinate, of a private scalar and of the shared secret (the x coordinate), in bytes.
+    public var coordinateLength: Int {
+        switch self {
+        case .nistP256, .brainpoolP256r1: 32
+        case .nistP384, .brainpoolP384r1: 48
+        case .nistP521: 66
+        case .brainpoolP512r1: 64
+        }
+    }
+
+    /// The size of an uncompressed point: `04`, then both coordinates.
+    public var pointLength: Int { 1 + 2 * coordinateLength }
+
+    /// libcrypto's numeric identifier of the curve.
+    var nid: Int32 {
+        switch self {
+        case .nistP256: NID_X9_62_prime256v1
+        case .nistP384: NID_secp384r1
+        case .nistP521: NID_secp521r1
+        case .brainpoolP256r1: NID_brainpoolP256r1
+        case .brainpoolP384r1: NID_brainpoolP384r1
+        case .brainpoolP512r1: NID_brainpoolP512r1
+        }
+    }
+
+    /// The group name libcrypto knows the curve by.
+    var groupName: String {
+        switch self {
+        case .nistP256: "P-256"
+        case .nistP384: "P-384"
+        case .nistP521: "P-521"
+        case .brainpoolP256r1: "brainpoolP256r1"
+        case .brainpoolP384r1: "brainpoolP384r1"
+        case .brainpoolP512r1: "brainpoolP512r1"
+        }
+    }
+}
+
+/// Elliptic-curve Diffie-Hellman on the NIST and brainpool curves, through libcrypto's EVP API.
+///
+/// The shared secret is the x coordinate of the product, `coordinateLength` bytes with leading zeros, as an
+/// OpenPGP card answers PSO:DECIPHER. Private scalars are big-endian, `coordinateLength` bytes, in guarded
+/// memory; every libcrypto copy is cleared when freed.
+public enum EllipticCurveDH {
+    /// A key pair: the uncompressed public point and the private scalar.
+    public struct KeyPair: ~Copyable, Sendable {
+        /// `04 || x || y`.
+        public let publicPoint: [UInt8]
+        /// The private scalar, big-endian, `coordinateLength` bytes of guarded memory.
+        public let privateKey: SecretBytes
+    }
+
+    /// A new key pair from libcrypto's generator.
+    ///
+    /// The corresponding C functions are `EVP_PKEY_keygen_init`, `EVP_PKEY_CTX_set_group_name` and
+    /// `EVP_PKEY_generate`.
+    public static func generateKeyPair(on curve: WeierstrassCurve) throws(CardCryptoError) -> KeyPair {
+        let context = try PKeyContext(algorithm: "EC")
+        guard EVP_PKEY_keygen_init(context.pointer) == 1,
+            EVP_PKEY_CTX_set_group_name(context.pointer, curve.groupName) == 1
+        else { throw libcryptoError("EC key generation setup") }
+        let key = try context.generate()
+        let scalar = try key.number("priv", secret: true)
+        return KeyPair(publicPoint: try uncompressedPoint(of: key, curve: curve),
+                       privateKey: try scalar.secretBytes(length: curve.coordinateLength))
+    }
+
+    /// The public point of a private scalar.
+    ///
+    /// Throws `.invalidLength` for a scalar that is not `coordinateLength` bytes and `.invalidKey` for one
+    /// outside `1..<order`.
+    public static func publicPoint(for privateKey: borrowing SecretBytes,
+                                   on curve: WeierstrassCurve) throws(CardCryptoError) -> [UInt8] {
+        let key = try privateKeyObject(privateKey, curve: curve)
+        return try uncompressedPoint(of: key, curve: curve)
+    }
+
+    /// Checks that `point` is an uncompressed point on `curve`.
+    ///
+    /// Throws `.invalidLength` for the wrong size and `.pointNotOnCurve` for anything else that is not a point
+    /// of the curve (another prefix, coordinates off the curve, the point at infinity).
+    public static func validate(point: [UInt8], on curve: WeierstrassCurve) throws(CardCryptoError) {
+        _ = try publicKeyObject(point, curve: curve)
+    }
+
+    /// The shared secret of `privateKey` and `peerPoint`: the x coordinate of their product, in guarded memory.
+    ///
+    /// The corresponding C functions are `EVP_PKEY_derive_init`, `EVP_PKEY_derive_set_peer` (which checks
+    /// the peer's point) and `EVP_PKEY_derive`. Throws `.invalidLength` or `.pointNotOnCurve` for a bad peer
+    /// point and `.invalidKey` for a bad scalar.
+    public static func sharedSecret(privateKey: borrowing SecretBytes, peerPoint: [UInt8],
+                                    on curve: WeierstrassCurve) throws(CardCryptoError) -> SecretBytes {
+        let peer = try publicKeyObject(peerPoint, curve: curve)
+        let key = try privateKeyObject(privateKey, curve: curve)
+        let context = try PKeyContext(key: key)
+        guard EVP_PKEY_derive_init(context.pointer) == 1 else { throw libcryptoError("EVP_PKEY_derive_init") }
+        guard EVP_PKEY_derive_set_peer(context.pointer, peer.pointer) == 1 else {
+            ERR_clear_error()
+            throw CardCryptoError(.pointNotOnCurve, "the peer point is not a usable point of \(curve.rawValue)")
+        }
+        var length = 0
+        guard EVP_PKEY_derive(context.pointer, nil, &length) == 1, length == curve.coordinateLength else {
+            throw libcryptoError("EVP_PKEY_derive")
+        }
+        let secret = SecretBytes(count: curve.coordinateLength)
+        let status = secret.withUnsafeMutableBytes { out in
+            EVP_PKEY_derive(context.pointer, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+        }
+        guard status == 1, length == curve.coordinateLength else { throw libcryptoError("EVP_PKEY_derive") }
+        return secret
+    }
+
+    // MARK: Keys as libcrypto objects
+
+    /// A public key object for an uncompressed point, checked to lie on the curve.
+    static func publicKeyObject(_ point: [UInt8], curve: WeierstrassCurve) throws(CardCryptoError) -> PKey {
+        guard point.count == curve.pointLength else {
+            throw CardCryptoError(.invalidLength, "a \(curve.rawValue) point has \(curve.pointLength) bytes, not \(point.count)")
+        }
+        guard point[0] == 0x04 else {
+            throw CardCryptoError(.pointNotOnCurve, "a \(curve.rawValue) point must be uncompressed (04 || x || y)")
+        }
+        let parameters = try ParameterList { builder throws(CardCryptoError) in
+            try builder.push("group", string: curve.groupName)
+            try builder.push("pub", octets: point)
+        }
+        do {
+            return try PKey(algorithm: "EC", selection: KeySelection.publicKey, parameters: parameters)
+        } catch {
+            throw CardCryptoError(.pointNotOnCurve, "the point is not on \(curve.rawValue)")
+        }
+    }
+
+    /// A key-pair object for a private scalar, with its public point computed from it.
+    static func privateKeyObject(_ privateKey: borrowing SecretBytes,
+                                 curve: WeierstrassCurve) throws(CardCryptoError) -> PKey {
+        guard privateKey.count == curve.coordinateLength else {
+            throw CardCryptoError(.invalidLength,
+                                  "a \(curve.rawValue) private key has \(curve.coordinateLength) bytes, not \(privateKey.count)")
+        }
+        let scalar = try BigNumber(secret: privateKey)
+        let point = try multiplyGenerator(by: scalar, curve: curve)
+        let parameters = try ParameterList { builder throws(CardCryptoError) in
+            try builder.push("group", string: curve.groupName)
+            try builder.push("priv", number: scalar)
+            try builder.push("pub", octets: point)
+        }
+        return try PKey(algorithm: "EC", selection: KeySelection.keyPair, parameters: parameters)
+    }
+
+    /// `scalar * G`, uncompressed; `.invalidKey` unless `1 <= scalar < order`.
+    ///
+    /// The corresponding C functions are `EC_GROUP_new_by_curve_name`, `EC_POINT_mul` and `EC_POINT_point2oct`.
+    static func multiplyGenerator(by scalar: borrowing BigNumber,
+                                  curve: WeierstrassCurve) throws(CardCryptoError) -> [UInt8] {
+        guard let group = EC_GROUP_new_by_curve_name(curve.nid) else {
+            throw libcryptoError("EC_GROUP_new_by_curve_name(\(curve.groupName))")
+        }
+        defer { EC_GROUP_free(group) }
+        guard let order = EC_GROUP_get0_order(group), BN_is_zero(scalar.pointer) == 0,
+            BN_is_negative(scalar.pointer) == 0, BN_cmp(scalar.pointer, order) < 0
+        else { throw CardCryptoError(.invalidKey, "the private key is not a valid \(curve.rawValue) scalar") }
+        let context = try BigNumberContext()
+        guard let product = EC_POINT_new(group) else { throw libcryptoError("EC_POINT_new") }
+        defer { EC_POINT_clear_free(product) }
+        guard EC_POINT_mul(group, product, scalar.pointer, nil, nil, context.pointer) == 1 else {
+            throw libcryptoError("EC_POINT_mul")
+        }
+        var out = [UInt8](repeating: 0, count: curve.pointLength)
+        let written = EC_POINT_point2oct(group, product, POINT_CONVERSION_UNCOMPRESSED, &out, out.count, context.pointer)
+        guard written == curve.pointLength else { throw libcryptoError("EC_POINT_point2oct") }
+        return out
+    }
+
+    /// The key's public point, uncompressed, whatever form libcrypto keeps it in.
+    static func uncompressedPoint(of key: borrowing PKey, curve: WeierstrassCurve) throws(CardCryptoError) -> [UInt8] {
+        let point = try key.octets("encoded-pub-key")
+        guard point.count == curve.pointLength, point.first == 0x04 else {
+            throw CardCryptoError(.operationFailed, "libcrypto returned a \(point.count)-byte point for \(curve.rawValue)")
+        }
+        return point
+    }
+}
