@@ -30,21 +30,25 @@ struct Options {
     var trace = false
     var tapPath: String?
     var reinsertDelay: Duration = .seconds(1)
+    var profile = SimulatedProfile.openpgp
 
     static let help = """
-        OVERVIEW: A virtual OpenPGP card (spec 3.4) in a vpcd virtual reader of pcscd.
+        OVERVIEW: A virtual OpenPGP card (spec 3.4) and/or PIV card (SP 800-73-4) in a vpcd virtual reader of pcscd.
 
         Starting it inserts the card, stopping it (SIGTERM, SIGINT) pulls it. It reconnects with backoff
         while vpcd is not up. Every change to the card is written to the state file before the answer.
 
         USAGE: tokenpin-sim --state <file> [--port <n>] [--host <h>] [--serial <hex>] [--reset]
                             [--fault <rule> ...] [--stats] [--trace] [--tap <file>]
+                            [--profile openpgp|piv-card|yubikey]
 
         OPTIONS:
           --state <file>          The card's JSON state file; created factory-new when missing.
           --port <n>              The vpcd port to connect to. (default: 35963)
           --host <h>              The vpcd host. (default: localhost)
           --serial <hex>          The card serial number in the AID, 8 hex digits.
+          --profile <name>        The applications on the card: openpgp (OpenPGP alone), piv-card (PIV alone),
+                                  yubikey (both, with the YubiKey PIV extensions and ATR). (default: openpgp)
           --reset                 Make the card factory-new (keeps the serial unless --serial is given).
           --fault <rule>          Inject a fault: KIND[:ARG][@INS][*TIMES] with KIND one of vanish,
                                   vanish-after, delay:MS, malformed:empty|oneByte|truncated|badTLV, sw:HEX4,
@@ -84,6 +88,13 @@ struct Options {
                 }
                 options.serial = serial
             case "--reset": options.reset = true
+            case "--profile":
+                let name = try value(argument)
+                guard let profile = SimulatedProfile(rawValue: name) else {
+                    let names = SimulatedProfile.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw SimulatorError(.invalidArgument, "--profile needs one of \(names), not '\(name)'")
+                }
+                options.profile = profile
             case "--fault": options.faults.append(try CardFaults.parseRule(try value(argument)))
             case "--reinsert-after":
                 guard let milliseconds = Int(try value(argument)), milliseconds >= 0 else {
@@ -239,7 +250,8 @@ func tap(_ command: [UInt8], _ answer: [UInt8], into path: String) {
 
 /// Instructions whose data carries a PIN or a key: traces print only their header.
 let sensitiveInstructions: Set<UInt8> = [CardInstruction.verify, CardInstruction.changeReferenceData,
-                                         CardInstruction.resetRetryCounter, CardInstruction.putDataOdd]
+                                         CardInstruction.resetRetryCounter, CardInstruction.putDataOdd,
+                                         PIVInstruction.setManagementKey]
 
 enum VPCDControl {
     static let powerOff: UInt8 = 0
@@ -301,7 +313,8 @@ func run() -> Int32 {
     }
     let card: SimulatedCard
     do {
-        card = try SimulatedCard(stateFile: options.statePath, serial: options.serial, reset: options.reset)
+        card = try SimulatedCard(stateFile: options.statePath, serial: options.serial, reset: options.reset,
+                                 profile: options.profile)
     } catch let error as SimulatorError {
         printError("error: \(error.detail)")
         return ExitCode.stateFile.rawValue
