@@ -68,6 +68,12 @@ let package = Package(
             dependencies: ["TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto"],
             swiftSettings: strictSettings
         ),
+        // The PIV card application session (SP 800-73-4, YubiKey extensions) over any CardConnection.
+        .target(
+            name: "TokenpinPIV",
+            dependencies: ["TokenpinAPDU", "TokenpinCore"],
+            swiftSettings: strictSettings
+        ),
         // The virtual OpenPGP card (a deliverable of its own, under Simulator/).
         .target(
             name: "TokenpinSimulator",
@@ -155,6 +161,11 @@ let package = Package(
         .testTarget(
             name: "TokenpinOpenPGPTests",
             dependencies: ["TokenpinOpenPGP", "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenpinPIVTests",
+            dependencies: ["TokenpinPIV", "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto"],
             swiftSettings: strictSettings
         ),
         .testTarget(
