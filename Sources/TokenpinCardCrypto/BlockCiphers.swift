@@ -28,6 +28,16 @@ public enum BlockCiphers {
         /// The block length in bytes: the challenge's length.
         public var blockLength: Int { self == .tripleDES ? 8 : 16 }
 
+        /// The name people know it by: 3DES, AES-128, AES-192, AES-256.
+        public var name: String {
+            switch self {
+            case .tripleDES: "3DES"
+            case .aes128: "AES-128"
+            case .aes192: "AES-192"
+            case .aes256: "AES-256"
+            }
+        }
+
         var cipherName: String {
             switch self {
             case .tripleDES: "DES-EDE3-ECB"
@@ -55,7 +65,7 @@ public enum BlockCiphers {
     private static func run(_ data: [UInt8], key: borrowing SecretBytes, algorithm: Algorithm,
                             encrypt: Bool) throws(CardCryptoError) -> [UInt8] {
         guard key.count == algorithm.keyLength else {
-            throw CardCryptoError(.invalidLength, "a \(algorithm) key has \(algorithm.keyLength) bytes, not \(key.count)")
+            throw CardCryptoError(.invalidLength, "\(algorithm.name) keys have \(algorithm.keyLength) bytes, not \(key.count)")
         }
         guard !data.isEmpty, data.count % algorithm.blockLength == 0 else {
             throw CardCryptoError(.invalidLength, "\(data.count) bytes are not whole \(algorithm.blockLength)-byte blocks")
