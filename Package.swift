@@ -71,7 +71,7 @@ let package = Package(
         // The PIV card application session (SP 800-73-4, YubiKey extensions) over any CardConnection.
         .target(
             name: "TokenpinPIV",
-            dependencies: ["TokenpinAPDU", "TokenpinCore"],
+            dependencies: ["TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto"],
             swiftSettings: strictSettings
         ),
         // The virtual OpenPGP card (a deliverable of its own, under Simulator/).

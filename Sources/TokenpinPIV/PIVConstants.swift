@@ -10,6 +10,8 @@ public enum PIVApplicationID {
 enum PIVCommand {
     static let select: UInt8 = 0xA4
     static let getData: UInt8 = 0xCB
+    static let putData: UInt8 = 0xDB
+    static let generateKeyPair: UInt8 = 0x47
     static let verify: UInt8 = 0x20
     static let changeReferenceData: UInt8 = 0x24
     static let resetRetryCounter: UInt8 = 0x2C

@@ -55,9 +55,8 @@ public struct PIVSession {
     /// SP 800-73-4, part 2, §3.1.2: GET DATA `00 CB 3F FF` with `5C` naming the object. Throws
     /// `.objectNotFound` for an object the card does not hold, `.securityStatusNotSatisfied` for one behind the PIN.
     public func getObject(_ id: UInt32) throws(PIVError) -> [UInt8] {
-        let idBytes: [UInt8] = id > 0xFFFF ? [UInt8(id >> 16), UInt8((id >> 8) & 0xFF), UInt8(id & 0xFF)]
-            : id > 0xFF ? [UInt8(id >> 8), UInt8(id & 0xFF)] : [UInt8(id)]
-        let command = CommandAPDU(ins: PIVCommand.getData, p1: 0x3F, p2: 0xFF, data: TLV(tag: 0x5C, value: idBytes).encoded, le: 256)
+        let command = CommandAPDU(ins: PIVCommand.getData, p1: 0x3F, p2: 0xFF,
+                                  data: TLV(tag: 0x5C, value: Self.objectIDBytes(id)).encoded, le: 256)
         let response = try send(command)
         try check(response.statusWord)
         do throws(APDUError) {
@@ -356,6 +355,16 @@ public struct PIVSession {
     }
 
     // MARK: Transport
+
+    /// An object ID's bytes in a `5C` tag list.
+    static func objectIDBytes(_ id: UInt32) -> [UInt8] {
+        id > 0xFFFF ? [UInt8(id >> 16), UInt8((id >> 8) & 0xFF), UInt8(id & 0xFF)]
+            : id > 0xFF ? [UInt8(id >> 8), UInt8(id & 0xFF)] : [UInt8(id)]
+    }
+
+    func sendCommand(_ command: CommandAPDU) throws(PIVError) -> ResponseAPDU { try send(command) }
+
+    func checkStatus(_ statusWord: StatusWord) throws(PIVError) { try check(statusWord) }
 
     private func send(_ command: CommandAPDU) throws(PIVError) -> ResponseAPDU {
         trace?("> \(command)")

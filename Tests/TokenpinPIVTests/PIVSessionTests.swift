@@ -297,3 +297,104 @@ struct PIVSessionTests {
             == .ecc(algorithm: .eccP384, point: point))
     }
 }
+
+@Suite("PIVSession management")
+struct PIVManagementTests {
+    static let defaultKey: [UInt8] = Array(1...8) + Array(1...8) + Array(1...8)
+
+    @Test("the default 3DES management key authenticates; then GENERATE and PUT DATA work")
+    func generateAndPut() throws {
+        let card = try Card()
+        let session = card.session
+        try session.select()
+        #expect(throws: PIVError.securityStatusNotSatisfied) { _ = try session.generateKey(in: .retired(3)!, algorithm: .eccP256) }
+        let metadata = try session.managementKeyMetadata()
+        #expect(metadata.algorithm == .tripleDES)
+        #expect(metadata.isDefault)
+        try session.authenticate(managementKey: guardedCopy(Self.defaultKey), algorithm: .tripleDES)
+        let publicKey = try session.generateKey(in: .retired(3)!, algorithm: .eccP256, pinPolicy: 0x01)
+        #expect(try session.publicKey(in: .retired(3)!) == publicKey)
+        #expect(try session.metadata(for: .retired(3)!).pinPolicy == 0x01)
+        let guid = SecureRandom.bytes(16)
+        try session.putObject(PIVObjectID.chuid, value: TLV(tag: 0x34, value: guid).encoded)
+        #expect(try session.chuid().guid == guid)
+        // A certificate longer than one short APDU goes in chained.
+        let long = TLV(tag: 0x70, value: SecureRandom.bytes(900)).encoded
+        try session.putObject(PIVSlot.retired(3)!.certificateObject, value: long)
+        #expect(try session.getObject(PIVSlot.retired(3)!.certificateObject) == long)
+    }
+
+    @Test("a wrong management key or algorithm is refused; a key of the wrong length never reaches the card")
+    func wrongKey() throws {
+        let card = try Card()
+        let session = card.session
+        try session.select()
+        #expect(throws: PIVError.securityStatusNotSatisfied) {
+            try session.authenticate(managementKey: guardedCopy([UInt8](repeating: 9, count: 24)), algorithm: .tripleDES)
+        }
+        #expect(throws: PIVError.invalidSlot) {
+            try session.authenticate(managementKey: guardedCopy([UInt8](repeating: 9, count: 16)), algorithm: .aes128)
+        }
+        let before = card.card.processedCount
+        #expect(throws: PIVError.invalidArgument("AES-256 management keys have 32 bytes, not 24")) {
+            try session.authenticate(managementKey: guardedCopy(Self.defaultKey), algorithm: .aes256)
+        }
+        #expect(card.card.processedCount == before)
+    }
+
+    @Test("AES-192 management key, as on YubiKey firmware 5.7")
+    func aesKey() throws {
+        let card = try Card()
+        let session = card.session
+        try session.select()
+        try session.authenticate(managementKey: guardedCopy(Self.defaultKey), algorithm: .tripleDES)
+        let key = SecureRandom.bytes(24)
+        #expect(try card.raw(0xFF, 0xFF, 0xFF, [0x0A, 0x9B, 24] + key, le: nil).statusWord == .success)
+        #expect(try session.managementKeyMetadata().algorithm == .aes192)
+        #expect(throws: PIVError.invalidSlot) {
+            try session.authenticate(managementKey: guardedCopy(Self.defaultKey), algorithm: .tripleDES)
+        }
+        try session.authenticate(managementKey: guardedCopy(key), algorithm: .aes192)
+    }
+}
+
+@Suite("PIVSession figures")
+struct PIVFigureTests {
+    /// The APDUs of a token verify, as the OpenPGP token does it: SELECT, identity, tries query, VERIFY,
+    /// GENERAL AUTHENTICATE (target ≤ 5). RSA 2048 adds a chained command and a GET RESPONSE.
+    @Test("a PIV token verify is 5 APDUs with ECDH, 7 with RSA 2048")
+    func apduCount() throws {
+        let card = try Card()
+        let session = card.session
+        try session.select()
+        try session.authenticate(managementKey: guardedCopy(PIVManagementTests.defaultKey), algorithm: .tripleDES)
+        guard case .ecc(_, let point) = try session.generateKey(in: .keyManagement, algorithm: .eccP256) else {
+            Issue.record("not an EC key")
+            return
+        }
+        _ = point
+        guard case .rsa(let modulus, let exponent) = try session.generateKey(in: .retired(1)!, algorithm: .rsa2048) else {
+            Issue.record("not an RSA key")
+            return
+        }
+        let host = try EllipticCurveDH.generateKeyPair(on: .nistP256)
+        card.card.powerOn()
+        var before = card.card.processedCount
+        try session.select()
+        _ = try session.serial()
+        #expect(try session.pinStatus() == .retriesLeft(3))
+        try session.verify(pin: secret("123456"))
+        _ = try session.sharedSecret(slot: .keyManagement, algorithm: .eccP256, peerPoint: host.publicPoint)
+        #expect(card.card.processedCount - before == 5)
+
+        let cryptogram = try RSAKeys.encrypt(guardedCopy(SecureRandom.bytes(32)), modulus: modulus, publicExponent: exponent)
+        card.card.powerOn()
+        before = card.card.processedCount
+        try session.select()
+        _ = try session.serial()
+        _ = try session.pinStatus()
+        try session.verify(pin: secret("123456"))
+        _ = try session.decrypt(slot: .retired(1)!, cryptogram: cryptogram)
+        #expect(card.card.processedCount - before == 7)
+    }
+}
