@@ -165,7 +165,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TokenpinPIVTests",
-            dependencies: ["TokenpinPIV", "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto"],
+            dependencies: ["TokenpinPIV", "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto", "TokenpinPCSC"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+import TokenpinAPDU
+import TokenpinCardCrypto
+import TokenpinCore
+import TokenpinPCSC
+import TokenpinPIV
+
+/// The sandbox Simulator/pcscd-sandbox sets up (with at least 8 vpcd ports: this suite uses the fifth).
+enum PIVSandbox {
+    static let environment = ProcessInfo.processInfo.environment
+    static var ports: [Int] { (environment["TOKENPIN_VPCD_PORTS"] ?? "").split(separator: ",").compactMap { Int($0) } }
+    static let isActive = environment["TOKENPIN_SANDBOX"] == "1" && environment["TOKENPIN_SIM_BIN"] != nil && ports.count >= 8
+    static let index = 4
+    static var reader: String { "tokenpin vpcd \(index / 2 * 2) 00 0\(index % 2)" }
+
+    static func waitForCard(present: Bool) throws {
+        let context = try PCSCContext()
+        for _ in 0..<400 {
+            if let status = try context.readerStatuses().first(where: { $0.name == reader }), status.isCardPresent == present,
+               !status.isMute {
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        Issue.record("reader \(reader) did not show the card \(present ? "inserted" : "removed")")
+    }
+}
+
+/// PIVSession through pcscd and tokenpin-sim's YubiKey profile: the session works over a real PC/SC
+/// connection, and its token-verify sequence costs what the same APDUs sent bare cost.
+@Suite("PIV through pcscd", .serialized, .enabled(if: PIVSandbox.isActive))
+struct PIVThroughPCSCTests {
+    @Test("ECDH through pcscd; the session's 5 APDUs take no longer than the same APDUs bare (median ≤ 1.2×)")
+    func verifyThroughPCSC() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokenpin-piv-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: PIVSandbox.environment["TOKENPIN_SIM_BIN"]!)
+        process.arguments = ["--state", directory.appendingPathComponent("card.json").path, "--port",
+                             "\(PIVSandbox.ports[PIVSandbox.index])", "--profile", "yubikey", "--serial", "00C0FFEE"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            try? PIVSandbox.waitForCard(present: false)
+        }
+        try PIVSandbox.waitForCard(present: true)
+
+        let connection = try PCSCCardConnection(reader: PIVSandbox.reader)
+        let session = PIVSession(connection: connection)
+        try session.select()
+        #expect(try session.serial() == 0x00C0_FFEE)
+        try session.authenticate(managementKey: pivSecret(Array(1...8) + Array(1...8) + Array(1...8)), algorithm: .tripleDES)
+        guard case .ecc(_, let cardPoint) = try session.generateKey(in: .keyManagement, algorithm: .eccP256) else {
+            Issue.record("not an EC key")
+            return
+        }
+        let host = try EllipticCurveDH.generateKeyPair(on: .nistP256)
+        let expected = try EllipticCurveDH.sharedSecret(privateKey: host.privateKey, peerPoint: cardPoint, on: .nistP256)
+
+        let pin = Array("123456".utf8) + [0xFF, 0xFF]
+        let template = TLV(tag: 0x7C, children: [TLV(tag: 0x82, value: []), TLV(tag: 0x85, value: host.publicPoint)]).encoded
+        let bare: [[UInt8]] = [
+            [0x00, 0xA4, 0x04, 0x00, 0x05] + PIVApplicationID.selectAID + [0x00],
+            [0x00, 0xF8, 0x00, 0x00, 0x00],
+            [0x00, 0x20, 0x00, 0x80],
+            [0x00, 0x20, 0x00, 0x80, 0x08] + pin,
+            [0x00, 0x87, 0x11, 0x9D, UInt8(template.count)] + template + [0x00],
+        ]
+        let clock = ContinuousClock()
+        var sessionTimes: [Duration] = []
+        var bareTimes: [Duration] = []
+        for round in 0..<60 {
+            // Interleaved, so that load on the machine falls on both alike.
+            let sessionTime = try clock.measure {
+                try connection.withTransaction {
+                    try session.select()
+                    _ = try session.serial()
+                    _ = try session.pinStatus()
+                    try session.verify(pin: pivSecret(Array("123456".utf8)))
+                    let shared = try session.sharedSecret(slot: .keyManagement, algorithm: .eccP256, peerPoint: host.publicPoint)
+                    if round == 0 {
+                        let equal = shared.isEqual(to: expected)
+                        #expect(equal)
+                    }
+                }
+            }
+            let bareTime = try clock.measure {
+                try connection.withTransaction {
+                    for apdu in bare { _ = try connection.transmit(apdu) }
+                }
+            }
+            sessionTimes.append(sessionTime)
+            bareTimes.append(bareTime)
+        }
+        let sessionMedian = sessionTimes.sorted()[sessionTimes.count / 2]
+        let bareMedian = bareTimes.sorted()[bareTimes.count / 2]
+        let ratio = Double(sessionMedian.components.attoseconds + sessionMedian.components.seconds * 1_000_000_000_000_000_000)
+            / Double(bareMedian.components.attoseconds + bareMedian.components.seconds * 1_000_000_000_000_000_000)
+        print("piv-figure: token verify (5 APDUs, P-256 ECDH) through pcscd: session median \(sessionMedian), bare median \(bareMedian), ratio \(String(format: "%.3f", ratio))")
+        #expect(ratio <= 1.2)
+        try connection.disconnect()
+    }
+}
+
+func pivSecret(_ bytes: [UInt8]) -> SecretBytes {
+    var copy = bytes
+    return SecretBytes(consuming: &copy)
+}
