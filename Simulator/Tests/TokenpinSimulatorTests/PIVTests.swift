@@ -344,3 +344,47 @@ struct PIVTests {
         #expect(try openpgp.verify(0x81, "000000") == .wrongPIN(retriesLeft: 1))
     }
 }
+
+@Suite("PIV application robustness")
+struct PIVRobustnessTests {
+    @Test("random commands for every PIV instruction never trap and always answer a status word",
+          arguments: [SimulatedProfile.yubikey, .pivCard])
+    func randomCommands(profile: SimulatedProfile) throws {
+        let harness = try PIVHarness(profile: profile)
+        let instructions: [UInt8] = [0xA4, 0xCB, 0xDB, 0x20, 0x24, 0x2C, 0x47, 0x87, 0xFD, 0xF8, 0xF7, 0xFF, 0xFA, 0xFB, 0xC0]
+        var generator = SystemRandomNumberGenerator()
+        try requireSuccess(harness.authenticate())
+        for round in 0..<3000 {
+            let ins = instructions[round % instructions.count]
+            // Mostly well-formed templates with random contents, sometimes pure noise.
+            var data: [UInt8]
+            switch UInt8.random(in: 0...3, using: &generator) {
+            case 0: data = SecureRandom.bytes(Int.random(in: 0...300, using: &generator))
+            case 1: data = TLV(tag: 0x7C, children: [TLV(tag: UInt32.random(in: 0x80...0x85, using: &generator),
+                                                        value: SecureRandom.bytes(Int.random(in: 0...100, using: &generator)))]).encoded
+            case 2: data = TLV(tag: 0x5C, value: [0x5F, 0xC1, UInt8.random(in: 0...0x22, using: &generator)]).encoded
+                + TLV(tag: 0x53, value: SecureRandom.bytes(Int.random(in: 0...40, using: &generator))).encoded
+            default: data = TLV(tag: 0xAC, children: [TLV(tag: 0x80, value: [UInt8.random(in: 0...0x20, using: &generator)])]).encoded
+            }
+            if ins == 0xFB || ins == 0xFA { data = [] }  // keep the card from resetting itself every time
+            let slots: [UInt8] = [0x9A, 0x9B, 0x9C, 0x9D, 0x9E, 0x82, 0x95, 0x80, 0x81, 0xFF, 0x00]
+            var p1 = UInt8.random(in: 0...255, using: &generator)
+            var p2 = slots[round % slots.count]
+            switch ins {
+            case 0x87: p1 = [0x03, 0x07, 0x11, 0x14, 0x0A][round % 5]
+            case 0xCB, 0xDB: (p1, p2) = round % 7 == 0 ? (p1, p2) : (0x3F, 0xFF)
+            case 0x47, 0xF7, 0x20, 0x24, 0x2C: p1 = round % 7 == 0 ? p1 : 0x00
+            default: break
+            }
+            let response = harness.card.process(CommandAPDU(ins: ins, p1: p1, p2: p2, data: data, le: 256).encoded(extended: data.count > 255))
+            #expect(response.count >= 2, "INS \(String(ins, radix: 16)) gave no status word")
+            if round % 500 == 0 {
+                try requireSuccess(harness.select().statusWord)
+                try requireSuccess(harness.authenticate())
+            }
+        }
+        // Still a working PIV card.
+        try requireSuccess(harness.select().statusWord)
+        #expect(try harness.getData([0x7E]).data == PIVProfile.discoveryObject)
+    }
+}
