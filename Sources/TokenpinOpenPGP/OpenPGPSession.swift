@@ -365,9 +365,8 @@ public struct OpenPGPSession {
         guard !response.isEmpty else {
             throw .malformed(APDUError(.invalidLength, "empty answer to an RSA decipher"))
         }
-        var secretCopy = response
-        secureZero(&response)
-        return SecretBytes(consuming: &secretCopy)
+        // Copied into guarded memory; the array is wiped.
+        return SecretBytes(consuming: &response)
     }
 
     /// Sends PSO:DECIPHER with public `data` of any length and returns the secret answer's data (the caller

@@ -166,7 +166,7 @@ public struct ReaderInfo: Sendable, Equatable {
     public var serial: String?
     /// Whether the card is an OpenPGP card.
     public var isOpenPGP: Bool
-    /// Whether the card has a cv25519 decryption key (usable by tokenpin).
+    /// Whether the card has a decryption key of an algorithm tokenpin binds to (usable as it is).
     public var usable: Bool
     /// Why it is not usable.
     public var unusableReason: String?

@@ -119,7 +119,7 @@ extension DemoCommand {
                         readers.map { "\($0.name): card \(cardLabel(serial: $0.serial ?? "?")), \($0.usable ? "usable" : "not usable (\($0.unusableReason ?? ""))")" }
                             .joined(separator: "; "))
 
-        narrator.step("Switch the token on without --generate-key: refused, the card has no cv25519 key")
+        narrator.step("Switch the token on without --generate-key: refused, the card has no decryption key")
         do {
             _ = try service.enableToken(ScriptedInteraction([pin]))
             narrator.result(false, "the card was bound")

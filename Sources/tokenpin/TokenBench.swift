@@ -113,7 +113,7 @@ extension BenchCommand {
     /// `tokenpin bench --token`: APDUs per token verify, and its wall time against the same APDUs sent bare
     /// through the same readers (open, one transaction, SELECT, GET DATA, VERIFY, PSO:DECIPHER, close).
     ///
-    /// Binds a card into a temporary store. Only the card already bound to the current user (whose cv25519 key
+    /// Binds a card into a temporary store. Only the card already bound to the current user (whose decryption key
     /// is used as it is) or the simulated card (given a key when it has none) is benchmarked: any other card
     /// is refused, naming what binding it would cost. Prompts: card PIN (admin PIN only for the simulated card
     /// without a key), with the tries left the card reports.

@@ -27,7 +27,8 @@ wanted() { [[ " $TARGETS " == *" $1 "* ]]; }
 
 # --- Building ----------------------------------------------------------------------------------------------------
 SWIFTC=(swiftc -sanitize=fuzzer,address -parse-as-library -O -swift-version 6 -enable-upcoming-feature ExistentialAny
-    -enable-upcoming-feature MemberImportVisibility -I "$OUT/lib" -I "$OUT/lib/CTokenpinShims" -I "$ROOT/Sources/CSodium" -L "$OUT/lib"
+    -enable-upcoming-feature MemberImportVisibility -I "$OUT/lib" -I "$OUT/lib/CTokenpinShims" -I "$ROOT/Sources/CSodium"
+    -I "$ROOT/Sources/COpenSSL" -L "$OUT/lib"
     -use-ld=lld)
 declare -A BUILT=()
 
@@ -58,8 +59,9 @@ shims() {
 }
 core() { system && shims && module TokenpinCore Sources/TokenpinCore; }
 apdu() { module TokenpinAPDU Sources/TokenpinAPDU; }
-openpgp() { core && apdu && module TokenpinOpenPGP Sources/TokenpinOpenPGP; }
-simulator() { core && apdu && module TokenpinSimulator Simulator/Sources/TokenpinSimulator; }
+cardcrypto() { core && module TokenpinCardCrypto Sources/TokenpinCardCrypto; }
+openpgp() { core && apdu && cardcrypto && module TokenpinOpenPGP Sources/TokenpinOpenPGP; }
+simulator() { core && apdu && cardcrypto && module TokenpinSimulator Simulator/Sources/TokenpinSimulator; }
 
 # link NAME SWIFT-FILES... -- LIBRARIES...: builds the fuzz target NAME.
 link() {
@@ -70,8 +72,10 @@ link() {
     for library in "$@"; do
         libraries+=("-l$library")
         [ "$library" = TokenpinCore ] && libraries+=("-lTokenpinSystem" "-lCTokenpinShims")  # the core's own dependencies
+        # The card algorithms (libcrypto) under the OpenPGP session and the simulator.
+        [[ "$library" = TokenpinOpenPGP || "$library" = TokenpinSimulator ]] && libraries+=("-lTokenpinCardCrypto")
     done
-    "${SWIFTC[@]}" -o "$OUT/fuzz-$name" "${files[@]}" "${libraries[@]}" -lsodium >"$OUT/build-$name.log" 2>&1 \
+    "${SWIFTC[@]}" -o "$OUT/fuzz-$name" "${files[@]}" "${libraries[@]}" -lsodium -lcrypto >"$OUT/build-$name.log" 2>&1 \
         || { not_ok "build the $name fuzz target: $(grep -m2 'error' "$OUT/build-$name.log")"; return 1; }
 }
 

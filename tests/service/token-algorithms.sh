@@ -5,7 +5,8 @@
 # generate, a message encrypted to them); tokenpin binds without --generate-key (no admin PIN), verifies,
 # falls back to the PIN after a wrong card PIN (counted on the card), refuses captured card answers replayed
 # by a fake card with the same serial, and gpg still decrypts with the same card key after binding and
-# verifying. `tokenpin bench --token` prints the APDUs per verify and the time against the bare APDUs.
+# verifying. `tokenpin bench --token` prints the APDUs per verify and the time against the bare APDUs. Then a
+# card whose KDF-DO gpg switched on: tokenpin binds, verifies, changes and unblocks the card PIN through it.
 . "$(dirname "$0")/lib.sh"
 
 SIM=${TOKENPIN_SIM_BIN:-$BIN/tokenpin-sim}
@@ -125,5 +126,41 @@ run_algorithm nistp256 0000A256 "nistp256 nistp256 nistp256" gpg_dialog --expert
 run_algorithm cv25519 00025519 "ed25519 cv25519 ed25519" card_edit cardedit.prompt=admin cardedit.prompt=key-attr \
     cardedit.genkeys.algo=2 cardedit.genkeys.algo=2 cardedit.genkeys.algo=2 keygen.curve=1 keygen.curve=1 keygen.curve=1 \
     passphrase.enter=12345678 passphrase.enter=12345678 passphrase.enter=12345678
+
+# KDF-DO: gpg switches it on (kdf-setup: iterated salted S2K, SHA-256, the PINs reset to their digests) and
+# generates keys through it; tokenpin binds, verifies and changes and unblocks the card PIN through it, and gpg
+# decrypts with the PIN tokenpin set, so both hash a PIN alike.
+run_kdf() {
+    local name=kdf state=$WORK/kdf.json store=$WORK/store-kdf
+    tp() { "$BIN/tokenpin" --local --store "$store" --config "$CONFIG" --reader "$READER" "$@"; }
+    start_sim "$state" 0000D0F9 --reset || { not_ok "kdf: the card is inserted"; return; }
+    gpg_card_setup "$WORK/gnupg-kdf" "$READER"
+    card_edit cardedit.prompt=admin cardedit.prompt=kdf-setup passphrase.enter=12345678 >"$WORK/out" 2>&1
+    check "kdf: gpg switches the card's KDF-DO on" bash -c "gpg --card-status 2>&1 | grep -q '^KDF setting ......: on'"
+    card_edit cardedit.prompt=admin cardedit.prompt=generate cardedit.genkeys.backup_enc=n \
+        passphrase.enter=123456 passphrase.enter=12345678 passphrase.enter=123456 passphrase.enter=123456 \
+        keygen.valid=0 "keygen.name=KDF Holder" keygen.email=kdf@example.org keygen.comment= >"$WORK/out" 2>&1
+    check "kdf: gpg generates keys on the card through the KDF" grep -q KEY_CREATED "$WORK/out"
+    echo "a message for the kdf card" | gpg --batch --trust-model always -a -e -r kdf@example.org >"$WORK/kdf.asc" 2>&1
+    gpgconf --kill all
+
+    printf '482916\n482916\n' | tp enrol --pin-stdin >/dev/null 2>&1
+    expect_code "kdf: bind (the card PIN sent as its digest)" 0 tp toggle token on --pin-stdin < <(printf '482916\n123456\n')
+    expect_code "kdf: verify with the card" 0 tp verify --method token --pin-stdin <<<123456
+    expect_code "kdf: a wrong card PIN is refused" 1 tp verify --method token --pin-stdin <<<000000
+    check "kdf: the wrong card PIN counted on the card" bash -c "'$BIN/tokenpin' --local --store '$store' --config '$CONFIG' \
+        --reader '$READER' --json status | grep -q '\"cardPINTriesLeft\":2'"
+    expect_code "kdf: change the card PIN through the KDF" 0 tp token change-pin --pin-stdin < <(printf '123456\n246810\n246810\n')
+    expect_code "kdf: verify with the new card PIN" 0 tp verify --method token --pin-stdin <<<246810
+    local decrypted
+    decrypted=$("${gpg_batch[@]}" --passphrase 246810 -d "$WORK/kdf.asc" 2>/dev/null)
+    check "kdf: gpg decrypts with the card PIN tokenpin set (both hash it alike)" test "$decrypted" = "a message for the kdf card"
+    gpgconf --kill all
+    expect_code "kdf: unblock with the admin PIN through the KDF" 0 \
+        tp token unblock --admin --pin-stdin < <(printf '12345678\n135790\n135790\n')
+    expect_code "kdf: verify with the card PIN set by the unblock" 0 tp verify --method token --pin-stdin <<<135790
+    stop_sim
+}
+run_kdf
 
 finish

@@ -71,19 +71,34 @@ struct FaultTests {
         #expect(try harness.send(CardInstruction.verify, 0x00, 0x82).statusWord == .wrongPIN(retriesLeft: 3))
     }
 
+    @Test("a fake card answers chosen bytes without running the command (a replayed answer)")
+    func chosenAnswer() throws {
+        let harness = try Harness()
+        harness.card.faults = CardFaults(rules: [
+            .init(instruction: CardInstruction.verify, fault: .status(.success)),
+            .init(instruction: CardInstruction.performSecurityOperation, fault: .answer([0xAA, 0xBB, 0x90, 0x00]), times: 1),
+        ])
+        #expect(try harness.verify(0x82, "000000") == .success, "any PIN")
+        let answer = try harness.decipher([UInt8](repeating: 9, count: 32))
+        #expect(answer.statusWord == .success && answer.data == [0xAA, 0xBB])
+        #expect(try harness.decipher([UInt8](repeating: 9, count: 32)).statusWord == .securityStatusNotSatisfied,
+                "the real card again, which never verified a PIN")
+    }
+
     @Test("fault rules parse from their command-line form", arguments: [
         ("vanish", CardFaults.Rule(instruction: nil, fault: .vanish(afterProcessing: false))),
         ("vanish-after@20*1", CardFaults.Rule(instruction: 0x20, fault: .vanish(afterProcessing: true), times: 1)),
         ("delay:250@CA", CardFaults.Rule(instruction: 0xCA, fault: .delay(.milliseconds(250)))),
         ("malformed:badTLV@47", CardFaults.Rule(instruction: 0x47, fault: .malformed(.badTLV))),
         ("sw:6A88@CA*3", CardFaults.Rule(instruction: 0xCA, fault: .status(.referencedDataNotFound), times: 3)),
+        ("answer:01029000@2A", CardFaults.Rule(instruction: 0x2A, fault: .answer([0x01, 0x02, 0x90, 0x00]))),
     ])
     func parseRule(text: String, rule: CardFaults.Rule) throws {
         #expect(try CardFaults.parseRule(text) == rule)
     }
 
     @Test("bad fault rules are rejected", arguments: ["", "explode", "delay", "delay:x", "sw:6A", "sw:6A88@XYZ",
-                                                      "vanish*0", "malformed:nope"])
+                                                      "vanish*0", "malformed:nope", "answer:90", "answer:xyz"])
     func badRule(text: String) {
         #expect(throws: SimulatorError.self) { try CardFaults.parseRule(text) }
     }

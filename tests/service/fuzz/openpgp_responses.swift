@@ -1,6 +1,6 @@
 // Fuzz target for the client's parsing of OpenPGP card answers (a hostile or broken card): the data objects
 // (application related data, AID, PW status, extended capabilities and length information, algorithm attributes,
-// public keys) parsed straight from each part of the input, then an OpenPGPSession over a connection whose
+// public keys, KDF-DO) parsed straight from each part of the input, then an OpenPGPSession over a connection whose
 // answers are those parts in order (see chunks.swift), running what tokenpin runs against a card. Nothing may
 // trap or loop; algorithm attributes that parse encode to the same value.
 // Built by tests/service/fuzz.sh against TokenpinAPDU, TokenpinCore and TokenpinOpenPGP.
@@ -41,6 +41,11 @@ public func fuzzOpenPGPResponses(_ data: UnsafePointer<UInt8>, _ size: Int) -> C
         _ = try? ExtendedCapabilities(parsing: value)
         _ = try? ExtendedLengthInformation(parsing: value)
         _ = (try? CardPublicKey(parsing: value))?.curve25519
+        if let derivation = try? KeyDerivation.parse(value) {
+            // A hostile KDF-DO is bounded (count, salt), so hashing with it ends.
+            var bytes: [UInt8] = [0x31]
+            _ = try? derivation.digest(of: SecretBytes(consuming: &bytes), for: .adminPIN)
+        }
         if let attributes = try? AlgorithmAttributes(parsing: value) {
             precondition((try? AlgorithmAttributes(parsing: attributes.encoded)) == attributes,
                          "algorithm attributes changed through encode and parse")
@@ -60,6 +65,11 @@ public func fuzzOpenPGPResponses(_ data: UnsafePointer<UInt8>, _ size: Int) -> C
     _ = try? session.publicKey(for: .decryption)
     _ = try? session.generateKey(for: .decryption)
     _ = try? session.decipher(ephemeralPublicKey: [UInt8](repeating: 0x09, count: 32))
+    _ = try? session.decipher(ecdhPoint: [0x04] + [UInt8](repeating: 0x09, count: 64))
+    _ = try? session.decipher(rsaCryptogram: [UInt8](repeating: 0x09, count: 256))
+    if let related = try? ApplicationRelatedData(parsing: parts.first ?? []) {
+        _ = try? session.verify(.pw1, pin: pin, keyDerivation: session.keyDerivation(related))
+    }
     _ = try? session.getData(0x6E)
     return 0
 }
