@@ -57,8 +57,9 @@ struct Options {
           --reinsert-after <ms>   After a vanish fault, reinsert the card after this delay. (default: 1000)
           --stats                 Print the time the card spends on each APDU to stderr, and a summary at exit.
           --trace                 Print each APDU header and status word to stderr (never PIN data).
-          --tap <file>            Append each PSO:DECIPHER answer (hex, with its status word) to the file, as
-                                  an eavesdropper on the reader's line sees it: for replay tests.
+          --tap <file>            Append each PSO:DECIPHER answer and each complete PIV GENERAL AUTHENTICATE
+                                  answer with a key slot (hex, with its status word) to the file, as an
+                                  eavesdropper on the reader's line sees it: for replay tests.
           -h, --help              Show help information.
         """
 
@@ -235,11 +236,13 @@ struct Statistics {
     }
 }
 
-/// Appends a successful PSO:DECIPHER answer to the tap file, one hex line.
+/// Appends a successful PSO:DECIPHER answer, or a PIV GENERAL AUTHENTICATE answer with a key slot (not the
+/// management key's challenges) that came whole (`9000`, no `61xx`), to the tap file, one hex line.
 func tap(_ command: [UInt8], _ answer: [UInt8], into path: String) {
-    guard command.count >= 4, command[1] == CardInstruction.performSecurityOperation, command[2] == 0x80,
-          command[3] == 0x86, answer.count > 2, answer.suffix(2) == [0x90, 0x00]
-    else { return }
+    guard command.count >= 4, answer.count > 2, answer.suffix(2) == [0x90, 0x00] else { return }
+    let decipher = command[1] == CardInstruction.performSecurityOperation && command[2] == 0x80 && command[3] == 0x86
+    let pivKey = command[0] == 0x00 && command[1] == PIVInstruction.generalAuthenticate && command[3] != 0x9B
+    guard decipher || pivKey else { return }
     do {
         let file = try FileDescriptor.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode: 0o600)
         try file.writeAll(Array((Hex.encode(answer) + "\n").utf8))
