@@ -120,6 +120,9 @@ struct PIVSessionTests {
             + [0x3E, 0x00, 0xFE, 0x00])
         let chuid = try card.session.chuid()
         #expect(chuid.guid == guid)
+        let issued = try Card(profile: .pivCard)
+        try issued.session.select()
+        #expect(try issued.session.chuid().guid.count == 16)
         #expect(chuid.fascn.count == 25)
         #expect(chuid.expiry == "20300101")
     }

@@ -1,6 +1,7 @@
 import Foundation
 import TokenpinAPDU
 import TokenpinCardCrypto
+import TokenpinCore
 
 /// The fixed facts of the simulated PIV application. SP 800-73-4; piv-facts.md.
 public enum PIVProfile {
@@ -109,11 +110,24 @@ struct PIVState: Equatable, Sendable {
     /// Object ID (`5FC102`) to the value of its `53` template.
     var objects: [UInt32: [UInt8]]
 
-    static func factoryNew() -> PIVState {
-        PIVState(pin: PIVProfile.defaultPIN, puk: PIVProfile.defaultPUK, pinRetries: PIVProfile.defaultRetries,
+    /// A card as issued: a YubiKey ships with no objects (`issued: false`); a PIV card comes with a CHUID
+    /// (`issuedCHUID`) naming it by a fresh GUID, as an issuer writes one.
+    static func factoryNew(issued: Bool = false) -> PIVState {
+        var state = PIVState(pin: PIVProfile.defaultPIN, puk: PIVProfile.defaultPUK, pinRetries: PIVProfile.defaultRetries,
                  pukRetries: PIVProfile.defaultRetries, pinMaxRetries: PIVProfile.defaultRetries,
                  pukMaxRetries: PIVProfile.defaultRetries, managementKey: PIVProfile.defaultManagementKey,
                  managementAlgorithm: .tripleDES, keys: [:], objects: [:])
+        if issued { state.objects[0x5FC102] = issuedCHUID(guid: SecureRandom.bytes(16)) }
+        return state
+    }
+
+    /// A CHUID as SP 800-73-4 (part 1, table 9) lays it out: the placeholder FASC-N yubico-piv-tool writes, the
+    /// GUID that names the card, an expiry date, an empty signature and error detection code.
+    static func issuedCHUID(guid: [UInt8]) -> [UInt8] {
+        let fascn: [UInt8] = [0xD4, 0xE7, 0x39, 0xDA, 0x73, 0x9C, 0xED, 0x39, 0xCE, 0x73, 0x9D, 0x83, 0x68, 0x58, 0x21,
+                              0x08, 0x42, 0x10, 0x84, 0x21, 0xC8, 0x42, 0x10, 0xC3, 0xEB]
+        return TLV(tag: 0x30, value: fascn).encoded + TLV(tag: 0x34, value: guid).encoded
+            + TLV(tag: 0x35, value: Array("20301231".utf8)).encoded + [0x3E, 0x00, 0xFE, 0x00]
     }
 
     /// The policy a slot's key gets when generation names none: PIN once, except `9C` (always) and `9E` (never).

@@ -77,7 +77,7 @@ public final class SimulatedCard: Sendable {
             needsWrite = true
         }
         if profile.hasPIV && card.piv == nil {
-            card.piv = .factoryNew()
+            card.piv = .factoryNew(issued: !profile.hasYubiKeyExtensions)
             needsWrite = true
         }
         if needsWrite, let store { try store.save(card) }

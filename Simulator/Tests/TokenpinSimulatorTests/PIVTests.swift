@@ -106,6 +106,20 @@ struct PIVTests {
         #expect(try harness.send(PIVInstruction.getVersion, 0, 0).statusWord == .instructionNotSupported)
     }
 
+    @Test("a PIV card comes issued with a CHUID naming it by its own GUID; a YubiKey comes with none")
+    func issuedCHUID() throws {
+        let first = try PIVHarness(profile: .pivCard)
+        let second = try PIVHarness(profile: .pivCard)
+        let guids = try [first, second].map { harness in
+            let chuid = try harness.getData([0x5F, 0xC1, 0x02])
+            try requireSuccess(chuid.statusWord)
+            return try TLV.find(0x34, in: TLV.parseOne(chuid.data).value)?.value
+        }
+        #expect(guids[0]?.count == 16)
+        #expect(guids[0] != guids[1])
+        #expect(try PIVHarness(profile: .yubikey).getData([0x5F, 0xC1, 0x02]).statusWord == .fileNotFound)
+    }
+
     @Test("an OpenPGP card has no PIV application")
     func openPGPAlone() throws {
         let harness = try PIVHarness(profile: .openpgp, select: false)
