@@ -7,9 +7,12 @@
 #   yubico-piv-tool: version and status; set the CHUID and CCC and generate a P-256 key in 9D with the default
 #   management key; self-sign a certificate for it and import it; change the PIN; block the PIN and unblock it
 #   with the PUK; a restarted simulator keeps the key, the certificate and the counters;
+#   yubico-piv-tool also generates RSA 2048 in 82 and P-384 in 83 (certificates from a software CA) and tests
+#   signature and decipher with them;
 #   OpenSC: piv-tool reads the CHUID (the serial it derives from it); pkcs11-tool lists the 9D certificate and
-#   keys, logs in with the PIN and derives an ECDH secret with the 9D key that matches openssl's;
-#   the piv-card profile (PIV alone): OpenSC recognises it as a PIV card.
+#   keys, logs in with the PIN, derives an ECDH secret with the 9D key that matches openssl's and decrypts with
+#   the RSA key in 82 (listed once the key history object counts it);
+#   the piv-card profile (PIV alone): OpenSC recognises it as a PIV card and reads its issued CHUID.
 # The last line is "N passed, N failed"; the exit status is non-zero when anything failed.
 #
 # Usage: sudo Simulator/tests/piv-clients.sh   (needs pcscd, vsmartcard-vpcd, opensc, yubico-piv-tool, openssl)
@@ -184,6 +187,22 @@ if [[ -s "$work/p11-secret.bin" ]] && cmp -s "$work/p11-secret.bin" "$work/opens
 else
     fail "pkcs11-tool logs in and derives with the 9D key the ECDH secret openssl computes" "$out"
 fi
+# OpenSC lists retired keys only when the key history object counts them: two keys on the card (82, 83).
+printf '\xc1\x01\x02\xc2\x01\x00\xfe\x00' > "$work/key-history"
+out=$(ykpiv -a write-object --id 0x5fc10c -f binary -i "$work/key-history")
+out+=$'\n'$(piv-tool --reader 0 -s 00:CB:3F:FF:05:5C:03:5F:C1:0C:00 2>&1)
+check "yubico-piv-tool writes the key history object (read back by piv-tool)" "$out" "53 08 C1 01 02 C2 01 00 FE 00"
+# RSA: OpenSC pads nothing for decryption; the card's raw RSA answers the padded block, OpenSC unpads it.
+openssl x509 -in "$work/82-cert.pem" -noout -pubkey > "$work/82.pub" 2>/dev/null
+printf 'a secret for the retired RSA key' > "$work/plain"
+openssl pkeyutl -encrypt -pubin -inkey "$work/82.pub" -pkeyopt rsa_padding_mode:pkcs1 -in "$work/plain" \
+    -out "$work/rsa.bin" 2>/dev/null
+out=$(p11 --login --pin 11223344 --decrypt --id 05 --mechanism RSA-PKCS --input-file "$work/rsa.bin" \
+    --output-file "$work/rsa-plain")
+if cmp -s "$work/plain" "$work/rsa-plain"; then pass "pkcs11-tool decrypts with the RSA 2048 key in 82 (OpenSC ID 05)"; else
+    fail "pkcs11-tool decrypts with the RSA 2048 key in 82 (OpenSC ID 05)" "$out"
+fi
+
 out=$(p11 --login --pin 999999 --list-objects)
 check "pkcs11-tool refuses a wrong PIN" "$out" "CKR_PIN_INCORRECT"
 
@@ -195,6 +214,8 @@ if insert_card --reset --profile piv-card; then pass "tokenpin-sim inserted a PI
 fi
 out=$(piv-tool --reader 0 --name 2>&1)
 check "OpenSC recognises the PIV-only card" "$out" "Personal Identity Verification|PIV"
+out=$(piv-tool --reader 0 --serial 2>&1)
+check "piv-tool reads the serial from the CHUID the PIV card was issued with" "$out" "^([0-9a-fA-F]{2}[: ]?){8,}"
 out=$(opensc-tool --reader 0 --send-apdu 00A4040006D27600012401 2>&1)
 check "the PIV-only card has no OpenPGP application" "$out" "SW1=0x6A, SW2=0x82"
 
