@@ -401,3 +401,52 @@ struct PIVFigureTests {
         #expect(card.card.processedCount - before == 7)
     }
 }
+
+@Suite("PIVSession against a hostile card")
+struct PIVHostileCardTests {
+    /// Every call meets answers of random bytes and status words (a fake or broken card): each returns or throws
+    /// a `PIVError`, never traps.
+    @Test("random answers to every session call give typed errors, never a crash")
+    func randomAnswers() throws {
+        let card = try Card()
+        let session = card.session
+        var generator = SystemRandomNumberGenerator()
+        let statusWords: [[UInt8]] = [[0x90, 0x00], [0x61, 0x10], [0x63, 0xC1], [0x69, 0x82], [0x6A, 0x82], [0x6A, 0x80], [0x6C, 0x05]]
+        let point = try EllipticCurveDH.generateKeyPair(on: .nistP256).publicPoint
+        func call(_ index: Int) throws(PIVError) {
+            switch index {
+            case 0: try session.select()
+            case 1: _ = try session.discovery()
+            case 2: _ = try session.chuid()
+            case 3: _ = try session.certificate(in: .keyManagement)
+            case 4: _ = try session.publicKey(in: .retired(2)!)
+            case 5: _ = try session.pinStatus()
+            case 6: try session.verify(pin: secret("123456"))
+            case 7: _ = try session.sharedSecret(slot: .keyManagement, algorithm: .eccP256, peerPoint: point)
+            case 8: _ = try session.decrypt(slot: .keyManagement, cryptogram: [UInt8](repeating: 1, count: 256))
+            case 9: _ = try session.version()
+            case 10: _ = try session.serial()
+            case 11: _ = try session.metadata(for: .authentication)
+            default: _ = try session.managementKeyMetadata()
+            }
+        }
+        var outcomes = 0
+        for round in 0..<1500 {
+            let structured = TLV(tag: [0x7C, 0x53, 0x7E, 0x70, 0x30][round % 5],
+                                 children: [TLV(tag: [0x82, 0x34, 0x4F, 0x01, 0x04][round % 5], value: SecureRandom.bytes(Int.random(in: 0...70, using: &generator)))])
+            let body = round % 2 == 0 ? structured.encoded : SecureRandom.bytes(Int.random(in: 0...300, using: &generator))
+            let answer = body + statusWords[Int.random(in: 0..<statusWords.count, using: &generator)]
+            card.card.faults = CardFaults(rules: [.init(instruction: nil, fault: .answer(answer), times: Int.random(in: 1...3, using: &generator))])
+            do {
+                try call(round % 13)
+            } catch {
+                _ = error.description
+            }
+            outcomes += 1
+        }
+        #expect(outcomes == 1500)
+        card.card.faults = .none
+        try session.select()
+        #expect(try session.pinStatus() == .retriesLeft(3))
+    }
+}
