@@ -32,7 +32,7 @@ enum PIVSandbox {
 @Suite("PIV through pcscd", .serialized, .enabled(if: PIVSandbox.isActive))
 struct PIVThroughPCSCTests {
     /// The time figure is printed, not asserted: with the other suites running beside it on a loaded machine the
-    /// ratio swings (1.0-1.5×); alone in the sandbox it is 1.08-1.09× (Simulator/README.md).
+    /// ratio swings (1.0-1.5×); alone in the sandbox it is 1.06-1.09× (Simulator/README.md).
     @Test("a token verify through pcscd is 5 APDUs and gives the ECDH secret; timed against the same APDUs bare")
     func verifyThroughPCSC() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokenpin-piv-\(UUID().uuidString)")
