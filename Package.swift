@@ -72,6 +72,12 @@ let package = Package(
             dependencies: ["TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto"],
             swiftSettings: strictSettings
         ),
+        // The PIV card application session (SP 800-73-4, YubiKey extensions) over any CardConnection.
+        .target(
+            name: "TokenpinPIV",
+            dependencies: ["TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto"],
+            swiftSettings: strictSettings
+        ),
         // The virtual OpenPGP card (a deliverable of its own, under Simulator/).
         .target(
             name: "TokenpinSimulator",
@@ -182,6 +188,14 @@ let package = Package(
             name: "TokenpinOpenPGPTests",
             dependencies: [
                 "TokenpinOpenPGP", "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto",
+                "TokenpinTestSupport",
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenpinPIVTests",
+            dependencies: [
+                "TokenpinPIV", "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto", "TokenpinPCSC",
                 "TokenpinTestSupport",
             ],
             swiftSettings: strictSettings

@@ -175,6 +175,8 @@ struct CardState: Equatable, Sendable {
     var keys: [Key]
     /// The KDF-DO `F9` as last written; empty when never written (the KDF is off).
     var kdf: [UInt8] = []
+    /// The PIV application's state (PIVState.swift); nil on a card without one (the OpenPGP profile).
+    var piv: PIVState? = nil
 
     /// Factory PINs, counters and attributes, as a YubiKey 5 ships: RSA 2048 everywhere, no keys.
     static func factoryNew(serial: UInt32, manufacturer: UInt16 = CardProfile.manufacturer) -> CardState {
@@ -200,6 +202,7 @@ struct CardState: Equatable, Sendable {
         if !resetCode.isEmpty && !CardProfile.resetCodeLengths.contains(resetCode.count) {
             return "resetCode has an invalid length"
         }
+        if let problem = piv?.validationProblem() { return problem }
         for (index, key) in keys.enumerated() {
             guard let slot = KeySlot(rawValue: index), key.attributes.isAllowed(in: slot) else {
                 return "key \(index) has unsupported algorithm attributes"
@@ -221,7 +224,7 @@ extension CardState: Codable {
     private enum CodingKeys: String, CodingKey {
         case version, manufacturer, serial, lifeCycle, pw1, pw3, resetCode, pw1Retries, resetCodeRetries,
              pw3Retries, pw1ValidForSeveralSignatures, name, language, sex, url, loginData, privateDOs,
-             certificate, signatureCounter, keys, kdf
+             certificate, signatureCounter, keys, kdf, piv
     }
 
     init(from decoder: any Decoder) throws {
@@ -252,6 +255,8 @@ extension CardState: Codable {
         keys = try container.decode([Key].self, forKey: .keys)
         // Absent in state files written before the simulator had a KDF-DO.
         kdf = try Array(container.decodeIfPresent(Data.self, forKey: .kdf) ?? Data())
+        // Absent on cards without the PIV application.
+        piv = try container.decodeIfPresent(PIVState.self, forKey: .piv)
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -277,6 +282,7 @@ extension CardState: Codable {
         try container.encode(signatureCounter, forKey: .signatureCounter)
         try container.encode(keys, forKey: .keys)
         try container.encode(Data(kdf), forKey: .kdf)
+        try container.encodeIfPresent(piv, forKey: .piv)
     }
 }
 

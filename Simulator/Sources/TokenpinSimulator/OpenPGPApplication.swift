@@ -66,6 +66,10 @@ struct OpenPGPApplication: Sendable {
         return true
     }
 
+    /// Takes the PIV part the PIV application has just written to the state file, so that the next OpenPGP
+    /// write keeps it.
+    mutating func adoptPIV(_ piv: PIVState?) { state.piv = piv }
+
     /// Runs one complete (unchained) command.
     mutating func handle(_ command: CommandAPDU) -> Reply {
         if command.ins == CardInstruction.select { return select(command) }

@@ -25,6 +25,10 @@ public enum CardReply: Sendable, Equatable {
 public final class SimulatedCard: Sendable {
     private struct Engine: Sendable {
         var application: OpenPGPApplication
+        /// The PIV application, on the `piv-card` and `yubikey` profiles; it answers while it is selected.
+        var piv: PIVApplication?
+        /// Whether SELECT can pick the OpenPGP application (not on the `piv-card` profile).
+        var hasOpenPGP = true
         var faults = CardFaults.none
         var isPresent = true
         var isPowered = true
@@ -38,6 +42,9 @@ public final class SimulatedCard: Sendable {
 
     private let engine: Mutex<Engine>
 
+    /// The applications the card carries.
+    public let profile: SimulatedProfile
+
     /// Opens the card whose state is in `stateFile`, or a factory-new card; it starts inserted and powered.
     ///
     /// - Parameters:
@@ -46,9 +53,10 @@ public final class SimulatedCard: Sendable {
     ///     gets a random serial.
     ///   - reset: make the card factory-new even if the file holds a card (keeping its serial unless `serial`
     ///     is given), for `--reset`.
+    ///   - profile: the applications on the card; a PIV application is added to a file that has none.
     /// - Throws: `SimulatorError` when the file exists but is corrupt or truncated (it names the file), or when
     ///   the new state cannot be written.
-    public init(stateFile: String?, serial: UInt32? = nil, reset: Bool = false) throws {
+    public init(stateFile: String?, serial: UInt32? = nil, reset: Bool = false, profile: SimulatedProfile = .openpgp) throws {
         let store = stateFile.map { StateFile(path: $0) }
         var state: CardState?
         if let store {
@@ -68,8 +76,17 @@ public final class SimulatedCard: Sendable {
             card.serial = serial
             needsWrite = true
         }
+        if profile.hasPIV && card.piv == nil {
+            card.piv = .factoryNew(issued: !profile.hasYubiKeyExtensions)
+            needsWrite = true
+        }
         if needsWrite, let store { try store.save(card) }
-        engine = Mutex(Engine(application: OpenPGPApplication(state: card, store: store)))
+        self.profile = profile
+        let piv = card.piv.map {
+            PIVApplication(state: $0, base: card, store: store, yubiKeyExtensions: profile.hasYubiKeyExtensions)
+        }
+        engine = Mutex(Engine(application: OpenPGPApplication(state: card, store: store),
+                              piv: profile.hasPIV ? piv : nil, hasOpenPGP: profile.hasOpenPGP))
     }
 
     private static func randomSerial() -> UInt32 {
@@ -78,7 +95,7 @@ public final class SimulatedCard: Sendable {
     }
 
     /// The answer to reset: T=1, historical bytes announcing chaining and extended length.
-    public var atr: [UInt8] { CardProfile.atr }
+    public var atr: [UInt8] { profile.atr }
 
     /// The serial number in the AID.
     public var serial: UInt32 { engine.withLock { $0.application.state.serial } }
@@ -151,6 +168,8 @@ public final class SimulatedCard: Sendable {
 
     private static func clearVolatile(_ engine: inout Engine) {
         engine.application.status = SecurityStatus()
+        // A PIV card alone has PIV as its default application, selected from the reset on.
+        engine.piv?.status = PIVSecurityStatus(selected: !engine.hasOpenPGP)
         engine.pending = []
         engine.chain = nil
     }
@@ -248,9 +267,26 @@ public final class SimulatedCard: Sendable {
             guard chain.header == header else { return encode(Reply(.lastCommandOfChainExpected)) }
             command.data = chain.data + command.data
         }
-        let reply = engine.application.handle(command)
+        let reply = dispatch(command, engine: &engine)
         command.wipe()
         return deliver(reply, le: command.le, engine: &engine)
+    }
+
+    /// SELECT by AID picks the application, as on a YubiKey; other commands go to the one selected.
+    private static func dispatch(_ command: CommandAPDU, engine: inout Engine) -> Reply {
+        let isSelect = command.ins == CardInstruction.select
+        if var piv = engine.piv, isSelect ? command.p1 == 0x04 && PIVApplication.isSelected(by: command.data) : piv.status.selected {
+            if isSelect { engine.application.status = SecurityStatus() }
+            piv.base = engine.application.state
+            let reply = piv.handle(command)
+            engine.application.adoptPIV(piv.state)
+            engine.piv = piv
+            return reply
+        }
+        if isSelect { engine.piv?.status = PIVSecurityStatus() }
+        // A PIV card alone: nothing else to select.
+        guard engine.hasOpenPGP else { return Reply(isSelect ? .fileNotFound : .instructionNotSupported) }
+        return engine.application.handle(command)
     }
 
     /// Only CLA `00` (and `10` for chaining) is the OpenPGP application's; secure messaging and logical

@@ -45,15 +45,21 @@ enum Arguments {
         "--trace", help: "Print each APDU header and status word to stderr (never PIN data).")
     static let tap = Option.value(
         "--tap", valueName: "file",
-        help: "Append each PSO:DECIPHER answer (hex, with its status word) to the file, as\n"
-            + "an eavesdropper on the reader's line sees it: for replay tests.")
+        help: "Append each PSO:DECIPHER answer and each complete PIV GENERAL AUTHENTICATE\n"
+            + "answer with a key slot (hex, with its status word) to the file, as an\n"
+            + "eavesdropper on the reader's line sees it: for replay tests.")
+    static let profile = Option.value(
+        "--profile", valueName: "name", allowedValues: SimulatedProfile.allCases.map(\.rawValue),
+        help: "The applications on the card: openpgp (OpenPGP alone), piv-card (PIV alone),\n"
+            + "yubikey (both, with the YubiKey PIV extensions and ATR). (default: openpgp)")
     static let help = Option.flag("-h", "--help", help: "Show help information.", stopsValidation: true)
 
     static let program = Program(
-        "tokenpin-sim", overview: "A virtual OpenPGP card (spec 3.4) in a vpcd virtual reader of pcscd.",
+        "tokenpin-sim",
+        overview: "A virtual OpenPGP card (spec 3.4) and/or PIV card (SP 800-73-4) in a vpcd virtual reader of pcscd.",
         discussion: "Starting it inserts the card, stopping it (SIGTERM, SIGINT) pulls it. It reconnects with backoff\n"
             + "while vpcd is not up. Every change to the card is written to the state file before the answer.",
-        options: [state, port, host, serial, reset, fault, reinsertAfter, stats, trace, tap, help])
+        options: [state, port, host, serial, profile, reset, fault, reinsertAfter, stats, trace, tap, help])
 }
 
 /// The parsed command line.
@@ -68,6 +74,7 @@ struct Options {
     var trace = false
     var tapPath: String?
     var reinsertDelay: Duration = .seconds(1)
+    var profile = SimulatedProfile.openpgp
 
     /// The options, or nil for `--help`. Usage errors are `ArgumentError`s from the parser or, for values it
     /// cannot judge, `SimulatorError(.invalidArgument)`.
@@ -100,6 +107,9 @@ struct Options {
         options.stats = parsed.isSet(Arguments.stats)
         options.trace = parsed.isSet(Arguments.trace)
         options.tapPath = parsed.value(Arguments.tap)
+        if let name = parsed.value(Arguments.profile), let profile = SimulatedProfile(rawValue: name) {
+            options.profile = profile
+        }
         return options
     }
 }
@@ -226,11 +236,13 @@ struct Statistics {
     }
 }
 
-/// Appends a successful PSO:DECIPHER answer to the tap file, one hex line.
+/// Appends a successful PSO:DECIPHER answer, or a PIV GENERAL AUTHENTICATE answer with a key slot (not the
+/// management key's challenges) that came whole (`9000`, no `61xx`), to the tap file, one hex line.
 func tap(_ command: [UInt8], _ answer: [UInt8], into path: String) {
-    guard command.count >= 4, command[1] == CardInstruction.performSecurityOperation, command[2] == 0x80,
-          command[3] == 0x86, answer.count > 2, answer.suffix(2) == [0x90, 0x00]
-    else { return }
+    guard command.count >= 4, answer.count > 2, answer.suffix(2) == [0x90, 0x00] else { return }
+    let decipher = command[1] == CardInstruction.performSecurityOperation && command[2] == 0x80 && command[3] == 0x86
+    let pivKey = command[0] == 0x00 && command[1] == PIVInstruction.generalAuthenticate && command[3] != 0x9B
+    guard decipher || pivKey else { return }
     do {
         let file = try FileDescriptor.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode: 0o600)
         try file.writeAll(Array((Hex.encode(answer) + "\n").utf8))
@@ -241,7 +253,8 @@ func tap(_ command: [UInt8], _ answer: [UInt8], into path: String) {
 
 /// Instructions whose data carries a PIN or a key: traces print only their header.
 let sensitiveInstructions: Set<UInt8> = [CardInstruction.verify, CardInstruction.changeReferenceData,
-                                         CardInstruction.resetRetryCounter, CardInstruction.putDataOdd]
+                                         CardInstruction.resetRetryCounter, CardInstruction.putDataOdd,
+                                         PIVInstruction.setManagementKey]
 
 enum VPCDControl {
     static let powerOff: UInt8 = 0
@@ -304,7 +317,8 @@ func run() -> Int32 {
     }
     let card: SimulatedCard
     do {
-        card = try SimulatedCard(stateFile: options.statePath, serial: options.serial, reset: options.reset)
+        card = try SimulatedCard(stateFile: options.statePath, serial: options.serial, reset: options.reset,
+                                 profile: options.profile)
     } catch let error as SimulatorError {
         printError("error: \(error.detail)")
         return ExitCode.stateFile.rawValue
