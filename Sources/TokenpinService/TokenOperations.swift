@@ -461,7 +461,7 @@ extension PINService {
         var algorithm = card.data.algorithmAttributes[.decryption].flatMap(TokenKeyAlgorithm.init(attributes:))
         let publicKey: CardPublicKey
         do {
-            if let supported = algorithm, card.data.hasDecryptionKey {
+            if !generateKey, let supported = algorithm, card.data.hasDecryptionKey {
                 // The key already on the card, whatever supported algorithm it uses: nothing on the card changes.
                 publicKey = try card.run { session throws(OpenPGPError) in try session.publicKey(for: .decryption) }
                 algorithm = supported

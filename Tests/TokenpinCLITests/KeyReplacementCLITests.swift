@@ -7,7 +7,7 @@ import Testing
     static let fingerprint = "0102 0304 0506 0708 090A 0B0C 0D0E 0F10 1112 1314"
     static let fingerprintHex = "0102030405060708090A0B0C0D0E0F1011121314"
 
-    /// Puts an imported RSA decryption key (fingerprint 01..14, created 2023-09-12) into the simulated card's
+    /// Puts an imported NIST P-256 decryption key (fingerprint 01..14, created 2023-09-12) into the simulated card's
     /// state file `path`, creating the card first through `cli` when the file does not exist yet.
     static func giveTheSimulatedCardAForeignKey(_ path: String, _ cli: CLI) throws {
         if !FileManager.default.fileExists(atPath: path) {
@@ -21,7 +21,8 @@ import Testing
             try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
                 as? [String: Any])
         var keys = try #require(json["keys"] as? [[String: Any]])
-        keys[1]["attributes"] = Data([0x01, 0x08, 0x00, 0x00, 0x11, 0x00]).base64EncodedString()
+        // ECDH on NIST P-256 (C2 `12` + the curve's OID) with a valid private scalar: a key gpg could have put there.
+        keys[1]["attributes"] = Data([0x12, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]).base64EncodedString()
         keys[1]["secret"] = Data(repeating: 7, count: 32).base64EncodedString()
         keys[1]["origin"] = 2
         keys[1]["fingerprint"] = Data((1...20).map { UInt8($0) }).base64EncodedString()

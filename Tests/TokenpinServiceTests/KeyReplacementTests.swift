@@ -12,13 +12,20 @@ import TokenpinSimulator
 /// fingerprint and a creation date), as a YubiKey used with gpg does.
 func cardWithForeignDecryptionKey(serial: UInt32 = 0x0000_2222) throws -> SimulatedCard {
     let path = NSTemporaryDirectory() + "/tokenpin-card-\(UUID().uuidString).json"
-    _ = try SimulatedCard(stateFile: path, serial: serial)
+    // A real RSA 2048 key generated on the card (its factory attributes), as gpg would have it made there;
+    // gpg then writes the fingerprint and the creation date, which the state file gets below.
+    let card = try SimulatedCard(stateFile: path, serial: serial)
+    card.powerOn()
+    let select: [UInt8] = [0x00, 0xA4, 0x04, 0x00, 0x06, 0xD2, 0x76, 0x00, 0x01, 0x24, 0x01, 0x00]
+    let verifyAdmin: [UInt8] = [0x00, 0x20, 0x00, 0x83, 0x08] + Array("12345678".utf8)
+    let generate: [UInt8] = [0x00, 0x47, 0x80, 0x00, 0x00, 0x00, 0x02, 0xB8, 0x00, 0x00, 0x00]
+    for command in [select, verifyAdmin, generate] {
+        let answer = card.process(command)
+        try #require(answer.suffix(2) == [0x90, 0x00], "card setup: \(command.prefix(4)) answered \(answer.suffix(2))")
+    }
     var json = try #require(
         try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
     var keys = try #require(json["keys"] as? [[String: Any]])
-    keys[1]["attributes"] = Data([0x01, 0x08, 0x00, 0x00, 0x11, 0x00]).base64EncodedString()
-    keys[1]["secret"] = Data(repeating: 7, count: 32).base64EncodedString()
-    keys[1]["origin"] = 2
     keys[1]["fingerprint"] = Data((1...20).map { UInt8($0) }).base64EncodedString()
     keys[1]["generationTime"] = Data([0x65, 0x00, 0x00, 0x00]).base64EncodedString()  // 2023-09-12 06:06:56 UTC
     json["keys"] = keys

@@ -67,6 +67,6 @@ struct PIVVirtualReaderTests {
     func unknownProfile() throws {
         let process = try runSimulator(["--state", "x", "--profile", "nitrokey"])
         process.waitUntilExit()
-        #expect(process.terminationStatus == 64)
+        #expect(process.terminationStatus == 2)
     }
 }
