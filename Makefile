@@ -39,7 +39,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps test-deps bench-deps deb-deps build debug test demo bench bench-daemon install uninstall clean pam man \
         install-check install-daemon install-pam install-units install-udev install-man install-completions deb \
-        completions
+        completions lint format
 
 CC            ?= cc
 PAM_CFLAGS    ?= -std=c11 -O2 -Wall -Wextra -Werror -fPIC -D_FORTIFY_SOURCE=2 -fstack-protector-strong
@@ -87,6 +87,16 @@ demo: build
 test: test-deps deb-deps pam
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	scripts/run-tests
+
+# make lint: the project's .swift-format (120 columns, 4 spaces) over every Swift file, strictly: any finding fails.
+# make format rewrites the files the way lint wants them.
+SWIFT_FORMAT_PATHS = Package.swift Sources Tests Simulator/Sources Simulator/Tests
+
+lint:
+	$(SWIFT) format lint --strict --recursive --parallel $(SWIFT_FORMAT_PATHS)
+
+format:
+	$(SWIFT) format format --in-place --recursive --parallel $(SWIFT_FORMAT_PATHS)
 
 # The PAM module: plain C against libpam, so login, sshd and sudo load no Swift runtime.
 pam: .build/pam/pam_tokenpin.so

@@ -12,12 +12,18 @@ public struct PCSCError: Error, RawRepresentable, Hashable, Sendable, CustomStri
     // MARK: SCARD_F_ and SCARD_P_: failures inside the resource manager
 
     /// `SCARD_F_INTERNAL_ERROR` (`0x80100001`): an internal consistency check failed.
+    // swift-format-ignore: DontRepeatTypeInStaticProperties
+    // The name follows pcsc-lite's SCARD_F_..._ERROR, which the hints and logs quote.
     public static let internalError = PCSCError(rawValue: 0x8010_0001)
     /// `SCARD_F_WAITED_TOO_LONG` (`0x80100007`): an internal consistency timer expired.
     public static let waitedTooLong = PCSCError(rawValue: 0x8010_0007)
     /// `SCARD_F_COMM_ERROR` (`0x80100013`): an internal communications error was detected.
+    // swift-format-ignore: DontRepeatTypeInStaticProperties
+    // The name follows pcsc-lite's SCARD_F_..._ERROR, which the hints and logs quote.
     public static let communicationError = PCSCError(rawValue: 0x8010_0013)
     /// `SCARD_F_UNKNOWN_ERROR` (`0x80100014`): an internal error of unknown source.
+    // swift-format-ignore: DontRepeatTypeInStaticProperties
+    // The name follows pcsc-lite's SCARD_F_..._ERROR, which the hints and logs quote.
     public static let unknownError = PCSCError(rawValue: 0x8010_0014)
     /// `SCARD_P_SHUTDOWN` (`0x80100018`): the operation was aborted so that the server can exit.
     public static let shutdown = PCSCError(rawValue: 0x8010_0018)

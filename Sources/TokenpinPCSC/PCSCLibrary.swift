@@ -205,7 +205,9 @@ enum PCSCLibrary {
         guard !entries.isEmpty else { return false }
         // The reader names must stay valid C strings for the whole call.
         let names: [UnsafeMutablePointer<CChar>?] = entries.map { strdup($0.reader) }
-        defer { names.forEach { free($0) } }
+        defer {
+            for name in names { free(name) }
+        }
         var states = entries.indices.map { index in
             var state = SCARD_READERSTATE()
             state.szReader = UnsafePointer(names[index])

@@ -264,7 +264,9 @@ public struct PINCheckProgram: Sendable, Equatable {
 
     private static func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
         let pointers = strings.map { strdup($0) } + [nil]
-        defer { pointers.forEach { free($0) } }
+        defer {
+            for pointer in pointers { free(pointer) }
+        }
         return body(pointers)
     }
 
