@@ -66,6 +66,16 @@ public struct FileDescriptor: ~Copyable {
         return try retryingInterrupts { openat(directoryFD, name, flags | O_CLOEXEC, mode) }
     }
 
+    /// Creates `path` as a new file for writing with exactly `mode`: never an existing file, never through a
+    /// symbolic link (either is `.fileExists`, a dangling link too), and the umask cannot take bits away.
+    ///
+    /// The corresponding C functions are `open(O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW)` and `fchmod`.
+    public static func createNew(_ path: String, mode: mode_t) throws(Errno) -> FileDescriptor {
+        let file = try open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+        try file.setPermissions(mode)
+        return file
+    }
+
     private static func retryingInterrupts(_ call: () -> Int32) throws(Errno) -> FileDescriptor {
         while true {
             let fd = call()
@@ -146,6 +156,28 @@ public struct FileDescriptor: ~Copyable {
         return bytes
     }
 
+    /// Reads one byte, retrying `EINTR`; nil at end of file.
+    ///
+    /// The corresponding C function is `read`.
+    public func readByte() throws(Errno) -> UInt8? {
+        var byte: UInt8 = 0
+        let count = try withUnsafeMutableBytes(of: &byte) { buffer in
+            Result { () throws(Errno) in try self.read(into: buffer) }
+        }.get()
+        return count == 1 ? byte : nil
+    }
+
+    /// Waits until there is something to read (or end of file) for at most `timeoutMilliseconds` (-1: no limit);
+    /// false when the time ran out. A signal ends the wait early as `.interrupted`.
+    ///
+    /// The corresponding C function is `poll`.
+    public func waitForInput(timeoutMilliseconds: Int32) throws(Errno) -> Bool {
+        var descriptor = pollfd(fd: rawValue, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&descriptor, 1, timeoutMilliseconds)
+        guard ready >= 0 else { throw Errno.current }
+        return ready == 1
+    }
+
     /// Reads until end of file; more than `maximumCount` bytes is `.fileTooLarge`.
     ///
     /// The corresponding C function is `read`.
@@ -172,6 +204,18 @@ public struct FileDescriptor: ~Copyable {
             guard errno == EINTR else { throw Errno.current }
         }
     }
+
+    /// Sets the file's permission bits to exactly `mode`.
+    ///
+    /// The corresponding C function is `fchmod`.
+    public func setPermissions(_ mode: mode_t) throws(Errno) {
+        guard fchmod(rawValue, mode) == 0 else { throw Errno.current }
+    }
+
+    /// Whether the descriptor is a terminal (false for files, pipes and closed descriptors).
+    ///
+    /// The corresponding C function is `isatty`.
+    public var isTerminal: Bool { isatty(rawValue) == 1 }
 
     /// The file's status (type, owner, mode, size).
     ///

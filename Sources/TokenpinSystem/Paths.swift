@@ -15,6 +15,13 @@ public enum Paths {
         return String(parent)
     }
 
+    /// Removes the file (not a directory) at `path`.
+    ///
+    /// The corresponding C function is `unlink`.
+    public static func removeFile(_ path: String) throws(Errno) {
+        guard unlink(path) == 0 else { throw Errno.current }
+    }
+
     /// The home directory of the effective user from the password database, or "/" when it has none.
     ///
     /// The corresponding C function is `getpwuid_r`.

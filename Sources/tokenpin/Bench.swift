@@ -2,16 +2,12 @@ import FoundationEssentials
 import TokenpinProtocol
 import TokenpinCore
 import TokenpinService
-#if canImport(Glibc)
-import Glibc
-#endif
+import TokenpinSystem
 
 /// Makes a private temporary directory (0700) for the demo and the benchmark.
 func makeTemporaryDirectory(_ prefix: String) -> String? {
     let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
-    var template = Array((base + "/\(prefix).XXXXXX").utf8CString)
-    guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else { return nil }
-    return String(cString: made)
+    return try? TemporaryDirectory.make(prefix: prefix, in: base)
 }
 
 /// `tokenpin bench`: the Argon2id calibration, then verify latency split into KDF time and everything else.
@@ -73,9 +69,7 @@ struct BenchCommand: Command {
         let wall = median(walls)
         let kdf = median(kdfs)
         let other = wall - kdf
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        let peakMiB = Double(usage.ru_maxrss) / 1024
+        let peakMiB = Double((try? ResourceUsage.ofCurrentProcess())?.peakResidentKiB ?? 0) / 1024
         context.console.say("Verify latency (median of \(iterations)):")
         context.console.say("  wall:     \(fixed(wall, 1)) ms")
         context.console.say("  KDF:      \(fixed(kdf, 1)) ms")

@@ -3,9 +3,6 @@ import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
 import TokenpinSystem
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// One command: parsed into a plain value with one `run()`.
 protocol Command {
@@ -126,6 +123,7 @@ struct EnrolCommand: Command {
     func run(_ context: Context) -> ExitCode {
         // The key file is made before anything is enrolled: a file that cannot be made stops the command while
         // nothing exists yet, so the only copy of the key can never be lost on the way.
+        // The raw descriptor, owned here: every path below closes it (`FileDescriptor(owning:)`).
         var keyFD: Int32 = -1
         if let recoveryKeyFile {
             switch Self.createSecretFile(recoveryKeyFile) {
@@ -138,22 +136,23 @@ struct EnrolCommand: Command {
             result = try context.backend.enrol(context.interaction)
         } catch {
             if let recoveryKeyFile {
-                close(keyFD)
-                unlink(recoveryKeyFile)
+                try? FileDescriptor(owning: keyFD).close()
+                try? Paths.removeFile(recoveryKeyFile)
             }
             return context.fail(error)
         }
         var shownOn = "stdout"
         if let recoveryKeyFile {
-            guard Self.writeSecret(keyFD, result.recoveryKeyText) else {
+            let file = FileDescriptor(owning: keyFD)
+            if let error = Self.writeSecret(file, result.recoveryKeyText) {
                 // The record exists; the key must still reach the person.
-                close(keyFD)
-                context.console.note("error: cannot write \(recoveryKeyFile) (\(String(cString: strerror(errno)))); "
+                try? file.close()
+                context.console.note("error: cannot write \(recoveryKeyFile) (\(error)); "
                     + "the recovery key follows on stderr")
                 showRecoveryKey(result.recoveryKeyText, fd: 2, context: context)
                 return .ioError
             }
-            close(keyFD)
+            try? file.close()
             shownOn = "file"
         } else if context.console.json {
             showRecoveryKey(result.recoveryKeyText, fd: 2, context: context)
@@ -180,34 +179,46 @@ struct EnrolCommand: Command {
 
     func showRecoveryKey(_ text: borrowing SecretBytes, fd: Int32, context: Context) {
         Console.write(fd, "Recovery key (shown once: write it down and keep it apart from this computer):\n\n    ")
-        text.withUnsafeBytes { bytes in _ = write(fd, bytes.baseAddress!, bytes.count) }
+        text.withUnsafeBytes { bytes in
+            try? FileDescriptor.withBorrowed(fd) { (stream: borrowing FileDescriptor) throws(Errno) in
+                try stream.writeAll(bytes)
+            }
+        }
         Console.write(fd, "\n\nIt sets a new PIN with `tokenpin reset` when the PIN is forgotten or locked.\n")
     }
 
     /// Creates the recovery key file: new (`O_EXCL`, never through a symlink), mode 0600. The error says why not.
     static func createSecretFile(_ path: String) -> Result<Int32, ServiceError> {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        if fd >= 0 {
-            fchmod(fd, 0o600)  // the umask may have taken bits away, never added; make the mode exact
-            return .success(fd)
+        let code: Errno
+        do throws(Errno) {
+            // The umask may have taken bits away, never added; createNew makes the mode exact.
+            return .success(try FileDescriptor.createNew(path, mode: 0o600).release())
+        } catch {
+            code = error
         }
-        let code = errno
         let directory = Paths.parent(of: path)
         let why: String
         switch code {
-        case EEXIST: why = "it exists (tokenpin never overwrites a file; name a new one)"
-        case ENOENT: why = "the directory \(directory.isEmpty ? "." : directory) does not exist"
-        case EACCES, EPERM: why = "permission denied in \(directory.isEmpty ? "." : directory)"
-        case ELOOP: why = "it is a symbolic link"
-        case ENOTDIR: why = "a part of the path is not a directory"
-        default: why = String(cString: strerror(code))
+        case .fileExists: why = "it exists (tokenpin never overwrites a file; name a new one)"
+        case .noSuchFileOrDirectory: why = "the directory \(directory.isEmpty ? "." : directory) does not exist"
+        case .permissionDenied, .notPermitted: why = "permission denied in \(directory.isEmpty ? "." : directory)"
+        case .tooManySymbolicLinkLevels: why = "it is a symbolic link"
+        case .notDirectory: why = "a part of the path is not a directory"
+        default: why = code.description
         }
         return .failure(.input("cannot create the recovery key file \(path): \(why); nothing was enrolled"))
     }
 
-    static func writeSecret(_ fd: Int32, _ text: borrowing SecretBytes) -> Bool {
-        let ok = text.withUnsafeBytes { bytes in write(fd, bytes.baseAddress!, bytes.count) == bytes.count }
-        return ok && write(fd, "\n", 1) == 1 && fsync(fd) == 0
+    /// Writes the key and a newline and flushes them to the device; the error when that fails.
+    static func writeSecret(_ file: borrowing FileDescriptor, _ text: borrowing SecretBytes) -> Errno? {
+        do throws(Errno) {
+            try text.withUnsafeBytes { bytes in Result { () throws(Errno) in try file.writeAll(bytes) } }.get()
+            try file.writeAll([0x0A])
+            try file.fsync()
+            return nil
+        } catch {
+            return error
+        }
     }
 }
 

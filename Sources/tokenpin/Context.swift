@@ -3,9 +3,7 @@ import TokenpinCore
 import TokenpinProtocol
 import TokenpinReaders
 import TokenpinService
-#if canImport(Glibc)
-import Glibc
-#endif
+import TokenpinSystem
 
 /// Everything a command needs: options, settings, the service, the console.
 struct Context {
@@ -71,9 +69,8 @@ struct Context {
 
     /// The effective user's login name, or `uid<N>` when it has none.
     static func currentUserName() -> String {
-        let uid = geteuid()
-        if let entry = getpwuid(uid), let name = entry.pointee.pw_name { return String(cString: name) }
-        return "uid\(uid)"
+        let uid = CurrentProcess.effectiveUserID
+        return CurrentProcess.userName(of: uid) ?? "uid\(uid)"
     }
 }
 
@@ -162,7 +159,7 @@ final class CLIInteraction: Interaction {
     }
 
     /// Slow steps are announced on a terminal only: not with `--json` or `--quiet`.
-    var showsSlowSteps: Bool { !console.json && !console.quiet && isatty(2) == 1 }
+    var showsSlowSteps: Bool { !console.json && !console.quiet && FileDescriptor.withBorrowed(2, { $0.isTerminal }) }
 
     /// Whether a new PIN's key derivation is calibrated here (local mode without `kdf-memory-mib`).
     var calibrates = false

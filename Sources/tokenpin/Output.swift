@@ -2,9 +2,7 @@ import FoundationEssentials
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
-#if canImport(Glibc)
-import Glibc
-#endif
+import TokenpinSystem
 
 extension JSONValue {
     /// A date as ISO 8601 text, or null.
@@ -56,15 +54,9 @@ struct Console {
 
     static func write(_ fd: Int32, _ text: String) {
         SlowStepNotice.shared.cancel()
-        let bytes = Array(text.utf8)
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 && errno == EINTR { continue }
-                if written <= 0 { break }
-                offset += written
-            }
+        // A closed or full stdout/stderr is not worth failing a command for: the result is in the exit code.
+        try? FileDescriptor.withBorrowed(fd) { (stream: borrowing FileDescriptor) throws(Errno) in
+            try stream.writeAll(Array(text.utf8))
         }
     }
 }

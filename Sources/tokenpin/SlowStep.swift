@@ -1,8 +1,6 @@
 import Dispatch
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
+import TokenpinSystem
 
 /// Says on standard error that a step is slow: armed when a prompt is answered, it prints its line only when the
 /// command has written nothing else a second later (a long key derivation, the calibration, a key generated
@@ -44,8 +42,9 @@ final class SlowStepNotice: Sendable {
         state.withLock { state in
             guard state.generation == generation, let message = state.message else { return }
             state.message = nil
-            let bytes = Array((message + "\n").utf8)
-            bytes.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+            try? FileDescriptor.withBorrowed(2) { (stream: borrowing FileDescriptor) throws(Errno) in
+                try stream.writeAll(Array((message + "\n").utf8))
+            }
         }
     }
 }

@@ -1,8 +1,6 @@
 import FoundationEssentials
 import TokenpinCore
-#if canImport(Glibc)
-import Glibc
-#endif
+import TokenpinSystem
 
 /// ANSI colours per the appearance settings, or none.
 struct Style {
@@ -18,7 +16,7 @@ struct Style {
         case .always: enabled = true
         case .never: enabled = false
         case .auto:
-            enabled = isatty(fd) == 1 && environment["NO_COLOR"].map(\.isEmpty) ?? true && environment["TERM"] != "dumb"
+            enabled = FileDescriptor.withBorrowed(fd, { $0.isTerminal }) && environment["NO_COLOR"].map(\.isEmpty) ?? true && environment["TERM"] != "dumb"
         }
         if noColor { enabled = false }
         return Style(enabled: enabled, appearance: appearance)

@@ -3,9 +3,7 @@ import TokenpinArguments
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
-#if canImport(Glibc)
-import Glibc
-#endif
+import TokenpinSystem
 
 /// Turns the parsed command line into a command, or a usage error for what the declarations cannot say
 /// (which flags go together). The parser has checked the options, their values and the arguments.
@@ -191,7 +189,7 @@ func runMain() -> ExitCode {
 // No core files and not dumpable, before any secret or Argon2 memory exists (as tokenpind does).
 guard CoreDumps.disable() else {
     Console.write(2, "error: cannot disable core dumps, so a PIN could end up in a core file\n")
-    exit(ExitCode.ioError.rawValue)
+    CurrentProcess.exit(ExitCode.ioError.rawValue)
 }
-signal(SIGPIPE, SIG_IGN)
-exit(runMain().rawValue)
+CurrentProcess.ignoreBrokenPipeSignal()
+CurrentProcess.exit(runMain().rawValue)

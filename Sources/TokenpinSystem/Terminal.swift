@@ -1,0 +1,155 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A terminal's settings (echo, line editing, signal keys), as read from and applied to a terminal.
+public struct TerminalSettings: @unchecked Sendable {
+    /// The C settings.
+    public var rawValue: termios
+
+    /// Wraps C settings.
+    public init(rawValue: termios) { self.rawValue = rawValue }
+
+    /// These settings in raw mode for reading a secret: no echo, no line editing, no signal keys (Ctrl-C arrives
+    /// as a byte), no Ctrl-V literal-next, no Ctrl-S/Ctrl-Q flow control; a read returns after each byte.
+    public var raw: TerminalSettings {
+        var raw = rawValue
+        raw.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG | IEXTEN)
+        raw.c_iflag &= ~tcflag_t(IXON)
+        withUnsafeMutableBytes(of: &raw.c_cc) { cc in
+            cc[Int(VMIN)] = 1
+            cc[Int(VTIME)] = 0
+        }
+        return TerminalSettings(rawValue: raw)
+    }
+
+    /// Whether typed characters are echoed (`ECHO`).
+    public var echoes: Bool { rawValue.c_lflag & tcflag_t(ECHO) != 0 }
+
+    /// Whether input is read a line at a time with line editing (`ICANON`).
+    public var isCanonical: Bool { rawValue.c_lflag & tcflag_t(ICANON) != 0 }
+
+    /// Whether Ctrl-C, Ctrl-\ and Ctrl-Z send signals (`ISIG`).
+    public var sendsSignals: Bool { rawValue.c_lflag & tcflag_t(ISIG) != 0 }
+}
+
+/// An open terminal, closed when the last reference goes away.
+///
+/// Reads and writes retry `EINTR`. `TerminalSignalGuard` puts its settings back if a signal ends the process.
+public final class Terminal: Sendable {
+    /// The raw descriptor.
+    public let rawValue: Int32
+
+    /// Takes ownership of `rawValue`, an open terminal (or any descriptor: the terminal calls then fail with
+    /// `Errno(rawValue: ENOTTY)`).
+    public init(owning rawValue: Int32) { self.rawValue = rawValue }
+
+    deinit { _ = close(rawValue) }
+
+    /// Opens the process's controlling terminal for reading and writing, without making it the controlling
+    /// terminal of a process that has none; a process without one gets `Errno(rawValue: ENXIO)`.
+    ///
+    /// The corresponding C function is `open("/dev/tty", O_RDWR | O_NOCTTY)`.
+    public static func openControlling() throws(Errno) -> Terminal {
+        let file = try FileDescriptor.open("/dev/tty", O_RDWR | O_NOCTTY)
+        return Terminal(owning: file.release())
+    }
+
+    /// Writes all of `bytes`; see `FileDescriptor.writeAll(_:)`.
+    ///
+    /// The corresponding C function is `write`.
+    public func write(_ bytes: [UInt8]) throws(Errno) {
+        try FileDescriptor.withBorrowed(rawValue) { (file: borrowing FileDescriptor) throws(Errno) in
+            try file.writeAll(bytes)
+        }
+    }
+
+    /// Reads one byte, waiting as the settings say; nil at end of file (a hang-up).
+    ///
+    /// The corresponding C function is `read`.
+    public func readByte() throws(Errno) -> UInt8? {
+        try FileDescriptor.withBorrowed(rawValue) { (file: borrowing FileDescriptor) throws(Errno) in
+            try file.readByte()
+        }
+    }
+
+    /// Reads one byte if one arrives within `timeoutMilliseconds`; nil when none does, at end of file, or on
+    /// an error.
+    ///
+    /// The corresponding C functions are `poll` and `read`.
+    public func readByte(timeoutMilliseconds: Int32) -> UInt8? {
+        FileDescriptor.withBorrowed(rawValue) { (file: borrowing FileDescriptor) -> UInt8? in
+            guard (try? file.waitForInput(timeoutMilliseconds: timeoutMilliseconds)) == true else { return nil }
+            return (try? file.readByte()) ?? nil
+        }
+    }
+
+    /// The terminal's current settings.
+    ///
+    /// The corresponding C function is `tcgetattr`.
+    public func settings() throws(Errno) -> TerminalSettings {
+        var settings = termios()
+        guard tcgetattr(rawValue, &settings) == 0 else { throw Errno.current }
+        return TerminalSettings(rawValue: settings)
+    }
+
+    /// Applies `settings` once what was written has gone out, discarding input typed and not yet read, so
+    /// keys pressed before a prompt (or after a cancelled one) never reach the next reader.
+    ///
+    /// The corresponding C function is `tcsetattr(TCSAFLUSH)`.
+    public func apply(_ settings: TerminalSettings) throws(Errno) {
+        var settings = settings.rawValue
+        guard tcsetattr(rawValue, TCSAFLUSH, &settings) == 0 else { throw Errno.current }
+    }
+
+    /// Discards input typed and not yet read.
+    ///
+    /// The corresponding C function is `tcflush(TCIFLUSH)`.
+    public func discardInput() throws(Errno) {
+        guard tcflush(rawValue, TCIFLUSH) == 0 else { throw Errno.current }
+    }
+}
+
+/// The terminal settings to put back if a signal ends the process while a terminal is in raw mode.
+///
+/// nonisolated(unsafe): written only by `TerminalSignalGuard.arm` / `disarm` on one thread (the prompt's),
+/// while the handlers are not installed, and read only by those handlers; there is no concurrent writer.
+nonisolated(unsafe) private var guardedSettings = termios()
+nonisolated(unsafe) private var guardedDescriptor: Int32 = -1
+
+/// Puts the terminal back, drops what was typed and not read, moves to a new line and exits 128 + the signal.
+/// Only async-signal-safe calls: tcsetattr, write, _exit.
+private func restoreTerminalAndExit(_ signal: Int32) {
+    if guardedDescriptor >= 0 {
+        tcsetattr(guardedDescriptor, TCSAFLUSH, &guardedSettings)
+        var newline: UInt8 = 0x0A
+        _ = write(guardedDescriptor, &newline, 1)
+    }
+    _exit(128 + signal)
+}
+
+/// While armed, SIGINT, SIGTERM, SIGHUP and SIGQUIT put a terminal's settings back before they end the process
+/// (exit status 128 + the signal, 130 for SIGINT), so a prompt killed in raw mode never leaves echo off.
+///
+/// One guard for the process: arm it just before a terminal goes raw and disarm it after the settings are back.
+public enum TerminalSignalGuard {
+    /// The signals handled while armed.
+    public static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+
+    /// Installs the handlers, which restore `settings` on `terminal`.
+    ///
+    /// The corresponding C function is `signal`.
+    public static func arm(terminal: Terminal, restoring settings: TerminalSettings) {
+        guardedSettings = settings.rawValue
+        guardedDescriptor = terminal.rawValue
+        for number in signals { _ = signal(number, restoreTerminalAndExit) }
+    }
+
+    /// Puts the default dispositions back (the signals end the process again).
+    ///
+    /// The corresponding C function is `signal(SIG_DFL)`.
+    public static func disarm() {
+        for number in signals { _ = signal(number, SIG_DFL) }
+        guardedDescriptor = -1
+    }
+}
