@@ -232,10 +232,15 @@ public final class SimulatedCard: Sendable {
     /// Transport: class byte, GET RESPONSE, chaining, then the application, then Le and `61xx`.
     /// ISO/IEC 7816-4, §5.1 and §5.3.
     private static func exchange(_ bytes: [UInt8], engine: inout Engine) -> [UInt8] {
-        guard var command = try? CommandAPDU(parsing: bytes) else {
+        let parsed = CommandParsing.parse(bytes, extendedLength: engine.application.traits.lengthCapabilities.extendedLength)
+        var command: CommandAPDU
+        switch parsed {
+        case .success(let parsedCommand):
+            command = parsedCommand
+        case .failure(let statusWord):
             engine.pending = []
             engine.chain = nil
-            return encode(Reply(.wrongLength))
+            return encode(Reply(statusWord))
         }
         if let problem = classProblem(command.cla) {
             engine.pending = []
