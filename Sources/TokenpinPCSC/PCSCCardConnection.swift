@@ -9,11 +9,15 @@ public import TokenpinAPDU
 ///
 /// **Security state.** A successful VERIFY, CHANGE REFERENCE DATA or RESET RETRY COUNTER (ISO/IEC 7816-4
 /// instructions `20`, `24`, `2C`) leaves a PIN verified on the card. When the surrounding transaction ends
-/// and when it disconnects, the connection first asks the card to drop the PINs it verified (VERIFY with
-/// P1 = `FF`, see `VerifiedState`) and leaves the card as it is when every answer is `9000`, so other
-/// clients (gpg's scdaemon) keep their state; otherwise (a card without the feature, or after CHANGE
-/// REFERENCE DATA or RESET RETRY COUNTER) it resets the card. Either way no other process inherits the
-/// verified state.
+/// and when it disconnects, the connection resets the card, so no other process inherits the verified state.
+/// With `leavesCardWhenCleared` it first asks the card to drop the PINs it verified (VERIFY with P1 = `FF`,
+/// see `VerifiedState`) and leaves the card as it is when every answer is `9000`, resetting it otherwise (a
+/// card without the feature, or after CHANGE REFERENCE DATA or RESET RETRY COUNTER).
+///
+/// Resetting is the default because gpg 2.2's scdaemon (Debian 12) recovers from a reset but not from a
+/// leave: after a reset its next operation fails once and the one after works, while after VERIFY `FF` and
+/// a leave it goes on believing its PIN verified and every later operation fails (`6982`, "Bad PIN") until
+/// scdaemon restarts (measured: Tests/EndToEnd/token-algorithms.sh, docs/troubleshooting.md).
 ///
 /// **Threads.** Every call blocks until pcscd (and the card) answer. Use a connection from one thread at a
 /// time and keep it off the Swift concurrency cooperative pool (a dedicated thread or dispatch queue).
@@ -36,6 +40,9 @@ public final class PCSCCardConnection: CardConnection {
             if newValue { verified.requireReset() } else { verified.forget() }
         }
     }
+    /// Drop a verified PIN with VERIFY P1 = `FF` and leave the card, where the card answers `9000`, instead of
+    /// resetting it (off by default: see the type's documentation for why).
+    public var leavesCardWhenCleared = false
     /// How the card was released the last time a verified PIN had to be dropped: `.leave` after the card
     /// cleared it on request, `.reset` otherwise; `nil` before that happened.
     public private(set) var lastSecurityRelease: CardDisposition?
@@ -164,8 +171,8 @@ public final class PCSCCardConnection: CardConnection {
         return result
     }
 
-    /// Ends the transaction, first dropping a verified PIN: by VERIFY P1 = `FF` where the card does it,
-    /// else by resetting the card.
+    /// Ends the transaction, first dropping a verified PIN: by resetting the card or, with
+    /// `leavesCardWhenCleared`, by VERIFY P1 = `FF` where the card does it.
     private func endTransaction() {
         let disposition = releaseDisposition()
         do {
@@ -180,10 +187,14 @@ public final class PCSCCardConnection: CardConnection {
         }
     }
 
-    /// How to release the card now: `.leave` when nothing is verified or the card dropped what was (VERIFY
-    /// with P1 = `FF` answered `9000` for every verified reference), `.reset` otherwise.
+    /// How to release the card now: `.leave` when nothing is verified or, with `leavesCardWhenCleared`, the card
+    /// dropped what was (VERIFY with P1 = `FF` answered `9000` for every verified reference); `.reset` otherwise.
     private func releaseDisposition() -> CardDisposition {
         guard !verified.isEmpty else { return .leave }
+        guard leavesCardWhenCleared else {
+            lastSecurityRelease = .reset
+            return .reset
+        }
         let cleared = verified.clear { command throws(PCSCError) -> [UInt8] in
             let count = try PCSCLibrary.transmit(
                 card, protocolT1: activeProtocol != .t0, command: command, receive: &receiveBuffer)
@@ -227,7 +238,7 @@ public final class PCSCCardConnection: CardConnection {
         return ReaderStatus(name: status.reader, state: state, atr: status.atr)
     }
 
-    /// Closes the connection: drops a verified PIN (VERIFY P1 = `FF`, else a reset), then leaves the card.
+    /// Closes the connection: drops a verified PIN (a reset, or VERIFY P1 = `FF` with `leavesCardWhenCleared`).
     ///
     /// Calling it again does nothing. After it, every call throws `PCSCError.invalidHandle`.
     /// The corresponding C function is `SCardDisconnect`.

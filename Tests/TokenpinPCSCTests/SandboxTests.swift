@@ -224,7 +224,43 @@ struct SandboxTests {
         _ = try PCSCCardConnection(reader: reader)
     }
 
-    @Test("a verified PIN does not outlive the transaction or the connection; the card clears it, so it is left")
+    @Test("by default a verified PIN ends with a card reset, which other connections are told of")
+    func verifiedStateIsResetByDefault() throws {
+        let (index, reader) = Sandbox.slot(0)
+        let simulator = try SimulatedCardInReader(portIndex: index)
+        defer { simulator.stop() }
+        let other = try PCSCCardConnection(reader: reader)
+        _ = try other.send(RawCommand.select)
+        let connection = try PCSCCardConnection(reader: reader)
+        #expect(!connection.leavesCardWhenCleared)
+        try connection.withTransaction {
+            _ = try connection.send(RawCommand.select)
+            #expect(try connection.send(RawCommand.verify("123456")).statusWord == .success)
+        }
+        #expect(connection.lastSecurityRelease == .reset)
+        do {
+            _ = try other.send(RawCommand.triesQuery)
+            Issue.record("the reset was not reported to the other connection")
+        } catch let error as PCSCError {
+            #expect(error == .resetCard)
+        }
+        try other.reconnect()
+        _ = try other.send(RawCommand.select)
+        #expect(try other.send(RawCommand.triesQuery).statusWord == .wrongPIN(retriesLeft: 3))
+        // Without a transaction: disconnecting resets the card too.
+        #expect(try connection.send(RawCommand.select).statusWord == .success)
+        #expect(try connection.send(RawCommand.verify("123456")).statusWord == .success)
+        try connection.disconnect()
+        #expect(connection.lastSecurityRelease == .reset)
+        do {
+            _ = try other.send(RawCommand.triesQuery)
+            Issue.record("the reset at disconnect was not reported to the other connection")
+        } catch let error as PCSCError {
+            #expect(error == .resetCard)
+        }
+    }
+
+    @Test("with leavesCardWhenCleared the card clears the PIN on VERIFY FF and is left, not reset")
     func verifiedStateIsClearedAndTheCardLeft() throws {
         let (index, reader) = Sandbox.slot(0)
         let simulator = try SimulatedCardInReader(portIndex: index)
@@ -236,6 +272,7 @@ struct SandboxTests {
 
         // Inside a transaction: VERIFY then the status query both succeed...
         let connection = try PCSCCardConnection(reader: reader)
+        connection.leavesCardWhenCleared = true
         let inside = try connection.withTransaction {
             _ = try connection.send(RawCommand.select)
             #expect(try connection.send(RawCommand.verify("123456")).statusWord == .success)
@@ -259,7 +296,7 @@ struct SandboxTests {
         #expect(try other.send(RawCommand.triesQuery).statusWord == .wrongPIN(retriesLeft: 3))
     }
 
-    @Test("after CHANGE REFERENCE DATA (or a caller's say-so) the card is reset, and others are told")
+    @Test("even with leavesCardWhenCleared, CHANGE REFERENCE DATA (or a caller's say-so) resets the card")
     func changeReferenceDataResetsTheCard() throws {
         let (index, reader) = Sandbox.slot(0)
         let simulator = try SimulatedCardInReader(portIndex: index)
@@ -268,6 +305,7 @@ struct SandboxTests {
         _ = try other.send(RawCommand.select)
 
         let connection = try PCSCCardConnection(reader: reader)
+        connection.leavesCardWhenCleared = true
         try connection.withTransaction {
             _ = try connection.send(RawCommand.select)
             let change = CommandAPDU(ins: 0x24, p1: 0x00, p2: 0x81, data: Array("123456654321".utf8), isSensitive: true)
