@@ -63,7 +63,7 @@ struct PIVVirtualReaderTests {
         #expect(lines == [Hex.encode(answer)])
     }
 
-    @Test("an unknown profile is a usage error (exit 2, as the README says)")
+    @Test("an unknown profile is a usage error")
     func unknownProfile() throws {
         let process = try runSimulator(["--state", "x", "--profile", "nitrokey"])
         process.waitUntilExit()
