@@ -8,9 +8,16 @@ public import TokenpinAPDU
 /// the ATR's historical bytes and can be refined by the caller (an OpenPGP session reads `7F66`).
 ///
 /// **Security state.** A successful VERIFY, CHANGE REFERENCE DATA or RESET RETRY COUNTER (ISO/IEC 7816-4
-/// instructions `20`, `24`, `2C`) leaves a PIN verified on the card. From then on the connection resets the
-/// card when the surrounding transaction ends and when it disconnects, so no other process inherits the
-/// verified state.
+/// instructions `20`, `24`, `2C`) leaves a PIN verified on the card. When the surrounding transaction ends
+/// and when it disconnects, the connection resets the card, so no other process inherits the verified state.
+/// With `leavesCardWhenCleared` it first asks the card to drop the PINs it verified (VERIFY with P1 = `FF`,
+/// see `VerifiedState`) and leaves the card as it is when every answer is `9000`, resetting it otherwise (a
+/// card without the feature, or after CHANGE REFERENCE DATA or RESET RETRY COUNTER).
+///
+/// Resetting is the default because gpg 2.2's scdaemon (Debian 12) recovers from a reset but not from a
+/// leave: after a reset its next operation fails once and the one after works, while after VERIFY `FF` and
+/// a leave it goes on believing its PIN verified and every later operation fails (`6982`, "Bad PIN") until
+/// scdaemon restarts (measured: Tests/EndToEnd/token-algorithms.sh, docs/troubleshooting.md).
 ///
 /// **Threads.** Every call blocks until pcscd (and the card) answer. Use a connection from one thread at a
 /// time and keep it off the Swift concurrency cooperative pool (a dedicated thread or dispatch queue).
@@ -23,11 +30,25 @@ public final class PCSCCardConnection: CardConnection {
     public private(set) var activeProtocol: CardProtocols
     /// How `send(_:)` encodes long commands; set from the ATR, refined by the caller.
     public var lengthCapabilities: LengthCapabilities
-    /// Whether a PIN may be verified on the card: disconnecting then resets the card.
+    /// Whether a PIN may be verified on the card: ending the transaction or disconnecting then clears it.
     ///
     /// Set by the connection when it sees a successful VERIFY, CHANGE REFERENCE DATA or RESET RETRY
-    /// COUNTER; a caller may set it too. Cleared when a reset happened.
-    public var holdsSecurityState = false
+    /// COUNTER; a caller may set it too (which forces a reset). Cleared once the state was dropped.
+    public var holdsSecurityState: Bool {
+        get { !verified.isEmpty }
+        set {
+            if newValue { verified.requireReset() } else { verified.forget() }
+        }
+    }
+    /// Drop a verified PIN with VERIFY P1 = `FF` and leave the card, where the card answers `9000`, instead of
+    /// resetting it (off by default: see the type's documentation for why).
+    public var leavesCardWhenCleared = false
+    /// How the card was released the last time a verified PIN had to be dropped: `.leave` after the card
+    /// cleared it on request, `.reset` otherwise; `nil` before that happened.
+    public private(set) var lastSecurityRelease: CardDisposition?
+
+    /// The PINs verified on the card since it was last cleared.
+    private var verified = VerifiedState()
 
     private let shareMode: ShareMode
     private let protocols: CardProtocols
@@ -70,8 +91,7 @@ public final class PCSCCardConnection: CardConnection {
 
     deinit {
         if isConnected {
-            try? PCSCLibrary.disconnect(
-                card, disposition: (holdsSecurityState ? CardDisposition.reset : .leave).rawValue)
+            try? PCSCLibrary.disconnect(card, disposition: releaseDisposition().rawValue)
         }
         PCSCLibrary.releaseContext(context)
     }
@@ -151,18 +171,38 @@ public final class PCSCCardConnection: CardConnection {
         return result
     }
 
-    /// Ends the transaction, resetting the card when a PIN may be verified on it.
+    /// Ends the transaction, first dropping a verified PIN: by resetting the card or, with
+    /// `leavesCardWhenCleared`, by VERIFY P1 = `FF` where the card does it.
     private func endTransaction() {
-        let disposition: CardDisposition = holdsSecurityState ? .reset : .leave
+        let disposition = releaseDisposition()
         do {
             try PCSCLibrary.endTransaction(card, disposition: disposition.rawValue)
             if disposition == .reset {
-                holdsSecurityState = false
+                verified.forget()
                 expectsOwnReset = true
             }
         } catch {
-            // The card is gone or the reset failed: keep holdsSecurityState so that disconnect resets.
+            // The card is gone or the reset failed: keep the state so that disconnect resets.
+            if disposition == .reset { verified.requireReset() }
         }
+    }
+
+    /// How to release the card now: `.leave` when nothing is verified or, with `leavesCardWhenCleared`, the card
+    /// dropped what was (VERIFY with P1 = `FF` answered `9000` for every verified reference); `.reset` otherwise.
+    private func releaseDisposition() -> CardDisposition {
+        guard !verified.isEmpty else { return .leave }
+        guard leavesCardWhenCleared else {
+            lastSecurityRelease = .reset
+            return .reset
+        }
+        let cleared = verified.clear { command throws(PCSCError) -> [UInt8] in
+            let count = try PCSCLibrary.transmit(
+                card, protocolT1: activeProtocol != .t0, command: command, receive: &receiveBuffer)
+            return Array(receiveBuffer[0..<count])
+        }
+        let disposition: CardDisposition = cleared ? .leave : .reset
+        lastSecurityRelease = disposition
+        return disposition
     }
 
     /// Re-establishes the connection after the card was reset, leaving it as it is now.
@@ -198,40 +238,21 @@ public final class PCSCCardConnection: CardConnection {
         return ReaderStatus(name: status.reader, state: state, atr: status.atr)
     }
 
-    /// Closes the connection: resets the card when a PIN may be verified on it, else leaves it as it is.
+    /// Closes the connection: drops a verified PIN (a reset, or VERIFY P1 = `FF` with `leavesCardWhenCleared`).
     ///
     /// Calling it again does nothing. After it, every call throws `PCSCError.invalidHandle`.
     /// The corresponding C function is `SCardDisconnect`.
     public func disconnect() throws(PCSCError) {
         guard isConnected else { return }
+        let disposition = releaseDisposition()
         isConnected = false
-        let disposition: CardDisposition = holdsSecurityState ? .reset : .leave
-        holdsSecurityState = false
+        verified.forget()
         try PCSCLibrary.disconnect(card, disposition: disposition.rawValue)
     }
 
-    /// Marks the card as holding a verified PIN after a successful VERIFY, CHANGE REFERENCE DATA or RESET
-    /// RETRY COUNTER (ISO/IEC 7816-4, §11.5.6, §11.5.7, §11.5.10).
+    /// Records the PINs a successful VERIFY, CHANGE REFERENCE DATA or RESET RETRY COUNTER left verified
+    /// (ISO/IEC 7816-4, §11.5.6, §11.5.7, §11.5.10).
     private func noteSecurityState(command: [UInt8], answer: [UInt8]) {
-        guard command.count >= 4, answer.count >= 2,
-            answer[answer.count - 2] == 0x90, answer[answer.count - 1] == 0x00
-        else { return }
-        switch command[1] {
-        case SecurityInstruction.verify, SecurityInstruction.changeReferenceData,
-            SecurityInstruction.resetRetryCounter:
-            holdsSecurityState = true
-        default:
-            break
-        }
+        verified.note(command: command, answer: answer)
     }
-}
-
-/// The ISO/IEC 7816-4 instructions after which a card may hold a verified PIN.
-enum SecurityInstruction {
-    /// `20`: VERIFY.
-    static let verify: UInt8 = 0x20
-    /// `24`: CHANGE REFERENCE DATA.
-    static let changeReferenceData: UInt8 = 0x24
-    /// `2C`: RESET RETRY COUNTER.
-    static let resetRetryCounter: UInt8 = 0x2C
 }

@@ -163,4 +163,40 @@ run_kdf() {
 }
 run_kdf
 
+# Beside a running gpg: scdaemon with pcsc-shared keeps its connection to the cv25519 card (bound above) while
+# tokenpin verifies with the same card. tokenpin resets the card after its VERIFY; gpg 2.2 then fails its next
+# decryption once ("Bad PIN": it believed PW1 still verified, docs/troubleshooting.md) and the one after works
+# with the same card key; after `gpgconf --kill gpg-agent` the first one works.
+run_beside_gpg() {
+    local name=cv25519 store=$WORK/store-cv25519
+    tp() { "$BIN/tokenpin" --local --store "$store" --config "$CONFIG" --reader "$READER" "$@"; }
+    [ -f "$WORK/$name.asc" ] || { not_ok "beside gpg: the cv25519 card was set up"; return; }
+    start_sim "$WORK/$name.json" 00025519 || { not_ok "beside gpg: the card is inserted"; return; }
+    export GNUPGHOME=$WORK/gnupg-$name
+    grep -q '^pcsc-shared' "$GNUPGHOME/scdaemon.conf" || echo pcsc-shared >>"$GNUPGHOME/scdaemon.conf"
+    gpgconf --kill all
+    decrypt() { "${gpg_batch[@]}" --passphrase 123456 -d "$WORK/$name.asc" 2>>"$WORK/gpg-beside.log"; }
+    check "beside gpg: gpg decrypts (scdaemon now holds the card, shared)" test "$(decrypt)" = "a message for the $name card"
+    expect_code "beside gpg: tokenpin verifies while scdaemon holds the card" 0 tp verify --method token --pin-stdin <<<123456
+    local tries=0 decrypted=
+    for tries in 1 2; do
+        decrypted=$(decrypt) && [ "$decrypted" = "a message for the $name card" ] && break
+        decrypted=
+    done
+    echo "# beside gpg: gpg decrypted again after tokenpin's verify on try $tries (gpg $(gpg --version | sed -n '1s/.* //p'))"
+    check "beside gpg: gpg decrypts again with the same card key, at most one failure first" \
+        test "$decrypted" = "a message for the $name card"
+    expect_code "beside gpg: tokenpin verifies again" 0 tp verify --method token --pin-stdin <<<123456
+    # SCD RESTART, SCD KILLSCD and gpgconf --kill scdaemon do not help here (the next decryption still fails
+    # once: "Bad PIN", "Broken pipe"); restarting the agent does.
+    gpgconf --kill gpg-agent
+    check "beside gpg: after gpgconf --kill gpg-agent the first decryption works" \
+        test "$(decrypt)" = "a message for the $name card"
+    check "beside gpg: the card's PIN tries are untouched" bash -c "'$BIN/tokenpin' --local --store '$store' \
+        --config '$CONFIG' --reader '$READER' --json status | grep -q '\"cardTriesLeft\":3'"
+    gpgconf --kill all
+    stop_sim
+}
+run_beside_gpg
+
 finish

@@ -214,6 +214,26 @@ extension CLI {
         _ = card
     }
 
+    /// Each factory profile through pcscd: bind (generating the key), verify, and a wrong card PIN that counts
+    /// on the card whether the device answers 63Cx (Nitrokey 3) or 6982 (YubiKey 5, Gnuk), over extended
+    /// length (YubiKey 5, Nitrokey 3) or short APDUs with chaining only (Gnuk).
+    @Test(arguments: ["yubikey5", "nitrokey3", "gnuk"])
+    func everyFactoryProfileBindsAndVerifies(profile: String) throws {
+        let cli = CLI.pcsc()
+        let card = try VirtualCard(index: 0, state: cli.directory + "/card.json", arguments: ["--profile", profile], cli: cli)
+        try cli.bindCard()
+        let verify = try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "123456\n")
+        #expect(verify.json["method"] as? String == "token", "\(profile): \(verify.stderr)")
+        let wrong = try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "000000\n")
+        #expect(wrong.status == 1, "\(profile): \(wrong.stderr)")
+        let failure = wrong.json["tokenFailure"] as? [String: Any]
+        #expect((failure?["reason"] as? String)?.contains("wrong card PIN") == true, "\(profile): \(wrong.stdout)")
+        #expect(failure?["cardTriesLeft"] as? Int == 2, "\(profile): \(wrong.stdout)")
+        #expect(try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "123456\n").status == 0)
+        #expect(cli.remaining == 5, "card failures never consumed PIN tries")
+        _ = card
+    }
+
     @Test func benchTokenRefusesACardNotBoundToTheUser() throws {
         let cli = CLI.pcsc()
         let card = try VirtualCard(index: 0, state: cli.directory + "/card.json", cli: cli)

@@ -224,34 +224,20 @@ struct SandboxTests {
         _ = try PCSCCardConnection(reader: reader)
     }
 
-    @Test("a verified PIN does not outlive the transaction or the connection")
-    func verifiedStateIsReset() throws {
+    @Test("by default a verified PIN ends with a card reset, which other connections are told of")
+    func verifiedStateIsResetByDefault() throws {
         let (index, reader) = Sandbox.slot(0)
         let simulator = try SimulatedCardInReader(portIndex: index)
         defer { simulator.stop() }
-
-        // Inside a transaction: VERIFY then the status query both succeed...
-        let connection = try PCSCCardConnection(reader: reader)
-        let inside = try connection.withTransaction {
-            _ = try connection.send(RawCommand.select)
-            #expect(try connection.send(RawCommand.verify("123456")).statusWord == .success)
-            return try connection.send(RawCommand.triesQuery).statusWord
-        }
-        #expect(inside == .success)
-        #expect(!connection.holdsSecurityState)
-        // ...and after it another connection finds the PIN not verified.
         let other = try PCSCCardConnection(reader: reader)
         _ = try other.send(RawCommand.select)
-        #expect(try other.send(RawCommand.triesQuery).statusWord == .wrongPIN(retriesLeft: 3))
-        // The first connection goes on after its own reset: select again, the PIN is no longer verified.
-        #expect(try connection.send(RawCommand.select).statusWord == .success)
-        #expect(try connection.send(RawCommand.triesQuery).statusWord == .wrongPIN(retriesLeft: 3))
-
-        // Without a transaction: disconnecting resets the card.
-        #expect(try connection.send(RawCommand.verify("123456")).statusWord == .success)
-        #expect(connection.holdsSecurityState)
-        #expect(try other.send(RawCommand.triesQuery).statusWord == .success)  // shared card, verified
-        try connection.disconnect()
+        let connection = try PCSCCardConnection(reader: reader)
+        #expect(!connection.leavesCardWhenCleared)
+        try connection.withTransaction {
+            _ = try connection.send(RawCommand.select)
+            #expect(try connection.send(RawCommand.verify("123456")).statusWord == .success)
+        }
+        #expect(connection.lastSecurityRelease == .reset)
         do {
             _ = try other.send(RawCommand.triesQuery)
             Issue.record("the reset was not reported to the other connection")
@@ -261,5 +247,87 @@ struct SandboxTests {
         try other.reconnect()
         _ = try other.send(RawCommand.select)
         #expect(try other.send(RawCommand.triesQuery).statusWord == .wrongPIN(retriesLeft: 3))
+        // Without a transaction: disconnecting resets the card too.
+        #expect(try connection.send(RawCommand.select).statusWord == .success)
+        #expect(try connection.send(RawCommand.verify("123456")).statusWord == .success)
+        try connection.disconnect()
+        #expect(connection.lastSecurityRelease == .reset)
+        do {
+            _ = try other.send(RawCommand.triesQuery)
+            Issue.record("the reset at disconnect was not reported to the other connection")
+        } catch let error as PCSCError {
+            #expect(error == .resetCard)
+        }
+    }
+
+    @Test("with leavesCardWhenCleared the card clears the PIN on VERIFY FF and is left, not reset")
+    func verifiedStateIsClearedAndTheCardLeft() throws {
+        let (index, reader) = Sandbox.slot(0)
+        let simulator = try SimulatedCardInReader(portIndex: index)
+        defer { simulator.stop() }
+
+        // Another client (gpg's scdaemon in shared mode) holds a connection throughout.
+        let other = try PCSCCardConnection(reader: reader)
+        _ = try other.send(RawCommand.select)
+
+        // Inside a transaction: VERIFY then the status query both succeed...
+        let connection = try PCSCCardConnection(reader: reader)
+        connection.leavesCardWhenCleared = true
+        let inside = try connection.withTransaction {
+            _ = try connection.send(RawCommand.select)
+            #expect(try connection.send(RawCommand.verify("123456")).statusWord == .success)
+            return try connection.send(RawCommand.triesQuery).statusWord
+        }
+        #expect(inside == .success)
+        #expect(!connection.holdsSecurityState)
+        // ...the card dropped the PIN on VERIFY FF and was left, not reset: the other client's connection
+        // goes on without SCARD_W_RESET_CARD, its application still selected, and finds the PIN not verified.
+        #expect(connection.lastSecurityRelease == .leave)
+        #expect(try other.send(RawCommand.triesQuery).statusWord == .wrongPIN(retriesLeft: 3))
+        // The first connection goes on too, without selecting again.
+        #expect(try connection.send(RawCommand.triesQuery).statusWord == .wrongPIN(retriesLeft: 3))
+
+        // Without a transaction: disconnecting clears the PIN the same way.
+        #expect(try connection.send(RawCommand.verify("123456")).statusWord == .success)
+        #expect(connection.holdsSecurityState)
+        #expect(try other.send(RawCommand.triesQuery).statusWord == .success)  // shared card, verified
+        try connection.disconnect()
+        #expect(connection.lastSecurityRelease == .leave)
+        #expect(try other.send(RawCommand.triesQuery).statusWord == .wrongPIN(retriesLeft: 3))
+    }
+
+    @Test("even with leavesCardWhenCleared, CHANGE REFERENCE DATA (or a caller's say-so) resets the card")
+    func changeReferenceDataResetsTheCard() throws {
+        let (index, reader) = Sandbox.slot(0)
+        let simulator = try SimulatedCardInReader(portIndex: index)
+        defer { simulator.stop() }
+        let other = try PCSCCardConnection(reader: reader)
+        _ = try other.send(RawCommand.select)
+
+        let connection = try PCSCCardConnection(reader: reader)
+        connection.leavesCardWhenCleared = true
+        try connection.withTransaction {
+            _ = try connection.send(RawCommand.select)
+            let change = CommandAPDU(ins: 0x24, p1: 0x00, p2: 0x81, data: Array("123456654321".utf8), isSensitive: true)
+            #expect(try connection.send(change).statusWord == .success)
+        }
+        #expect(connection.lastSecurityRelease == .reset)
+        #expect(!connection.holdsSecurityState)
+        do {
+            _ = try other.send(RawCommand.triesQuery)
+            Issue.record("the reset was not reported to the other connection")
+        } catch let error as PCSCError {
+            #expect(error == .resetCard)
+        }
+        try other.reconnect()
+        _ = try other.send(RawCommand.select)
+        #expect(try other.send(RawCommand.triesQuery).statusWord == .wrongPIN(retriesLeft: 3))
+        // The first connection renegotiates after its own reset by itself; the application must be selected again.
+        #expect(try connection.send(RawCommand.select).statusWord == .success)
+
+        // A caller that knows more than the APDUs show forces the reset.
+        connection.holdsSecurityState = true
+        try connection.disconnect()
+        #expect(connection.lastSecurityRelease == .reset)
     }
 }

@@ -42,10 +42,13 @@ struct OpenPGPApplication: Sendable {
     private(set) var state: CardState
     var status = SecurityStatus()
     let store: StateFile?
+    /// The device this application behaves like.
+    let traits: OpenPGPTraits
 
-    init(state: CardState, store: StateFile?) {
+    init(state: CardState, store: StateFile?, traits: OpenPGPTraits = .reference) {
         self.state = state
         self.store = store
+        self.traits = traits
     }
 
     /// The full AID: prefix, version, manufacturer, serial, RFU. OpenPGP card 3.4.1, §4.2.1.
@@ -96,15 +99,24 @@ struct OpenPGPApplication: Sendable {
 
     // MARK: SELECT
 
-    /// SELECT by DF name (full or partial AID) and of the MF. OpenPGP card 3.4.1, §7.2.1.
+    /// SELECT by DF name (full or partial AID; the 6-byte AID alone on Gnuk) and of the MF. A re-SELECT of
+    /// the application clears the verified PINs unless the device keeps them (Gnuk, Nitrokey 3).
+    /// OpenPGP card 3.4.1, §7.2.1.
     private mutating func select(_ command: CommandAPDU) -> Reply {
         switch command.p1 {
         case 0x04:
-            guard command.data.count >= 5, aid.starts(with: command.data) else {
+            let accepted = traits.acceptsOnlyShortAID
+                ? command.data == CardProfile.applicationPrefix
+                : command.data.count >= 5 && aid.starts(with: command.data)
+            guard accepted else {
                 status = SecurityStatus()
                 return Reply(.fileNotFound)
             }
-            status = SecurityStatus(selected: true)
+            if traits.keepsVerifiedStateOnSelect && status.selected {
+                status.selected = true
+            } else {
+                status = SecurityStatus(selected: true)
+            }
             return Reply(state.lifeCycle == .terminated ? .selectedFileTerminated : .success)
         case 0x00:
             // The MF (3F00, or no data); clients send it before selecting the application.
@@ -127,14 +139,22 @@ struct OpenPGPApplication: Sendable {
         case 0x5F2D: return Reply(.success, data: state.language)
         case 0x5F35: return Reply(.success, data: state.sex)
         case 0x5F50: return Reply(.success, data: state.url)
-        case 0x5F52: return Reply(.success, data: CardProfile.historicalBytes)
+        case 0x5F52: return Reply(.success, data: traits.historicalBytes)
         case 0x65: return Reply(.success, data: cardholderRelatedData.encoded)
         case 0x6E: return Reply(.success, data: applicationRelatedData.encoded)
         case 0x7A: return Reply(.success, data: securitySupportTemplate.encoded)
-        case 0x7F66: return Reply(.success, data: CardProfile.extendedLengthInformation)
+        case 0x7F66:
+            guard let information = traits.extendedLengthInformation else { return Reply(.referencedDataNotFound) }
+            return Reply(.success, data: information)
         case 0x7F74: return Reply(.success, data: CardProfile.generalFeatureManagement)
         case 0x7F21: return Reply(.success, data: state.certificate)
-        case 0xC0: return Reply(.success, data: CardProfile.extendedCapabilities)
+        case 0xC0: return Reply(.success, data: traits.extendedCapabilities)
+        case 0xFA:
+            guard let algorithms = traits.algorithmInformation else { return Reply(.referencedDataNotFound) }
+            let entries = KeySlot.allCases.flatMap { slot in
+                algorithms.map { TLV(tag: slot.attributesTag, value: $0.bytes) }
+            }
+            return Reply(.success, data: TLV(tag: 0xFA, children: entries).encoded)
         case 0xC4: return Reply(.success, data: pwStatus)
         case 0xC5: return Reply(.success, data: state.keys.flatMap(\.fingerprint))
         case 0xC6: return Reply(.success, data: state.keys.flatMap(\.caFingerprint))
@@ -183,7 +203,7 @@ struct OpenPGPApplication: Sendable {
     /// `6E`: AID, historical bytes, `7F74`, `7F66` and the discretionary data objects `73`.
     /// OpenPGP card 3.4.1, §4.4.3.1.
     private var applicationRelatedData: TLV {
-        var discretionary = [TLV(tag: 0xC0, value: CardProfile.extendedCapabilities)]
+        var discretionary = [TLV(tag: 0xC0, value: traits.extendedCapabilities)]
         discretionary += KeySlot.allCases.map { TLV(tag: $0.attributesTag, value: state.keys[$0.rawValue].attributes.bytes) }
         discretionary += [
             TLV(tag: 0xC4, value: pwStatus),
@@ -192,8 +212,8 @@ struct OpenPGPApplication: Sendable {
             TLV(tag: 0xCD, value: state.keys.flatMap(\.generationTime)),
             TLV(tag: 0xDE, value: keyInformation),
         ]
-        var value = TLV(tag: 0x4F, value: aid).encoded + TLV(tag: 0x5F52, value: CardProfile.historicalBytes).encoded
-        value += CardProfile.generalFeatureManagement + CardProfile.extendedLengthInformation
+        var value = TLV(tag: 0x4F, value: aid).encoded + TLV(tag: 0x5F52, value: traits.historicalBytes).encoded
+        value += CardProfile.generalFeatureManagement + (traits.extendedLengthInformation ?? [])
         value += TLV(tag: 0x73, children: discretionary).encoded
         return TLV(tag: 0x6E, value: value)
     }
@@ -367,11 +387,19 @@ struct OpenPGPApplication: Sendable {
         let reference = password == .pw3 ? state.pw3 : state.pw1
         guard Self.constantTimeEqual(reference, command.data[...]) else {
             setVerified(password, false)
-            return Reply(.wrongPIN(retriesLeft: retries(password)))
+            return wrongPIN(retriesLeft: retries(password))
         }
         guard restoreTries(password) else { return Reply(.memoryFailure) }
         setVerified(password, true)
         return .ok
+    }
+
+    /// The answer to a wrong PIN: `63 Cx` or, on devices that answer so, `69 82`.
+    private func wrongPIN(retriesLeft: Int) -> Reply {
+        switch traits.wrongPINAnswer {
+        case .triesLeft: Reply(.wrongPIN(retriesLeft: retriesLeft))
+        case .securityStatusNotSatisfied: Reply(.securityStatusNotSatisfied)
+        }
     }
 
     /// CHANGE REFERENCE DATA for PW1 (`81`) or PW3 (`83`): data is the old PIN followed by the new one.
@@ -390,7 +418,7 @@ struct OpenPGPApplication: Sendable {
                 status.pw1Signature = false
                 status.pw1Other = false
             }
-            return Reply(.wrongPIN(retriesLeft: retries(password)))
+            return wrongPIN(retriesLeft: retries(password))
         }
         guard restoreTries(password) else { return Reply(.memoryFailure) }
         let newPIN = Array(command.data.dropFirst(reference.count))

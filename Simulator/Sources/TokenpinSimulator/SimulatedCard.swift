@@ -72,6 +72,9 @@ public final class SimulatedCard: Sendable {
             state = .factoryNew(serial: existing.serial, manufacturer: existing.manufacturer)
         }
         var card = state ?? .factoryNew(serial: serial ?? Self.randomSerial())
+        if state == nil || reset {
+            for slot in KeySlot.allCases { card.keys[slot.rawValue].attributes = profile.openPGPTraits.factoryAttributes[slot.rawValue] }
+        }
         if let serial, card.serial != serial {
             card.serial = serial
             needsWrite = true
@@ -85,7 +88,7 @@ public final class SimulatedCard: Sendable {
         let piv = card.piv.map {
             PIVApplication(state: $0, base: card, store: store, yubiKeyExtensions: profile.hasYubiKeyExtensions)
         }
-        engine = Mutex(Engine(application: OpenPGPApplication(state: card, store: store),
+        engine = Mutex(Engine(application: OpenPGPApplication(state: card, store: store, traits: profile.openPGPTraits),
                               piv: profile.hasPIV ? piv : nil, hasOpenPGP: profile.hasOpenPGP))
     }
 
@@ -104,7 +107,7 @@ public final class SimulatedCard: Sendable {
     public var aid: [UInt8] { engine.withLock { $0.application.aid } }
 
     /// What the card announces for long APDUs (historical bytes and `7F66`).
-    public var lengthCapabilities: LengthCapabilities { CardProfile.lengthCapabilities }
+    public var lengthCapabilities: LengthCapabilities { profile.openPGPTraits.lengthCapabilities }
 
     /// The faults the card injects; see `CardFaults`.
     public var faults: CardFaults {
@@ -229,10 +232,15 @@ public final class SimulatedCard: Sendable {
     /// Transport: class byte, GET RESPONSE, chaining, then the application, then Le and `61xx`.
     /// ISO/IEC 7816-4, §5.1 and §5.3.
     private static func exchange(_ bytes: [UInt8], engine: inout Engine) -> [UInt8] {
-        guard var command = try? CommandAPDU(parsing: bytes) else {
+        let parsed = CommandParsing.parse(bytes, extendedLength: engine.application.traits.lengthCapabilities.extendedLength)
+        var command: CommandAPDU
+        switch parsed {
+        case .success(let parsedCommand):
+            command = parsedCommand
+        case .failure(let statusWord):
             engine.pending = []
             engine.chain = nil
-            return encode(Reply(.wrongLength))
+            return encode(Reply(statusWord))
         }
         if let problem = classProblem(command.cla) {
             engine.pending = []

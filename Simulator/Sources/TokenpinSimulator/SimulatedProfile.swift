@@ -1,29 +1,51 @@
 import TokenpinAPDU
 
-/// Which applications the simulated card carries, chosen with `tokenpin-sim --profile`.
+/// Which card the simulator is, chosen with `tokenpin-sim --profile` or `SimulatedCard(profile:)`: the
+/// applications it carries and, for OpenPGP, the device it behaves like (`OpenPGPTraits`).
 public enum SimulatedProfile: String, Sendable, CaseIterable {
     /// An OpenPGP card 3.4 alone (the default).
     case openpgp
     /// A PIV card (SP 800-73-4) alone: no OpenPGP application, no YubiKey extensions.
     case pivCard = "piv-card"
     /// A YubiKey 5: OpenPGP and PIV side by side, SELECT by AID picking one, with the YubiKey PIV extensions
-    /// (version, serial, metadata, management key, retries, reset).
-    case yubikey
+    /// (version, serial, metadata, management key, retries, reset). `yubikey` is accepted for it too.
+    case yubikey = "yubikey5"
+    /// A Nitrokey 3 (opcard): OpenPGP alone, KDF-DO available, PINs kept across SELECT.
+    case nitrokey3
+    /// A Gnuk token with cv25519 keys set: OpenPGP alone, short APDUs with chaining, the 6-byte AID only.
+    case gnuk
+
+    /// The profile a name selects, aliases included (`yubikey` for `yubikey5`).
+    public init?(name: String) {
+        if name == "yubikey" {
+            self = .yubikey
+        } else {
+            self.init(rawValue: name)
+        }
+    }
+
+    /// Every name `init(name:)` takes.
+    public static var names: [String] { allCases.map(\.rawValue) + ["yubikey"] }
 
     /// Whether SELECT can pick the OpenPGP application.
     public var hasOpenPGP: Bool { self != .pivCard }
     /// Whether SELECT can pick the PIV application.
-    public var hasPIV: Bool { self != .openpgp }
+    public var hasPIV: Bool { self == .pivCard || self == .yubikey }
     /// Whether the PIV application answers the YubiKey instructions (`FD`, `F8`, `F7`, `FF`, `FA`, `FB`).
     public var hasYubiKeyExtensions: Bool { self == .yubikey }
 
-    /// The answer to reset: a YubiKey 5's (USB) for `yubikey`, which names it in the historical bytes
-    /// (`57` "YubiKey") after card capabilities announcing chaining and extended length; the OpenPGP
-    /// profile's otherwise.
-    public var atr: [UInt8] {
+    /// How the OpenPGP application presents itself and behaves.
+    public var openPGPTraits: OpenPGPTraits {
         switch self {
-        case .openpgp, .pivCard: CardProfile.atr
-        case .yubikey: PIVProfile.yubiKeyATR
+        case .openpgp, .pivCard: .reference
+        case .yubikey: .yubiKey5
+        case .nitrokey3: .nitrokey3
+        case .gnuk: .gnuk
         }
     }
+
+    /// The answer to reset: the device's (a YubiKey 5's over USB for `yubikey5`, naming it in the historical
+    /// bytes after card capabilities announcing chaining and extended length); the reference card's for
+    /// `openpgp` and `piv-card`.
+    public var atr: [UInt8] { openPGPTraits.atr }
 }

@@ -49,9 +49,11 @@ enum Arguments {
             + "answer with a key slot (hex, with its status word) to the file, as an\n"
             + "eavesdropper on the reader's line sees it: for replay tests.")
     static let profile = Option.value(
-        "--profile", valueName: "name", allowedValues: SimulatedProfile.allCases.map(\.rawValue),
-        help: "The applications on the card: openpgp (OpenPGP alone), piv-card (PIV alone),\n"
-            + "yubikey (both, with the YubiKey PIV extensions and ATR). (default: openpgp)")
+        "--profile", valueName: "name", allowedValues: SimulatedProfile.names,
+        help: "The card: openpgp (OpenPGP alone), piv-card (PIV alone), yubikey5 or yubikey\n"
+            + "(both, with the YubiKey PIV extensions, ATR and OpenPGP behaviour), nitrokey3\n"
+            + "(OpenPGP, KDF-DO available, PINs kept across SELECT), gnuk (OpenPGP, cv25519,\n"
+            + "short APDUs, 6-byte AID only). (default: openpgp)")
     static let help = Option.flag("-h", "--help", help: "Show help information.", stopsValidation: true)
 
     static let program = Program(
@@ -107,7 +109,7 @@ struct Options {
         options.stats = parsed.isSet(Arguments.stats)
         options.trace = parsed.isSet(Arguments.trace)
         options.tapPath = parsed.value(Arguments.tap)
-        if let name = parsed.value(Arguments.profile), let profile = SimulatedProfile(rawValue: name) {
+        if let name = parsed.value(Arguments.profile), let profile = SimulatedProfile(name: name) {
             options.profile = profile
         }
         return options

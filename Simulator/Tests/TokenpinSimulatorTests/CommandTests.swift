@@ -447,3 +447,30 @@ struct CommandTests {
         #expect(harness.raw("40CA006E00") == [0x6E, 0x00])
     }
 }
+
+/// The simulated card drops a verified PIN on VERIFY P1 = `FF`, as YubiKey 5.6+ and OpenPGP card 3.x do, so
+/// a connection can leave the card instead of resetting it.
+@Suite struct ClearVerifiedStateTests {
+    @Test("00 20 FF 82 clears PW1 for decipher: PSO:DECIPHER is 6982 again, without a reset")
+    func clearsThroughVerifiedState() throws {
+        let harness = try Harness()
+        let point = try harness.makeCurve25519DecryptionKey()
+        var state = VerifiedState()
+        let verify = [0x00, 0x20, 0x00, 0x82, 0x06] + Array("123456".utf8)
+        state.note(command: verify, answer: try harness.connection.transmit(verify))
+        #expect(try harness.decipher(point).statusWord == .success)
+        #expect(state.clear { try harness.connection.transmit($0) })
+        #expect(state.isEmpty)
+        // Still selected (no reset happened), but no longer verified.
+        #expect(try harness.decipher(point).statusWord == .securityStatusNotSatisfied)
+        #expect(try harness.send(CardInstruction.verify, 0x00, 0x82).statusWord == .wrongPIN(retriesLeft: 3))
+    }
+
+    @Test("FF VERIFY with data is a wrong length; on an unknown reference it is 6A86", arguments: [
+        ("00 20 FF 82 01 00", StatusWord.wrongLength), ("00 20 FF 84", StatusWord.incorrectP1P2),
+    ])
+    func malformedClear(hex: String, expected: StatusWord) throws {
+        let harness = try Harness()
+        #expect(try ResponseAPDU(parsing: harness.raw(hex)).statusWord == expected)
+    }
+}
