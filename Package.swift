@@ -109,7 +109,8 @@ let package = Package(
         .executableTarget(
             name: "tokenpin",
             dependencies: [
-                "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinReaders", "TokenpinSimulator", "TokenpinProtocol",
+                "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinReaders", "TokenpinSimulator",
+                "TokenpinProtocol",
                 "TokenpinArguments", "TokenpinSystem",
             ],
             swiftSettings: strictSettings
@@ -125,7 +126,8 @@ let package = Package(
         .target(
             name: "TokenpinDaemon",
             dependencies: [
-                "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinPCSC", "TokenpinSystem", "CTokenpinShims",
+                "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinPCSC", "TokenpinSystem",
+                "CTokenpinShims",
                 "CTokenpinPAM",
             ],
             swiftSettings: strictSettings
@@ -195,7 +197,8 @@ let package = Package(
         .testTarget(
             name: "TokenpinPIVTests",
             dependencies: [
-                "TokenpinPIV", "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto", "TokenpinPCSC",
+                "TokenpinPIV", "TokenpinSimulator", "TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto",
+                "TokenpinPCSC",
                 "TokenpinTestSupport",
             ],
             swiftSettings: strictSettings

@@ -59,8 +59,9 @@ extension CardConnection {
         }
         if command.data.count > singleLimit {
             guard caps.commandChaining else {
-                throw APDUError(.invalidLength,
-                                "command data of \(command.data.count) bytes exceeds what the card takes (\(singleLimit))")
+                throw APDUError(
+                    .invalidLength,
+                    "command data of \(command.data.count) bytes exceeds what the card takes (\(singleLimit))")
             }
             var offset = 0
             while command.data.count - offset > singleLimit {
@@ -91,9 +92,10 @@ extension CardConnection {
             guard rounds <= 256, data.count <= CommandAPDU.extendedMaxLe * 4 else {
                 throw APDUError(.responseTooLong, "card keeps announcing more data after \(data.count) bytes")
             }
-            let getResponse = CommandAPDU(cla: command.cla & ~CommandAPDU.chainingBit,
-                                          ins: TransportInstruction.getResponse, p1: 0, p2: 0,
-                                          le: remaining == 0 ? 256 : remaining)
+            let getResponse = CommandAPDU(
+                cla: command.cla & ~CommandAPDU.chainingBit,
+                ins: TransportInstruction.getResponse, p1: 0, p2: 0,
+                le: remaining == 0 ? 256 : remaining)
             response = try ResponseAPDU(parsing: transmit(getResponse.encoded()))
             data += response.data
         }

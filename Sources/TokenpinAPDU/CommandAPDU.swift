@@ -30,8 +30,10 @@ public struct CommandAPDU: Sendable, Equatable, CustomStringConvertible {
     public static let chainingBit: UInt8 = 0x10
 
     /// Creates a command.
-    public init(cla: UInt8 = 0x00, ins: UInt8, p1: UInt8, p2: UInt8, data: [UInt8] = [], le: Int? = nil,
-                isSensitive: Bool = false) {
+    public init(
+        cla: UInt8 = 0x00, ins: UInt8, p1: UInt8, p2: UInt8, data: [UInt8] = [], le: Int? = nil,
+        isSensitive: Bool = false
+    ) {
         self.cla = cla
         self.ins = ins
         self.p1 = p1

@@ -120,6 +120,8 @@ public struct StatusWord: RawRepresentable, Hashable, Sendable, CustomStringConv
 
 func hex4(_ value: UInt16) -> String {
     let digits = Array("0123456789ABCDEF")
-    return String([digits[Int(value >> 12) & 0xF], digits[Int(value >> 8) & 0xF],
-                   digits[Int(value >> 4) & 0xF], digits[Int(value) & 0xF]])
+    return String([
+        digits[Int(value >> 12) & 0xF], digits[Int(value >> 8) & 0xF],
+        digits[Int(value >> 4) & 0xF], digits[Int(value) & 0xF],
+    ])
 }

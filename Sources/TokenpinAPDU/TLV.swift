@@ -28,7 +28,9 @@ public struct TLV: Sendable, Equatable {
 
     /// The tag's bytes.
     public var tagBytes: [UInt8] {
-        if tag > 0xFFFFFF { return [UInt8(tag >> 24), UInt8((tag >> 16) & 0xFF), UInt8((tag >> 8) & 0xFF), UInt8(tag & 0xFF)] }
+        if tag > 0xFFFFFF {
+            return [UInt8(tag >> 24), UInt8((tag >> 16) & 0xFF), UInt8((tag >> 8) & 0xFF), UInt8(tag & 0xFF)]
+        }
         if tag > 0xFFFF { return [UInt8(tag >> 16), UInt8((tag >> 8) & 0xFF), UInt8(tag & 0xFF)] }
         if tag > 0xFF { return [UInt8(tag >> 8), UInt8(tag & 0xFF)] }
         return [UInt8(tag)]
@@ -74,7 +76,9 @@ public struct TLV: Sendable, Equatable {
     /// Parses exactly one object that fills `bytes`; trailing bytes are an error.
     public static func parseOne(_ bytes: [UInt8]) throws(APDUError) -> TLV {
         let (object, next) = try parse(bytes, at: 0)
-        guard next == bytes.count else { throw APDUError(.trailingBytes, "\(bytes.count - next) bytes after tag \(Hex.encode(object.tagBytes))") }
+        guard next == bytes.count else {
+            throw APDUError(.trailingBytes, "\(bytes.count - next) bytes after tag \(Hex.encode(object.tagBytes))")
+        }
         return object
     }
 
@@ -107,7 +111,9 @@ public struct TLV: Sendable, Equatable {
         } else {
             let count = Int(first & 0x7F)
             guard count <= 3 else { throw APDUError(.invalidLength, "length of \(count) bytes at offset \(index - 1)") }
-            guard index + count <= bytes.count else { throw APDUError(.truncated, "length field cut short at offset \(index)") }
+            guard index + count <= bytes.count else {
+                throw APDUError(.truncated, "length field cut short at offset \(index)")
+            }
             length = 0
             for _ in 0..<count {
                 length = length << 8 | Int(bytes[index])
@@ -134,7 +140,8 @@ public struct TLV: Sendable, Equatable {
         for object in objects {
             if object.tag == tag { return object }
             if object.isConstructed, let children = try? object.children(),
-               let found = try find(tag, in: children, depth: depth + 1) {
+                let found = try find(tag, in: children, depth: depth + 1)
+            {
                 return found
             }
         }

@@ -22,7 +22,7 @@ public struct VerifiedState: Sendable, Equatable {
     /// Records what a command left verified, given the card's answer.
     public mutating func note(command: [UInt8], answer: [UInt8]) {
         guard command.count >= 4, answer.count >= 2,
-              answer[answer.count - 2] == 0x90, answer[answer.count - 1] == 0x00
+            answer[answer.count - 2] == 0x90, answer[answer.count - 1] == 0x00
         else { return }
         switch command[1] {
         case Self.verify where command[2] == Self.clearStateP1:

@@ -53,22 +53,30 @@ public enum BlockCiphers {
     /// The corresponding C functions are `EVP_CIPHER_fetch`, `EVP_EncryptInit_ex2`, `EVP_CIPHER_CTX_set_padding`,
     /// `EVP_EncryptUpdate` and `EVP_EncryptFinal_ex`. Throws `.invalidLength` for a key of the wrong length or
     /// data that is not a whole number of blocks.
-    public static func encrypt(_ data: [UInt8], key: borrowing SecretBytes, algorithm: Algorithm) throws(CardCryptoError) -> [UInt8] {
+    public static func encrypt(_ data: [UInt8], key: borrowing SecretBytes, algorithm: Algorithm)
+        throws(CardCryptoError) -> [UInt8]
+    {
         try run(data, key: key, algorithm: algorithm, encrypt: true)
     }
 
     /// Decrypts whole blocks with `key` in ECB mode; see `encrypt`.
-    public static func decrypt(_ data: [UInt8], key: borrowing SecretBytes, algorithm: Algorithm) throws(CardCryptoError) -> [UInt8] {
+    public static func decrypt(_ data: [UInt8], key: borrowing SecretBytes, algorithm: Algorithm)
+        throws(CardCryptoError) -> [UInt8]
+    {
         try run(data, key: key, algorithm: algorithm, encrypt: false)
     }
 
-    private static func run(_ data: [UInt8], key: borrowing SecretBytes, algorithm: Algorithm,
-                            encrypt: Bool) throws(CardCryptoError) -> [UInt8] {
+    private static func run(
+        _ data: [UInt8], key: borrowing SecretBytes, algorithm: Algorithm,
+        encrypt: Bool
+    ) throws(CardCryptoError) -> [UInt8] {
         guard key.count == algorithm.keyLength else {
-            throw CardCryptoError(.invalidLength, "\(algorithm.name) keys have \(algorithm.keyLength) bytes, not \(key.count)")
+            throw CardCryptoError(
+                .invalidLength, "\(algorithm.name) keys have \(algorithm.keyLength) bytes, not \(key.count)")
         }
         guard !data.isEmpty, data.count % algorithm.blockLength == 0 else {
-            throw CardCryptoError(.invalidLength, "\(data.count) bytes are not whole \(algorithm.blockLength)-byte blocks")
+            throw CardCryptoError(
+                .invalidLength, "\(data.count) bytes are not whole \(algorithm.blockLength)-byte blocks")
         }
         guard let cipher = EVP_CIPHER_fetch(nil, algorithm.cipherName, nil) else {
             throw libcryptoError("EVP_CIPHER_fetch(\(algorithm.cipherName))")
@@ -77,15 +85,20 @@ public enum BlockCiphers {
         guard let context = EVP_CIPHER_CTX_new() else { throw libcryptoError("EVP_CIPHER_CTX_new") }
         defer { EVP_CIPHER_CTX_free(context) }  // clears the key schedule
         let initialised = key.withUnsafeBytes { keyBytes in
-            EVP_CipherInit_ex2(context, cipher, keyBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), nil,
-                               encrypt ? 1 : 0, nil)
+            EVP_CipherInit_ex2(
+                context, cipher, keyBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), nil,
+                encrypt ? 1 : 0, nil)
         }
-        guard initialised == 1, EVP_CIPHER_CTX_set_padding(context, 0) == 1 else { throw libcryptoError("EVP_CipherInit_ex2") }
+        guard initialised == 1, EVP_CIPHER_CTX_set_padding(context, 0) == 1 else {
+            throw libcryptoError("EVP_CipherInit_ex2")
+        }
         var out = [UInt8](repeating: 0, count: data.count + algorithm.blockLength)
         var written: Int32 = 0
         var final: Int32 = 0
         let status = out.withUnsafeMutableBufferPointer { buffer in
-            guard EVP_CipherUpdate(context, buffer.baseAddress, &written, data, Int32(data.count)) == 1 else { return Int32(0) }
+            guard EVP_CipherUpdate(context, buffer.baseAddress, &written, data, Int32(data.count)) == 1 else {
+                return Int32(0)
+            }
             return EVP_CipherFinal_ex(context, buffer.baseAddress! + Int(written), &final)
         }
         guard status == 1, Int(written + final) == data.count else { throw libcryptoError("EVP_CipherUpdate") }

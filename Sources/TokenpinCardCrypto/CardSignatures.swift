@@ -10,7 +10,9 @@ public enum CardSignatures {
     ///
     /// The corresponding C functions are `EVP_PKEY_sign_init`, `EVP_PKEY_CTX_set_rsa_padding` and
     /// `EVP_PKEY_sign`. Throws `.invalidLength` for input longer than 40% of the modulus (the card's limit).
-    public static func rsaSign(_ digestInfo: [UInt8], with key: borrowing RSAKeys.PrivateKey) throws(CardCryptoError) -> [UInt8] {
+    public static func rsaSign(_ digestInfo: [UInt8], with key: borrowing RSAKeys.PrivateKey) throws(CardCryptoError)
+        -> [UInt8]
+    {
         let length = (key.modulusBits + 7) / 8
         guard !digestInfo.isEmpty, digestInfo.count <= length * 2 / 5 else {
             throw CardCryptoError(.invalidLength, "\(digestInfo.count) bytes to sign with a \(length)-byte modulus")
@@ -23,7 +25,8 @@ public enum CardSignatures {
         else { throw libcryptoError("RSA signing setup") }
         var signature = [UInt8](repeating: 0, count: length)
         var written = length
-        guard EVP_PKEY_sign(context.pointer, &signature, &written, digestInfo, digestInfo.count) == 1, written == length else {
+        guard EVP_PKEY_sign(context.pointer, &signature, &written, digestInfo, digestInfo.count) == 1, written == length
+        else {
             throw libcryptoError("EVP_PKEY_sign")
         }
         return signature
@@ -33,16 +36,24 @@ public enum CardSignatures {
     ///
     /// The corresponding C functions are `EVP_PKEY_sign_init` and `EVP_PKEY_sign` (which answer DER, taken
     /// apart here). Throws `.invalidLength` for an empty digest or one over 64 bytes.
-    public static func ecdsaSign(_ digest: [UInt8], privateKey: borrowing SecretBytes,
-                                 on curve: WeierstrassCurve) throws(CardCryptoError) -> [UInt8] {
-        guard (1...64).contains(digest.count) else { throw CardCryptoError(.invalidLength, "a digest of \(digest.count) bytes") }
+    public static func ecdsaSign(
+        _ digest: [UInt8], privateKey: borrowing SecretBytes,
+        on curve: WeierstrassCurve
+    ) throws(CardCryptoError) -> [UInt8] {
+        guard (1...64).contains(digest.count) else {
+            throw CardCryptoError(.invalidLength, "a digest of \(digest.count) bytes")
+        }
         let key = try EllipticCurveDH.privateKeyObject(privateKey, curve: curve)
         let context = try PKeyContext(key: key)
         guard EVP_PKEY_sign_init(context.pointer) == 1 else { throw libcryptoError("EVP_PKEY_sign_init") }
         var length = 0
-        guard EVP_PKEY_sign(context.pointer, nil, &length, digest, digest.count) == 1 else { throw libcryptoError("EVP_PKEY_sign") }
+        guard EVP_PKEY_sign(context.pointer, nil, &length, digest, digest.count) == 1 else {
+            throw libcryptoError("EVP_PKEY_sign")
+        }
         var der = [UInt8](repeating: 0, count: length)
-        guard EVP_PKEY_sign(context.pointer, &der, &length, digest, digest.count) == 1 else { throw libcryptoError("EVP_PKEY_sign") }
+        guard EVP_PKEY_sign(context.pointer, &der, &length, digest, digest.count) == 1 else {
+            throw libcryptoError("EVP_PKEY_sign")
+        }
         return try rawSignature(fromDER: Array(der.prefix(length)), coordinateLength: curve.coordinateLength)
     }
 
@@ -55,7 +66,9 @@ public enum CardSignatures {
             index += 1
             if first < 0x80 { return first }
             let count = first & 0x7F
-            guard count <= 2, index + count <= der.count else { throw CardCryptoError(.operationFailed, "bad DER length") }
+            guard count <= 2, index + count <= der.count else {
+                throw CardCryptoError(.operationFailed, "bad DER length")
+            }
             var value = 0
             for _ in 0..<count {
                 value = value << 8 | Int(der[index])
@@ -63,18 +76,24 @@ public enum CardSignatures {
             }
             return value
         }
-        guard der.first == 0x30 else { throw CardCryptoError(.operationFailed, "ECDSA signature is not a DER sequence") }
+        guard der.first == 0x30 else {
+            throw CardCryptoError(.operationFailed, "ECDSA signature is not a DER sequence")
+        }
         index = 1
         _ = try length()
         var out: [UInt8] = []
         for _ in 0..<2 {
-            guard index < der.count, der[index] == 0x02 else { throw CardCryptoError(.operationFailed, "bad ECDSA integer") }
+            guard index < der.count, der[index] == 0x02 else {
+                throw CardCryptoError(.operationFailed, "bad ECDSA integer")
+            }
             index += 1
             let count = try length()
             guard index + count <= der.count else { throw CardCryptoError(.operationFailed, "truncated ECDSA integer") }
             let value = Array(der[index..<(index + count)].drop { $0 == 0 })
             index += count
-            guard value.count <= coordinateLength else { throw CardCryptoError(.operationFailed, "ECDSA integer too long") }
+            guard value.count <= coordinateLength else {
+                throw CardCryptoError(.operationFailed, "ECDSA integer too long")
+            }
             out += [UInt8](repeating: 0, count: coordinateLength - value.count) + value
         }
         return out

@@ -80,16 +80,19 @@ public enum EllipticCurveDH {
         else { throw libcryptoError("EC key generation setup") }
         let key = try context.generate()
         let scalar = try key.number("priv", secret: true)
-        return KeyPair(publicPoint: try uncompressedPoint(of: key, curve: curve),
-                       privateKey: try scalar.secretBytes(length: curve.coordinateLength))
+        return KeyPair(
+            publicPoint: try uncompressedPoint(of: key, curve: curve),
+            privateKey: try scalar.secretBytes(length: curve.coordinateLength))
     }
 
     /// The public point of a private scalar.
     ///
     /// Throws `.invalidLength` for a scalar that is not `coordinateLength` bytes and `.invalidKey` for one
     /// outside `1..<order`.
-    public static func publicPoint(for privateKey: borrowing SecretBytes,
-                                   on curve: WeierstrassCurve) throws(CardCryptoError) -> [UInt8] {
+    public static func publicPoint(
+        for privateKey: borrowing SecretBytes,
+        on curve: WeierstrassCurve
+    ) throws(CardCryptoError) -> [UInt8] {
         let key = try privateKeyObject(privateKey, curve: curve)
         return try uncompressedPoint(of: key, curve: curve)
     }
@@ -107,8 +110,10 @@ public enum EllipticCurveDH {
     /// The corresponding C functions are `EVP_PKEY_derive_init`, `EVP_PKEY_derive_set_peer` (which checks
     /// the peer's point) and `EVP_PKEY_derive`. Throws `.invalidLength` or `.pointNotOnCurve` for a bad peer
     /// point and `.invalidKey` for a bad scalar.
-    public static func sharedSecret(privateKey: borrowing SecretBytes, peerPoint: [UInt8],
-                                    on curve: WeierstrassCurve) throws(CardCryptoError) -> SecretBytes {
+    public static func sharedSecret(
+        privateKey: borrowing SecretBytes, peerPoint: [UInt8],
+        on curve: WeierstrassCurve
+    ) throws(CardCryptoError) -> SecretBytes {
         let peer = try publicKeyObject(peerPoint, curve: curve)
         let key = try privateKeyObject(privateKey, curve: curve)
         let context = try PKeyContext(key: key)
@@ -134,7 +139,8 @@ public enum EllipticCurveDH {
     /// A public key object for an uncompressed point, checked to lie on the curve.
     static func publicKeyObject(_ point: [UInt8], curve: WeierstrassCurve) throws(CardCryptoError) -> PKey {
         guard point.count == curve.pointLength else {
-            throw CardCryptoError(.invalidLength, "a \(curve.rawValue) point has \(curve.pointLength) bytes, not \(point.count)")
+            throw CardCryptoError(
+                .invalidLength, "a \(curve.rawValue) point has \(curve.pointLength) bytes, not \(point.count)")
         }
         guard point[0] == 0x04 else {
             throw CardCryptoError(.pointNotOnCurve, "a \(curve.rawValue) point must be uncompressed (04 || x || y)")
@@ -151,11 +157,14 @@ public enum EllipticCurveDH {
     }
 
     /// A key-pair object for a private scalar, with its public point computed from it.
-    static func privateKeyObject(_ privateKey: borrowing SecretBytes,
-                                 curve: WeierstrassCurve) throws(CardCryptoError) -> PKey {
+    static func privateKeyObject(
+        _ privateKey: borrowing SecretBytes,
+        curve: WeierstrassCurve
+    ) throws(CardCryptoError) -> PKey {
         guard privateKey.count == curve.coordinateLength else {
-            throw CardCryptoError(.invalidLength,
-                                  "a \(curve.rawValue) private key has \(curve.coordinateLength) bytes, not \(privateKey.count)")
+            throw CardCryptoError(
+                .invalidLength,
+                "a \(curve.rawValue) private key has \(curve.coordinateLength) bytes, not \(privateKey.count)")
         }
         let scalar = try BigNumber(secret: privateKey)
         let point = try multiplyGenerator(by: scalar, curve: curve)
@@ -170,8 +179,10 @@ public enum EllipticCurveDH {
     /// `scalar * G`, uncompressed; `.invalidKey` unless `1 <= scalar < order`.
     ///
     /// The corresponding C functions are `EC_GROUP_new_by_curve_name`, `EC_POINT_mul` and `EC_POINT_point2oct`.
-    static func multiplyGenerator(by scalar: borrowing BigNumber,
-                                  curve: WeierstrassCurve) throws(CardCryptoError) -> [UInt8] {
+    static func multiplyGenerator(
+        by scalar: borrowing BigNumber,
+        curve: WeierstrassCurve
+    ) throws(CardCryptoError) -> [UInt8] {
         guard let group = EC_GROUP_new_by_curve_name(curve.nid) else {
             throw libcryptoError("EC_GROUP_new_by_curve_name(\(curve.groupName))")
         }
@@ -186,7 +197,8 @@ public enum EllipticCurveDH {
             throw libcryptoError("EC_POINT_mul")
         }
         var out = [UInt8](repeating: 0, count: curve.pointLength)
-        let written = EC_POINT_point2oct(group, product, POINT_CONVERSION_UNCOMPRESSED, &out, out.count, context.pointer)
+        let written = EC_POINT_point2oct(
+            group, product, POINT_CONVERSION_UNCOMPRESSED, &out, out.count, context.pointer)
         guard written == curve.pointLength else { throw libcryptoError("EC_POINT_point2oct") }
         return out
     }
@@ -195,7 +207,8 @@ public enum EllipticCurveDH {
     static func uncompressedPoint(of key: borrowing PKey, curve: WeierstrassCurve) throws(CardCryptoError) -> [UInt8] {
         let point = try key.octets("encoded-pub-key")
         guard point.count == curve.pointLength, point.first == 0x04 else {
-            throw CardCryptoError(.operationFailed, "libcrypto returned a \(point.count)-byte point for \(curve.rawValue)")
+            throw CardCryptoError(
+                .operationFailed, "libcrypto returned a \(point.count)-byte point for \(curve.rawValue)")
         }
         return point
     }

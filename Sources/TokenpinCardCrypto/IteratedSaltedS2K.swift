@@ -26,8 +26,10 @@ public enum IteratedSaltedS2K {
     ///
     /// The corresponding C functions are `EVP_DigestInit_ex`, `EVP_DigestUpdate` and `EVP_DigestFinal_ex`.
     /// Throws `.invalidLength` for an empty PIN or salt, or a count above `maximumCount`.
-    public static func derive(pin: borrowing SecretBytes, salt: [UInt8], count: Int,
-                              hash: Hash) throws(CardCryptoError) -> SecretBytes {
+    public static func derive(
+        pin: borrowing SecretBytes, salt: [UInt8], count: Int,
+        hash: Hash
+    ) throws(CardCryptoError) -> SecretBytes {
         guard pin.count > 0, !salt.isEmpty, count <= maximumCount else {
             throw CardCryptoError(.invalidLength, "S2K needs a PIN, a salt and a count up to \(maximumCount)")
         }

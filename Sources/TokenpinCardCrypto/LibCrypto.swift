@@ -84,7 +84,9 @@ struct BigNumber: ~Copyable {
         let length = length ?? (bitCount + 7) / 8
         var out = [UInt8](repeating: 0, count: length)
         let written = out.withUnsafeMutableBufferPointer { BN_bn2binpad(pointer, $0.baseAddress, Int32(length)) }
-        guard written == Int32(length) else { throw CardCryptoError(.invalidLength, "number does not fit \(length) bytes") }
+        guard written == Int32(length) else {
+            throw CardCryptoError(.invalidLength, "number does not fit \(length) bytes")
+        }
         return out
     }
 
@@ -92,8 +94,12 @@ struct BigNumber: ~Copyable {
     func secretBytes(length: Int? = nil) throws(CardCryptoError) -> SecretBytes {
         let length = length ?? (bitCount + 7) / 8
         let out = SecretBytes(count: length)
-        let written = out.withUnsafeMutableBytes { BN_bn2binpad(pointer, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(length)) }
-        guard written == Int32(length) else { throw CardCryptoError(.invalidLength, "number does not fit \(length) bytes") }
+        let written = out.withUnsafeMutableBytes {
+            BN_bn2binpad(pointer, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(length))
+        }
+        guard written == Int32(length) else {
+            throw CardCryptoError(.invalidLength, "number does not fit \(length) bytes")
+        }
         return out
     }
 }
@@ -166,7 +172,8 @@ struct PKeyContext: ~Copyable {
     /// A context for an algorithm by name. The corresponding C function is `EVP_PKEY_CTX_new_from_name`.
     init(algorithm name: String) throws(CardCryptoError) {
         // The context keeps the name pointer, so it must be a lasting C string.
-        guard let algorithm = ParameterName.cString(name), let pointer = EVP_PKEY_CTX_new_from_name(nil, algorithm, nil) else {
+        guard let algorithm = ParameterName.cString(name), let pointer = EVP_PKEY_CTX_new_from_name(nil, algorithm, nil)
+        else {
             throw libcryptoError("EVP_PKEY_CTX_new_from_name(\(name))")
         }
         self.pointer = pointer
@@ -221,8 +228,10 @@ enum ParameterName {
     /// Interned C strings, one per name; never freed.
     private static let table: [String: Int] = {
         var table: [String: Int] = [:]
-        for name in ["EC", "RSA", "group", "pub", "priv", "n", "e", "d", "rsa-factor1", "rsa-factor2", "rsa-exponent1",
-                     "rsa-exponent2", "rsa-coefficient1"] {
+        for name in [
+            "EC", "RSA", "group", "pub", "priv", "n", "e", "d", "rsa-factor1", "rsa-factor2", "rsa-exponent1",
+            "rsa-exponent2", "rsa-coefficient1",
+        ] {
             table[name] = Int(bitPattern: strdup(name))
         }
         return table

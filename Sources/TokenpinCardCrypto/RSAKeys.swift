@@ -35,8 +35,9 @@ public enum RSAKeys {
     /// `EVP_PKEY_generate`.
     public static func generate(bits: Int) throws(CardCryptoError) -> PrivateKey {
         guard supportedModulusBits.contains(bits) else {
-            throw CardCryptoError(bits < minimumModulusBits ? .keyTooSmall : .invalidLength,
-                                  "RSA keys of \(bits) bits are not supported (2048, 3072 or 4096)")
+            throw CardCryptoError(
+                bits < minimumModulusBits ? .keyTooSmall : .invalidLength,
+                "RSA keys of \(bits) bits are not supported (2048, 3072 or 4096)")
         }
         let context = try PKeyContext(algorithm: "RSA")
         guard EVP_PKEY_keygen_init(context.pointer) == 1,
@@ -55,11 +56,14 @@ public enum RSAKeys {
     ///
     /// Throws `.keyTooSmall` or `.invalidLength` for a modulus outside 2048–4096 bits and `.invalidKey` when
     /// the parts do not make a key (an even exponent, e not invertible, p = q).
-    public static func privateKey(publicExponent: [UInt8], prime1: borrowing SecretBytes,
-                                  prime2: borrowing SecretBytes) throws(CardCryptoError) -> PrivateKey {
+    public static func privateKey(
+        publicExponent: [UInt8], prime1: borrowing SecretBytes,
+        prime2: borrowing SecretBytes
+    ) throws(CardCryptoError) -> PrivateKey {
         let parts = try CRTParts(publicExponent: publicExponent, prime1: prime1, prime2: prime2)
-        return PrivateKey(modulus: try parts.n.bytes(), publicExponent: try parts.e.bytes(),
-                          prime1: prime1.duplicate(), prime2: prime2.duplicate())
+        return PrivateKey(
+            modulus: try parts.n.bytes(), publicExponent: try parts.e.bytes(),
+            prime1: prime1.duplicate(), prime2: prime2.duplicate())
     }
 
     /// Encrypts `message` to the public key (n, e) with PKCS#1 v1.5 padding (RFC 8017, §7.2.1).
@@ -68,12 +72,15 @@ public enum RSAKeys {
     /// `EVP_PKEY_CTX_set_rsa_padding` and `EVP_PKEY_encrypt`.
     /// - Throws: `.keyTooSmall` for a modulus under 2048 bits, `.invalidLength` for a larger one than 4096
     ///   bits or a message longer than the modulus's length less 11, `.invalidKey` for an even or tiny exponent.
-    public static func encrypt(_ message: borrowing SecretBytes, modulus: [UInt8],
-                               publicExponent: [UInt8]) throws(CardCryptoError) -> [UInt8] {
+    public static func encrypt(
+        _ message: borrowing SecretBytes, modulus: [UInt8],
+        publicExponent: [UInt8]
+    ) throws(CardCryptoError) -> [UInt8] {
         let key = try publicKeyObject(modulus: modulus, publicExponent: publicExponent)
         let length = (bitCount(modulus) + 7) / 8
         guard message.count <= length - 11 else {
-            throw CardCryptoError(.invalidLength, "a message of \(message.count) bytes does not fit a \(length)-byte modulus")
+            throw CardCryptoError(
+                .invalidLength, "a message of \(message.count) bytes does not fit a \(length)-byte modulus")
         }
         let context = try PKeyContext(key: key)
         guard EVP_PKEY_encrypt_init(context.pointer) == 1,
@@ -82,8 +89,9 @@ public enum RSAKeys {
         var out = [UInt8](repeating: 0, count: length)
         var written = out.count
         let status = message.withUnsafeBytes { input in
-            EVP_PKEY_encrypt(context.pointer, &out, &written, input.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                             input.count)
+            EVP_PKEY_encrypt(
+                context.pointer, &out, &written, input.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                input.count)
         }
         guard status == 1, written == length else { throw libcryptoError("EVP_PKEY_encrypt") }
         return out
@@ -96,10 +104,13 @@ public enum RSAKeys {
     /// and `EVP_PKEY_decrypt`; every intermediate buffer is wiped.
     /// - Throws: `.invalidLength` for an empty cryptogram or one longer than the modulus, `.decryptionFailed`
     ///   when the padding is wrong (another key, a corrupted cryptogram).
-    public static func decrypt(_ cryptogram: [UInt8], with key: borrowing PrivateKey) throws(CardCryptoError) -> SecretBytes {
+    public static func decrypt(_ cryptogram: [UInt8], with key: borrowing PrivateKey) throws(CardCryptoError)
+        -> SecretBytes
+    {
         let length = (key.modulusBits + 7) / 8
         guard !cryptogram.isEmpty, cryptogram.count <= length else {
-            throw CardCryptoError(.invalidLength, "a cryptogram of \(cryptogram.count) bytes for a \(length)-byte modulus")
+            throw CardCryptoError(
+                .invalidLength, "a cryptogram of \(cryptogram.count) bytes for a \(length)-byte modulus")
         }
         let padded = [UInt8](repeating: 0, count: length - cryptogram.count) + cryptogram
         let parts = try CRTParts(publicExponent: key.publicExponent, prime1: key.prime1, prime2: key.prime2)
@@ -111,8 +122,9 @@ public enum RSAKeys {
         let buffer = SecretBytes(count: length)
         var written = length
         let status = buffer.withUnsafeMutableBytes { out in
-            EVP_PKEY_decrypt(context.pointer, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &written,
-                             padded, padded.count)
+            EVP_PKEY_decrypt(
+                context.pointer, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &written,
+                padded, padded.count)
         }
         guard status == 1, written <= length else {
             ERR_clear_error()
@@ -132,10 +144,12 @@ public enum RSAKeys {
     /// Checks the modulus size and exponent shared by public and private keys.
     static func checkPublic(modulusBits: Int, exponent: borrowing BigNumber) throws(CardCryptoError) {
         guard modulusBits >= minimumModulusBits else {
-            throw CardCryptoError(.keyTooSmall, "an RSA modulus of \(modulusBits) bits is too small (at least \(minimumModulusBits))")
+            throw CardCryptoError(
+                .keyTooSmall, "an RSA modulus of \(modulusBits) bits is too small (at least \(minimumModulusBits))")
         }
         guard modulusBits <= maximumModulusBits else {
-            throw CardCryptoError(.invalidLength, "an RSA modulus of \(modulusBits) bits is too large (at most \(maximumModulusBits))")
+            throw CardCryptoError(
+                .invalidLength, "an RSA modulus of \(modulusBits) bits is too large (at most \(maximumModulusBits))")
         }
         guard exponent.isOdd, exponent.bitCount >= 2, exponent.bitCount <= 64 else {
             throw CardCryptoError(.invalidKey, "the RSA public exponent must be odd, at least 3 and at most 64 bits")
@@ -168,7 +182,8 @@ struct CRTParts: ~Copyable {
     let qInverse: BigNumber
 
     /// The corresponding C functions are `BN_mul`, `BN_sub`, `BN_mod_inverse` and `BN_div`.
-    init(publicExponent: [UInt8], prime1: borrowing SecretBytes, prime2: borrowing SecretBytes) throws(CardCryptoError) {
+    init(publicExponent: [UInt8], prime1: borrowing SecretBytes, prime2: borrowing SecretBytes) throws(CardCryptoError)
+    {
         let e = try BigNumber(publicExponent)
         let p = try BigNumber(secret: prime1)
         let q = try BigNumber(secret: prime2)
@@ -182,7 +197,8 @@ struct CRTParts: ~Copyable {
         let pMinus1 = try BigNumber(secret: true)
         let qMinus1 = try BigNumber(secret: true)
         let phi = try BigNumber(secret: true)
-        guard BN_sub(pMinus1.pointer, p.pointer, BN_value_one()) == 1, BN_sub(qMinus1.pointer, q.pointer, BN_value_one()) == 1,
+        guard BN_sub(pMinus1.pointer, p.pointer, BN_value_one()) == 1,
+            BN_sub(qMinus1.pointer, q.pointer, BN_value_one()) == 1,
             BN_mul(phi.pointer, pMinus1.pointer, qMinus1.pointer, context.pointer) == 1
         else { throw libcryptoError("RSA key arithmetic") }
         let d = try BigNumber(secret: true)

@@ -9,7 +9,9 @@ extension RSAKeys {
     /// The corresponding C functions are `EVP_PKEY_decrypt_init`, `EVP_PKEY_CTX_set_rsa_padding`
     /// (`RSA_NO_PADDING`) and `EVP_PKEY_decrypt`. Throws `.invalidLength` for a block of another length and
     /// `.operationFailed` for one not below the modulus.
-    public static func rawPrivate(_ block: [UInt8], with key: borrowing PrivateKey) throws(CardCryptoError) -> SecretBytes {
+    public static func rawPrivate(_ block: [UInt8], with key: borrowing PrivateKey) throws(CardCryptoError)
+        -> SecretBytes
+    {
         let length = (key.modulusBits + 7) / 8
         guard block.count == length else {
             throw CardCryptoError(.invalidLength, "a block of \(block.count) bytes for a \(length)-byte modulus")
@@ -23,7 +25,8 @@ extension RSAKeys {
         let buffer = SecretBytes(count: length)
         var written = length
         let status = buffer.withUnsafeMutableBytes { out in
-            EVP_PKEY_decrypt(context.pointer, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &written, block, block.count)
+            EVP_PKEY_decrypt(
+                context.pointer, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &written, block, block.count)
         }
         guard status == 1, written == length else { throw libcryptoError("raw RSA") }
         return buffer
@@ -34,7 +37,9 @@ extension RSAKeys {
     ///
     /// The corresponding C functions are `EVP_PKEY_encrypt_init`, `EVP_PKEY_CTX_set_rsa_padding`
     /// (`RSA_NO_PADDING`) and `EVP_PKEY_encrypt`.
-    public static func rawPublic(_ block: borrowing SecretBytes, modulus: [UInt8], publicExponent: [UInt8]) throws(CardCryptoError) -> [UInt8] {
+    public static func rawPublic(_ block: borrowing SecretBytes, modulus: [UInt8], publicExponent: [UInt8])
+        throws(CardCryptoError) -> [UInt8]
+    {
         let key = try publicKeyObject(modulus: modulus, publicExponent: publicExponent)
         let length = (bitCount(modulus) + 7) / 8
         guard block.count == length else {
@@ -47,7 +52,8 @@ extension RSAKeys {
         var out = [UInt8](repeating: 0, count: length)
         var written = length
         let status = block.withUnsafeBytes { input in
-            EVP_PKEY_encrypt(context.pointer, &out, &written, input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count)
+            EVP_PKEY_encrypt(
+                context.pointer, &out, &written, input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count)
         }
         guard status == 1, written == length else { throw libcryptoError("raw RSA") }
         return out

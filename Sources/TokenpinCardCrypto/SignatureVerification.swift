@@ -6,8 +6,10 @@ extension CardSignatures {
     ///
     /// The corresponding C functions are `EVP_PKEY_verify_init` and `EVP_PKEY_verify`. Throws
     /// `.pointNotOnCurve` for a point that is not on the curve; a signature that does not verify is `false`.
-    public static func ecdsaVerify(der: [UInt8], digest: [UInt8], publicPoint: [UInt8],
-                                   on curve: WeierstrassCurve) throws(CardCryptoError) -> Bool {
+    public static func ecdsaVerify(
+        der: [UInt8], digest: [UInt8], publicPoint: [UInt8],
+        on curve: WeierstrassCurve
+    ) throws(CardCryptoError) -> Bool {
         let key = try EllipticCurveDH.publicKeyObject(publicPoint, curve: curve)
         let context = try PKeyContext(key: key)
         guard EVP_PKEY_verify_init(context.pointer) == 1 else { throw libcryptoError("EVP_PKEY_verify_init") }

@@ -20,7 +20,8 @@ public struct LoginctlLocker: SessionLocker {
 
     public func lockSessions(of user: String) -> Bool {
         guard RecordStore.validate(user: user),
-              let sessions = run(["show-user", user, "-P", "Sessions"]) else { return false }
+            let sessions = run(["show-user", user, "-P", "Sessions"])
+        else { return false }
         let ids = sessions.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
         guard !ids.isEmpty else { return false }
         return run(["lock-session"] + ids) != nil
@@ -74,11 +75,13 @@ public final class CardRemovalPolicy: Sendable {
     /// Creates the policy; `settings` reads the current configuration (so `SIGHUP` applies); `locate` names
     /// the reader holding the card with a serial, or nil (the daemon reads the cards present, see
     /// `CardReaders.reader(holding:)`).
-    public init(locker: any SessionLocker, logger: Logger,
-                settings: @escaping @Sendable () -> (action: CardRemovalAction, grace: Int),
-                schedule: @escaping @Sendable (Int, @escaping @Sendable () -> Void) -> Void,
-                locate: @escaping @Sendable (String) -> String?,
-                onLocked: @escaping @Sendable (String) -> Void = { _ in }) {
+    public init(
+        locker: any SessionLocker, logger: Logger,
+        settings: @escaping @Sendable () -> (action: CardRemovalAction, grace: Int),
+        schedule: @escaping @Sendable (Int, @escaping @Sendable () -> Void) -> Void,
+        locate: @escaping @Sendable (String) -> String?,
+        onLocked: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
         self.locker = locker
         self.logger = logger
         self.settings = settings
@@ -136,14 +139,19 @@ public final class CardRemovalPolicy: Sendable {
             for (user, serial) in users.sorted(by: { $0.key < $1.key }) {
                 // Only the card the user verified with cancels the lock, wherever it is now.
                 if cardCameBack, let back = locate(serial) {
-                    logger.info("card back within lock-grace; sessions stay unlocked",
-                                [("user", user), ("reader", back)])
+                    logger.info(
+                        "card back within lock-grace; sessions stay unlocked",
+                        [("user", user), ("reader", back)])
                     state.withLock { state in state.watched[back, default: [:]][user] = serial }
                     continue
                 }
                 let locked = locker.lockSessions(of: user)
-                logger.info("card removed: locking sessions", [("user", user), ("reader", reader),
-                                                                ("locked", String(locked))])
+                logger.info(
+                    "card removed: locking sessions",
+                    [
+                        ("user", user), ("reader", reader),
+                        ("locked", String(locked)),
+                    ])
                 if locked { onLocked(user) }
             }
         }

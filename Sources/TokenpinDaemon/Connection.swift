@@ -19,8 +19,9 @@ extension Daemon {
                 line = try channel.readLine(timeoutMilliseconds: idle, deadline: { [self] in isDraining })
             } catch {
                 if error.code != .closed && error.code != .busy {
-                    logger.info("connection closed on a protocol error",
-                                [("peer.uid", String(peer.uid)), ("error", error.code.rawValue)])
+                    logger.info(
+                        "connection closed on a protocol error",
+                        [("peer.uid", String(peer.uid)), ("error", error.code.rawValue)])
                     try? channel.send(error.message)
                 }
                 return

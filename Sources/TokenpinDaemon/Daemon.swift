@@ -1,12 +1,13 @@
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
 internal import TokenpinSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Where tokenpind listens and keeps state, and the limits that are not in the configuration file.
 public struct DaemonOptions: Sendable {
@@ -79,10 +80,12 @@ public final class Daemon: Sendable {
         self.logger = logger
         let configuration = try Self.loadConfiguration(options)
         configurationState = ConfigurationBox(configuration)
-        budget = MemoryBudget(capacityKiB: Configuration.kibibytes(mebibytes: configuration.daemonKDFMemoryMiB),
-                              maximumHolders: options.maximumParallelKDF)
-        connections = ConnectionTable(maximumTotal: options.maximumConnections,
-                                      maximumPerUID: options.maximumConnectionsPerUID)
+        budget = MemoryBudget(
+            capacityKiB: Configuration.kibibytes(mebibytes: configuration.daemonKDFMemoryMiB),
+            maximumHolders: options.maximumParallelKDF)
+        connections = ConnectionTable(
+            maximumTotal: options.maximumConnections,
+            maximumPerUID: options.maximumConnectionsPerUID)
         var store = RecordStore(directory: options.stateDirectory)
         store.lockWaitSeconds = Double(configuration.daemonWaitTimeoutSeconds)
         self.store = store
@@ -109,7 +112,8 @@ public final class Daemon: Sendable {
             files += names.filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }.sorted().map { dropIns + "/" + $0 }
         }
         do {
-            return try Configuration.load(files: options.configFile == nil ? files : [], explicitFile: options.configFile)
+            return try Configuration.load(
+                files: options.configFile == nil ? files : [], explicitFile: options.configFile)
         } catch {
             throw DaemonError("configuration: \(error)")
         }

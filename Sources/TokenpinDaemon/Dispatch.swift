@@ -22,15 +22,18 @@ extension Daemon {
         }
         operations.increment()
         defer { operations.decrement() }
-        let relay = RelayInteraction(channel: channel, daemon: self, user: user,
-                                     promptTimeoutSeconds: configuration.daemonPromptTimeoutSeconds,
-                                     newPINAttempts: min(max(1, request.newPINAttempts ?? 1), 5))
+        let relay = RelayInteraction(
+            channel: channel, daemon: self, user: user,
+            promptTimeoutSeconds: configuration.daemonPromptTimeoutSeconds,
+            newPINAttempts: min(max(1, request.newPINAttempts ?? 1), 5))
         let selection = CardSelection(reader: request.reader ?? configuration.reader, serial: request.serial)
-        var service = PINService(store: store, configuration: configuration, user: user, logger: logger,
-                                 cards: options.cards, selection: selection)
+        var service = PINService(
+            store: store, configuration: configuration, user: user, logger: logger,
+            cards: options.cards, selection: selection)
         let waitSeconds = Double(configuration.daemonWaitTimeoutSeconds)
-        service.derivationGate = BudgetGate(budget: budget, waitSeconds: waitSeconds,
-                                            capacityMiB: configuration.daemonKDFMemoryMiB)
+        service.derivationGate = BudgetGate(
+            budget: budget, waitSeconds: waitSeconds,
+            capacityMiB: configuration.daemonKDFMemoryMiB)
         // A root daemon must not lend its pcscd rights: a user reaches only the card bound to their own record.
         service.cardScope = peer.isRoot ? .any : .boundCardOnly
         logger.debug("request", [("peer.uid", String(peer.uid)), ("user", user), ("op", request.operation.rawValue)])
@@ -72,8 +75,10 @@ extension Daemon {
     /// `enrol` and `import` create a first way in: a user (not root) proves who they are with their login password
     /// first (`enrol-auth = password`), before any lock is taken. An existing record is refused before the password
     /// is asked (the operation checks again under the lock).
-    func checkFirstWayIn(peer: Peer, user: String, relay: RelayInteraction,
-                         configuration: Configuration) throws(ServiceError) {
+    func checkFirstWayIn(
+        peer: Peer, user: String, relay: RelayInteraction,
+        configuration: Configuration
+    ) throws(ServiceError) {
         guard !peer.isRoot, configuration.enrolAuth == .password else { return }
         let existing: EnrolmentRecord?
         do {
@@ -99,8 +104,10 @@ extension Daemon {
     ///
     /// This is the one place a decoded request becomes a call of `PINOperations`; `ping` and `import` are the
     /// daemon's own.
-    func execute(_ request: Request, service: some PINOperations, user: String, relay: RelayInteraction,
-                 configuration: Configuration) throws(ServiceError) -> Reply {
+    func execute(
+        _ request: Request, service: some PINOperations, user: String, relay: RelayInteraction,
+        configuration: Configuration
+    ) throws(ServiceError) -> Reply {
         switch request.operation {
         case .ping:
             return Reply(.result(exitCode: 0, fields: [JSONMember("version", .int(ProtocolLimits.version))]))
@@ -128,19 +135,27 @@ extension Daemon {
         case .toggle:
             guard request.authenticationType == .token else {
                 try service.togglePIN(on: request.on ?? true, relay)
-                return Reply(.result(exitCode: 0, fields: [JSONMember("authType", .text("pin")), JSONMember("enabled", .bool(true))]))
+                return Reply(
+                    .result(
+                        exitCode: 0, fields: [JSONMember("authType", .text("pin")), JSONMember("enabled", .bool(true))])
+                )
             }
             let on = request.on ?? true
-            let report = on
-                ? try service.enableToken(relay, generateKey: request.generateKey ?? false, assumeYes: request.assumeYes ?? false,
-                                          mode: request.mode)
+            let report =
+                on
+                ? try service.enableToken(
+                    relay, generateKey: request.generateKey ?? false, assumeYes: request.assumeYes ?? false,
+                    mode: request.mode)
                 : try service.disableToken(relay, method: request.method)
             publishOutcome(report, user: user, success: .typeChanged(type: .token, enabled: on))
             let serial = (try? service.types())?.first { $0.type == .token }?.serial
-            return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields + [
-                JSONMember("authType", .text("token")), JSONMember("enabled", .bool(on)),
-                JSONMember("serial", serial.map(JSONValue.text) ?? .null),
-            ]))
+            return Reply(
+                .result(
+                    exitCode: Int(report.exitCode.rawValue),
+                    fields: report.protocolFields + [
+                        JSONMember("authType", .text("token")), JSONMember("enabled", .bool(on)),
+                        JSONMember("serial", serial.map(JSONValue.text) ?? .null),
+                    ]))
         case .readers:
             let readers = try service.listReaders()
             return Reply(.result(exitCode: 0, fields: [JSONMember("readers", .array(readers.map(\.protocolValue)))]))
@@ -164,7 +179,9 @@ extension Daemon {
         if case .verified = report.outcome, let success { event = success } else { event = report.outcome.event }
         var fields = event.protocolFields
         if case .rejected = report.outcome, let counter = report.counter {
-            fields = [JSONMember("remaining", .int(counter.remaining)), JSONMember("lastTry", .bool(counter.remaining == 1))]
+            fields = [
+                JSONMember("remaining", .int(counter.remaining)), JSONMember("lastTry", .bool(counter.remaining == 1)),
+            ]
         }
         hub.publish(user: user, name: event.name, fields: fields)
         if case .verified(let method) = report.outcome, method == .token || method == .both, let card = report.card {

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Synchronization
 import TokenpinProtocol
 internal import TokenpinSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The `watch` subscribers and the fan-out of events to them.
 ///

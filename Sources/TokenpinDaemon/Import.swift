@@ -17,7 +17,9 @@ extension Daemon {
             throw .store(error)
         }
         if let heavy = record.slots.first(where: { !budget.fits($0.kdf.memoryKiB) }) {
-            throw .configuration("the record's \(heavy.kind.rawValue) slot needs \(heavy.kdf.memoryKiB / 1024) MiB, more than daemon-kdf-memory")
+            throw .configuration(
+                "the record's \(heavy.kind.rawValue) slot needs \(heavy.kdf.memoryKiB / 1024) MiB, more than daemon-kdf-memory"
+            )
         }
         if record.counter.max > configuration.retriesMax {
             record.counter.max = configuration.retriesMax

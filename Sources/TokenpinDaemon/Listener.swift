@@ -1,11 +1,12 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Synchronization
 import TokenpinCore
 import TokenpinProtocol
 internal import TokenpinSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // Listening: the socket (bound or passed by systemd), the accept loop, and shutdown.
 extension Daemon {
@@ -20,13 +21,16 @@ extension Daemon {
         let path = options.socketPath
         let parent = Paths.parent(of: path)
         if !parent.isEmpty && !FileManager.default.fileExists(atPath: parent) {
-            try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
-                                                     attributes: [.posixPermissions: 0o755])
+            try? FileManager.default.createDirectory(
+                atPath: parent, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o755])
         }
         var info = stat()
         if lstat(path, &info) == 0 {
             guard info.st_mode & S_IFMT == S_IFSOCK else { throw DaemonError("\(path) exists and is not a socket") }
-            if (try? LineChannel.connect(path: path)) != nil { throw DaemonError("another tokenpind answers on \(path)") }
+            if (try? LineChannel.connect(path: path)) != nil {
+                throw DaemonError("another tokenpind answers on \(path)")
+            }
             unlink(path)
         }
         let socket: FileDescriptor
@@ -49,7 +53,8 @@ extension Daemon {
     static func activationSocket() -> Int32? {
         let environment = ProcessInfo.processInfo.environment
         guard let pid = environment["LISTEN_PID"].flatMap(Int32.init), pid == getpid(),
-              let count = environment["LISTEN_FDS"].flatMap(Int.init), count >= 1 else { return nil }
+            let count = environment["LISTEN_FDS"].flatMap(Int.init), count >= 1
+        else { return nil }
         unsetenv("LISTEN_PID")
         unsetenv("LISTEN_FDS")
         unsetenv("LISTEN_FDNAMES")

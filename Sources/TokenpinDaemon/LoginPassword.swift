@@ -1,5 +1,5 @@
-import Foundation
 internal import CTokenpinPAM
+import Foundation
 import TokenpinCore
 import TokenpinService
 
@@ -26,11 +26,13 @@ struct LoginPasswordCheck {
             try interaction.readSecret(.loginPassword)
         }
         let status = withExtendedLifetime(request) {
-            tokenpin_pam_check_password(service, user, { context, buffer, size in
-                guard let context, let buffer else { return -1 }
-                let request = Unmanaged<PasswordRequest>.fromOpaque(context).takeUnretainedValue()
-                return request.answer(into: buffer, size: size)
-            }, Unmanaged.passUnretained(request).toOpaque())
+            tokenpin_pam_check_password(
+                service, user,
+                { context, buffer, size in
+                    guard let context, let buffer else { return -1 }
+                    let request = Unmanaged<PasswordRequest>.fromOpaque(context).takeUnretainedValue()
+                    return request.answer(into: buffer, size: size)
+                }, Unmanaged.passUnretained(request).toOpaque())
         }
         if status == tokenpin_pam_status_success() { return }
         if let error = request.error { throw error }
@@ -45,17 +47,21 @@ struct LoginPasswordCheck {
     func checkServiceFile() throws(ServiceError) {
         let path = pamDirectory + "/" + service
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw .configuration("\(path) is missing: tokenpind checks login passwords there before enrolling a PIN "
-                + "(install it, or set enrol-auth = none on a single-user machine)")
+            throw .configuration(
+                "\(path) is missing: tokenpind checks login passwords there before enrolling a PIN "
+                    + "(install it, or set enrol-auth = none on a single-user machine)")
         }
         let text = String(decoding: data, as: UTF8.self)
         for line in text.split(separator: "\n") {
             let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard let first = words.first, !first.hasPrefix("#") else { continue }
-            let pullsInOthers = first.hasPrefix("@include") || words.dropFirst().prefix(1).contains { $0 == "include" || $0 == "substack" }
+            let pullsInOthers =
+                first.hasPrefix("@include")
+                || words.dropFirst().prefix(1).contains { $0 == "include" || $0 == "substack" }
             if pullsInOthers || line.contains("pam_tokenpin") {
-                throw .configuration("\(path) must list its modules itself (no include, substack or pam_tokenpin): "
-                    + "a PIN must never vouch for the password that enrols it")
+                throw .configuration(
+                    "\(path) must list its modules itself (no include, substack or pam_tokenpin): "
+                        + "a PIN must never vouch for the password that enrols it")
             }
         }
     }
@@ -78,7 +84,9 @@ final class PasswordRequest {
                     error = .passwordRejected("that is not a password PAM can check (too long, or a NUL byte)")
                     return -1
                 }
-                if let base = bytes.baseAddress { UnsafeMutableRawPointer(buffer).copyMemory(from: base, byteCount: bytes.count) }
+                if let base = bytes.baseAddress {
+                    UnsafeMutableRawPointer(buffer).copyMemory(from: base, byteCount: bytes.count)
+                }
                 return Int32(bytes.count)
             }
         } catch {

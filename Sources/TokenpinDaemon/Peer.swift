@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 internal import CTokenpinShims
 import TokenpinService
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The process at the other end of a connection, as the kernel reports it (`SO_PEERCRED`).
 public struct Peer: Sendable, Equatable {
@@ -60,7 +61,9 @@ public enum Authorization {
     public static func target(peer: Peer, requested: String?) -> Result<String, ServiceError> {
         guard let requested, requested != peer.name else { return .success(peer.name) }
         guard peer.isRoot else {
-            return .failure(.permissionDenied("\(peer.name) may act on their own record only; only root may name another user (\(requested))"))
+            return .failure(
+                .permissionDenied(
+                    "\(peer.name) may act on their own record only; only root may name another user (\(requested))"))
         }
         return .success(requested)
     }

@@ -15,8 +15,10 @@ final class ReaderWatcher: Sendable {
     let stopped: @Sendable () -> Bool
     let retrySeconds: Double
 
-    init(hub: EventHub, cardRemoval: CardRemovalPolicy? = nil, logger: Logger, retrySeconds: Double = 5,
-         stopped: @escaping @Sendable () -> Bool) {
+    init(
+        hub: EventHub, cardRemoval: CardRemovalPolicy? = nil, logger: Logger, retrySeconds: Double = 5,
+        stopped: @escaping @Sendable () -> Bool
+    ) {
         self.hub = hub
         self.cardRemoval = cardRemoval
         self.logger = logger

@@ -40,8 +40,9 @@ final class RelayInteraction: Interaction {
     /// Reads the client's next message; any failure ends the exchange as a cancellation.
     private func nextMessage() throws(ServiceError) -> ClientMessage {
         do {
-            var line = try channel.readLine(timeoutMilliseconds: promptTimeoutMilliseconds,
-                                            deadline: { [daemon] in daemon.isDraining })
+            var line = try channel.readLine(
+                timeoutMilliseconds: promptTimeoutMilliseconds,
+                deadline: { [daemon] in daemon.isDraining })
             defer { wipe(&line) }
             return try ClientMessage.parse(line)
         } catch {
@@ -86,7 +87,8 @@ final class RelayInteraction: Interaction {
 
     /// The daemon never asks to choose among cards: the client names one with `--reader` or `--serial`.
     func choose(_ question: String, options: [String]) throws(ServiceError) -> Int {
-        throw .usage("several cards are present (\(options.joined(separator: "; "))); choose one with --reader or --serial")
+        throw .usage(
+            "several cards are present (\(options.joined(separator: "; "))); choose one with --reader or --serial")
     }
 
     func confirm(_ question: String) throws(ServiceError) -> Bool {

@@ -11,10 +11,13 @@ struct Reply: ~Copyable {
 
     /// The enrolment result: the recovery key written straight into a reserved buffer, never a `String`.
     static func enrolment(_ result: consuming EnrolmentResult) -> Reply {
-        let head = ServerMessage.result(exitCode: 0, fields: [
-            JSONMember("event", .text("created")), JSONMember("kdf", result.kdf.protocolValue),
-            JSONMember("record", .text(result.recordPath)),
-        ]).line
+        let head = ServerMessage.result(
+            exitCode: 0,
+            fields: [
+                JSONMember("event", .text("created")), JSONMember("kdf", result.kdf.protocolValue),
+                JSONMember("record", .text(result.recordPath)),
+            ]
+        ).line
         var line: [UInt8] = []
         line.reserveCapacity(head.count + 32 + result.recoveryKeyText.count * 6)
         line += head.dropLast(2)  // `}` and the newline

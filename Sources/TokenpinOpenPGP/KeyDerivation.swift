@@ -98,7 +98,8 @@ extension OpenPGPSession {
             return nil
         }
         // Some cards answer with the F9 object itself, others with its value.
-        let inner = (try? TLV.parseOne(value)).flatMap { $0.tag == DataObject.keyDerivationFunction ? $0.value : nil } ?? value
+        let inner =
+            (try? TLV.parseOne(value)).flatMap { $0.tag == DataObject.keyDerivationFunction ? $0.value : nil } ?? value
         do {
             return try KeyDerivation.parse(inner)
         } catch {
@@ -111,16 +112,20 @@ extension OpenPGPSession {
     /// VERIFY with the PIN as the card expects it: its KDF-DO digest when `keyDerivation` is set, else the PIN.
     ///
     /// OpenPGP card 3.4.1, §4.3.2 and §7.2.2. The digest is wiped before this returns.
-    public func verify(_ reference: PasswordReference, pin: borrowing SecretBytes,
-                       keyDerivation: KeyDerivation?) throws(OpenPGPError) {
+    public func verify(
+        _ reference: PasswordReference, pin: borrowing SecretBytes,
+        keyDerivation: KeyDerivation?
+    ) throws(OpenPGPError) {
         guard let keyDerivation else { return try verify(reference, pin: pin) }
         let digest = try keyDerivation.digest(of: pin, for: reference == .pw3 ? .adminPIN : .userPIN)
         try verify(reference, pin: digest)
     }
 
     /// CHANGE REFERENCE DATA with both PINs as the card expects them (digests when `keyDerivation` is set).
-    public func changeReferenceData(_ reference: PasswordReference, current: borrowing SecretBytes,
-                                    new: borrowing SecretBytes, keyDerivation: KeyDerivation?) throws(OpenPGPError) {
+    public func changeReferenceData(
+        _ reference: PasswordReference, current: borrowing SecretBytes,
+        new: borrowing SecretBytes, keyDerivation: KeyDerivation?
+    ) throws(OpenPGPError) {
         guard let keyDerivation else { return try changeReferenceData(reference, current: current, new: new) }
         let secret: KeyDerivation.Secret = reference == .pw3 ? .adminPIN : .userPIN
         let currentDigest = try keyDerivation.digest(of: current, for: secret)
@@ -129,8 +134,10 @@ extension OpenPGPSession {
     }
 
     /// RESET RETRY COUNTER with the Resetting Code, both secrets as the card expects them.
-    public func resetRetryCounter(resetCode: borrowing SecretBytes, newPIN: borrowing SecretBytes,
-                                  keyDerivation: KeyDerivation?) throws(OpenPGPError) {
+    public func resetRetryCounter(
+        resetCode: borrowing SecretBytes, newPIN: borrowing SecretBytes,
+        keyDerivation: KeyDerivation?
+    ) throws(OpenPGPError) {
         guard let keyDerivation else { return try resetRetryCounter(resetCode: resetCode, newPIN: newPIN) }
         let codeDigest = try keyDerivation.digest(of: resetCode, for: .resettingCode)
         let pinDigest = try keyDerivation.digest(of: newPIN, for: .userPIN)

@@ -392,7 +392,10 @@ public struct OpenPGPSession {
                         ins: header[1], p1: header[2], p2: header[3], data: Array(remaining.prefix(chunk)))
                     part.cla |= CommandAPDU.chainingBit
                     let answer = try send(part)
-                    guard answer.statusWord.isSuccess else { try check(answer); throw .unexpected(answer.statusWord) }
+                    guard answer.statusWord.isSuccess else {
+                        try check(answer)
+                        throw .unexpected(answer.statusWord)
+                    }
                     remaining = remaining.dropFirst(chunk)
                 }
             }

@@ -11,7 +11,7 @@ extension PIVSession {
         do throws(APDUError) {
             let objects = try TLV.parseAll(response.data)
             guard let algorithmByte = objects.first(where: { $0.tag == 0x01 })?.value.first,
-                  let algorithm = BlockCiphers.Algorithm(rawValue: algorithmByte)
+                let algorithm = BlockCiphers.Algorithm(rawValue: algorithmByte)
             else { throw APDUError(.invalidStructure, "management key metadata without a known algorithm") }
             return (algorithm, objects.first { $0.tag == 0x05 }?.value == [0x01])
         } catch {
@@ -27,19 +27,24 @@ extension PIVSession {
     /// - Throws: `.invalidArgument` for a key of the wrong length, `.securityStatusNotSatisfied` for a key
     ///   the card refuses, `.incorrectData`/`.invalidSlot` for an algorithm it does not use, `.malformed`
     ///   when the card's own answer is wrong.
-    public func authenticate(managementKey key: borrowing SecretBytes, algorithm: BlockCiphers.Algorithm) throws(PIVError) {
+    public func authenticate(managementKey key: borrowing SecretBytes, algorithm: BlockCiphers.Algorithm)
+        throws(PIVError)
+    {
         guard key.count == algorithm.keyLength else {
-            throw .invalidArgument("\(algorithm.name) management keys have \(algorithm.keyLength) bytes, not \(key.count)")
+            throw .invalidArgument(
+                "\(algorithm.name) management keys have \(algorithm.keyLength) bytes, not \(key.count)")
         }
         let request = TLV(tag: 0x7C, children: [TLV(tag: 0x80, value: [])]).encoded
-        let first = try sendCommand(CommandAPDU(ins: PIVCommand.generalAuthenticate, p1: algorithm.rawValue, p2: 0x9B,
-                                                data: request, le: 256))
+        let first = try sendCommand(
+            CommandAPDU(
+                ins: PIVCommand.generalAuthenticate, p1: algorithm.rawValue, p2: 0x9B,
+                data: request, le: 256))
         try checkStatus(first.statusWord)
         let witness: [UInt8]
         do throws(APDUError) {
             let template = try TLV.parseOne(first.data)
             guard template.tag == 0x7C, let value = try template.children().first(where: { $0.tag == 0x80 })?.value,
-                  value.count == algorithm.blockLength
+                value.count == algorithm.blockLength
             else { throw APDUError(.invalidStructure, "no \(algorithm.blockLength)-byte witness in the card's answer") }
             witness = value
         } catch {
@@ -54,9 +59,12 @@ extension PIVSession {
         } catch {
             throw .invalidArgument("the management key cannot be used: \(error.detail)")
         }
-        let answer = TLV(tag: 0x7C, children: [TLV(tag: 0x80, value: decrypted), TLV(tag: 0x81, value: challenge)]).encoded
-        let second = try sendCommand(CommandAPDU(ins: PIVCommand.generalAuthenticate, p1: algorithm.rawValue, p2: 0x9B,
-                                                 data: answer, le: 256))
+        let answer = TLV(tag: 0x7C, children: [TLV(tag: 0x80, value: decrypted), TLV(tag: 0x81, value: challenge)])
+            .encoded
+        let second = try sendCommand(
+            CommandAPDU(
+                ins: PIVCommand.generalAuthenticate, p1: algorithm.rawValue, p2: 0x9B,
+                data: answer, le: 256))
         try checkStatus(second.statusWord)
         let proof = (try? TLV.parseOne(second.data)).flatMap { try? $0.children() }?.first { $0.tag == 0x82 }?.value
         guard proof == expected else {
@@ -68,11 +76,15 @@ extension PIVSession {
     ///
     /// SP 800-73-4, part 2, §3.3.2: GENERATE ASYMMETRIC KEY PAIR `00 47 00 slot` with `AC{80 alg [AA policy]}`;
     /// the answer is `7F49{81 n, 82 e}` or `7F49{86 point}`. Any key already in the slot is replaced.
-    public func generateKey(in slot: PIVSlot, algorithm: PIVAlgorithm, pinPolicy: UInt8? = nil) throws(PIVError) -> PIVPublicKey {
+    public func generateKey(in slot: PIVSlot, algorithm: PIVAlgorithm, pinPolicy: UInt8? = nil) throws(PIVError)
+        -> PIVPublicKey
+    {
         var children = [TLV(tag: 0x80, value: [algorithm.rawValue])]
         if let pinPolicy { children.append(TLV(tag: 0xAA, value: [pinPolicy])) }
-        let response = try sendCommand(CommandAPDU(ins: PIVCommand.generateKeyPair, p1: 0x00, p2: slot.rawValue,
-                                                   data: TLV(tag: 0xAC, children: children).encoded, le: 256))
+        let response = try sendCommand(
+            CommandAPDU(
+                ins: PIVCommand.generateKeyPair, p1: 0x00, p2: slot.rawValue,
+                data: TLV(tag: 0xAC, children: children).encoded, le: 256))
         try checkStatus(response.statusWord)
         do throws(APDUError) {
             let template = try TLV.parseOne(response.data)

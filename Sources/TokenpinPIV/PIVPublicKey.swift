@@ -29,13 +29,13 @@ public enum PIVPublicKey: Sendable, Hashable {
         let objects = try TLV.parseAll(bytes)
         if let coordinate = algorithm.coordinateLength {
             guard let point = objects.first(where: { $0.tag == 0x86 })?.value, point.count == 1 + 2 * coordinate,
-                  point[0] == 0x04
+                point[0] == 0x04
             else { throw APDUError(.invalidStructure, "no uncompressed \(algorithm) point in the public key") }
             self = .ecc(algorithm: algorithm, point: point)
             return
         }
         guard algorithm.modulusLength != nil, let modulus = objects.first(where: { $0.tag == 0x81 })?.value,
-              let exponent = objects.first(where: { $0.tag == 0x82 })?.value, !modulus.isEmpty, !exponent.isEmpty
+            let exponent = objects.first(where: { $0.tag == 0x82 })?.value, !modulus.isEmpty, !exponent.isEmpty
         else { throw APDUError(.invalidStructure, "no RSA modulus and exponent in the public key") }
         self = .rsa(modulus: modulus, exponent: exponent)
     }
@@ -66,10 +66,14 @@ public enum PIVPublicKey: Sendable, Hashable {
         }
         let algorithm = try parts[0].children()
         let key = Array(parts[1].value.dropFirst())
-        guard let oid = algorithm.first, oid.tag == 0x06 else { throw APDUError(.invalidStructure, "no key algorithm OID") }
+        guard let oid = algorithm.first, oid.tag == 0x06 else {
+            throw APDUError(.invalidStructure, "no key algorithm OID")
+        }
         switch oid.value {
         case Self.ecPublicKeyOID:
-            guard algorithm.count == 2, algorithm[1].tag == 0x06 else { throw APDUError(.invalidStructure, "no named curve") }
+            guard algorithm.count == 2, algorithm[1].tag == 0x06 else {
+                throw APDUError(.invalidStructure, "no named curve")
+            }
             let curve: PIVAlgorithm
             switch algorithm[1].value {
             case Self.p256OID: curve = .eccP256
@@ -83,10 +87,13 @@ public enum PIVPublicKey: Sendable, Hashable {
         case Self.rsaEncryptionOID:
             let sequence = try TLV.parseOne(key)
             let integers = try sequence.children()
-            guard sequence.tag == 0x30, integers.count == 2, integers.allSatisfy({ $0.tag == 0x02 && !$0.value.isEmpty }) else {
+            guard sequence.tag == 0x30, integers.count == 2,
+                integers.allSatisfy({ $0.tag == 0x02 && !$0.value.isEmpty })
+            else {
                 throw APDUError(.invalidStructure, "malformed RSA public key")
             }
-            self = .rsa(modulus: Array(integers[0].value.drop { $0 == 0 }), exponent: Array(integers[1].value.drop { $0 == 0 }))
+            self = .rsa(
+                modulus: Array(integers[0].value.drop { $0 == 0 }), exponent: Array(integers[1].value.drop { $0 == 0 }))
         default:
             throw APDUError(.invalidStructure, "a key type PIV does not use")
         }
@@ -109,7 +116,8 @@ public struct PIVSlotMetadata: Sendable, Hashable {
     public init(parsing bytes: [UInt8]) throws(APDUError) {
         let objects = try TLV.parseAll(bytes)
         func value(_ tag: UInt32, _ count: Int? = nil) throws(APDUError) -> [UInt8] {
-            guard let found = objects.first(where: { $0.tag == tag })?.value, count.map({ found.count == $0 }) ?? true else {
+            guard let found = objects.first(where: { $0.tag == tag })?.value, count.map({ found.count == $0 }) ?? true
+            else {
                 throw APDUError(.invalidStructure, "metadata without tag \(String(tag, radix: 16))")
             }
             return found
@@ -141,7 +149,9 @@ public struct PIVCHUID: Sendable, Hashable {
         fascn = objects.first { $0.tag == 0x30 }?.value ?? []
         guid = objects.first { $0.tag == 0x34 }?.value ?? []
         expiry = String(decoding: objects.first { $0.tag == 0x35 }?.value ?? [], as: UTF8.self)
-        guard !fascn.isEmpty || !guid.isEmpty else { throw APDUError(.invalidStructure, "a CHUID with neither FASC-N nor GUID") }
+        guard !fascn.isEmpty || !guid.isEmpty else {
+            throw APDUError(.invalidStructure, "a CHUID with neither FASC-N nor GUID")
+        }
         guard guid.isEmpty || guid.count == 16 else { throw APDUError(.invalidLength, "a GUID of \(guid.count) bytes") }
     }
 }

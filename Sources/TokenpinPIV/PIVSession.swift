@@ -44,7 +44,8 @@ public struct PIVSession {
     /// Throws `.applicationNotFound` when the card has none.
     @discardableResult
     public func select() throws(PIVError) -> [UInt8] {
-        let response = try send(CommandAPDU(ins: PIVCommand.select, p1: 0x04, p2: 0x00, data: PIVApplicationID.selectAID, le: 256))
+        let response = try send(
+            CommandAPDU(ins: PIVCommand.select, p1: 0x04, p2: 0x00, data: PIVApplicationID.selectAID, le: 256))
         if response.statusWord == .fileNotFound { throw .applicationNotFound }
         try check(response.statusWord)
         return response.data
@@ -55,15 +56,18 @@ public struct PIVSession {
     /// SP 800-73-4, part 2, §3.1.2: GET DATA `00 CB 3F FF` with `5C` naming the object. Throws
     /// `.objectNotFound` for an object the card does not hold, `.securityStatusNotSatisfied` for one behind the PIN.
     public func getObject(_ id: UInt32) throws(PIVError) -> [UInt8] {
-        let command = CommandAPDU(ins: PIVCommand.getData, p1: 0x3F, p2: 0xFF,
-                                  data: TLV(tag: 0x5C, value: Self.objectIDBytes(id)).encoded, le: 256)
+        let command = CommandAPDU(
+            ins: PIVCommand.getData, p1: 0x3F, p2: 0xFF,
+            data: TLV(tag: 0x5C, value: Self.objectIDBytes(id)).encoded, le: 256)
         let response = try send(command)
         try check(response.statusWord)
         do throws(APDUError) {
             let object = try TLV.parseOne(response.data)
             let expected: UInt32 = id == PIVObjectID.discovery ? 0x7E : 0x53
             guard object.tag == expected else {
-                throw APDUError(.invalidTag, "expected \(String(expected, radix: 16, uppercase: true)), got \(Hex.encode(object.tagBytes))")
+                throw APDUError(
+                    .invalidTag,
+                    "expected \(String(expected, radix: 16, uppercase: true)), got \(Hex.encode(object.tagBytes))")
             }
             return object.value
         } catch {
@@ -152,8 +156,10 @@ public struct PIVSession {
     /// Changes the PIN (`80`) or, with `puk: true`, the PUK (`81`), given the current one.
     ///
     /// CHANGE REFERENCE DATA `00 24 00 80|81 10` with both values padded to 8 bytes.
-    public func changeReferenceData(puk: Bool = false, current: borrowing SecretBytes,
-                                    new: borrowing SecretBytes) throws(PIVError) {
+    public func changeReferenceData(
+        puk: Bool = false, current: borrowing SecretBytes,
+        new: borrowing SecretBytes
+    ) throws(PIVError) {
         let name = puk ? "PUK" : "PIN"
         try Self.checkPIN(current, name)
         try Self.checkPIN(new, "new \(name)")
@@ -215,17 +221,20 @@ public struct PIVSession {
     /// - Throws: `.invalidArgument` for a point that is not uncompressed on the algorithm's curve,
     ///   `.securityStatusNotSatisfied`, `.referencedDataNotFound` (no key), `.incorrectData` (another
     ///   algorithm), `.malformed` for an answer that is not one coordinate.
-    public func sharedSecret(slot: PIVSlot, algorithm: PIVAlgorithm, peerPoint: [UInt8]) throws(PIVError) -> SecretBytes {
+    public func sharedSecret(slot: PIVSlot, algorithm: PIVAlgorithm, peerPoint: [UInt8]) throws(PIVError) -> SecretBytes
+    {
         guard let coordinate = algorithm.coordinateLength else {
             throw .invalidArgument("ECDH needs a P-256 or P-384 key, not \(algorithm)")
         }
         guard peerPoint.count == 1 + 2 * coordinate, peerPoint[0] == 0x04 else {
-            throw .invalidArgument("a \(algorithm) point is 04 || x || y, \(1 + 2 * coordinate) bytes, not \(peerPoint.count)")
+            throw .invalidArgument(
+                "a \(algorithm) point is 04 || x || y, \(1 + 2 * coordinate) bytes, not \(peerPoint.count)")
         }
         let template = TLV(tag: 0x7C, children: [TLV(tag: 0x82, value: []), TLV(tag: 0x85, value: peerPoint)]).encoded
         let secret = try generalAuthenticate(algorithm: algorithm, slot: slot, template: template)
         guard secret.count == coordinate else {
-            throw .malformed(APDUError(.invalidLength, "a shared secret of \(secret.count) bytes, expected \(coordinate)"))
+            throw .malformed(
+                APDUError(.invalidLength, "a shared secret of \(secret.count) bytes, expected \(coordinate)"))
         }
         return secret
     }
@@ -236,8 +245,12 @@ public struct PIVSession {
     /// GENERAL AUTHENTICATE `00 87 07 slot` with `7C { 82 00, 81 cryptogram }` (chained: it exceeds a short
     /// APDU). Throws `.decryptionFailed` when the block is not type-2 padded (another key, an altered
     /// cryptogram), `.invalidArgument` for a cryptogram not as long as the modulus.
-    public func decrypt(slot: PIVSlot, algorithm: PIVAlgorithm = .rsa2048, cryptogram: [UInt8]) throws(PIVError) -> SecretBytes {
-        guard let length = algorithm.modulusLength else { throw .invalidArgument("RSA decryption needs an RSA key, not \(algorithm)") }
+    public func decrypt(slot: PIVSlot, algorithm: PIVAlgorithm = .rsa2048, cryptogram: [UInt8]) throws(PIVError)
+        -> SecretBytes
+    {
+        guard let length = algorithm.modulusLength else {
+            throw .invalidArgument("RSA decryption needs an RSA key, not \(algorithm)")
+        }
         guard cryptogram.count == length else {
             throw .invalidArgument("an RSA cryptogram for this key has \(length) bytes, not \(cryptogram.count)")
         }
@@ -260,7 +273,9 @@ public struct PIVSession {
 
     /// GENERAL AUTHENTICATE with a template, chained in parts of 255 bytes; returns the value of `82` in the
     /// answer `7C { 82 … }` in guarded memory, wiping every buffer that held it.
-    private func generalAuthenticate(algorithm: PIVAlgorithm, slot: PIVSlot, template: [UInt8]) throws(PIVError) -> SecretBytes {
+    private func generalAuthenticate(algorithm: PIVAlgorithm, slot: PIVSlot, template: [UInt8]) throws(PIVError)
+        -> SecretBytes
+    {
         let header: [UInt8] = [PIVCommand.generalAuthenticate, algorithm.rawValue, slot.rawValue]
         var offset = 0
         while template.count - offset > CommandAPDU.shortMaxData {
@@ -334,7 +349,9 @@ public struct PIVSession {
     public func version() throws(PIVError) -> [UInt8] {
         let response = try send(CommandAPDU(ins: PIVCommand.getVersion, p1: 0, p2: 0, le: 256))
         try check(response.statusWord)
-        guard response.data.count == 3 else { throw .malformed(APDUError(.invalidLength, "a version of \(response.data.count) bytes")) }
+        guard response.data.count == 3 else {
+            throw .malformed(APDUError(.invalidLength, "a version of \(response.data.count) bytes"))
+        }
         return response.data
     }
 
@@ -342,7 +359,9 @@ public struct PIVSession {
     public func serial() throws(PIVError) -> UInt32 {
         let response = try send(CommandAPDU(ins: PIVCommand.getSerial, p1: 0, p2: 0, le: 256))
         try check(response.statusWord)
-        guard response.data.count == 4 else { throw .malformed(APDUError(.invalidLength, "a serial of \(response.data.count) bytes")) }
+        guard response.data.count == 4 else {
+            throw .malformed(APDUError(.invalidLength, "a serial of \(response.data.count) bytes"))
+        }
         return response.data.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
     }
 
@@ -358,7 +377,8 @@ public struct PIVSession {
 
     /// An object ID's bytes in a `5C` tag list.
     static func objectIDBytes(_ id: UInt32) -> [UInt8] {
-        id > 0xFFFF ? [UInt8(id >> 16), UInt8((id >> 8) & 0xFF), UInt8(id & 0xFF)]
+        id > 0xFFFF
+            ? [UInt8(id >> 16), UInt8((id >> 8) & 0xFF), UInt8(id & 0xFF)]
             : id > 0xFF ? [UInt8(id >> 8), UInt8(id & 0xFF)] : [UInt8(id)]
     }
 

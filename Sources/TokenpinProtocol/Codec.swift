@@ -45,8 +45,10 @@ extension Event {
             [JSONMember("remaining", .int(remaining)), JSONMember("lastTry", .bool(lastTry))]
         case .delayed(let seconds): [JSONMember("seconds", .int(seconds))]
         case .tokenFailed(let reason, let fallback, let tries):
-            [JSONMember("reason", .text(reason)), JSONMember("fallback", .bool(fallback)),
-             JSONMember("cardTriesLeft", tries.map(JSONValue.int) ?? .null)]
+            [
+                JSONMember("reason", .text(reason)), JSONMember("fallback", .bool(fallback)),
+                JSONMember("cardTriesLeft", tries.map(JSONValue.int) ?? .null),
+            ]
         case .policyViolation(let rule, let reason):
             [JSONMember("rule", .text(rule))] + (reason.map { [JSONMember("reason", .text($0))] } ?? [])
         case .typeChanged(let type, let enabled):
@@ -64,7 +66,9 @@ extension Event {
         case "locked": self = .locked
         case "cancelled": self = .cancelled
         case "verified":
-            guard let method = value["method"]?.stringValue.flatMap(VerificationMethod.init(rawValue:)) else { return nil }
+            guard let method = value["method"]?.stringValue.flatMap(VerificationMethod.init(rawValue:)) else {
+                return nil
+            }
             self = .verified(method: method)
         case "wrongPIN":
             guard let remaining = try? value.number("remaining", in: ProtocolRanges.tries) else { return nil }
@@ -73,13 +77,16 @@ extension Event {
             guard let seconds = try? value.number("seconds", in: ProtocolRanges.delay) else { return nil }
             self = .delayed(seconds: seconds)
         case "tokenFailed":
-            self = .tokenFailed(reason: value["reason"]?.stringValue ?? "", fallback: value["fallback"]?.boolValue ?? false,
-                                cardTriesLeft: try? value.number("cardTriesLeft", in: ProtocolRanges.tries))
+            self = .tokenFailed(
+                reason: value["reason"]?.stringValue ?? "", fallback: value["fallback"]?.boolValue ?? false,
+                cardTriesLeft: try? value.number("cardTriesLeft", in: ProtocolRanges.tries))
         case "policyViolation":
             guard let rule = value["rule"]?.stringValue else { return nil }
             self = .policyViolation(rule: rule, reason: value["reason"]?.stringValue)
         case "typeChanged":
-            guard let type = value["authType"]?.stringValue.flatMap(AuthenticationType.init(rawValue:)) else { return nil }
+            guard let type = value["authType"]?.stringValue.flatMap(AuthenticationType.init(rawValue:)) else {
+                return nil
+            }
             self = .typeChanged(type: type, enabled: value["enabled"]?.boolValue ?? false)
         default: return nil
         }
@@ -108,7 +115,8 @@ extension JSONValue {
     func number(_ key: String, in range: ClosedRange<Int>) throws(ProtocolError) -> Int? {
         guard let field = self[key], field != .null else { return nil }
         guard let number = field.intValue, range.contains(number) else {
-            throw ProtocolError(.badField, "`\(key)` must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+            throw ProtocolError(
+                .badField, "`\(key)` must be a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return number
     }
@@ -145,11 +153,13 @@ enum ProtocolDate {
 extension RetryCounter {
     /// The counter's fields, flat.
     var protocolFields: [JSONMember] {
-        [JSONMember("remaining", .int(remaining)), JSONMember("max", .int(max)),
-         JSONMember("lastTry", .bool(remaining == 1)), JSONMember("locked", .bool(isLocked)),
-         JSONMember("failures", .int(failures)), JSONMember("recoveryFailures", .int(recoveryFailures)),
-         JSONMember("lockedAt", ProtocolDate.encode(lockedAt)),
-         JSONMember("lastAttemptAt", ProtocolDate.encode(lastAttemptAt))]
+        [
+            JSONMember("remaining", .int(remaining)), JSONMember("max", .int(max)),
+            JSONMember("lastTry", .bool(remaining == 1)), JSONMember("locked", .bool(isLocked)),
+            JSONMember("failures", .int(failures)), JSONMember("recoveryFailures", .int(recoveryFailures)),
+            JSONMember("lockedAt", ProtocolDate.encode(lockedAt)),
+            JSONMember("lastAttemptAt", ProtocolDate.encode(lastAttemptAt)),
+        ]
     }
 
     /// A counter from a message's fields, or nil when it has none (`max` missing).
@@ -175,8 +185,10 @@ extension VerifyReport {
         case .verified(let method):
             fields += [JSONMember("outcome", .text("verified")), JSONMember("method", .text(method.rawValue))]
         case .rejected(let remaining, let lastTry):
-            fields += [JSONMember("outcome", .text("rejected")), JSONMember("remaining", .int(remaining)),
-                       JSONMember("lastTry", .bool(lastTry))]
+            fields += [
+                JSONMember("outcome", .text("rejected")), JSONMember("remaining", .int(remaining)),
+                JSONMember("lastTry", .bool(lastTry)),
+            ]
         case .locked:
             fields.append(JSONMember("outcome", .text("locked")))
         case .delayed(let seconds):
@@ -219,23 +231,27 @@ extension VerifyReport {
             throw ProtocolError(.badField, "`outcome` is missing or unknown")
         }
         let nanoseconds = try value.number("kdfNanoseconds", in: 0...Int.max).map { UInt64($0) } ?? 0
-        self.init(outcome: outcome, tokenFailure: value["tokenFailure"]?.stringValue, kdfNanoseconds: nanoseconds,
-                  counter: try RetryCounter(protocolFields: value))
+        self.init(
+            outcome: outcome, tokenFailure: value["tokenFailure"]?.stringValue, kdfNanoseconds: nanoseconds,
+            counter: try RetryCounter(protocolFields: value))
     }
 }
 
 extension KDFParameters {
     /// The parameters as an object (salt in base64).
     public var protocolValue: JSONValue {
-        .object([JSONMember("algorithm", .text(algorithm.rawValue)), JSONMember("memoryKiB", .int(memoryKiB)),
-                 JSONMember("passes", .int(passes)), JSONMember("salt", .text(Base64.encode([UInt8](salt))))])
+        .object([
+            JSONMember("algorithm", .text(algorithm.rawValue)), JSONMember("memoryKiB", .int(memoryKiB)),
+            JSONMember("passes", .int(passes)), JSONMember("salt", .text(Base64.encode([UInt8](salt)))),
+        ])
     }
 
     /// The parameters of an object, or nil when it is malformed or out of the bounds a slot may hold.
     init?(protocolValue value: JSONValue?) {
         guard let value, let algorithm = value["algorithm"]?.stringValue.flatMap(Algorithm.init(rawValue:)),
-              let memory = value["memoryKiB"]?.intValue, let passes = value["passes"]?.intValue,
-              let salt = value["salt"]?.stringValue.flatMap(Base64.decode) else { return nil }
+            let memory = value["memoryKiB"]?.intValue, let passes = value["passes"]?.intValue,
+            let salt = value["salt"]?.stringValue.flatMap(Base64.decode)
+        else { return nil }
         self.init(algorithm: algorithm, memoryKiB: memory, passes: passes, salt: Data(salt))
         guard problem == nil else { return nil }
     }
@@ -243,17 +259,21 @@ extension KDFParameters {
 
 extension TypeStatus {
     var protocolValue: JSONValue {
-        var members = [JSONMember("type", .text(type.rawValue)), JSONMember("enabled", .bool(enabled)),
-                       JSONMember("canDisable", .bool(canDisable))]
+        var members = [
+            JSONMember("type", .text(type.rawValue)), JSONMember("enabled", .bool(enabled)),
+            JSONMember("canDisable", .bool(canDisable)),
+        ]
         if let serial { members.append(JSONMember("serial", .text(serial))) }
         return .object(members)
     }
 
     init?(protocolValue value: JSONValue) {
         guard let type = value["type"]?.stringValue.flatMap(AuthenticationType.init(rawValue:)),
-              let enabled = value["enabled"]?.boolValue else { return nil }
-        self.init(type: type, enabled: enabled, canDisable: value["canDisable"]?.boolValue ?? true,
-                  serial: value["serial"]?.stringValue)
+            let enabled = value["enabled"]?.boolValue
+        else { return nil }
+        self.init(
+            type: type, enabled: enabled, canDisable: value["canDisable"]?.boolValue ?? true,
+            serial: value["serial"]?.stringValue)
     }
 
     /// A list of types as an array.
@@ -264,7 +284,9 @@ extension TypeStatus {
         guard case .array(let items)? = value else { throw ProtocolError(.missingField, "`types` is missing") }
         var types: [TypeStatus] = []
         for item in items {
-            guard let type = TypeStatus(protocolValue: item) else { throw ProtocolError(.badField, "a type is malformed") }
+            guard let type = TypeStatus(protocolValue: item) else {
+                throw ProtocolError(.badField, "a type is malformed")
+            }
             types.append(type)
         }
         return types
@@ -291,7 +313,8 @@ extension StatusReport {
     /// A status from its object.
     public init(protocolValue value: JSONValue?) throws(ProtocolError) {
         guard let value, let user = value["user"]?.stringValue, let path = value["record"]?.stringValue,
-              let enrolled = value["enrolled"]?.boolValue else {
+            let enrolled = value["enrolled"]?.boolValue
+        else {
             throw ProtocolError(.badField, "`status` is missing or malformed")
         }
         var token: TokenStatus?
@@ -304,18 +327,19 @@ extension StatusReport {
             }
             kdf = parameters
         }
-        self.init(user: user, recordPath: path, enrolled: enrolled,
-                  remaining: try value.number("remaining", in: 0...(maximum ?? RetryCounter.maximumTries)),
-                  maximum: maximum, locked: value["locked"]?.boolValue ?? false,
-                  lockedAt: try ProtocolDate.decode(value, "lockedAt"),
-                  delaySeconds: try value.number("delay", in: ProtocolRanges.delay) ?? 0,
-                  failures: try value.number("failures", in: ProtocolRanges.failures) ?? 0,
-                  kdf: kdf,
-                  types: try TypeStatus.list(protocolValue: value["types"]),
-                  mode: value["mode"]?.stringValue.flatMap(VerificationMode.init(rawValue:)),
-                  fallback: value["fallback"]?.stringValue.flatMap(FallbackPolicy.init(rawValue:)),
-                  token: token,
-                  modeSource: value["modeSource"]?.stringValue.flatMap(ModeInForce.Source.init(rawValue:)))
+        self.init(
+            user: user, recordPath: path, enrolled: enrolled,
+            remaining: try value.number("remaining", in: 0...(maximum ?? RetryCounter.maximumTries)),
+            maximum: maximum, locked: value["locked"]?.boolValue ?? false,
+            lockedAt: try ProtocolDate.decode(value, "lockedAt"),
+            delaySeconds: try value.number("delay", in: ProtocolRanges.delay) ?? 0,
+            failures: try value.number("failures", in: ProtocolRanges.failures) ?? 0,
+            kdf: kdf,
+            types: try TypeStatus.list(protocolValue: value["types"]),
+            mode: value["mode"]?.stringValue.flatMap(VerificationMode.init(rawValue:)),
+            fallback: value["fallback"]?.stringValue.flatMap(FallbackPolicy.init(rawValue:)),
+            token: token,
+            modeSource: value["modeSource"]?.stringValue.flatMap(ModeInForce.Source.init(rawValue:)))
     }
 }
 
@@ -325,7 +349,8 @@ extension ReaderInfo {
         .object([
             JSONMember("name", .text(name)), JSONMember("cardPresent", .bool(cardPresent)),
             JSONMember("serial", serial.map(JSONValue.text) ?? .null), JSONMember("openpgp", .bool(isOpenPGP)),
-            JSONMember("usable", .bool(usable)), JSONMember("unusableReason", unusableReason.map(JSONValue.text) ?? .null),
+            JSONMember("usable", .bool(usable)),
+            JSONMember("unusableReason", unusableReason.map(JSONValue.text) ?? .null),
             JSONMember("cardTriesLeft", cardPINTriesLeft.map(JSONValue.int) ?? .null),
         ])
     }
@@ -335,10 +360,11 @@ extension ReaderInfo {
         guard let name = value["name"]?.stringValue, let present = value["cardPresent"]?.boolValue else {
             throw ProtocolError(.badField, "a reader is malformed")
         }
-        self.init(name: name, cardPresent: present, serial: value["serial"]?.stringValue,
-                  isOpenPGP: value["openpgp"]?.boolValue ?? false, usable: value["usable"]?.boolValue ?? false,
-                  unusableReason: value["unusableReason"]?.stringValue,
-                  cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries))
+        self.init(
+            name: name, cardPresent: present, serial: value["serial"]?.stringValue,
+            isOpenPGP: value["openpgp"]?.boolValue ?? false, usable: value["usable"]?.boolValue ?? false,
+            unusableReason: value["unusableReason"]?.stringValue,
+            cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries))
     }
 
     /// A list of readers from an array.
@@ -363,9 +389,10 @@ extension TokenStatus {
 
     /// The token side of a status from its object.
     public init(protocolValue value: JSONValue) throws(ProtocolError) {
-        self.init(readers: try ReaderInfo.list(protocolValue: value["readers"]), problem: value["problem"]?.stringValue,
-                  matchingReader: value["reader"]?.stringValue,
-                  cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries))
+        self.init(
+            readers: try ReaderInfo.list(protocolValue: value["readers"]), problem: value["problem"]?.stringValue,
+            matchingReader: value["reader"]?.stringValue,
+            cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries))
     }
 }
 
@@ -384,8 +411,8 @@ extension ServiceError {
         case .crypto(let error):
             fields = [JSONMember("cryptoCode", .text(error.code.rawValue)), JSONMember("detail", .text(error.detail))]
         case .malformedRecoveryKey(let detail), .tokenUnavailable(let detail), .serviceUnavailable(let detail),
-             .input(let detail), .configuration(let detail), .cardRefused(let detail), .permissionDenied(let detail),
-             .usage(let detail), .busy(let detail), .passwordRejected(let detail):
+            .input(let detail), .configuration(let detail), .cardRefused(let detail), .permissionDenied(let detail),
+            .usage(let detail), .busy(let detail), .passwordRejected(let detail):
             fields = [JSONMember("detail", .text(detail))]
         case .tokenAlreadyEnabled(let serial): fields = [JSONMember("serial", .text(serial))]
         case .cancelled, .pinAlwaysEnabled, .tokenNotEnabled: fields = []
@@ -412,7 +439,8 @@ extension ServiceError {
             }
         case "cancelled": self = .cancelled
         case "crypto":
-            let cryptoCode = value["cryptoCode"]?.stringValue.flatMap(CryptoError.Code.init(rawValue:)) ?? .operationFailed
+            let cryptoCode =
+                value["cryptoCode"]?.stringValue.flatMap(CryptoError.Code.init(rawValue:)) ?? .operationFailed
             self = .crypto(CryptoError(cryptoCode, detail))
         case "pin-always-enabled": self = .pinAlwaysEnabled
         case "malformed-recovery-key": self = .malformedRecoveryKey(detail)

@@ -1,9 +1,10 @@
 import FoundationEssentials
-#if canImport(Glibc)
-import Glibc
-#endif
 import TokenpinCore
 import TokenpinService
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A service event or a reader/card event, as `watch` streams them.
 public struct WatchedEvent: Sendable, Equatable {
@@ -40,8 +41,10 @@ public struct DaemonClient: Sendable {
     public static let defaultSocketPath = "/run/tokenpin/socket"
 
     /// Creates a client.
-    public init(socketPath: String = DaemonClient.defaultSocketPath, user: String? = nil,
-                timeoutMilliseconds: Int32 = 120_000) {
+    public init(
+        socketPath: String = DaemonClient.defaultSocketPath, user: String? = nil,
+        timeoutMilliseconds: Int32 = 120_000
+    ) {
         self.socketPath = socketPath
         self.user = user
         self.timeoutMilliseconds = timeoutMilliseconds
@@ -60,8 +63,10 @@ public struct DaemonClient: Sendable {
         var fields = try run(Request(.enrol, user: user, newPINAttempts: Self.attempts(interaction)), interaction)
         let kdf = KDFParameters(protocolValue: JSONValue.object(fields)["kdf"])
         let recordPath = JSONValue.object(fields)["record"]?.stringValue ?? ""
-        guard let index = fields.firstIndex(where: { $0.key == "recoveryKey" }), case .string(var key) = fields[index].value,
-              let kdf else {
+        guard let index = fields.firstIndex(where: { $0.key == "recoveryKey" }),
+            case .string(var key) = fields[index].value,
+            let kdf
+        else {
             throw .serviceUnavailable("tokenpind sent a malformed enrolment result")
         }
         // Drop every other reference to the key's bytes so that `consuming` wipes them in place.
@@ -72,7 +77,9 @@ public struct DaemonClient: Sendable {
     }
 
     /// Verifies: the token first when enabled and present, else the PIN; `method` forces one.
-    public func verify(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError) -> VerifyReport {
+    public func verify(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError)
+        -> VerifyReport
+    {
         var request = selected(Request(.verify, user: user))
         request.method = method
         return try report(request, interaction)
@@ -114,8 +121,10 @@ public struct DaemonClient: Sendable {
     }
 
     /// `toggle token on`: binds the card present, with the daemon asking the PIN, admin PIN and card PIN here.
-    public func enableToken(_ interaction: some Interaction, generateKey: Bool = false, assumeYes: Bool = false,
-                            mode: VerificationMode? = nil) throws(ServiceError) -> VerifyReport {
+    public func enableToken(
+        _ interaction: some Interaction, generateKey: Bool = false, assumeYes: Bool = false,
+        mode: VerificationMode? = nil
+    ) throws(ServiceError) -> VerifyReport {
         var request = selected(Request(.toggle, user: user, authenticationType: .token, on: true))
         request.generateKey = generateKey
         request.assumeYes = assumeYes
@@ -124,7 +133,9 @@ public struct DaemonClient: Sendable {
     }
 
     /// `toggle token off`, after the PIN (`method` nil or `.pin`) or the card (`.token`) verified.
-    public func disableToken(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError) -> VerifyReport {
+    public func disableToken(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError)
+        -> VerifyReport
+    {
         var request = selected(Request(.toggle, user: user, authenticationType: .token, on: false))
         request.method = method
         return try report(request, interaction)
@@ -189,8 +200,9 @@ public struct DaemonClient: Sendable {
                 let line = try channel.readLine(timeoutMilliseconds: -1)
                 switch try ServerMessage.parse(line) {
                 case .event(let name, let fields):
-                    let event = WatchedEvent(name: name, user: JSONValue.object(fields)["user"]?.stringValue,
-                                             fields: fields)
+                    let event = WatchedEvent(
+                        name: name, user: JSONValue.object(fields)["user"]?.stringValue,
+                        fields: fields)
                     if !handler(event) { return }
                 case .error(let code, let message, _, let fields):
                     throw ServiceError(protocolCode: code, message: message, fields: fields)
@@ -225,7 +237,8 @@ public struct DaemonClient: Sendable {
         do {
             return try LineChannel.connect(path: socketPath)
         } catch {
-            throw .serviceUnavailable("tokenpind is not reachable: \(error.detail); start it (systemctl start tokenpind) or use --local")
+            throw .serviceUnavailable(
+                "tokenpind is not reachable: \(error.detail); start it (systemctl start tokenpind) or use --local")
         }
     }
 

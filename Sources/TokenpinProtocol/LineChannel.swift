@@ -1,9 +1,10 @@
 import Dispatch
-#if canImport(Glibc)
-import Glibc
-#endif
 import TokenpinCore
 internal import TokenpinSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Newline-delimited frames over a connected stream socket, with a line limit and read timeouts.
 ///
@@ -43,7 +44,8 @@ public final class LineChannel {
     /// The receive buffer, allocated zeroed on first use with room for the longest line, its newline and one read.
     private func receiveBuffer() -> UnsafeMutableRawBufferPointer {
         if let buffer { return buffer }
-        let fresh = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumLineLength + 1 + Self.readSize, alignment: 1)
+        let fresh = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: maximumLineLength + 1 + Self.readSize, alignment: 1)
         fresh.initializeMemory(as: UInt8.self, repeating: 0)
         buffer = fresh
         return fresh

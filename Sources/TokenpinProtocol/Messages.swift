@@ -60,8 +60,10 @@ public struct Request: Sendable, Equatable {
     public var serial: String?
 
     /// Creates a request.
-    public init(_ operation: Operation, user: String? = nil, authenticationType: AuthenticationType? = nil,
-                on: Bool? = nil, record: [UInt8]? = nil, newPINAttempts: Int? = nil) {
+    public init(
+        _ operation: Operation, user: String? = nil, authenticationType: AuthenticationType? = nil,
+        on: Bool? = nil, record: [UInt8]? = nil, newPINAttempts: Int? = nil
+    ) {
         self.operation = operation
         self.newPINAttempts = newPINAttempts
         self.user = user
@@ -110,20 +112,24 @@ extension ClientMessage {
         switch type {
         case "request":
             let common: Set<String> = ["v", "type", "op", "user", "newPINAttempts", "reader", "serial"]
-            try fields.allow(common.union(["authType", "on", "record", "method", "generateKey", "yes", "admin", "mode"]))
+            try fields.allow(
+                common.union(["authType", "on", "record", "method", "generateKey", "yes", "admin", "mode"]))
             let opName = try fields.string("op")
             guard let operation = Operation(rawValue: opName) else {
                 throw ProtocolError(.unknownType, "unknown operation `\(opName)`")
             }
             var request = Request(operation)
             if let user = try fields.optionalString("user") {
-                guard RecordStore.validate(user: user) else { throw ProtocolError(.badField, "`user` is not a user name") }
+                guard RecordStore.validate(user: user) else {
+                    throw ProtocolError(.badField, "`user` is not a user name")
+                }
                 request.user = user
             }
             request.newPINAttempts = try fields.optionalInt("newPINAttempts", in: 1...5)
             request.reader = try fields.optionalString("reader")
             request.serial = try fields.optionalString("serial")
-            for text in [request.reader, request.serial].compactMap({ $0 }) where text.isEmpty || text.utf8.count > 256 {
+            for text in [request.reader, request.serial].compactMap({ $0 }) where text.isEmpty || text.utf8.count > 256
+            {
                 throw ProtocolError(.badField, "`reader` and `serial` must be 1 to 256 bytes")
             }
             switch operation {
@@ -156,7 +162,8 @@ extension ClientMessage {
                     throw ProtocolError(.badField, "`record` must be base64")
                 }
                 guard data.count <= ProtocolLimits.maximumImportBytes else {
-                    throw ProtocolError(.oversized, "the record is larger than \(ProtocolLimits.maximumImportBytes) bytes")
+                    throw ProtocolError(
+                        .oversized, "the record is larger than \(ProtocolLimits.maximumImportBytes) bytes")
                 }
                 request.record = data
             default:
@@ -200,19 +207,22 @@ extension ServerMessage {
         let rest = members.filter { $0.key != "v" && $0.key != "type" }
         switch try fields.string("type") {
         case "prompt":
-            return .prompt(name: try fields.string("prompt"), card: try fields.optionalString("card"),
-                           triesLeft: try fields.optionalInt("remaining", formerly: "triesLeft", in: ProtocolRanges.tries))
+            return .prompt(
+                name: try fields.string("prompt"), card: try fields.optionalString("card"),
+                triesLeft: try fields.optionalInt("remaining", formerly: "triesLeft", in: ProtocolRanges.tries))
         case "question":
             return .question(try fields.string("text"), typed: try fields.optionalString("typed"))
         case "event":
             return .event(name: try fields.string("event"), fields: rest.filter { $0.key != "event" })
         case "result":
-            return .result(exitCode: try fields.int("exitCode", in: ProtocolRanges.exitCode),
-                           fields: rest.filter { $0.key != "exitCode" })
+            return .result(
+                exitCode: try fields.int("exitCode", in: ProtocolRanges.exitCode),
+                fields: rest.filter { $0.key != "exitCode" })
         case "error":
-            return .error(code: try fields.string("code"), message: try fields.string("message"),
-                          exitCode: try fields.int("exitCode", in: ProtocolRanges.exitCode),
-                          fields: rest.filter { !["code", "message", "exitCode"].contains($0.key) })
+            return .error(
+                code: try fields.string("code"), message: try fields.string("message"),
+                exitCode: try fields.int("exitCode", in: ProtocolRanges.exitCode),
+                fields: rest.filter { !["code", "message", "exitCode"].contains($0.key) })
         case let other:
             throw ProtocolError(.unknownType, "unknown message type `\(other)`")
         }
@@ -229,8 +239,10 @@ struct MessageFields {
             throw ProtocolError(.missingField, "`v` is missing")
         }
         guard let number = version.intValue, ProtocolLimits.acceptedVersions.contains(number) else {
-            throw ProtocolError(.unsupportedVersion, "this build speaks protocol versions "
-                + "\(ProtocolLimits.acceptedVersions.lowerBound)–\(ProtocolLimits.version)")
+            throw ProtocolError(
+                .unsupportedVersion,
+                "this build speaks protocol versions "
+                    + "\(ProtocolLimits.acceptedVersions.lowerBound)–\(ProtocolLimits.version)")
         }
     }
 
@@ -356,8 +368,11 @@ extension ServerMessage {
         case .result(let exitCode, let fields):
             members += [JSONMember("type", .text("result")), JSONMember("exitCode", .int(exitCode))] + fields
         case .error(let code, let message, let exitCode, let fields):
-            members += [JSONMember("type", .text("error")), JSONMember("code", .text(code)),
-                        JSONMember("message", .text(message)), JSONMember("exitCode", .int(exitCode))] + fields
+            members +=
+                [
+                    JSONMember("type", .text("error")), JSONMember("code", .text(code)),
+                    JSONMember("message", .text(message)), JSONMember("exitCode", .int(exitCode)),
+                ] + fields
         }
         var out = JSONValue.object(members).serialized
         out.append(0x0A)
@@ -376,7 +391,8 @@ public enum Base64 {
         var index = 0
         while index < bytes.count {
             let chunk = Array(bytes[index..<min(index + 3, bytes.count)])
-            let value = (UInt32(chunk[0]) << 16) | (UInt32(chunk.count > 1 ? chunk[1] : 0) << 8)
+            let value =
+                (UInt32(chunk[0]) << 16) | (UInt32(chunk.count > 1 ? chunk[1] : 0) << 8)
                 | UInt32(chunk.count > 2 ? chunk[2] : 0)
             out.append(alphabet[Int(value >> 18 & 63)])
             out.append(alphabet[Int(value >> 12 & 63)])

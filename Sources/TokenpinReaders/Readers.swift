@@ -2,9 +2,9 @@ import FoundationEssentials
 import Synchronization
 import TokenpinAPDU
 import TokenpinPCSC
-internal import TokenpinSystem
 public import TokenpinService
 public import TokenpinSimulator
+internal import TokenpinSystem
 
 // The card sources the executables plug into the service: PC/SC readers through pcscd, and the in-process
 // simulated card. Kept out of TokenpinService so the service never imports PC/SC or the simulator.
@@ -17,7 +17,9 @@ public struct PCSCReaders: CardReaders {
     public func list() throws(ServiceError) -> [ReaderPresence] {
         do {
             let context = try PCSCContext()
-            return try context.readerStatuses().map { ReaderPresence(name: $0.name, cardPresent: $0.state.contains(.present)) }
+            return try context.readerStatuses().map {
+                ReaderPresence(name: $0.name, cardPresent: $0.state.contains(.present))
+            }
         } catch {
             throw Self.serviceError(error)
         }
@@ -77,16 +79,19 @@ public enum SimulatorReaders {
 
     /// One reader holding `card`.
     public static func readers(_ card: SimulatedCard) -> InProcessReaders {
-        InProcessReaders([InProcessReaders.Reader(
-            name: readerName, isPresent: { card.isPresent },
-            connect: { SimulatedCardConnection(card: card) }, reset: { card.reset() })])
+        InProcessReaders([
+            InProcessReaders.Reader(
+                name: readerName, isPresent: { card.isPresent },
+                connect: { SimulatedCardConnection(card: card) }, reset: { card.reset() })
+        ])
     }
 
     /// Opens (or creates) the simulated card whose state is in `stateFile`.
     public static func open(stateFile: String) throws(ServiceError) -> InProcessReaders {
         let directory = Paths.parent(of: stateFile)
-        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                 attributes: [.posixPermissions: 0o700])
+        try? FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         do {
             return readers(try SimulatedCard(stateFile: stateFile))
         } catch {

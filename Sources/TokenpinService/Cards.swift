@@ -74,15 +74,17 @@ struct CardProbe {
             return "the card does not say which algorithm its decryption key uses"
         }
         guard let algorithm = TokenKeyAlgorithm(attributes: attributes) else {
-            return "the decryption key is \(attributes), which tokenpin cannot use (it supports \(TokenKeyAlgorithm.supportedList))"
+            return
+                "the decryption key is \(attributes), which tokenpin cannot use (it supports \(TokenKeyAlgorithm.supportedList))"
         }
         if !data.hasDecryptionKey { return "the decryption key slot is set to \(algorithm) but holds no key" }
         return nil
     }
 
     var info: ReaderInfo {
-        ReaderInfo(name: reader, cardPresent: true, serial: serial, isOpenPGP: data != nil, usable: usable,
-                   unusableReason: unusableReason, cardPINTriesLeft: data?.passwordStatus.retriesPW1)
+        ReaderInfo(
+            name: reader, cardPresent: true, serial: serial, isOpenPGP: data != nil, usable: usable,
+            unusableReason: unusableReason, cardPINTriesLeft: data?.passwordStatus.retriesPW1)
     }
 }
 

@@ -16,8 +16,10 @@ public struct InProcessReaders: CardReaders {
         public var reset: @Sendable () -> Void
 
         /// Creates a reader.
-        public init(name: String, isPresent: @escaping @Sendable () -> Bool,
-                    connect: @escaping @Sendable () throws -> any CardConnection, reset: @escaping @Sendable () -> Void) {
+        public init(
+            name: String, isPresent: @escaping @Sendable () -> Bool,
+            connect: @escaping @Sendable () throws -> any CardConnection, reset: @escaping @Sendable () -> Void
+        ) {
             self.name = name
             self.isPresent = isPresent
             self.connect = connect
@@ -36,7 +38,9 @@ public struct InProcessReaders: CardReaders {
     }
 
     public func open(_ reader: String) throws(ServiceError) -> any CardHandle {
-        guard let entry = readers.first(where: { $0.name == reader }) else { throw .tokenUnavailable("no reader named \(reader)") }
+        guard let entry = readers.first(where: { $0.name == reader }) else {
+            throw .tokenUnavailable("no reader named \(reader)")
+        }
         guard entry.isPresent() else { throw .tokenUnavailable("there is no card in \(reader)") }
         do {
             return InProcessHandle(connection: try entry.connect(), reset: entry.reset)

@@ -40,8 +40,10 @@ public struct VerifyReport: Sendable, Equatable {
     public var card: VerifiedCard?
 
     /// Creates a report.
-    public init(outcome: VerifyOutcome, tokenFailure: String? = nil, kdfNanoseconds: UInt64 = 0, counter: RetryCounter? = nil,
-                card: VerifiedCard? = nil) {
+    public init(
+        outcome: VerifyOutcome, tokenFailure: String? = nil, kdfNanoseconds: UInt64 = 0, counter: RetryCounter? = nil,
+        card: VerifiedCard? = nil
+    ) {
         self.outcome = outcome
         self.tokenFailure = tokenFailure
         self.kdfNanoseconds = kdfNanoseconds
@@ -122,10 +124,12 @@ public struct StatusReport: Sendable, Equatable {
     public var rebindAdvised: Bool { modeSource == .configuration && mode == .both }
 
     /// Creates a report.
-    public init(user: String, recordPath: String, enrolled: Bool, remaining: Int?, maximum: Int?, locked: Bool,
-                lockedAt: Date?, delaySeconds: Int, failures: Int, kdf: KDFParameters?, types: [TypeStatus],
-                mode: VerificationMode?, fallback: FallbackPolicy?, token: TokenStatus?,
-                modeSource: ModeInForce.Source? = nil) {
+    public init(
+        user: String, recordPath: String, enrolled: Bool, remaining: Int?, maximum: Int?, locked: Bool,
+        lockedAt: Date?, delaySeconds: Int, failures: Int, kdf: KDFParameters?, types: [TypeStatus],
+        mode: VerificationMode?, fallback: FallbackPolicy?, token: TokenStatus?,
+        modeSource: ModeInForce.Source? = nil
+    ) {
         self.modeSource = modeSource
         self.user = user
         self.recordPath = recordPath
@@ -156,7 +160,9 @@ public struct TokenStatus: Sendable, Equatable {
     public var cardPINTriesLeft: Int?
 
     /// Creates a status.
-    public init(readers: [ReaderInfo], problem: String? = nil, matchingReader: String? = nil, cardPINTriesLeft: Int? = nil) {
+    public init(
+        readers: [ReaderInfo], problem: String? = nil, matchingReader: String? = nil, cardPINTriesLeft: Int? = nil
+    ) {
         self.readers = readers
         self.problem = problem
         self.matchingReader = matchingReader
@@ -182,8 +188,10 @@ public struct ReaderInfo: Sendable, Equatable {
     public var cardPINTriesLeft: Int?
 
     /// Creates a reader description.
-    public init(name: String, cardPresent: Bool, serial: String? = nil, isOpenPGP: Bool = false, usable: Bool = false,
-                unusableReason: String? = nil, cardPINTriesLeft: Int? = nil) {
+    public init(
+        name: String, cardPresent: Bool, serial: String? = nil, isOpenPGP: Bool = false, usable: Bool = false,
+        unusableReason: String? = nil, cardPINTriesLeft: Int? = nil
+    ) {
         self.name = name
         self.cardPresent = cardPresent
         self.serial = serial

@@ -40,9 +40,11 @@ public struct PINService: Sendable {
     }
 
     /// Creates the service.
-    public init(store: RecordStore, configuration: Configuration, user: String,
-                time: any TimeSource = SystemTimeSource(), logger: Logger = .disabled, hooks: Hooks = Hooks(),
-                cards: (any CardReaders)? = nil, selection: CardSelection? = nil) {
+    public init(
+        store: RecordStore, configuration: Configuration, user: String,
+        time: any TimeSource = SystemTimeSource(), logger: Logger = .disabled, hooks: Hooks = Hooks(),
+        cards: (any CardReaders)? = nil, selection: CardSelection? = nil
+    ) {
         self.cards = cards
         self.selection = selection ?? CardSelection(reader: configuration.reader)
         self.store = store
@@ -66,18 +68,22 @@ public struct PINService: Sendable {
         try guarded { () throws -> EnrolmentResult in
             try store.prepare()
             return try store.withLock(user: user) { () throws -> EnrolmentResult in
-                if try store.load(user: user) != nil { throw ServiceError.alreadyEnrolled(user: user, path: recordPath) }
+                if try store.load(user: user) != nil {
+                    throw ServiceError.alreadyEnrolled(user: user, path: recordPath)
+                }
                 let pin = try readNewPIN(interaction)
                 let kdf = try chooseKDF()
                 let vaultKey = Vault.newKey()
                 let now = time.now
                 let kek = try deriveKey(kdf, from: pin.secret)
-                let pinSlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: now)
+                let pinSlot = try VaultSlot.seal(
+                    vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: now)
                 let recovery = RecoveryKey.generate()
                 let recoveryKDF = KDFParameters(algorithm: .blake2b)
                 let recoveryKEK = try deriveKey(recoveryKDF, from: recovery)
-                let recoverySlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: recoveryKEK, kind: .recovery,
-                                                    kdf: recoveryKDF, user: user, created: now)
+                let recoverySlot = try VaultSlot.seal(
+                    vaultKey, keyEncryptionKey: recoveryKEK, kind: .recovery,
+                    kdf: recoveryKDF, user: user, created: now)
                 let record = EnrolmentRecord(
                     user: user, created: now,
                     policy: .init(mode: configuration.mode, fallback: configuration.fallback),
@@ -93,7 +99,8 @@ public struct PINService: Sendable {
     /// The Argon2id parameters for a new PIN slot: fixed by `kdf-memory-mib`/`kdf-passes`, else calibrated.
     public func chooseKDF() throws -> KDFParameters {
         if let memory = configuration.kdfMemoryMiB {
-            return .argon2id(memoryKiB: Configuration.kibibytes(mebibytes: memory), passes: configuration.kdfPasses ?? 3)
+            return .argon2id(
+                memoryKiB: Configuration.kibibytes(mebibytes: memory), passes: configuration.kdfPasses ?? 3)
         }
         var calibration = KDFCalibration(targetMilliseconds: configuration.kdfTargetMilliseconds)
         if let passes = configuration.kdfPasses { calibration.minimumPasses = passes }
@@ -122,9 +129,11 @@ public struct PINService: Sendable {
     /// key before the record is saved again (a change writes its new slot there).
     ///
     /// `slotKind` is `.pin`, or `.composite` with `finishKey` mixing the card's key into the PIN's.
-    func countedAttempt(pin: borrowing PIN, slotKind: SlotKind = .pin,
-                        finishKey: (borrowing SecretBytes, VaultSlot) throws -> SecretBytes = { key, _ in key.duplicate() },
-                        onSuccess: (inout EnrolmentRecord, borrowing SecretBytes) throws -> Void) throws -> VerifyReport {
+    func countedAttempt(
+        pin: borrowing PIN, slotKind: SlotKind = .pin,
+        finishKey: (borrowing SecretBytes, VaultSlot) throws -> SecretBytes = { key, _ in key.duplicate() },
+        onSuccess: (inout EnrolmentRecord, borrowing SecretBytes) throws -> Void
+    ) throws -> VerifyReport {
         try store.withLock(user: user) { () throws -> VerifyReport in
             guard var record = try store.load(user: user) else {
                 throw ServiceError.notEnrolled(user: user, path: recordPath)
@@ -151,7 +160,8 @@ public struct PINService: Sendable {
             }
             guard let vaultKey = opened else {
                 logger.info("wrong PIN", [("user", user), ("pin.remaining", String(record.counter.remaining))])
-                let outcome: VerifyOutcome = record.counter.isLocked
+                let outcome: VerifyOutcome =
+                    record.counter.isLocked
                     ? .locked : .rejected(remaining: record.counter.remaining, lastTry: record.counter.remaining == 1)
                 return VerifyReport(outcome: outcome, kdfNanoseconds: kdfTime, counter: record.counter)
             }
@@ -191,7 +201,8 @@ public struct PINService: Sendable {
                 }
                 let kdf = try chooseKDF()
                 let kek = try deriveKey(kdf, from: newPIN.secret)
-                let slot = try VaultSlot.seal(vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: time.now)
+                let slot = try VaultSlot.seal(
+                    vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: time.now)
                 record.setSlot(.pin, slot)
                 record.updated = time.now
                 interaction.report(.changed)
@@ -206,7 +217,8 @@ public struct PINService: Sendable {
             try store.save(record)
             let newPIN = try readNewPIN(interaction) { candidate in candidate.matches(current) ? .sameAsCurrent : nil }
             guard let binding = record.slot(.composite)?.token else { throw ServiceError.tokenNotEnabled }
-            try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: newPIN, shared: shared, binding: binding, mode: .both)
+            try sealTokenSlots(
+                record: &record, vaultKey: vaultKey, pin: newPIN, shared: shared, binding: binding, mode: .both)
             record.updated = time.now
             interaction.report(.changed)
         }
@@ -228,9 +240,10 @@ public struct PINService: Sendable {
                 guard let slot = record.slot(.recovery) else {
                     throw StoreError(.corrupt, path: recordPath, "record has no recovery slot")
                 }
-                let delay = RetryCounter.recoveryDelay(failures: record.counter.recoveryFailures,
-                                                       lastAttempt: record.counter.lastAttemptAt, now: time.now,
-                                                       schedule: configuration.failDelay)
+                let delay = RetryCounter.recoveryDelay(
+                    failures: record.counter.recoveryFailures,
+                    lastAttempt: record.counter.lastAttemptAt, now: time.now,
+                    schedule: configuration.failDelay)
                 if delay > 0 { return VerifyReport(outcome: .delayed(seconds: delay), counter: record.counter) }
                 record.counter.countRecoveryFailure()
                 record.counter.lastAttemptAt = time.now
@@ -238,8 +251,9 @@ public struct PINService: Sendable {
                 let kek = try deriveKey(slot.kdf, from: recovery)
                 guard let vaultKey = slot.open(keyEncryptionKey: kek, user: user) else {
                     logger.info("wrong recovery key", [("user", user)])
-                    return VerifyReport(outcome: .rejected(remaining: record.counter.remaining, lastTry: false),
-                                        counter: record.counter)
+                    return VerifyReport(
+                        outcome: .rejected(remaining: record.counter.remaining, lastTry: false),
+                        counter: record.counter)
                 }
                 record.counter.recoveryFailures = 0
                 // The key was right: keep that whatever the new PIN step does (a refusal, a broken pin-check).
@@ -247,8 +261,9 @@ public struct PINService: Sendable {
                 let newPIN = try readNewPIN(interaction)
                 let kdf = try chooseKDF()
                 let newKEK = try deriveKey(kdf, from: newPIN.secret)
-                let pinSlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: newKEK, kind: .pin, kdf: kdf, user: user,
-                                               created: time.now)
+                let pinSlot = try VaultSlot.seal(
+                    vaultKey, keyEncryptionKey: newKEK, kind: .pin, kdf: kdf, user: user,
+                    created: time.now)
                 record.setSlot(.pin, pinSlot)
                 if record.slot(.composite) != nil {
                     // The composite slot needs the old PIN; the token binding must be made again.
@@ -269,9 +284,12 @@ public struct PINService: Sendable {
         do {
             return try RecoveryKey.parse(typed)
         } catch {
-            throw .malformedRecoveryKey(error == .malformed ? "a recovery key has 30 characters in six groups of five"
-                : error == .invalidCharacter ? "a character is not one a recovery key uses, so its check fails (a typo?)"
-                : "its check characters do not match (a typo?)")
+            throw .malformedRecoveryKey(
+                error == .malformed
+                    ? "a recovery key has 30 characters in six groups of five"
+                    : error == .invalidCharacter
+                        ? "a character is not one a recovery key uses, so its check fails (a typo?)"
+                        : "its check characters do not match (a typo?)")
         }
     }
 
@@ -279,8 +297,10 @@ public struct PINService: Sendable {
 
     /// Asks for a new PIN and its confirmation, checking the policy, `extraRule` (the current PIN on a
     /// change) and the site's `pin-check` program; gives `newPINAttempts` chances.
-    func readNewPIN(_ interaction: some Interaction,
-                    extraRule: (borrowing PIN) -> PolicyRule? = { _ in nil }) throws -> PIN {
+    func readNewPIN(
+        _ interaction: some Interaction,
+        extraRule: (borrowing PIN) -> PolicyRule? = { _ in nil }
+    ) throws -> PIN {
         let attempts = max(1, interaction.newPINAttempts)
         var attempt = 0
         while true {
@@ -297,7 +317,8 @@ public struct PINService: Sendable {
             guard let rule else { return candidate }
             interaction.report(.policyViolation(rule: rule.rawValue, reason: siteRefusal))
             if attempt >= attempts {
-                throw siteRefusal.map { ServiceError.siteCheckRefused(reason: $0) } ?? ServiceError.policyViolation(rule)
+                throw siteRefusal.map { ServiceError.siteCheckRefused(reason: $0) }
+                    ?? ServiceError.policyViolation(rule)
             }
         }
     }

@@ -38,7 +38,8 @@ public final class ScriptedInteraction: Interaction, Sendable {
     }
 
     public func choose(_ question: String, options: [String]) throws(ServiceError) -> Int {
-        throw .usage("\(question): several choices (\(options.joined(separator: ", "))); name one with --reader or --serial")
+        throw .usage(
+            "\(question): several choices (\(options.joined(separator: ", "))); name one with --reader or --serial")
     }
 
     public func confirm(_ question: String) throws(ServiceError) -> Bool {

@@ -47,8 +47,10 @@ public enum ServiceError: Error, Sendable, Equatable {
     /// A sentence for the user.
     public var message: String {
         switch self {
-        case .notEnrolled(let user, let path): "no PIN is enrolled for \(user) (looked in \(path)); run `tokenpin enrol`"
-        case .alreadyEnrolled(let user, let path): "a PIN is already enrolled for \(user) (\(path)); use `tokenpin change`, or `tokenpin reset` with the recovery key"
+        case .notEnrolled(let user, let path):
+            "no PIN is enrolled for \(user) (looked in \(path)); run `tokenpin enrol`"
+        case .alreadyEnrolled(let user, let path):
+            "a PIN is already enrolled for \(user) (\(path)); use `tokenpin change`, or `tokenpin reset` with the recovery key"
         case .policyViolation(let rule): "PIN refused: \(rule.explanation) (rule \(rule.rawValue))"
         case .siteCheckRefused(let reason): "PIN refused: \(reason) (rule \(PolicyRule.siteCheck.rawValue))"
         case .store(let error): error.description
@@ -58,7 +60,8 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .malformedRecoveryKey(let why): "that is not a recovery key: \(why); nothing was counted"
         case .tokenUnavailable(let why): "token unavailable: \(why)"
         case .tokenNotEnabled: "the token type is not enabled; run `tokenpin toggle token on`"
-        case .tokenAlreadyEnabled(let serial): "the token type is already enabled (card \(serial)); switch it off first to bind another card"
+        case .tokenAlreadyEnabled(let serial):
+            "the token type is already enabled (card \(serial)); switch it off first to bind another card"
         case .serviceUnavailable(let why): why
         case .input(let why): why
         case .configuration(let why): why

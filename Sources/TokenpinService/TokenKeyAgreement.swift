@@ -66,7 +66,9 @@ enum TokenKeyAlgorithm: Equatable, CustomStringConvertible {
     func bindingKey(from publicKey: CardPublicKey) throws(TokenKeyError) -> (key: [UInt8], exponent: [UInt8]?) {
         switch (self, publicKey) {
         case (.cv25519, _):
-            guard let key = publicKey.curve25519 else { throw TokenKeyError("the card did not return a cv25519 public key") }
+            guard let key = publicKey.curve25519 else {
+                throw TokenKeyError("the card did not return a cv25519 public key")
+            }
             return (key, nil)
         case (.ecdh(let curve), .ecc(let point)):
             do {
@@ -78,7 +80,8 @@ enum TokenKeyAlgorithm: Equatable, CustomStringConvertible {
         case (.rsa(let bits), .rsa(let modulus, let exponent)):
             let trimmed = Array(modulus.drop { $0 == 0 })
             guard trimmed.count == bits / 8, trimmed[0] & 0x80 != 0 else {
-                throw TokenKeyError("the card's RSA key has a \(trimmed.count * 8)-bit modulus, its attributes say \(bits)")
+                throw TokenKeyError(
+                    "the card's RSA key has a \(trimmed.count * 8)-bit modulus, its attributes say \(bits)")
             }
             let e = Array(exponent.drop { $0 == 0 })
             guard (1...8).contains(e.count) else { throw TokenKeyError("the card's RSA exponent is \(e.count) bytes") }
@@ -99,10 +102,13 @@ enum TokenKeyAlgorithm: Equatable, CustomStringConvertible {
             return TokenChallenge(challenge: ephemeral.publicKey, secret: secret)
         case .ecdh(let curve):
             let ephemeral = try EllipticCurveDH.generateKeyPair(on: curve)
-            let secret = try EllipticCurveDH.sharedSecret(privateKey: ephemeral.privateKey, peerPoint: cardKey, on: curve)
+            let secret = try EllipticCurveDH.sharedSecret(
+                privateKey: ephemeral.privateKey, peerPoint: cardKey, on: curve)
             return TokenChallenge(challenge: ephemeral.publicPoint, secret: secret)
         case .rsa:
-            guard let exponent = binding.cardPublicExponent else { throw TokenKeyError("RSA binding without an exponent") }
+            guard let exponent = binding.cardPublicExponent else {
+                throw TokenKeyError("RSA binding without an exponent")
+            }
             let secret = SecureRandom.secret(Self.rsaSecretLength)
             let cryptogram = try RSAKeys.encrypt(secret, modulus: cardKey, publicExponent: [UInt8](exponent))
             return TokenChallenge(challenge: cryptogram, secret: secret)

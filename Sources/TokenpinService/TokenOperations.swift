@@ -102,13 +102,16 @@ extension PINService {
     func failure(_ error: OpenPGPError, card: String) -> TokenFailure {
         switch error {
         case .wrongPIN(let retries):
-            return TokenFailure(kind: .refused, reason: retries == 0
-                ? "wrong card PIN for card \(card); the card PIN is now blocked (`tokenpin token unblock`)"
-                : "wrong card PIN for card \(card), \(retries) \(retries == 1 ? "try" : "tries") left on the card",
+            return TokenFailure(
+                kind: .refused,
+                reason: retries == 0
+                    ? "wrong card PIN for card \(card); the card PIN is now blocked (`tokenpin token unblock`)"
+                    : "wrong card PIN for card \(card), \(retries) \(retries == 1 ? "try" : "tries") left on the card",
                 cardTriesLeft: retries)
         case .blocked:
-            return TokenFailure(kind: .refused, reason: "the PIN of card \(card) is blocked; unblock it with `tokenpin token unblock`",
-                                cardTriesLeft: 0)
+            return TokenFailure(
+                kind: .refused, reason: "the PIN of card \(card) is blocked; unblock it with `tokenpin token unblock`",
+                cardTriesLeft: 0)
         case .transport(let inner):
             let described = (try? readers())?.describe(inner) ?? .tokenUnavailable("\(inner)")
             if case .serviceUnavailable(let why) = described { return TokenFailure(kind: .service, reason: why) }
@@ -187,7 +190,9 @@ extension PINService {
             if case .serviceUnavailable(let why) = error { throw TokenFailure(kind: .service, reason: why) }
             throw TokenFailure(kind: .unavailable, reason: error.message)
         }
-        let candidates = presences.filter { $0.cardPresent && selection.accepts(reader: $0.name) && $0.name != lastReader }
+        let candidates = presences.filter {
+            $0.cardPresent && selection.accepts(reader: $0.name) && $0.name != lastReader
+        }
         if presences.isEmpty { throw TokenFailure(kind: .unavailable, reason: "no card reader is connected") }
         for reader in candidates {
             guard let card = try? openCard(reader: reader.name) else { continue }
@@ -195,15 +200,19 @@ extension PINService {
             card.handle.close()
         }
         let othersPresent = presences.contains { $0.cardPresent && selection.accepts(reader: $0.name) }
-        throw TokenFailure(kind: .unavailable, reason: "card \(cardLabel(serial: serial)) is not in any reader"
-            + (othersPresent ? " (other cards are)" : " (no card present)"))
+        throw TokenFailure(
+            kind: .unavailable,
+            reason: "card \(cardLabel(serial: serial)) is not in any reader"
+                + (othersPresent ? " (other cards are)" : " (no card present)"))
     }
 
     /// The card to bind or manage: the only usable one, the one the selection names, or the person's choice.
     func chooseCard(_ interaction: some Interaction) throws(ServiceError) -> CardProbe {
         let probes = try probeCards().filter { $0.data != nil && selection.accepts(serial: $0.serial) }
         guard !probes.isEmpty else {
-            if selection.serial != nil { throw .tokenUnavailable("no OpenPGP card with serial \(selection.serial ?? "") is present") }
+            if selection.serial != nil {
+                throw .tokenUnavailable("no OpenPGP card with serial \(selection.serial ?? "") is present")
+            }
             throw .tokenUnavailable("no OpenPGP card is present; insert the token and try again")
         }
         if probes.count == 1 { return probes[0] }
@@ -218,7 +227,9 @@ extension PINService {
     /// `fallback = allow`) the PIN; `method` forces one. In `mode = both`, the PIN and the card together.
     ///
     /// Token failures never consume PIN tries.
-    public func verify(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError) -> VerifyReport {
+    public func verify(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError)
+        -> VerifyReport
+    {
         try guarded { () throws -> VerifyReport in
             let record = try loadRecord()
             if record.slot(.composite) != nil {
@@ -230,7 +241,9 @@ extension PINService {
                 return try verifyPIN(interaction, record: record)
             }
             if modeInForce(record)?.source == .configuration {
-                if method == .pin { throw ServiceError.tokenUnavailable("mode = both (configuration): the PIN alone cannot verify") }
+                if method == .pin {
+                    throw ServiceError.tokenUnavailable("mode = both (configuration): the PIN alone cannot verify")
+                }
                 return try verifyTokenAndPIN(interaction)
             }
             var tokenFailure: String?
@@ -245,11 +258,13 @@ extension PINService {
                     }
                 } catch let failure as TokenFailure {
                     let fallback = method == nil && fallbackAllowed(record)
-                    interaction.report(.tokenFailed(reason: failure.reason, fallback: fallback, cardTriesLeft: failure.cardTriesLeft))
+                    interaction.report(
+                        .tokenFailed(reason: failure.reason, fallback: fallback, cardTriesLeft: failure.cardTriesLeft))
                     if !fallback {
                         if failure.kind == .refused {
-                            return VerifyReport(outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
-                                                counter: record.counter)
+                            return VerifyReport(
+                                outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
+                                counter: record.counter)
                         }
                         throw failure.serviceError
                     }
@@ -278,8 +293,9 @@ extension PINService {
         record.updated = time.now
         try store.save(record)
         logger.info("verified", [("user", user), ("method", "token")])
-        return VerifyReport(outcome: .verified(method: .token), kdfNanoseconds: opened.nanoseconds, counter: record.counter,
-                            card: opened.card)
+        return VerifyReport(
+            outcome: .verified(method: .token), kdfNanoseconds: opened.nanoseconds, counter: record.counter,
+            card: opened.card)
     }
 
     /// The vault key a card opened, and which card it was.
@@ -292,7 +308,9 @@ extension PINService {
     /// Finds the enrolled card, VERIFYs its PIN, has it compute the shared secret (PSO:DECIPHER), derives the
     /// token key and opens `slot`. The shared secret and the key are wiped before this returns.
     func openTokenSlot(_ slot: VaultSlot, _ interaction: some Interaction) throws -> OpenedTokenSlot {
-        guard let binding = slot.token else { throw StoreError(.corrupt, path: recordPath, "token slot without a binding") }
+        guard let binding = slot.token else {
+            throw StoreError(.corrupt, path: recordPath, "token slot without a binding")
+        }
         let card = try openEnrolledCard(serial: binding.serial, lastReader: binding.reader)
         defer { card.handle.close() }
         let shared = try cardSecret(card, binding: binding, interaction)
@@ -300,11 +318,14 @@ extension PINService {
         let kek = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))
         let vaultKey = slot.open(keyEncryptionKey: kek, user: user)
         guard let vaultKey else {
-            throw TokenFailure(kind: .refused, reason: "card \(card.label) does not open the token slot (was its decryption key replaced?)",
-                               cardTriesLeft: cardTries(card))
+            throw TokenFailure(
+                kind: .refused,
+                reason: "card \(card.label) does not open the token slot (was its decryption key replaced?)",
+                cardTriesLeft: cardTries(card))
         }
-        return OpenedTokenSlot(vaultKey: vaultKey, card: VerifiedCard(serial: card.serial, reader: card.reader),
-                               nanoseconds: time.monotonicNanoseconds &- start)
+        return OpenedTokenSlot(
+            vaultKey: vaultKey, card: VerifiedCard(serial: card.serial, reader: card.reader),
+            nanoseconds: time.monotonicNanoseconds &- start)
     }
 
     /// A binding and the secret the card answers for it (computed here for a fresh binding).
@@ -318,7 +339,9 @@ extension PINService {
     /// public key. No APDU is sent; ephemeral private keys are wiped when this returns, and the new challenge
     /// replaces the slot's (TokenKeyAgreement.swift).
     func freshAgreement(_ slot: VaultSlot, reader: String?) throws -> KeyAgreement {
-        guard var binding = slot.token else { throw StoreError(.corrupt, path: recordPath, "token slot without a binding") }
+        guard var binding = slot.token else {
+            throw StoreError(.corrupt, path: recordPath, "token slot without a binding")
+        }
         let fresh = try bindingAlgorithm(binding).freshChallenge(for: binding)
         binding.ephemeralPublicKey = Data(fresh.challenge)
         if let reader { binding.reader = reader }
@@ -351,7 +374,9 @@ extension PINService {
     }
 
     /// `cardSecret` for binding: a refusal is an error, there is nothing to fall back to.
-    func requireCardSecret(_ card: OpenedCard, binding: TokenBinding, _ interaction: some Interaction) throws -> SecretBytes {
+    func requireCardSecret(_ card: OpenedCard, binding: TokenBinding, _ interaction: some Interaction) throws
+        -> SecretBytes
+    {
         do {
             return try cardSecret(card, binding: binding, interaction)
         } catch let failure as TokenFailure {
@@ -361,9 +386,12 @@ extension PINService {
 
     /// `mode = both`: the card first (its own counter), then one counted PIN attempt on the composite slot.
     /// `onSuccess` gets the record, the vault key and the card's shared secret.
-    func verifyBoth(_ interaction: some Interaction, prompt: SecretPrompt,
-                    onSuccess: (inout EnrolmentRecord, borrowing SecretBytes, borrowing SecretBytes, borrowing PIN) throws -> Void)
-        throws -> VerifyReport {
+    func verifyBoth(
+        _ interaction: some Interaction, prompt: SecretPrompt,
+        onSuccess: (inout EnrolmentRecord, borrowing SecretBytes, borrowing SecretBytes, borrowing PIN) throws -> Void
+    )
+        throws -> VerifyReport
+    {
         let record = try loadRecord()
         if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
         guard let slot = record.slot(.composite), let binding = slot.token else { throw ServiceError.tokenNotEnabled }
@@ -379,37 +407,49 @@ extension PINService {
         do {
             let shared = try cardSecret(card, binding: binding, interaction)
             let pinKeyHolder = KeyHolder()
-            var report = try countedAttempt(pin: pin, slotKind: .composite, finishKey: { pinKey, slot in
-                guard let current = slot.token else { throw StoreError(.corrupt, path: recordPath, "composite slot without a binding") }
-                guard current.ephemeralPublicKey == binding.ephemeralPublicKey else {
-                    // The card answered for a key another verification has replaced meanwhile.
-                    throw TokenFailure(kind: .unavailable, reason: "the token slot was re-sealed by another verification while "
-                        + "the card was asked; try again")
-                }
-                pinKeyHolder.key = pinKey.duplicate()
-                let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: current, salt: [UInt8](slot.kdf.salt))
-                return try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: current,
-                                                  salt: [UInt8](slot.kdf.salt))
-            }, onSuccess: { record, vaultKey in
-                // Re-seal under a fresh ephemeral key: the PIN's key and KDF parameters stay, the card's part changes.
-                guard let slot = record.slot(.composite), let pinKey = pinKeyHolder.key.take() else {
-                    throw StoreError(.corrupt, path: recordPath, "composite slot vanished during verification")
-                }
-                let renewed = try freshAgreement(slot, reader: card.reader)
-                try sealComposite(record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: slot.kdf, shared: renewed.secret,
-                                  binding: renewed.binding)
-                try onSuccess(&record, vaultKey, renewed.secret, pin)
-            })
+            var report = try countedAttempt(
+                pin: pin, slotKind: .composite,
+                finishKey: { pinKey, slot in
+                    guard let current = slot.token else {
+                        throw StoreError(.corrupt, path: recordPath, "composite slot without a binding")
+                    }
+                    guard current.ephemeralPublicKey == binding.ephemeralPublicKey else {
+                        // The card answered for a key another verification has replaced meanwhile.
+                        throw TokenFailure(
+                            kind: .unavailable,
+                            reason: "the token slot was re-sealed by another verification while "
+                                + "the card was asked; try again")
+                    }
+                    pinKeyHolder.key = pinKey.duplicate()
+                    let tokenKey = try TokenKeys.tokenKey(
+                        sharedSecret: shared, binding: current, salt: [UInt8](slot.kdf.salt))
+                    return try TokenKeys.compositeKey(
+                        tokenKey: tokenKey, pinKey: pinKey, binding: current,
+                        salt: [UInt8](slot.kdf.salt))
+                },
+                onSuccess: { record, vaultKey in
+                    // Re-seal under a fresh ephemeral key: the PIN's key and KDF parameters stay, the card's part changes.
+                    guard let slot = record.slot(.composite), let pinKey = pinKeyHolder.key.take() else {
+                        throw StoreError(.corrupt, path: recordPath, "composite slot vanished during verification")
+                    }
+                    let renewed = try freshAgreement(slot, reader: card.reader)
+                    try sealComposite(
+                        record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: slot.kdf, shared: renewed.secret,
+                        binding: renewed.binding)
+                    try onSuccess(&record, vaultKey, renewed.secret, pin)
+                })
             if case .verified = report.outcome {
                 report.outcome = .verified(method: .both)
                 report.card = VerifiedCard(serial: card.serial, reader: card.reader)
             }
             return report
         } catch let failure as TokenFailure {
-            interaction.report(.tokenFailed(reason: failure.reason, fallback: false, cardTriesLeft: failure.cardTriesLeft))
+            interaction.report(
+                .tokenFailed(reason: failure.reason, fallback: false, cardTriesLeft: failure.cardTriesLeft))
             if failure.kind == .refused {
-                return VerifyReport(outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
-                                    counter: record.counter)
+                return VerifyReport(
+                    outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
+                    counter: record.counter)
             }
             throw failure.serviceError
         }
@@ -422,8 +462,10 @@ extension PINService {
     ///
     /// `mode` `.both` binds in `both` whatever the configuration says (the stricter of the two wins); on a card
     /// already bound in `either` it re-binds it in `both` (see `rebindInBoth`).
-    public func enableToken(_ interaction: some Interaction, generateKey: Bool = false, assumeYes: Bool = false,
-                            mode: VerificationMode? = nil) throws(ServiceError) -> VerifyReport {
+    public func enableToken(
+        _ interaction: some Interaction, generateKey: Bool = false, assumeYes: Bool = false,
+        mode: VerificationMode? = nil
+    ) throws(ServiceError) -> VerifyReport {
         try guarded { () throws -> VerifyReport in
             let record = try loadRecord()
             if let binding = record.slot(.token)?.token ?? record.slot(.composite)?.token {
@@ -434,29 +476,35 @@ extension PINService {
             // Find the card before asking for anything: a missing card costs no PIN try.
             let probe = try chooseCard(interaction)
             if !probe.usable && !generateKey {
-                throw ServiceError.tokenUnavailable("card \(probe.label) is not usable: \(probe.unusableReason ?? "unknown"); "
-                    + "`tokenpin toggle token on --generate-key` creates a cv25519 decryption key on it (replacing the card's decryption key)")
+                throw ServiceError.tokenUnavailable(
+                    "card \(probe.label) is not usable: \(probe.unusableReason ?? "unknown"); "
+                        + "`tokenpin toggle token on --generate-key` creates a cv25519 decryption key on it (replacing the card's decryption key)"
+                )
             }
             let pin = PIN(try interaction.readSecret(.pin))
             return try countedAttempt(pin: pin) { record, vaultKey in
                 try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
-                try bind(record: &record, vaultKey: vaultKey, pin: pin, reader: probe.reader, serial: probe.serial,
-                         generateKey: generateKey, assumeYes: assumeYes, mode: bindingMode(requested: mode), interaction)
+                try bind(
+                    record: &record, vaultKey: vaultKey, pin: pin, reader: probe.reader, serial: probe.serial,
+                    generateKey: generateKey, assumeYes: assumeYes, mode: bindingMode(requested: mode), interaction)
             }
         }
     }
 
     /// Binds the card in `reader`, which must still be the card with `serial` that was chosen: the serial is
     /// read from the card again before any PIN is sent to it.
-    func bind(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pin: borrowing PIN, reader: String,
-              serial: String?, generateKey: Bool, assumeYes: Bool, mode: VerificationMode? = nil,
-              _ interaction: some Interaction) throws {
+    func bind(
+        record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pin: borrowing PIN, reader: String,
+        serial: String?, generateKey: Bool, assumeYes: Bool, mode: VerificationMode? = nil,
+        _ interaction: some Interaction
+    ) throws {
         let mode = mode ?? configuration.mode
         let card = try openCard(reader: reader)
         defer { card.handle.close() }
         guard let serial, card.serial == serial else {
-            throw ServiceError.tokenUnavailable("the card in \(reader) changed since it was chosen: it was "
-                + "\(serial.map(cardLabel(serial:)) ?? "unknown"), it is now \(card.label); nothing was sent to it")
+            throw ServiceError.tokenUnavailable(
+                "the card in \(reader) changed since it was chosen: it was "
+                    + "\(serial.map(cardLabel(serial:)) ?? "unknown"), it is now \(card.label); nothing was sent to it")
         }
         var algorithm = card.data.algorithmAttributes[.decryption].flatMap(TokenKeyAlgorithm.init(attributes:))
         let publicKey: CardPublicKey
@@ -471,7 +519,8 @@ extension PINService {
                     throw ServiceError.tokenUnavailable("card \(card.label) is not usable: \(reason)")
                 }
                 try confirmKeyReplacement(on: card, assumeYes: assumeYes, interaction)
-                let adminPIN = try interaction.readSecret(.adminPIN(card: card.label, triesLeft: card.data.passwordStatus.retriesPW3))
+                let adminPIN = try interaction.readSecret(
+                    .adminPIN(card: card.label, triesLeft: card.data.passwordStatus.retriesPW3))
                 publicKey = try card.run { session throws(OpenPGPError) in
                     try session.verify(.pw3, pin: adminPIN, keyDerivation: session.keyDerivation(card.data))
                     try session.setAlgorithmAttributes(.cv25519, for: .decryption)
@@ -483,22 +532,26 @@ extension PINService {
         } catch let error as OpenPGPError {
             throw ServiceError.cardRefused(failure(error, card: card.label).reason)
         }
-        guard let algorithm else { throw ServiceError.tokenUnavailable("card \(card.label) has no usable decryption key") }
+        guard let algorithm else {
+            throw ServiceError.tokenUnavailable("card \(card.label) has no usable decryption key")
+        }
         let cardKey: (key: [UInt8], exponent: [UInt8]?)
         do {
             cardKey = try algorithm.bindingKey(from: publicKey)
         } catch {
             throw ServiceError.tokenUnavailable("card \(card.label): \(error.description)")
         }
-        var binding = TokenBinding(serial: card.serial, cardPublicKey: Data(cardKey.key), ephemeralPublicKey: Data(),
-                                   reader: reader, algorithm: algorithm.bindingName,
-                                   cardPublicExponent: cardKey.exponent.map { Data($0) })
+        var binding = TokenBinding(
+            serial: card.serial, cardPublicKey: Data(cardKey.key), ephemeralPublicKey: Data(),
+            reader: reader, algorithm: algorithm.bindingName,
+            cardPublicExponent: cardKey.exponent.map { Data($0) })
         let fresh = try algorithm.freshChallenge(for: binding)
         binding.ephemeralPublicKey = Data(fresh.challenge)
         let shared = try requireCardSecret(card, binding: binding, interaction)
         // Prove the binding: the card's answer must equal the secret computed here from its public key.
         guard shared.isEqual(to: fresh.secret) else {
-            throw ServiceError.cardRefused("card \(card.label) answered PSO:DECIPHER with a secret that does not match its public key")
+            throw ServiceError.cardRefused(
+                "card \(card.label) answered PSO:DECIPHER with a secret that does not match its public key")
         }
         try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, shared: shared, binding: binding, mode: mode)
         record.policy = .init(mode: mode, fallback: configuration.fallback)
@@ -509,12 +562,15 @@ extension PINService {
 
     /// Seals the vault key for the card: a `token` slot (`mode = either`), or a `composite` slot that
     /// replaces the PIN slot (`mode = both`).
-    func sealTokenSlots(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pin: borrowing PIN,
-                        shared: borrowing SecretBytes, binding: TokenBinding, mode: VerificationMode) throws {
+    func sealTokenSlots(
+        record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pin: borrowing PIN,
+        shared: borrowing SecretBytes, binding: TokenBinding, mode: VerificationMode
+    ) throws {
         if mode == .both {
             let pinKDF = try chooseKDF()
             let pinKey = try deriveKey(pinKDF, from: pin.secret)
-            try sealComposite(record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: pinKDF, shared: shared, binding: binding)
+            try sealComposite(
+                record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: pinKDF, shared: shared, binding: binding)
             record.setSlot(.pin, nil)
             record.setSlot(.token, nil)
         } else {
@@ -524,26 +580,37 @@ extension PINService {
     }
 
     /// Seals the vault key into the `token` slot for `agreement`, under a fresh BLAKE2b salt.
-    func sealToken(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes,
-                   agreement: borrowing KeyAgreement) throws {
+    func sealToken(
+        record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes,
+        agreement: borrowing KeyAgreement
+    ) throws {
         let kdf = KDFParameters(algorithm: .blake2b)
-        let tokenKey = try TokenKeys.tokenKey(sharedSecret: agreement.secret, binding: agreement.binding,
-                                              salt: [UInt8](kdf.salt))
+        let tokenKey = try TokenKeys.tokenKey(
+            sharedSecret: agreement.secret, binding: agreement.binding,
+            salt: [UInt8](kdf.salt))
         let created = record.slot(.token)?.created ?? time.now
-        record.setSlot(.token, try VaultSlot.seal(vaultKey, keyEncryptionKey: tokenKey, kind: .token, kdf: kdf,
-                                                  token: agreement.binding, user: user, created: created))
+        record.setSlot(
+            .token,
+            try VaultSlot.seal(
+                vaultKey, keyEncryptionKey: tokenKey, kind: .token, kdf: kdf,
+                token: agreement.binding, user: user, created: created))
     }
 
     /// Seals the vault key into the `composite` slot: the PIN's key (derived with `kdf`, whose salt the slot
     /// keeps) mixed with the token key of `shared` and `binding`.
-    func sealComposite(record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pinKey: borrowing SecretBytes,
-                       kdf: KDFParameters, shared: borrowing SecretBytes, binding: TokenBinding) throws {
+    func sealComposite(
+        record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pinKey: borrowing SecretBytes,
+        kdf: KDFParameters, shared: borrowing SecretBytes, binding: TokenBinding
+    ) throws {
         let salt = [UInt8](kdf.salt)
         let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: salt)
         let compositeKey = try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: binding, salt: salt)
         let created = record.slot(.composite)?.created ?? time.now
-        record.setSlot(.composite, try VaultSlot.seal(vaultKey, keyEncryptionKey: compositeKey, kind: .composite,
-                                                      kdf: kdf, token: binding, user: user, created: created))
+        record.setSlot(
+            .composite,
+            try VaultSlot.seal(
+                vaultKey, keyEncryptionKey: compositeKey, kind: .composite,
+                kdf: kdf, token: binding, user: user, created: created))
     }
 
     /// `toggle token off`: removes the binding after a counted verification, like switching it on.
@@ -552,8 +619,10 @@ extension PINService {
     /// `.token`: the card PIN and PSO:DECIPHER opening the token slot (prompt: card PIN). The report names the
     /// method used. In `mode = both` the PIN and the card are needed (prompts: PIN, card PIN) and a plain PIN
     /// slot takes the composite slot's place.
-    public func disableToken(_ interaction: some Interaction,
-                             method: VerificationMethod? = nil) throws(ServiceError) -> VerifyReport {
+    public func disableToken(
+        _ interaction: some Interaction,
+        method: VerificationMethod? = nil
+    ) throws(ServiceError) -> VerifyReport {
         try guarded { () throws -> VerifyReport in
             let record = try loadRecord()
             if record.slot(.composite) != nil {
@@ -564,8 +633,11 @@ extension PINService {
                 return try verifyBoth(interaction, prompt: .pin) { record, vaultKey, _, pin in
                     let kdf = try chooseKDF()
                     let pinKey = try deriveKey(kdf, from: pin.secret)
-                    record.setSlot(.pin, try VaultSlot.seal(vaultKey, keyEncryptionKey: pinKey, kind: .pin, kdf: kdf,
-                                                            user: user, created: time.now))
+                    record.setSlot(
+                        .pin,
+                        try VaultSlot.seal(
+                            vaultKey, keyEncryptionKey: pinKey, kind: .pin, kdf: kdf,
+                            user: user, created: time.now))
                     record.setSlot(.composite, nil)
                     record.policy.mode = .either
                     logger.info("token disabled", [("user", user), ("method", "both")])
@@ -577,7 +649,8 @@ extension PINService {
                 // Else the PIN alone would switch off the card the configuration demands, then verify alone.
                 if method == .pin {
                     throw ServiceError.tokenUnavailable(
-                        "mode = both (configuration): the PIN alone cannot switch the token off; the card is needed too")
+                        "mode = both (configuration): the PIN alone cannot switch the token off; the card is needed too"
+                    )
                 }
                 return try verifyTokenAndPIN(interaction, then: .removeToken)
             }
@@ -596,15 +669,19 @@ extension PINService {
     /// A refusal by the card is an outcome (`tokenRejected`); a card that is not there is an error.
     func disableTokenWithCard(_ interaction: some Interaction) throws -> VerifyReport {
         try store.withLock(user: user) { () throws -> VerifyReport in
-            guard var record = try store.load(user: user) else { throw ServiceError.notEnrolled(user: user, path: recordPath) }
+            guard var record = try store.load(user: user) else {
+                throw ServiceError.notEnrolled(user: user, path: recordPath)
+            }
             guard let slot = record.slot(.token) else { throw ServiceError.tokenNotEnabled }
             do {
                 _ = try openTokenSlot(slot, interaction)
             } catch let failure as TokenFailure {
-                interaction.report(.tokenFailed(reason: failure.reason, fallback: false, cardTriesLeft: failure.cardTriesLeft))
+                interaction.report(
+                    .tokenFailed(reason: failure.reason, fallback: false, cardTriesLeft: failure.cardTriesLeft))
                 guard failure.kind == .refused else { throw failure.serviceError }
-                return VerifyReport(outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
-                                    counter: record.counter)
+                return VerifyReport(
+                    outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
+                    counter: record.counter)
             }
             record.setSlot(.token, nil)
             record.updated = time.now
@@ -628,7 +705,8 @@ extension PINService {
             guard bound != nil else { return [] }
         }
         let readers = try probeCards().map { probe in
-            probe.data == nil && probe.problem == "no card" ? ReaderInfo(name: probe.reader, cardPresent: false) : probe.info
+            probe.data == nil && probe.problem == "no card"
+                ? ReaderInfo(name: probe.reader, cardPresent: false) : probe.info
         }
         guard let bound else { return readers }
         return readers.filter { $0.serial == bound }
@@ -646,7 +724,8 @@ extension PINService {
         do {
             let readers = try listReaders()
             let matching = binding.flatMap { binding in readers.first { $0.serial == binding.serial } }
-            return TokenStatus(readers: readers, matchingReader: matching?.name, cardPINTriesLeft: matching?.cardPINTriesLeft)
+            return TokenStatus(
+                readers: readers, matchingReader: matching?.name, cardPINTriesLeft: matching?.cardPINTriesLeft)
         } catch {
             return TokenStatus(readers: [], problem: error.message)
         }
@@ -660,12 +739,14 @@ extension PINService {
         if cardScope == .boundCardOnly {
             let local = "manage another card with `tokenpin --local token \(command)`, under your own smart-card rights"
             guard let binding else {
-                throw ServiceError.permissionDenied("through tokenpind you manage only the card bound to your record, "
-                    + "and no card is bound; " + local)
+                throw ServiceError.permissionDenied(
+                    "through tokenpind you manage only the card bound to your record, "
+                        + "and no card is bound; " + local)
             }
             if let named = selection.serial, !CardSelection(serial: named).accepts(serial: binding.serial) {
-                throw ServiceError.permissionDenied("through tokenpind you manage only the card bound to your record "
-                    + "(\(cardLabel(serial: binding.serial))), not card \(named); " + local)
+                throw ServiceError.permissionDenied(
+                    "through tokenpind you manage only the card bound to your record "
+                        + "(\(cardLabel(serial: binding.serial))), not card \(named); " + local)
             }
         }
         if let binding { return try openEnrolledCard(serial: binding.serial, lastReader: binding.reader) }
@@ -694,8 +775,9 @@ extension PINService {
             let new = try readNewCardPIN(interaction, maximum: card.data.passwordStatus.maxLengthPW1)
             do throws(OpenPGPError) {
                 try card.run { session throws(OpenPGPError) in
-                    try session.changeReferenceData(.pw1, current: current, new: new,
-                                                    keyDerivation: session.keyDerivation(card.data))
+                    try session.changeReferenceData(
+                        .pw1, current: current, new: new,
+                        keyDerivation: session.keyDerivation(card.data))
                 }
             } catch {
                 throw ServiceError.cardRefused(failure(error, card: card.label).reason)
@@ -713,7 +795,8 @@ extension PINService {
             let status = card.data.passwordStatus
             if admin {
                 guard status.retriesPW3 > 0 else {
-                    throw ServiceError.cardRefused("the admin PIN of card \(card.label) is blocked; only a factory reset helps")
+                    throw ServiceError.cardRefused(
+                        "the admin PIN of card \(card.label) is blocked; only a factory reset helps")
                 }
                 let adminPIN = try interaction.readSecret(.adminPIN(card: card.label, triesLeft: status.retriesPW3))
                 let new = try readNewCardPIN(interaction, maximum: status.maxLengthPW1)
@@ -724,21 +807,26 @@ extension PINService {
                         try session.resetRetryCounter(newPIN: new, keyDerivation: kdf)
                     }
                 } catch {
-                    throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacing("card PIN", with: "admin PIN"))
+                    throw ServiceError.cardRefused(
+                        failure(error, card: card.label).reason.replacing("card PIN", with: "admin PIN"))
                 }
             } else {
                 guard status.retriesResetCode > 0 else {
-                    throw ServiceError.cardRefused("card \(card.label) has no usable Reset Code; unblock with the admin PIN (`tokenpin token unblock --admin`)")
+                    throw ServiceError.cardRefused(
+                        "card \(card.label) has no usable Reset Code; unblock with the admin PIN (`tokenpin token unblock --admin`)"
+                    )
                 }
                 let code = try interaction.readSecret(.resetCode(card: card.label, triesLeft: status.retriesResetCode))
                 let new = try readNewCardPIN(interaction, maximum: status.maxLengthPW1)
                 do throws(OpenPGPError) {
                     try card.run { session throws(OpenPGPError) in
-                        try session.resetRetryCounter(resetCode: code, newPIN: new,
-                                                      keyDerivation: session.keyDerivation(card.data))
+                        try session.resetRetryCounter(
+                            resetCode: code, newPIN: new,
+                            keyDerivation: session.keyDerivation(card.data))
                     }
                 } catch {
-                    throw ServiceError.cardRefused(failure(error, card: card.label).reason.replacing("card PIN", with: "Reset Code"))
+                    throw ServiceError.cardRefused(
+                        failure(error, card: card.label).reason.replacing("card PIN", with: "Reset Code"))
                 }
             }
             logger.info("card PIN unblocked", [("card", card.label)])

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Replaces a file so that it holds either its old or its new contents, whatever fails or crashes.
@@ -69,8 +69,9 @@ public enum AtomicFile {
         try hook(.directoryOpened)
 
         _ = unlinkat(directory.rawValue, temporary, 0)  // a leftover from a crash is never the file
-        let file = try FileDescriptor.open(temporary, relativeTo: directory,
-                                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
+        let file = try FileDescriptor.open(
+            temporary, relativeTo: directory,
+            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
         do throws(Errno) {
             try hook(.temporaryCreated)
             try file.writeAll(contents)

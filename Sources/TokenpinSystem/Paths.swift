@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Path and account lookups the tools need, without Foundation's NSString and NSHomeDirectory.

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A terminal's settings (echo, line editing, signal keys), as read from and applied to a terminal.

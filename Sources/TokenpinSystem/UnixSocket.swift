@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The address of a Unix domain socket: a path in `sockaddr_un`, built and checked in one place.

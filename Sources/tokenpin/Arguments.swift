@@ -82,7 +82,9 @@ enum Options {
         help: "Bind `token on` in this mode; the stricter of it and `mode` wins.")
     static let generateKey = Option.flag(
         "--generate-key",
-        help: "Replace the card's decryption key with a new cv25519 key (admin PIN); without it, the key is used as it is.")
+        help:
+            "Replace the card's decryption key with a new cv25519 key (admin PIN); without it, the key is used as it is."
+    )
     static let yes = Option.flag("--yes", help: "Confirm that --generate-key replaces the card's decryption key.")
     static let admin = Option.flag("--admin", help: "Unblock with the admin PIN instead of the Reset Code.")
     static let iterations = Option.value("--iterations", valueName: "n", help: "Verifications to time (default 5).")

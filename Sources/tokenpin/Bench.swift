@@ -1,6 +1,6 @@
 import FoundationEssentials
-import TokenpinProtocol
 import TokenpinCore
+import TokenpinProtocol
 import TokenpinService
 import TokenpinSystem
 
@@ -28,11 +28,13 @@ struct BenchCommand: Command {
         }
         let calibrationSeconds = Double(time.monotonicNanoseconds - calibrationStart) / 1e9
         let chosen = result.parameters
-        context.console.say("Argon2id calibration (target \(context.configuration.kdfTargetMilliseconds) ms, "
-            + "memory \(calibration.memoryFloorKiB / 1024)-\(calibration.memoryCapKiB / 1024) MiB):")
+        context.console.say(
+            "Argon2id calibration (target \(context.configuration.kdfTargetMilliseconds) ms, "
+                + "memory \(calibration.memoryFloorKiB / 1024)-\(calibration.memoryCapKiB / 1024) MiB):")
         context.console.say("  chosen:   m=\(chosen.memoryKiB / 1024) MiB, t=\(chosen.passes), p=1")
-        context.console.say("  measured: \(fixed(result.measuredMilliseconds, 1)) ms per derivation (calibration took "
-            + "\(fixed(calibrationSeconds, 2)) s)")
+        context.console.say(
+            "  measured: \(fixed(result.measuredMilliseconds, 1)) ms per derivation (calibration took "
+                + "\(fixed(calibrationSeconds, 2)) s)")
 
         guard let directory = makeTemporaryDirectory("tokenpin-bench") else {
             return context.console.fail(.ioError, errorCode: "io", message: "cannot create a temporary directory")
@@ -42,8 +44,9 @@ struct BenchCommand: Command {
         configuration.kdfMemoryMiB = chosen.memoryKiB / 1024
         configuration.kdfPasses = chosen.passes
         configuration.failDelay = []
-        let service = PINService(store: RecordStore(directory: directory + "/store"), configuration: configuration,
-                                 user: context.user)
+        let service = PINService(
+            store: RecordStore(directory: directory + "/store"), configuration: configuration,
+            user: context.user)
         let pin = "739154"
         do {
             _ = try service.enrol(ScriptedInteraction([pin, pin]))
@@ -61,7 +64,8 @@ struct BenchCommand: Command {
                 return context.fail(error)
             }
             guard report.outcome == .verified(method: .pin) else {
-                return context.console.fail(.notVerified, errorCode: "bench", message: "the benchmark PIN did not verify")
+                return context.console.fail(
+                    .notVerified, errorCode: "bench", message: "the benchmark PIN did not verify")
             }
             walls.append(Double(time.monotonicNanoseconds - start) / 1e6)
             kdfs.append(Double(report.kdfNanoseconds) / 1e6)
@@ -73,16 +77,27 @@ struct BenchCommand: Command {
         context.console.say("Verify latency (median of \(iterations)):")
         context.console.say("  wall:     \(fixed(wall, 1)) ms")
         context.console.say("  KDF:      \(fixed(kdf, 1)) ms")
-        context.console.say("  other:    \(fixed(other, 2)) ms (\(fixed(kdf > 0 ? other / kdf * 100 : 0, 2))% of the KDF: counter "
-            + "write, fsyncs, unwrap, record I/O)")
+        context.console.say(
+            "  other:    \(fixed(other, 2)) ms (\(fixed(kdf > 0 ? other / kdf * 100 : 0, 2))% of the KDF: counter "
+                + "write, fsyncs, unwrap, record I/O)")
         context.console.say("Peak memory (max RSS): \(fixed(peakMiB, 1)) MiB")
         context.console.emit([
             ("ok", .bool(true)),
-            ("calibration", .object([("targetMs", .int(context.configuration.kdfTargetMilliseconds)),
-                                     ("memoryMiB", .int(chosen.memoryKiB / 1024)), ("passes", .int(chosen.passes)),
-                                     ("lanes", .int(1)), ("measuredMs", .double(result.measuredMilliseconds))])),
-            ("verify", .object([("iterations", .int(iterations)), ("wallMs", .double(wall)), ("kdfMs", .double(kdf)),
-                                ("otherMs", .double(other)), ("otherPercentOfKdf", .double(kdf > 0 ? other / kdf * 100 : 0))])),
+            (
+                "calibration",
+                .object([
+                    ("targetMs", .int(context.configuration.kdfTargetMilliseconds)),
+                    ("memoryMiB", .int(chosen.memoryKiB / 1024)), ("passes", .int(chosen.passes)),
+                    ("lanes", .int(1)), ("measuredMs", .double(result.measuredMilliseconds)),
+                ])
+            ),
+            (
+                "verify",
+                .object([
+                    ("iterations", .int(iterations)), ("wallMs", .double(wall)), ("kdfMs", .double(kdf)),
+                    ("otherMs", .double(other)), ("otherPercentOfKdf", .double(kdf > 0 ? other / kdf * 100 : 0)),
+                ])
+            ),
             ("peakRSSMiB", .double(peakMiB)),
         ])
         return .success
@@ -91,6 +106,7 @@ struct BenchCommand: Command {
     func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         guard !sorted.isEmpty else { return 0 }
-        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        return sorted.count % 2 == 1
+            ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
     }
 }

@@ -13,20 +13,25 @@ extension Context {
     /// Prints a service error and returns its exit code.
     func fail(_ error: ServiceError, extra: [(String, JSONValue)] = []) -> ExitCode {
         if case .notEnrolled = error, daemon != nil, (try? store.exists()) == true,
-           (try? store.load(user: user)) != nil {
+            (try? store.load(user: user)) != nil
+        {
             // First contact with tokenpind while the record is still local: enrolling again is not the answer.
-            return console.fail(.notEnrolled, errorCode: error.code,
-                                message: "tokenpind has no record for \(user), but there is a local one (\(store.recordPath(for: user)))",
-                                hint: "move it into tokenpind with `tokenpin import`", extra: extra)
+            return console.fail(
+                .notEnrolled, errorCode: error.code,
+                message:
+                    "tokenpind has no record for \(user), but there is a local one (\(store.recordPath(for: user)))",
+                hint: "move it into tokenpind with `tokenpin import`", extra: extra)
         }
-        return console.fail(ExitCode(error), errorCode: error.code, message: error.message, hint: hint(for: error), extra: extra)
+        return console.fail(
+            ExitCode(error), errorCode: error.code, message: error.message, hint: hint(for: error), extra: extra)
     }
 
     /// `tokenFailure` for `--json`: why the token was not used, and the card PIN's tries left as the card reported
     /// them in the `tokenFailed` event; failing that, when the card refused (`askCard`), as it reports them now.
     /// A card that went away is not probed again (null).
     func tokenFailureJSON(_ reason: String, askCard: Bool) -> JSONValue {
-        let tries = interaction.tokenFailureCardTries
+        let tries =
+            interaction.tokenFailureCardTries
             ?? (askCard ? (try? backend.status())?.token?.cardPINTriesLeft : nil)
         return .object([("reason", .string(reason)), ("cardTriesLeft", .optional(tries))])
     }
@@ -42,7 +47,8 @@ extension Context {
                     + "directory or file"
             }
             if store.detail.contains("belongs to uid") {
-                return "a record or store owned by someone else could be swapped under you; give it to \(user) (chown), "
+                return
+                    "a record or store owned by someone else could be swapped under you; give it to \(user) (chown), "
                     + "or use another --store"
             }
             if store.detail.contains("not a directory") || store.detail.contains("not a regular file") {
@@ -60,24 +66,30 @@ extension Context {
     }
 
     /// Prints the outcome of a verification-like operation and returns its exit code.
-    func finish(_ report: VerifyReport, success: String, event successEvent: Event? = nil,
-                extra: [(String, JSONValue)] = []) -> ExitCode {
+    func finish(
+        _ report: VerifyReport, success: String, event successEvent: Event? = nil,
+        extra: [(String, JSONValue)] = []
+    ) -> ExitCode {
         let counter = report.counter
         var object: [(String, JSONValue)] = []
         let code = report.exitCode
         switch report.outcome {
         case .verified(let method):
             let event = successEvent ?? .verified(method: method)
-            object = [("ok", .bool(true)), ("event", .string(event.name)), ("method", .string(method.rawValue))] + extra
+            object =
+                [("ok", .bool(true)), ("event", .string(event.name)), ("method", .string(method.rawValue))] + extra
             console.say(console.out.success(success))
         case .rejected(let remaining, let lastTry):
             object = [("ok", .bool(false)), ("event", .string("wrongPIN"))]
-            console.note(console.err.error(successEvent == .reset ? "Wrong recovery key." : "Wrong PIN. ")
-                + (successEvent == .reset ? "" : CLIInteraction.triesText(remaining: remaining, lastTry: lastTry)))
+            console.note(
+                console.err.error(successEvent == .reset ? "Wrong recovery key." : "Wrong PIN. ")
+                    + (successEvent == .reset ? "" : CLIInteraction.triesText(remaining: remaining, lastTry: lastTry)))
             _ = lastTry
         case .locked:
             object = [("ok", .bool(false)), ("event", .string("locked"))]
-            console.note(console.err.error("PIN locked: ") + "no tries left. Unlock it with `tokenpin reset` and the recovery key.")
+            console.note(
+                console.err.error("PIN locked: ")
+                    + "no tries left. Unlock it with `tokenpin reset` and the recovery key.")
         case .delayed(let seconds):
             object = [("ok", .bool(false)), ("event", .string("delayed")), ("retryAfter", .int(seconds))]
             console.note(console.err.warning("Too many wrong entries: ") + "try again in \(seconds) s.")
@@ -86,8 +98,10 @@ extension Context {
             console.note(console.err.error("Token not verified: ") + reason)
         }
         if let counter {
-            object += [("remaining", .int(counter.remaining)), ("lastTry", .bool(counter.remaining == 1)),
-                       ("locked", .bool(counter.isLocked))]
+            object += [
+                ("remaining", .int(counter.remaining)), ("lastTry", .bool(counter.remaining == 1)),
+                ("locked", .bool(counter.isLocked)),
+            ]
         }
         if let failure = report.tokenFailure, console.json {
             let refused = if case .tokenRejected = report.outcome { true } else { false }
@@ -108,8 +122,14 @@ extension Context {
             case .tokenRejected: errorCode = "token-rejected"
             default: errorCode = successEvent == .reset ? "wrong-recovery-key" : "wrong-pin"
             }
-            object.append(("error", .object([("code", .string(errorCode)), ("message", .string(message)),
-                                             ("exitCode", .int(Int(code.rawValue)))])))
+            object.append(
+                (
+                    "error",
+                    .object([
+                        ("code", .string(errorCode)), ("message", .string(message)),
+                        ("exitCode", .int(Int(code.rawValue))),
+                    ])
+                ))
         }
         console.emit(object)
         return code
@@ -147,8 +167,9 @@ struct EnrolCommand: Command {
             if let error = Self.writeSecret(file, result.recoveryKeyText) {
                 // The record exists; the key must still reach the person.
                 try? file.close()
-                context.console.note("error: cannot write \(recoveryKeyFile) (\(error)); "
-                    + "the recovery key follows on stderr")
+                context.console.note(
+                    "error: cannot write \(recoveryKeyFile) (\(error)); "
+                        + "the recovery key follows on stderr")
                 showRecoveryKey(result.recoveryKeyText, fd: 2, context: context)
                 return .ioError
             }
@@ -170,9 +191,11 @@ struct EnrolCommand: Command {
         let remaining = status?.remaining
         context.console.emit([
             ("ok", .bool(true)), ("event", .string("created")), ("user", .string(context.user)),
-            ("remaining", .optional(remaining)), ("max", .optional(status?.maximum)), ("lastTry", .bool(remaining == 1)),
+            ("remaining", .optional(remaining)), ("max", .optional(status?.maximum)),
+            ("lastTry", .bool(remaining == 1)),
             ("locked", .bool(status?.locked ?? false)),
-            ("recoveryKeyShownOn", .string(shownOn)), ("kdf", kdfJSON(result.kdf)), ("record", .string(result.recordPath)),
+            ("recoveryKeyShownOn", .string(shownOn)), ("kdf", kdfJSON(result.kdf)),
+            ("record", .string(result.recordPath)),
         ])
         return .success
     }
@@ -223,8 +246,10 @@ struct EnrolCommand: Command {
 }
 
 func kdfJSON(_ kdf: KDFParameters) -> JSONValue {
-    .object([("algorithm", .string(kdf.algorithm.rawValue)), ("memoryMiB", .int(kdf.memoryKiB / 1024)),
-             ("passes", .int(kdf.passes)), ("lanes", .int(1))])
+    .object([
+        ("algorithm", .string(kdf.algorithm.rawValue)), ("memoryMiB", .int(kdf.memoryKiB / 1024)),
+        ("passes", .int(kdf.passes)), ("lanes", .int(1)),
+    ])
 }
 
 /// `tokenpin verify`: the PIN (the token first once it is enabled).
@@ -235,17 +260,22 @@ struct VerifyCommand: Command {
         // Scripts never have their lines guessed: with the token enabled a line could be the card PIN or the
         // PIN, and a PIN sent to the card as its card PIN costs card tries (three block it).
         if method == nil, !context.interaction.asksOnTerminal,
-           let types = try? context.backend.types(), types.contains(where: { $0.type == .token && $0.enabled }) {
+            let types = try? context.backend.types(), types.contains(where: { $0.type == .token && $0.enabled })
+        {
             return context.console.fail(
                 .usage, errorCode: "usage",
-                message: "the token is enabled: without a terminal, verify needs --method pin|token to know what the line is",
+                message:
+                    "the token is enabled: without a terminal, verify needs --method pin|token to know what the line is",
                 hint: "echo \"$PIN\" | tokenpin verify --method pin --pin-stdin (or --method token for the card PIN)")
         }
         if let wanted = context.selection.serial, method != .pin,
-           let bound = (try? context.backend.types())?.first(where: { $0.type == .token && $0.enabled })?.serial,
-           !matches(bound, wanted) {
-            return context.fail(.tokenUnavailable("--serial \(wanted) is not the card bound to \(context.user) "
-                + "(card \(cardLabel(serial: bound))); the card PIN goes to no other card"))
+            let bound = (try? context.backend.types())?.first(where: { $0.type == .token && $0.enabled })?.serial,
+            !matches(bound, wanted)
+        {
+            return context.fail(
+                .tokenUnavailable(
+                    "--serial \(wanted) is not the card bound to \(context.user) "
+                        + "(card \(cardLabel(serial: bound))); the card PIN goes to no other card"))
         }
         do {
             let report = try context.backend.verify(context.interaction, method: method)
@@ -258,9 +288,11 @@ struct VerifyCommand: Command {
             return context.finish(report, success: success)
         } catch {
             let failure = context.interaction.tokenFailure
-            return context.fail(error, extra: failure.map {
-                context.console.json ? [("tokenFailure", context.tokenFailureJSON($0, askCard: false))] : []
-            } ?? [])
+            return context.fail(
+                error,
+                extra: failure.map {
+                    context.console.json ? [("tokenFailure", context.tokenFailureJSON($0, askCard: false))] : []
+                } ?? [])
         }
     }
 }
@@ -290,12 +322,15 @@ struct ResetCommand: Command {
 }
 
 func typesJSON(_ types: [TypeStatus]) -> JSONValue {
-    .array(types.map { type in
-        var pairs: [(String, JSONValue)] = [("type", .string(type.type.rawValue)), ("enabled", .bool(type.enabled)),
-                                            ("canDisable", .bool(type.canDisable))]
-        if type.type == .token { pairs.append(("serial", .optional(type.serial))) }
-        return .object(pairs)
-    })
+    .array(
+        types.map { type in
+            var pairs: [(String, JSONValue)] = [
+                ("type", .string(type.type.rawValue)), ("enabled", .bool(type.enabled)),
+                ("canDisable", .bool(type.canDisable)),
+            ]
+            if type.type == .token { pairs.append(("serial", .optional(type.serial))) }
+            return .object(pairs)
+        })
 }
 
 /// `tokenpin types`: the authentication types and whether each is on, with the token's card and readers.
@@ -318,8 +353,10 @@ struct TypesCommand: Command {
                 context.console.say("\(type.type.rawValue.padded(to: 6)) \(state)\(detail)")
             }
             describeReaders(token, context: context, enrolledSerial: serial)
-            context.console.emit([("ok", .bool(true)), ("types", typesJSON(types)),
-                                  ("token", tokenJSON(token, enrolledSerial: serial))])
+            context.console.emit([
+                ("ok", .bool(true)), ("types", typesJSON(types)),
+                ("token", tokenJSON(token, enrolledSerial: serial)),
+            ])
             return .success
         } catch {
             return context.fail(error)
@@ -328,18 +365,22 @@ struct TypesCommand: Command {
 }
 
 func readerJSON(_ reader: ReaderInfo, enrolledSerial: String?) -> JSONValue {
-    .object([("name", .string(reader.name)), ("cardPresent", .bool(reader.cardPresent)),
-             ("serial", .optional(reader.serial)), ("openpgp", .bool(reader.isOpenPGP)), ("usable", .bool(reader.usable)),
-             ("unusableReason", .optional(reader.unusableReason)),
-             ("matches", .bool(enrolledSerial != nil && reader.serial == enrolledSerial)),
-             ("cardTriesLeft", .optional(reader.cardPINTriesLeft))])
+    .object([
+        ("name", .string(reader.name)), ("cardPresent", .bool(reader.cardPresent)),
+        ("serial", .optional(reader.serial)), ("openpgp", .bool(reader.isOpenPGP)), ("usable", .bool(reader.usable)),
+        ("unusableReason", .optional(reader.unusableReason)),
+        ("matches", .bool(enrolledSerial != nil && reader.serial == enrolledSerial)),
+        ("cardTriesLeft", .optional(reader.cardPINTriesLeft)),
+    ])
 }
 
 func tokenJSON(_ token: TokenStatus, enrolledSerial: String?) -> JSONValue {
-    .object([("serial", .optional(enrolledSerial)), ("present", .bool(token.matchingReader != nil)),
-             ("reader", .optional(token.matchingReader)), ("cardTriesLeft", .optional(token.cardPINTriesLeft)),
-             ("problem", .optional(token.problem)),
-             ("readers", .array(token.readers.map { readerJSON($0, enrolledSerial: enrolledSerial) }))])
+    .object([
+        ("serial", .optional(enrolledSerial)), ("present", .bool(token.matchingReader != nil)),
+        ("reader", .optional(token.matchingReader)), ("cardTriesLeft", .optional(token.cardPINTriesLeft)),
+        ("problem", .optional(token.problem)),
+        ("readers", .array(token.readers.map { readerJSON($0, enrolledSerial: enrolledSerial) })),
+    ])
 }
 
 /// One line per reader: the card in it, whether tokenpin can use it, whether it is the enrolled one.
@@ -356,7 +397,9 @@ func describeReaders(_ token: TokenStatus, context: Context, enrolledSerial: Str
         } else if let serial = reader.serial {
             line += "OpenPGP card \(cardLabel(serial: serial))"
             line += reader.usable ? ", usable" : ", not usable (\(reader.unusableReason ?? "unknown"))"
-            if let tries = reader.cardPINTriesLeft { line += ", card PIN \(tries) \(tries == 1 ? "try" : "tries") left" }
+            if let tries = reader.cardPINTriesLeft {
+                line += ", card PIN \(tries) \(tries == 1 ? "try" : "tries") left"
+            }
             if serial == enrolledSerial { line += context.console.out.success(" [enrolled]") }
         } else {
             line += reader.unusableReason ?? "not an OpenPGP card"
@@ -371,10 +414,14 @@ struct ReadersCommand: Command {
         let backend = context.backend
         let enrolled = (try? backend.types())?.first { $0.type == .token }?.serial
         do {
-            let readers = try backend.listReaders().filter { context.selection.serial == nil || matches($0.serial, context.selection.serial) }
+            let readers = try backend.listReaders().filter {
+                context.selection.serial == nil || matches($0.serial, context.selection.serial)
+            }
             describeReaders(TokenStatus(readers: readers), context: context, enrolledSerial: enrolled)
-            context.console.emit([("ok", .bool(true)),
-                                  ("readers", .array(readers.map { readerJSON($0, enrolledSerial: enrolled) }))])
+            context.console.emit([
+                ("ok", .bool(true)),
+                ("readers", .array(readers.map { readerJSON($0, enrolledSerial: enrolled) })),
+            ])
             return .success
         } catch {
             return context.fail(error)
@@ -406,7 +453,9 @@ struct TokenCommand: Command {
                 try context.backend.unblockCardPIN(context.interaction, admin: admin)
                 context.console.say(context.console.out.success("Card PIN set; the card's PIN counter is reset."))
             }
-            context.console.emit([("ok", .bool(true)), ("event", .string(action == .changePIN ? "cardPINChanged" : "cardPINUnblocked"))])
+            context.console.emit([
+                ("ok", .bool(true)), ("event", .string(action == .changePIN ? "cardPINChanged" : "cardPINUnblocked")),
+            ])
             return .success
         } catch {
             return context.fail(error)
@@ -434,33 +483,43 @@ struct ToggleCommand: Command {
                 return context.fail(error)
             }
             context.console.say("The PIN type is always enabled.")
-            context.console.emit([("ok", .bool(true)), ("event", .string("typeChanged")), ("type", .string("pin")),
-                                  ("enabled", .bool(true))])
+            context.console.emit([
+                ("ok", .bool(true)), ("event", .string("typeChanged")), ("type", .string("pin")),
+                ("enabled", .bool(true)),
+            ])
             return .success
         case (.token, true):
             do {
-                let wasOn = mode == .both && ((try? context.backend.types())?.contains { $0.type == .token && $0.enabled } ?? false)
-                let report = try context.backend.enableToken(context.interaction, generateKey: generateKey,
-                                                             assumeYes: assumeYes, mode: mode)
+                let wasOn =
+                    mode == .both
+                    && ((try? context.backend.types())?.contains { $0.type == .token && $0.enabled } ?? false)
+                let report = try context.backend.enableToken(
+                    context.interaction, generateKey: generateKey,
+                    assumeYes: assumeYes, mode: mode)
                 let serial = (try? context.backend.types())?.first { $0.type == .token }?.serial
                 let card = serial.map { cardLabel(serial: $0) } ?? "?"
-                return context.finish(report, success: wasOn
-                                        ? "Token re-bound in mode both: card \(card); the record opens only with the PIN and the card."
-                                        : "Token enabled: card \(card).",
-                                      event: .typeChanged(type: .token, enabled: true),
-                                      extra: [("type", .string("token")), ("enabled", .bool(true)), ("serial", .optional(serial))])
+                return context.finish(
+                    report,
+                    success: wasOn
+                        ? "Token re-bound in mode both: card \(card); the record opens only with the PIN and the card."
+                        : "Token enabled: card \(card).",
+                    event: .typeChanged(type: .token, enabled: true),
+                    extra: [("type", .string("token")), ("enabled", .bool(true)), ("serial", .optional(serial))])
             } catch .tokenAlreadyEnabled(let serial) {
-                return unchanged(context, "The token is already enabled (card \(serial)); to bind another card, "
-                    + "`tokenpin toggle token off` first.", enabled: true)
+                return unchanged(
+                    context,
+                    "The token is already enabled (card \(serial)); to bind another card, "
+                        + "`tokenpin toggle token off` first.", enabled: true)
             } catch {
                 return context.fail(error)
             }
         case (.token, false):
             do {
                 let report = try context.backend.disableToken(context.interaction, method: method)
-                return context.finish(report, success: "Token disabled; verify with the PIN.",
-                                      event: .typeChanged(type: .token, enabled: false),
-                                      extra: [("type", .string("token")), ("enabled", .bool(false))])
+                return context.finish(
+                    report, success: "Token disabled; verify with the PIN.",
+                    event: .typeChanged(type: .token, enabled: false),
+                    extra: [("type", .string("token")), ("enabled", .bool(false))])
             } catch .tokenNotEnabled {
                 return unchanged(context, "The token is already disabled.", enabled: false)
             } catch {
@@ -472,8 +531,10 @@ struct ToggleCommand: Command {
     /// `toggle token on` when on and `off` when off: the same answer both ways, success with nothing changed.
     func unchanged(_ context: Context, _ text: String, enabled: Bool) -> ExitCode {
         context.console.say(text)
-        context.console.emit([("ok", .bool(true)), ("event", .string("unchanged")), ("type", .string("token")),
-                              ("enabled", .bool(enabled))])
+        context.console.emit([
+            ("ok", .bool(true)), ("event", .string("unchanged")), ("type", .string("token")),
+            ("enabled", .bool(enabled)),
+        ])
         return .success
     }
 }
@@ -481,7 +542,8 @@ struct ToggleCommand: Command {
 /// `tokenpin status`: enrolment, tries left, lock and delay, key derivation, where the record lives.
 struct StatusCommand: Command {
     /// What a record bound in `either` under `mode = both` lacks, and how to add it.
-    static let rebindAdvice = "Verification needs the PIN and the card, but a copy of the record still opens with "
+    static let rebindAdvice =
+        "Verification needs the PIN and the card, but a copy of the record still opens with "
         + "the PIN alone; re-binding adds the offline protection of the composite slot: "
         + "`tokenpin toggle token on --mode both` (asks the PIN, then the card)."
 
@@ -502,10 +564,13 @@ struct StatusCommand: Command {
             if report.delaySeconds > 0 { say("Delay:      \(report.delaySeconds) s before the next try") }
             if let kdf = report.kdf { say("KDF:        \(kdf.summary)") }
             for type in report.types {
-                say("Type:       \(type.type.rawValue) \(type.enabled ? "enabled" : "disabled")\(type.serial.map { " (card \(cardLabel(serial: $0)))" } ?? "")")
+                say(
+                    "Type:       \(type.type.rawValue) \(type.enabled ? "enabled" : "disabled")\(type.serial.map { " (card \(cardLabel(serial: $0)))" } ?? "")"
+                )
             }
             if let mode = report.mode, report.types.contains(where: { $0.type == .token && $0.enabled }) {
-                let source = report.modeSource == .configuration
+                let source =
+                    report.modeSource == .configuration
                     ? "from the configuration; the token was bound in either" : "as the token was bound"
                 say("Mode:       \(mode.rawValue) (\(source)), fallback \(report.fallback?.rawValue ?? "allow")")
                 if report.rebindAdvised { say("            " + Self.rebindAdvice) }
@@ -518,8 +583,10 @@ struct StatusCommand: Command {
         var object: [(String, JSONValue)] = [
             ("ok", .bool(true)), ("user", .string(report.user)), ("record", .string(report.recordPath)),
             ("enrolled", .bool(report.enrolled)), ("remaining", .optional(report.remaining)),
-            ("max", .optional(report.maximum)), ("lastTry", .bool(report.remaining == 1)), ("locked", .bool(report.locked)),
-            ("lockedAt", .optional(report.lockedAt)), ("delay", .int(report.delaySeconds)), ("failures", .int(report.failures)),
+            ("max", .optional(report.maximum)), ("lastTry", .bool(report.remaining == 1)),
+            ("locked", .bool(report.locked)),
+            ("lockedAt", .optional(report.lockedAt)), ("delay", .int(report.delaySeconds)),
+            ("failures", .int(report.failures)),
         ]
         object.append(("kdf", report.kdf.map(kdfJSON) ?? .null))
         object.append(("types", report.enrolled ? typesJSON(report.types) : .array([])))
@@ -537,13 +604,16 @@ struct StatusCommand: Command {
 struct ImportCommand: Command {
     func run(_ context: Context) -> ExitCode {
         guard let daemon = context.daemon else {
-            return context.fail(.serviceUnavailable("tokenpind is not running (no socket at \(DaemonClient.defaultSocketPath)); "
-                + "start it, or name its socket with --socket"))
+            return context.fail(
+                .serviceUnavailable(
+                    "tokenpind is not running (no socket at \(DaemonClient.defaultSocketPath)); "
+                        + "start it, or name its socket with --socket"))
         }
         let path = context.store.recordPath(for: context.user)
         do {
             guard try context.store.exists(), try context.store.load(user: context.user) != nil,
-                  let data = FileManager.default.contents(atPath: path) else {
+                let data = FileManager.default.contents(atPath: path)
+            else {
                 if (try? daemon.types()) != nil {
                     return context.console.fail(
                         .usage, errorCode: "already-enrolled",
@@ -556,10 +626,13 @@ struct ImportCommand: Command {
             // A copy left behind would be a second target for offline guessing: the record moves.
             try context.store.remove(user: context.user)
             context.console.say("Record moved to tokenpind: \(remote). The local copy \(path) was removed.")
-            context.console.say("The PIN may have been copied with the local file: set a fresh one that exists only "
-                + "in tokenpind with `tokenpin change`.")
-            context.console.emit([("ok", .bool(true)), ("event", .string("imported")), ("record", .string(remote)),
-                                  ("removed", .string(path)), ("advice", .string("tokenpin change"))])
+            context.console.say(
+                "The PIN may have been copied with the local file: set a fresh one that exists only "
+                    + "in tokenpind with `tokenpin change`.")
+            context.console.emit([
+                ("ok", .bool(true)), ("event", .string("imported")), ("record", .string(remote)),
+                ("removed", .string(path)), ("advice", .string("tokenpin change")),
+            ])
             return .success
         } catch let error as ServiceError {
             return context.fail(error)
@@ -575,8 +648,10 @@ struct ImportCommand: Command {
 struct WatchCommand: Command {
     func run(_ context: Context) -> ExitCode {
         guard let daemon = context.daemon else {
-            return context.fail(.serviceUnavailable("tokenpind is not running (no socket at \(DaemonClient.defaultSocketPath)); "
-                + "start it, or name its socket with --socket"))
+            return context.fail(
+                .serviceUnavailable(
+                    "tokenpind is not running (no socket at \(DaemonClient.defaultSocketPath)); "
+                        + "start it, or name its socket with --socket"))
         }
         do {
             try daemon.watch { event in
@@ -587,7 +662,8 @@ struct WatchCommand: Command {
             return context.fail(error)
         }
         // The handler never stops the stream: it ended because the daemon went away.
-        return context.fail(.serviceUnavailable("tokenpind closed the connection (it stopped or restarted); no more events"))
+        return context.fail(
+            .serviceUnavailable("tokenpind closed the connection (it stopped or restarted); no more events"))
     }
 
     /// The event's JSON line with `time` (ISO 8601, UTC) after its name, unless the daemon already gave one.

@@ -39,14 +39,17 @@ struct Context {
     /// Builds the context: loads the configuration, picks the store and the user.
     static func make(_ options: ParsedCommandLine) throws(ConfigError) -> Context {
         let environment = ProcessInfo.processInfo.environment
-        let configuration = try Configuration.load(files: Configuration.standardFiles(environment: environment),
-                                                   explicitFile: options.global.config)
+        let configuration = try Configuration.load(
+            files: Configuration.standardFiles(environment: environment),
+            explicitFile: options.global.config)
         let out = Style.resolve(appearance: configuration.appearance, noColor: options.global.noColor, fd: 1)
         let err = Style.resolve(appearance: configuration.appearance, noColor: options.global.noColor, fd: 2)
         let console = Console(json: options.global.json, quiet: options.global.quiet, out: out, err: err)
-        let store = RecordStore(directory: options.global.store ?? RecordStore.defaultDirectory(environment: environment))
-        let interaction = CLIInteraction(console: console, appearance: configuration.appearance,
-                                         pinStdin: options.global.pinStdin, style: err)
+        let store = RecordStore(
+            directory: options.global.store ?? RecordStore.defaultDirectory(environment: environment))
+        let interaction = CLIInteraction(
+            console: console, appearance: configuration.appearance,
+            pinStdin: options.global.pinStdin, style: err)
         // Through tokenpind its own settings apply: the local ones say nothing about them.
         let local = options.global.local || (options.global.socket == nil && !DaemonClient.socketExists())
         interaction.calibrates = local && configuration.kdfMemoryMiB == nil
@@ -62,9 +65,10 @@ struct Context {
         } else {
             cards = PCSCReaders()
         }
-        return Context(options: options, configuration: configuration, store: store,
-                       user: options.global.user ?? currentUserName(), console: console, interaction: interaction,
-                       cards: cards, selection: selection, simulatedCard: readerOption == "sim")
+        return Context(
+            options: options, configuration: configuration, store: store,
+            user: options.global.user ?? currentUserName(), console: console, interaction: interaction,
+            cards: cards, selection: selection, simulatedCard: readerOption == "sim")
     }
 
     /// The effective user's login name, or `uid<N>` when it has none.
@@ -96,11 +100,12 @@ final class CLIInteraction: Interaction {
     /// What the policy allows, for a refusal by `rule` ("6 to 32 digits"), when it is known here.
     func allowed(_ rule: PolicyRule) -> String? {
         guard let policy else { return nil }
-        let kind = switch policy.charset {
-        case .digits: "digits"
-        case .alnum: "letters and digits"
-        case .any: "characters"
-        }
+        let kind =
+            switch policy.charset {
+            case .digits: "digits"
+            case .alnum: "letters and digits"
+            case .any: "characters"
+            }
         switch rule {
         case .minLength, .maxLength, .charset: return "\(policy.minLength) to \(policy.maxLength) \(kind)"
         case .minUnique: return "at least \(policy.minUnique) different characters"
@@ -133,11 +138,14 @@ final class CLIInteraction: Interaction {
         case .confirmPIN: appearance.promptConfirmPIN
         case .recoveryKey: appearance.promptRecoveryKey
         case .cardPIN(let card, let tries):
-            appearance.promptCardPIN.replacing("%s", with: "card \(card) (\(tries == 1 ? "last try before the card blocks" : "\(tries) tries left"))")
+            appearance.promptCardPIN.replacing(
+                "%s", with: "card \(card) (\(tries == 1 ? "last try before the card blocks" : "\(tries) tries left"))")
         case .newCardPIN: "New card PIN"
         case .confirmCardPIN: "New card PIN again"
-        case .adminPIN(let card, let tries): "Admin PIN for card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"
-        case .resetCode(let card, let tries): "Reset Code for card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"
+        case .adminPIN(let card, let tries):
+            "Admin PIN for card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"
+        case .resetCode(let card, let tries):
+            "Reset Code for card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"
         case .loginPassword: "Login password (tokenpind checks it before a first PIN)"
         }
     }
@@ -169,7 +177,8 @@ final class CLIInteraction: Interaction {
         switch prompt {
         case .pin, .currentPIN: "Checking the PIN (the key derivation takes a moment)..."
         case .confirmPIN:
-            calibrates ? "Calibrating the key derivation for this machine, then deriving the key..."
+            calibrates
+                ? "Calibrating the key derivation for this machine, then deriving the key..."
                 : "Deriving the key for the new PIN..."
         case .recoveryKey: "Checking the recovery key..."
         case .adminPIN: "Working on the card (generating a key on a card can take a while)..."
@@ -180,7 +189,8 @@ final class CLIInteraction: Interaction {
 
     func choose(_ question: String, options: [String]) throws(ServiceError) -> Int {
         if pinStdin {
-            throw .usage("several cards are present (\(options.joined(separator: "; "))); choose one with --reader or --serial")
+            throw .usage(
+                "several cards are present (\(options.joined(separator: "; "))); choose one with --reader or --serial")
         }
         if terminal == nil { terminal = TerminalReader.open(style: style, dot: appearance.dot) }
         guard let terminal else {

@@ -22,10 +22,12 @@ struct DemoCommand: Command {
         do {
             card = try SimulatedCard(stateFile: directory + "/sim-card.json", serial: 0x1234_5678)
         } catch {
-            return context.console.fail(.ioError, errorCode: "simulator", message: "the simulated card cannot start: \(error)")
+            return context.console.fail(
+                .ioError, errorCode: "simulator", message: "the simulated card cannot start: \(error)")
         }
-        let service = PINService(store: RecordStore(directory: directory + "/store"), configuration: configuration,
-                                 user: "demo", cards: SimulatorReaders.readers(card))
+        let service = PINService(
+            store: RecordStore(directory: directory + "/store"), configuration: configuration,
+            user: "demo", cards: SimulatorReaders.readers(card))
         var narrator = Narrator(console: context.console)
         do {
             try walk(service, &narrator)
@@ -60,15 +62,17 @@ struct DemoCommand: Command {
         narrator.expect(try service.verifyPIN(ScriptedInteraction([pin])).outcome, .verified(method: .pin))
 
         narrator.step("Verify with a wrong PIN: the tries left are reported")
-        narrator.expect(try service.verifyPIN(ScriptedInteraction(["000001"])).outcome, .rejected(remaining: 4, lastTry: false))
+        narrator.expect(
+            try service.verifyPIN(ScriptedInteraction(["000001"])).outcome, .rejected(remaining: 4, lastTry: false))
 
         narrator.step("Verify with the right PIN again: the counter is restored")
         narrator.expect(try service.verifyPIN(ScriptedInteraction([pin])).outcome, .verified(method: .pin))
 
         narrator.step("List the authentication types")
         let types = try service.types()
-        narrator.result(types.count == 2 && types[0].enabled && !types[1].enabled,
-                        types.map { "\($0.type.rawValue) \($0.enabled ? "enabled" : "disabled")" }.joined(separator: ", "))
+        narrator.result(
+            types.count == 2 && types[0].enabled && !types[1].enabled,
+            types.map { "\($0.type.rawValue) \($0.enabled ? "enabled" : "disabled")" }.joined(separator: ", "))
 
         narrator.step("Switch the PIN type off: refused, the PIN is always on")
         do {
@@ -79,16 +83,19 @@ struct DemoCommand: Command {
         }
 
         narrator.step("Change the PIN: current PIN, new PIN \(newPIN) twice")
-        narrator.expect(try service.change(ScriptedInteraction([pin, newPIN, newPIN])).outcome, .verified(method: .pin))
+        narrator.expect(
+            try service.change(ScriptedInteraction([pin, newPIN, newPIN])).outcome, .verified(method: .pin))
 
         narrator.step("Verify with the old PIN (wrong now), then the new one")
-        narrator.expect(try service.verifyPIN(ScriptedInteraction([pin])).outcome, .rejected(remaining: 4, lastTry: false))
+        narrator.expect(
+            try service.verifyPIN(ScriptedInteraction([pin])).outcome, .rejected(remaining: 4, lastTry: false))
         narrator.expect(try service.verifyPIN(ScriptedInteraction([newPIN])).outcome, .verified(method: .pin))
 
         narrator.step("Five wrong PINs: the fourth warns of the last try, the fifth locks the PIN")
         for attempt in 1...5 {
             let outcome = try service.verifyPIN(ScriptedInteraction(["11223\(attempt)"])).outcome
-            let expected: VerifyOutcome = attempt == 5 ? .locked : .rejected(remaining: 5 - attempt, lastTry: attempt == 4)
+            let expected: VerifyOutcome =
+                attempt == 5 ? .locked : .rejected(remaining: 5 - attempt, lastTry: attempt == 4)
             narrator.expect(outcome, expected)
         }
 
@@ -96,29 +103,36 @@ struct DemoCommand: Command {
         narrator.expect(try service.verifyPIN(ScriptedInteraction([newPIN])).outcome, .locked)
 
         narrator.step("Reset with the recovery key and a new PIN \(resetPIN): the lock is cleared")
-        narrator.expect(try service.reset(ScriptedInteraction([recoveryKey, resetPIN, resetPIN])).outcome,
-                        .verified(method: .recovery))
+        narrator.expect(
+            try service.reset(ScriptedInteraction([recoveryKey, resetPIN, resetPIN])).outcome,
+            .verified(method: .recovery))
         narrator.expect(try service.verifyPIN(ScriptedInteraction([resetPIN])).outcome, .verified(method: .pin))
 
         narrator.step("Status")
         let status = try service.status()
-        narrator.result(status.enrolled && status.remaining == 5 && !status.locked,
-                        "enrolled, \(status.remaining ?? 0) of \(status.maximum ?? 0) tries left, \(status.kdf?.summary ?? "")")
+        narrator.result(
+            status.enrolled && status.remaining == 5 && !status.locked,
+            "enrolled, \(status.remaining ?? 0) of \(status.maximum ?? 0) tries left, \(status.kdf?.summary ?? "")")
     }
 }
 
 extension DemoCommand {
     /// The token story on the simulated card: bind it, verify with it, pull it and fall back, change the PIN and
     /// verify with it again, switch it off.
-    func walkToken(_ service: PINService, card: SimulatedCard, pin: String, _ narrator: inout Narrator) throws(ServiceError) {
+    func walkToken(_ service: PINService, card: SimulatedCard, pin: String, _ narrator: inout Narrator)
+        throws(ServiceError)
+    {
         let newPIN = "264017"
         let cardPIN = "123456"
 
         narrator.step("A factory-new OpenPGP card is in the (simulated) reader")
         let readers = try service.listReaders()
-        narrator.result(readers.count == 1 && readers[0].isOpenPGP && !readers[0].usable,
-                        readers.map { "\($0.name): card \(cardLabel(serial: $0.serial ?? "?")), \($0.usable ? "usable" : "not usable (\($0.unusableReason ?? ""))")" }
-                            .joined(separator: "; "))
+        narrator.result(
+            readers.count == 1 && readers[0].isOpenPGP && !readers[0].usable,
+            readers.map {
+                "\($0.name): card \(cardLabel(serial: $0.serial ?? "?")), \($0.usable ? "usable" : "not usable (\($0.unusableReason ?? ""))")"
+            }
+            .joined(separator: "; "))
 
         narrator.step("Switch the token on without --generate-key: refused, the card has no decryption key")
         do {
@@ -129,11 +143,17 @@ extension DemoCommand {
         }
 
         narrator.step("Switch the token on with --generate-key: PIN, admin PIN, card PIN; the card makes a cv25519 key")
-        narrator.expect(try service.enableToken(ScriptedInteraction([pin, "12345678", cardPIN]), generateKey: true,
-                                                assumeYes: true).outcome, .verified(method: .pin))
+        narrator.expect(
+            try service.enableToken(
+                ScriptedInteraction([pin, "12345678", cardPIN]), generateKey: true,
+                assumeYes: true
+            ).outcome, .verified(method: .pin))
         let types = try service.types()
-        narrator.result(types[1].enabled, "types: " + types.map { "\($0.type.rawValue) \($0.enabled ? "enabled" : "disabled")" }
-            .joined(separator: ", ") + " (card \(cardLabel(serial: types[1].serial ?? "?")))")
+        narrator.result(
+            types[1].enabled,
+            "types: "
+                + types.map { "\($0.type.rawValue) \($0.enabled ? "enabled" : "disabled")" }
+                .joined(separator: ", ") + " (card \(cardLabel(serial: types[1].serial ?? "?")))")
 
         narrator.step("Verify: the token comes first, asking for the card PIN")
         let byToken = ScriptedInteraction([cardPIN])
@@ -154,9 +174,11 @@ extension DemoCommand {
         card.insert()
 
         narrator.step("Change the PIN (the token is never used for this); the token keeps working")
-        narrator.expect(try service.change(ScriptedInteraction([pin, newPIN, newPIN])).outcome, .verified(method: .pin))
+        narrator.expect(
+            try service.change(ScriptedInteraction([pin, newPIN, newPIN])).outcome, .verified(method: .pin))
         narrator.expect(try service.verify(ScriptedInteraction([cardPIN])).outcome, .verified(method: .token))
-        narrator.expect(try service.verify(ScriptedInteraction([newPIN]), method: .pin).outcome, .verified(method: .pin))
+        narrator.expect(
+            try service.verify(ScriptedInteraction([newPIN]), method: .pin).outcome, .verified(method: .pin))
 
         narrator.step("Switch the token off (after the PIN, like switching it on): the PIN verifies alone again")
         narrator.expect(try service.disableToken(ScriptedInteraction([newPIN])).outcome, .verified(method: .pin))
@@ -185,7 +207,10 @@ struct Narrator {
     mutating func result(_ ok: Bool, _ text: String) {
         if !ok { failures += 1 }
         console.say("   " + (ok ? console.out.success("✓ ") : console.out.error("✗ ")) + text)
-        steps.append(.object([("step", .int(number)), ("title", .string(current)), ("ok", .bool(ok)), ("outcome", .string(text))]))
+        steps.append(
+            .object([
+                ("step", .int(number)), ("title", .string(current)), ("ok", .bool(ok)), ("outcome", .string(text)),
+            ]))
     }
 
     mutating func expect(_ outcome: VerifyOutcome, _ expected: VerifyOutcome) {
@@ -195,7 +220,8 @@ struct Narrator {
     static func describe(_ outcome: VerifyOutcome) -> String {
         switch outcome {
         case .verified(let method): "verified by \(method.rawValue)"
-        case .rejected(let remaining, let lastTry): lastTry ? "wrong PIN, last try" : "wrong PIN, \(remaining) tries left"
+        case .rejected(let remaining, let lastTry):
+            lastTry ? "wrong PIN, last try" : "wrong PIN, \(remaining) tries left"
         case .locked: "PIN locked"
         case .delayed(let seconds): "delayed \(seconds) s"
         case .tokenRejected(let reason): "token rejected: \(reason)"

@@ -37,13 +37,21 @@ struct Console {
     }
 
     /// Reports an error: `error: <message>` and a hint on stderr, or a JSON object with `error`.
-    func fail(_ code: ExitCode, errorCode: String, message: String, hint: String? = nil,
-              extra: [(String, JSONValue)] = []) -> ExitCode {
+    func fail(
+        _ code: ExitCode, errorCode: String, message: String, hint: String? = nil,
+        extra: [(String, JSONValue)] = []
+    ) -> ExitCode {
         if json {
             var object: [(String, JSONValue)] = [("ok", .bool(false))]
             object += extra
-            object.append(("error", .object([("code", .string(errorCode)), ("message", .string(message)),
-                                             ("exitCode", .int(Int(code.rawValue)))])))
+            object.append(
+                (
+                    "error",
+                    .object([
+                        ("code", .string(errorCode)), ("message", .string(message)),
+                        ("exitCode", .int(Int(code.rawValue))),
+                    ])
+                ))
             emit(object)
         } else {
             Self.write(2, err.error("error: ") + message + "\n")

@@ -9,14 +9,18 @@ struct Style {
 
     /// Colours are on with `color = always`, or with `auto` when `fd` is a terminal, `NO_COLOR` is unset and
     /// `TERM` is not `dumb`; `--no-color` always wins.
-    static func resolve(appearance: Appearance, noColor: Bool, fd: Int32,
-                        environment: [String: String] = ProcessInfo.processInfo.environment) -> Style {
+    static func resolve(
+        appearance: Appearance, noColor: Bool, fd: Int32,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> Style {
         var enabled: Bool
         switch appearance.color {
         case .always: enabled = true
         case .never: enabled = false
         case .auto:
-            enabled = FileDescriptor.withBorrowed(fd, { $0.isTerminal }) && environment["NO_COLOR"].map(\.isEmpty) ?? true && environment["TERM"] != "dumb"
+            enabled =
+                FileDescriptor.withBorrowed(fd, { $0.isTerminal }) && environment["NO_COLOR"].map(\.isEmpty) ?? true
+                && environment["TERM"] != "dumb"
         }
         if noColor { enabled = false }
         return Style(enabled: enabled, appearance: appearance)

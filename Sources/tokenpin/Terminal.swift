@@ -177,9 +177,13 @@ struct StdinReader {
         var sawAny = false
         while true {
             // readByte retries EINTR; end of file or an error ends the line.
-            guard case var byte? = try? FileDescriptor.withBorrowed(0, { (input: borrowing FileDescriptor) throws(Errno) in
-                try input.readByte()
-            }) else { break }
+            guard
+                case var byte? = try? FileDescriptor.withBorrowed(
+                    0,
+                    { (input: borrowing FileDescriptor) throws(Errno) in
+                        try input.readByte()
+                    })
+            else { break }
             defer { byte = 0 }
             sawAny = true
             if byte == 0x0A { break }
@@ -190,7 +194,8 @@ struct StdinReader {
             length += 1
         }
         guard sawAny else {
-            throw .input("standard input ended before the \(prompt.spokenName) line (--pin-stdin reads one line per prompt)")
+            throw .input(
+                "standard input ended before the \(prompt.spokenName) line (--pin-stdin reads one line per prompt)")
         }
         if length > 0, buffer.withUnsafeBytes({ $0[length - 1] }) == 0x0D { length -= 1 }
         return buffer.prefix(length)

@@ -1,7 +1,7 @@
 import FoundationEssentials
-import TokenpinProtocol
 import TokenpinAPDU
 import TokenpinCore
+import TokenpinProtocol
 import TokenpinReaders
 import TokenpinService
 
@@ -107,9 +107,10 @@ extension BenchCommand {
         configuration.kdfMemoryMiB = 8
         configuration.kdfPasses = 1
         configuration.mode = .either
-        let service = PINService(store: RecordStore(directory: directory + "/store"), configuration: configuration,
-                                 user: context.user, cards: CountingReaders(inner: cards, counter: counter),
-                                 selection: selection)
+        let service = PINService(
+            store: RecordStore(directory: directory + "/store"), configuration: configuration,
+            user: context.user, cards: CountingReaders(inner: cards, counter: counter),
+            selection: selection)
         let time = SystemTimeSource()
         do {
             var benchPIN = Array("739154".utf8)
@@ -117,27 +118,36 @@ extension BenchCommand {
             _ = try service.enrol(interaction)
             _ = try service.enableToken(interaction, generateKey: generateKey, assumeYes: generateKey)
             guard let binding = try service.store.load(user: context.user)?.slot(.token)?.token,
-                  let reader = try service.listReaders().first(where: { $0.serial == binding.serial })?.name else {
+                let reader = try service.listReaders().first(where: { $0.serial == binding.serial })?.name
+            else {
                 return context.fail(.tokenUnavailable("the bound card went away"))
             }
             // The same APDUs, bare, through the same readers: open, one transaction, close with a reset.
-            let select = CommandAPDU(ins: 0xA4, p1: 0x04, p2: 0x00, data: [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01]).encoded()
+            let select = CommandAPDU(ins: 0xA4, p1: 0x04, p2: 0x00, data: [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01])
+                .encoded()
             let getData = CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0x6E, le: 65536).encoded(extended: true)
             let getKDF = CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0xF9, le: 65536).encoded(extended: true)
             let decipher: [UInt8]
             if binding.algorithm?.hasPrefix("rsa") ?? false {
                 // RSA: the padding indicator and the cryptogram, one extended APDU (as the session sends it).
-                decipher = CommandAPDU(ins: 0x2A, p1: 0x80, p2: 0x86, data: [0x00] + [UInt8](binding.ephemeralPublicKey),
-                                       le: 65536).encoded(extended: true)
+                decipher = CommandAPDU(
+                    ins: 0x2A, p1: 0x80, p2: 0x86, data: [0x00] + [UInt8](binding.ephemeralPublicKey),
+                    le: 65536
+                ).encoded(extended: true)
             } else {
-                let point = TLV(tag: 0xA6, children: [TLV(tag: 0x7F49, children: [TLV(tag: 0x86, value: [UInt8](binding.ephemeralPublicKey))])])
+                let point = TLV(
+                    tag: 0xA6,
+                    children: [TLV(tag: 0x7F49, children: [TLV(tag: 0x86, value: [UInt8](binding.ephemeralPublicKey))])]
+                )
                 decipher = CommandAPDU(ins: 0x2A, p1: 0x80, p2: 0x86, data: point.encoded, le: 256).encoded()
             }
             // A card that announces the KDF-DO costs tokenpin one GET DATA F9 per verify: the bare round sends it too.
             var readsKDF = false
             /// One bare round: returns (total ms, transmits ms), or nil when an APDU failed.
             func bareRound() throws -> (Double, Double)? {
-                var verifyCommand = interaction.cardPIN.withUnsafeBytes { [0x00, 0x20, 0x00, 0x82, UInt8($0.count)] + Array($0) }
+                var verifyCommand = interaction.cardPIN.withUnsafeBytes {
+                    [0x00, 0x20, 0x00, 0x82, UInt8($0.count)] + Array($0)
+                }
                 defer { secureZero(&verifyCommand) }
                 let start = time.monotonicNanoseconds
                 let handle = try cards.open(reader)
@@ -145,7 +155,10 @@ extension BenchCommand {
                 let statuses = try handle.exclusive { () throws -> [UInt8] in
                     let transmitStart = time.monotonicNanoseconds
                     var last: [UInt8] = []
-                    for command in readsKDF ? [select, getData, getKDF, verifyCommand, decipher] : [select, getData, verifyCommand, decipher] {
+                    for command in readsKDF
+                        ? [select, getData, getKDF, verifyCommand, decipher]
+                        : [select, getData, verifyCommand, decipher]
+                    {
                         var answer = try handle.connection.transmit(command)
                         last.append(answer.count >= 2 ? answer[answer.count - 2] : 0)
                         secureZero(&answer)
@@ -174,7 +187,8 @@ extension BenchCommand {
                     verifyTimes.append(Double(time.monotonicNanoseconds - start) / 1e6)
                     apdus.append(counter.count - before)
                     guard report.outcome == .verified(method: .token) else {
-                        return context.console.fail(.notVerified, errorCode: "bench", message: "the token did not verify: \(report.outcome)")
+                        return context.console.fail(
+                            .notVerified, errorCode: "bench", message: "the token did not verify: \(report.outcome)")
                     }
                 } else {
                     guard let (total, transmits) = try bareRound() else {
@@ -199,16 +213,19 @@ extension BenchCommand {
             context.console.say("Token verify on \(reader) (median of \(iterations)):")
             context.console.say("  APDUs per verify:   \(apdus.max() ?? 0)")
             context.console.say("  tokenpin verify:    \(fixed(verify, 2)) ms")
-            context.console.say("  bare, same APDUs:   \(fixed(bare, 2)) ms (open, transaction, \(readsKDF ? 5 : 4) x "
-                + "SCardTransmit, close); transmits alone \(fixed(transmits, 2)) ms")
+            context.console.say(
+                "  bare, same APDUs:   \(fixed(bare, 2)) ms (open, transaction, \(readsKDF ? 5 : 4) x "
+                    + "SCardTransmit, close); transmits alone \(fixed(transmits, 2)) ms")
             context.console.say("  ratio:              \(fixed(ratio, 2)) (target: within 1.20)")
-            context.console.say("  record under lock:  \(fixed(record, 2)) ms (part of the difference; the rest, not measured apart: "
-                + "the second PC/SC transaction, as the card PIN is asked between reading the tries and VERIFY, and "
-                + "guarded memory)")
+            context.console.say(
+                "  record under lock:  \(fixed(record, 2)) ms (part of the difference; the rest, not measured apart: "
+                    + "the second PC/SC transaction, as the card PIN is asked between reading the tries and VERIFY, and "
+                    + "guarded memory)")
             context.console.emit([
                 ("ok", .bool(true)), ("reader", .string(reader)), ("iterations", .int(iterations)),
                 ("apdusPerVerify", .int(apdus.max() ?? 0)), ("verifyMs", .double(verify)), ("bareMs", .double(bare)),
-                ("bareTransmitsMs", .double(transmits)), ("ratio", .double(ratio)), ("recordUnderLockMs", .double(record)),
+                ("bareTransmitsMs", .double(transmits)), ("ratio", .double(ratio)),
+                ("recordUnderLockMs", .double(record)),
             ])
             return .success
         } catch let error as ServiceError {
@@ -225,7 +242,8 @@ extension BenchCommand {
         let readers = try context.service.listReaders().filter { $0.serial != nil }
         if let bound {
             guard readers.contains(where: { $0.serial == bound }) else {
-                throw .tokenUnavailable("card \(cardLabel(serial: bound)), bound to \(context.user), is not in any reader")
+                throw .tokenUnavailable(
+                    "card \(cardLabel(serial: bound)), bound to \(context.user), is not in any reader")
             }
             var selection = context.selection
             selection.serial = bound
@@ -241,7 +259,8 @@ extension BenchCommand {
                 : "\(label) (its decryption key would be replaced: \(reader.unusableReason ?? "not a cv25519 key"); "
                     + "what was encrypted to it could no longer be decrypted with the card)"
         }
-        throw .usage("bench --token runs only on the card bound to \(context.user) or on the simulated card "
-            + "(--reader sim); refused for " + described.joined(separator: "; "))
+        throw .usage(
+            "bench --token runs only on the card bound to \(context.user) or on the simulated card "
+                + "(--reader sim); refused for " + described.joined(separator: "; "))
     }
 }

@@ -41,9 +41,10 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
         if values.isSet(Options.toggleMode) && (type != .token || !on) {
             throw UsageError(message: "--mode applies to `toggle token on`", command: name)
         }
-        return ToggleCommand(type: type, on: on, generateKey: values.isSet(Options.generateKey),
-                             assumeYes: values.isSet(Options.yes), method: method(Options.toggleMethod),
-                             mode: values.value(Options.toggleMode).flatMap(VerificationMode.init(rawValue:)))
+        return ToggleCommand(
+            type: type, on: on, generateKey: values.isSet(Options.generateKey),
+            assumeYes: values.isSet(Options.yes), method: method(Options.toggleMethod),
+            mode: values.value(Options.toggleMode).flatMap(VerificationMode.init(rawValue:)))
     case "readers":
         return ReadersCommand()
     case "import":
@@ -93,29 +94,40 @@ struct HelpCommand: Command {
 
     /// Prints help; needs no configuration, so it works when the configuration is broken.
     static func print(_ topic: String?, json: Bool = false) -> ExitCode {
-        let console = Console(json: json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
-                              err: Style(enabled: false, appearance: Appearance()))
+        let console = Console(
+            json: json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+            err: Style(enabled: false, appearance: Appearance()))
         guard let topic else {
             if json {
-                console.emit([("ok", .bool(true)), ("version", .string(tokenpinVersion)),
-                              ("options", Help.optionsJSON(Options.global)),
-                              ("commands", .array(Help.program.subcommands.map(Help.json))),
-                              ("exitCodes", .array(ExitCode.allCases.map {
-                                  .object([("code", .int(Int($0.rawValue))), ("meaning", .string($0.meaning))])
-                              }))])
+                console.emit([
+                    ("ok", .bool(true)), ("version", .string(tokenpinVersion)),
+                    ("options", Help.optionsJSON(Options.global)),
+                    ("commands", .array(Help.program.subcommands.map(Help.json))),
+                    (
+                        "exitCodes",
+                        .array(
+                            ExitCode.allCases.map {
+                                .object([("code", .int(Int($0.rawValue))), ("meaning", .string($0.meaning))])
+                            })
+                    ),
+                ])
             } else {
                 Console.write(1, Help.main)
             }
             return .success
         }
         guard let entry = Help.entry(topic) else {
-            return console.fail(.usage, errorCode: "usage", message: "unknown command '\(topic)'"
-                + Suggestion.didYouMean(topic, among: Help.program.subcommands.map(\.name)),
+            return console.fail(
+                .usage, errorCode: "usage",
+                message: "unknown command '\(topic)'"
+                    + Suggestion.didYouMean(topic, among: Help.program.subcommands.map(\.name)),
                 hint: "see 'tokenpin help'")
         }
         if json {
-            console.emit([("ok", .bool(true)), ("command", Help.json(entry)),
-                          ("options", Help.optionsJSON(Options.global))])
+            console.emit([
+                ("ok", .bool(true)), ("command", Help.json(entry)),
+                ("options", Help.optionsJSON(Options.global)),
+            ])
         } else {
             Console.write(1, Help.text(for: entry))
         }
@@ -130,14 +142,17 @@ func runMain() -> ExitCode {
         parsed = try ArgumentParser.parse(argv)
     } catch {
         let json = argv.contains("--json")
-        let console = Console(json: json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
-                              err: Style(enabled: false, appearance: Appearance()))
+        let console = Console(
+            json: json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+            err: Style(enabled: false, appearance: Appearance()))
         let usage = Help.usage(error.command)
-        return console.fail(.usage, errorCode: "usage", message: error.message, hint: "usage: \(usage); see 'tokenpin help'")
+        return console.fail(
+            .usage, errorCode: "usage", message: error.message, hint: "usage: \(usage); see 'tokenpin help'")
     }
     if parsed.wantsVersion && parsed.command == nil {
         if parsed.global.json {
-            Console.write(1, JSONValue.object([("ok", .bool(true)), ("version", .string(tokenpinVersion))]).jsonText + "\n")
+            Console.write(
+                1, JSONValue.object([("ok", .bool(true)), ("version", .string(tokenpinVersion))]).jsonText + "\n")
         } else {
             Console.write(1, "tokenpin \(tokenpinVersion)\n")
         }
@@ -155,10 +170,12 @@ func runMain() -> ExitCode {
         guard let made = try makeCommand(parsed) else { return .usage }
         command = made
     } catch {
-        let console = Console(json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
-                              err: Style(enabled: false, appearance: Appearance()))
+        let console = Console(
+            json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+            err: Style(enabled: false, appearance: Appearance()))
         let usage = Help.usage(error.command)
-        return console.fail(.usage, errorCode: "usage", message: error.message, hint: "usage: \(usage); see 'tokenpin help'")
+        return console.fail(
+            .usage, errorCode: "usage", message: error.message, hint: "usage: \(usage); see 'tokenpin help'")
     }
     // Help reads no configuration: it must work when the configuration is what is broken.
     if let help = command as? HelpCommand { return HelpCommand.print(help.topic, json: parsed.global.json) }
@@ -167,8 +184,9 @@ func runMain() -> ExitCode {
     do {
         context = try Context.make(parsed)
     } catch {
-        let console = Console(json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
-                              err: Style(enabled: false, appearance: Appearance()))
+        let console = Console(
+            json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+            err: Style(enabled: false, appearance: Appearance()))
         var message = error.description
         if error.message.hasPrefix("unknown key `"), let key = error.message.split(separator: "`").dropFirst().first {
             message += Suggestion.didYouMean(String(key), among: Configuration.keys)

@@ -1,12 +1,13 @@
 import Dispatch
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import TokenpinArguments
 import TokenpinCore
 import TokenpinDaemon
 import TokenpinReaders
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // tokenpind: the tokenpin daemon. Runs in the foreground, logs to stderr (the journal under systemd).
 
@@ -34,8 +35,12 @@ enum Options {
         "tokenpind",
         overview: "The tokenpin daemon: keeps PIN records root-owned and serves tokenpin, pam_tokenpin and watchers.",
         options: [socket, stateDirectory, config, reader, debug, noReaders, help, version],
-        sections: [HelpSection("SIGNALS", text: "SIGTERM and SIGINT finish running operations and exit; "
-            + "SIGHUP reloads the configuration.")])
+        sections: [
+            HelpSection(
+                "SIGNALS",
+                text: "SIGTERM and SIGINT finish running operations and exit; "
+                    + "SIGHUP reloads the configuration.")
+        ])
 }
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
@@ -115,8 +120,12 @@ func installSignalHandlers(daemon: Daemon, logger: Logger) -> [any DispatchSourc
 
 let sources = installSignalHandlers(daemon: daemon, logger: logger)
 
-logger.info("started", [("state-dir", options.stateDirectory),
-                        ("daemon-kdf-memory.mib", String(daemon.configuration.daemonKDFMemoryMiB))])
+logger.info(
+    "started",
+    [
+        ("state-dir", options.stateDirectory),
+        ("daemon-kdf-memory.mib", String(daemon.configuration.daemonKDFMemoryMiB)),
+    ])
 daemon.serve()
 let finished = daemon.waitForOperations(seconds: 60)
 logger.info("stopped", [("operations.unfinished", String(daemon.operationsInFlight))])

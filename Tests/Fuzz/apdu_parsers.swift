@@ -16,8 +16,9 @@ public func fuzzAPDUParsers(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if let command = try? CommandAPDU(parsing: bytes) {
         for extended in [false, true] where extended || command.fitsShortForm {
             let again = try? CommandAPDU(parsing: command.encoded(extended: extended))
-            precondition(again?.data == command.data && again?.le == command.le && again?.ins == command.ins,
-                         "command APDU round trip changed the command")
+            precondition(
+                again?.data == command.data && again?.le == command.le && again?.ins == command.ins,
+                "command APDU round trip changed the command")
         }
     }
     if let response = try? ResponseAPDU(parsing: bytes) {

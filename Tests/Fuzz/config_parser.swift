@@ -10,7 +10,8 @@ public func fuzzConfigurationParser(_ data: UnsafePointer<UInt8>, _ size: Int) -
     var configuration = Configuration()
     do {
         try configuration.apply(text: text, file: "fuzz.conf")
-        precondition(configuration.policy.minLength <= configuration.policy.maxLength, "an inverted length range applied")
+        precondition(
+            configuration.policy.minLength <= configuration.policy.maxLength, "an inverted length range applied")
     } catch {
         precondition(error.line >= 0, "a ConfigError with a negative line")
     }

@@ -12,8 +12,10 @@ import TokenpinOpenPGP
 final class FuzzedCardConnection: CardConnection {
     struct Gone: Error {}
 
-    let atr: [UInt8] = [0x3B, 0xDA, 0x18, 0xFF, 0x81, 0xB1, 0xFE, 0x75, 0x1F, 0x03, 0x00, 0x31, 0xC5, 0x73, 0xC0,
-                        0x01, 0x40, 0x00, 0x90, 0x00, 0x0C]
+    let atr: [UInt8] = [
+        0x3B, 0xDA, 0x18, 0xFF, 0x81, 0xB1, 0xFE, 0x75, 0x1F, 0x03, 0x00, 0x31, 0xC5, 0x73, 0xC0,
+        0x01, 0x40, 0x00, 0x90, 0x00, 0x0C,
+    ]
     var lengthCapabilities = LengthCapabilities.shortOnly
     private var answers: [[UInt8]]
     private var next = 0
@@ -47,8 +49,9 @@ public func fuzzOpenPGPResponses(_ data: UnsafePointer<UInt8>, _ size: Int) -> C
             _ = try? derivation.digest(of: SecretBytes(consuming: &bytes), for: .adminPIN)
         }
         if let attributes = try? AlgorithmAttributes(parsing: value) {
-            precondition((try? AlgorithmAttributes(parsing: attributes.encoded)) == attributes,
-                         "algorithm attributes changed through encode and parse")
+            precondition(
+                (try? AlgorithmAttributes(parsing: attributes.encoded)) == attributes,
+                "algorithm attributes changed through encode and parse")
         }
     }
     let card = FuzzedCardConnection(answers: parts)

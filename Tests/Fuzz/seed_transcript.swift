@@ -49,37 +49,49 @@ func framed(_ parts: [[UInt8]]) -> Data {
 
 /// The flows, each on a fresh factory-new card.
 let flows: [(name: String, run: @Sendable (OpenPGPSession) throws -> Void)] = [
-    ("select-ard", { session in
-        try session.select()
-        _ = try session.applicationRelatedData()
-        _ = try session.retriesLeft(.pw1)
-    }),
-    ("verify", { session in
-        try session.select()
-        _ = try? session.verify(.pw1, pin: secret("000000"))
-        try session.verify(.pw1, pin: secret("123456"))
-        _ = try session.passwordStatus()
-    }),
-    ("generate-decipher", { session in
-        try session.select()
-        _ = try session.applicationRelatedData()
-        try session.verify(.pw3, pin: secret("12345678"))
-        try session.setAlgorithmAttributes(.cv25519, for: .decryption)
-        let key = try session.generateKey(for: .decryption)
-        _ = try session.publicKey(for: .decryption)
-        try session.verify(.pw1, pin: secret("123456"))
-        _ = try session.decipher(ephemeralPublicKey: key.curve25519 ?? [UInt8](repeating: 9, count: 32))
-        _ = try session.applicationRelatedData()
-    }),
-    ("change-unblock", { session in
-        try session.select()
-        try session.changeReferenceData(.pw1, current: secret("123456"), new: secret("654321"))
-        try session.verify(.pw3, pin: secret("12345678"))
-        try session.setResettingCode(secret("87654321"))
-        try session.resetRetryCounter(resetCode: secret("87654321"), newPIN: secret("123456"))
-        try session.resetRetryCounter(newPIN: secret("112233"))
-        _ = try session.getData(0x6E)
-    }),
+    (
+        "select-ard",
+        { session in
+            try session.select()
+            _ = try session.applicationRelatedData()
+            _ = try session.retriesLeft(.pw1)
+        }
+    ),
+    (
+        "verify",
+        { session in
+            try session.select()
+            _ = try? session.verify(.pw1, pin: secret("000000"))
+            try session.verify(.pw1, pin: secret("123456"))
+            _ = try session.passwordStatus()
+        }
+    ),
+    (
+        "generate-decipher",
+        { session in
+            try session.select()
+            _ = try session.applicationRelatedData()
+            try session.verify(.pw3, pin: secret("12345678"))
+            try session.setAlgorithmAttributes(.cv25519, for: .decryption)
+            let key = try session.generateKey(for: .decryption)
+            _ = try session.publicKey(for: .decryption)
+            try session.verify(.pw1, pin: secret("123456"))
+            _ = try session.decipher(ephemeralPublicKey: key.curve25519 ?? [UInt8](repeating: 9, count: 32))
+            _ = try session.applicationRelatedData()
+        }
+    ),
+    (
+        "change-unblock",
+        { session in
+            try session.select()
+            try session.changeReferenceData(.pw1, current: secret("123456"), new: secret("654321"))
+            try session.verify(.pw3, pin: secret("12345678"))
+            try session.setResettingCode(secret("87654321"))
+            try session.resetRetryCounter(resetCode: secret("87654321"), newPIN: secret("123456"))
+            try session.resetRetryCounter(newPIN: secret("112233"))
+            _ = try session.getData(0x6E)
+        }
+    ),
 ]
 
 nonisolated(unsafe) var written = false  // libFuzzer calls the entry point on one thread

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import TokenpinAPDU
 
 /// ISO/IEC 7816-4 §5.1: the seven cases, both ways, and hostile bytes.
@@ -18,7 +19,9 @@ struct CommandAPDUTests {
         Vector(name: "case 2S", hex: "00CA006E00", data: [], le: 256, extended: false),
         Vector(name: "case 2S Le 5", hex: "00CA004F05", data: [], le: 5, extended: false),
         Vector(name: "case 3S", hex: "0020008206313233343536", data: Array("123456".utf8), le: nil, extended: false),
-        Vector(name: "case 4S", hex: "00A4040006D2760001240100", data: [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01], le: 256, extended: false),
+        Vector(
+            name: "case 4S", hex: "00A4040006D2760001240100", data: [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01], le: 256,
+            extended: false),
         Vector(name: "case 2E", hex: "00CA7F21000000", data: [], le: 65536, extended: true),
         Vector(name: "case 2E Le 300", hex: "00CA7F2100012C", data: [], le: 300, extended: true),
         Vector(name: "case 3E", hex: "00DA005B000003414243", data: [0x41, 0x42, 0x43], le: nil, extended: true),
@@ -54,18 +57,22 @@ struct CommandAPDUTests {
 
     @Test("shorter than a header is invalidStructure", arguments: 0..<4)
     func header(length: Int) {
-        let error = #expect(throws: APDUError.self) { try CommandAPDU(parsing: Array([0x00, 0xCA, 0x00, 0x6E].prefix(length))) }
+        let error = #expect(throws: APDUError.self) {
+            try CommandAPDU(parsing: Array([0x00, 0xCA, 0x00, 0x6E].prefix(length)))
+        }
         #expect(error?.code == .invalidStructure)
     }
 
-    @Test("trailing bytes and bad extended forms are rejected", arguments: [
-        ("00DA005B0141424344", APDUError.Code.trailingBytes),
-        ("00DA005B05414243", .truncated),
-        ("00DA005B000005414243", .truncated),
-        ("00DA005B00000341424300", .invalidLength),
-        ("00DA005B0000004142", .invalidLength),
-        ("00CA006E0000", .truncated),
-    ])
+    @Test(
+        "trailing bytes and bad extended forms are rejected",
+        arguments: [
+            ("00DA005B0141424344", APDUError.Code.trailingBytes),
+            ("00DA005B05414243", .truncated),
+            ("00DA005B000005414243", .truncated),
+            ("00DA005B00000341424300", .invalidLength),
+            ("00DA005B0000004142", .invalidLength),
+            ("00CA006E0000", .truncated),
+        ])
     func malformed(hex: String, code: APDUError.Code) throws {
         let error = #expect(throws: APDUError.self) { try CommandAPDU(parsing: Hex.decode(hex) ?? []) }
         #expect(error?.code == code)
@@ -78,7 +85,8 @@ struct CommandAPDUTests {
         let bytes = long.encoded()
         #expect(bytes.prefix(7) == [0x00, 0xDA, 0x7F, 0x21, 0x00, 0x01, 0x2C])
         #expect(try CommandAPDU(parsing: bytes) == long)
-        #expect(CommandAPDU(ins: 0xCA, p1: 0, p2: 0x6E, le: 1000).encoded() == [0x00, 0xCA, 0x00, 0x6E, 0x00, 0x03, 0xE8])
+        #expect(
+            CommandAPDU(ins: 0xCA, p1: 0, p2: 0x6E, le: 1000).encoded() == [0x00, 0xCA, 0x00, 0x6E, 0x00, 0x03, 0xE8])
     }
 
     @Test("sensitive commands print only their header; wipe zeroes and empties the data")
@@ -94,12 +102,14 @@ struct CommandAPDUTests {
 
 @Suite("ResponseAPDU and StatusWord")
 struct ResponseAPDUTests {
-    @Test("splits data and status word", arguments: [
-        ("9000", [UInt8](), StatusWord.success),
-        ("01029000", [0x01, 0x02], .success),
-        ("6A88", [], .referencedDataNotFound),
-        ("63C2", [], .wrongPIN(retriesLeft: 2)),
-    ])
+    @Test(
+        "splits data and status word",
+        arguments: [
+            ("9000", [UInt8](), StatusWord.success),
+            ("01029000", [0x01, 0x02], .success),
+            ("6A88", [], .referencedDataNotFound),
+            ("63C2", [], .wrongPIN(retriesLeft: 2)),
+        ])
     func parse(hex: String, data: [UInt8], statusWord: StatusWord) throws {
         let response = try ResponseAPDU(parsing: Hex.decode(hex) ?? [])
         #expect(response.data == data)
@@ -113,14 +123,16 @@ struct ResponseAPDUTests {
         #expect(error?.code == .invalidStructure)
     }
 
-    @Test("status word helpers", arguments: [
-        (StatusWord(rawValue: 0x63C3), 3 as Int?, nil as Int?, nil as Int?),
-        (StatusWord(rawValue: 0x6110), nil, 16, nil),
-        (StatusWord(rawValue: 0x6100), nil, 0, nil),
-        (StatusWord(rawValue: 0x6C20), nil, nil, 32),
-        (StatusWord(rawValue: 0x6C00), nil, nil, 256),
-        (StatusWord(rawValue: 0x6300), nil, nil, nil),
-    ])
+    @Test(
+        "status word helpers",
+        arguments: [
+            (StatusWord(rawValue: 0x63C3), 3 as Int?, nil as Int?, nil as Int?),
+            (StatusWord(rawValue: 0x6110), nil, 16, nil),
+            (StatusWord(rawValue: 0x6100), nil, 0, nil),
+            (StatusWord(rawValue: 0x6C20), nil, nil, 32),
+            (StatusWord(rawValue: 0x6C00), nil, nil, 256),
+            (StatusWord(rawValue: 0x6300), nil, nil, nil),
+        ])
     func helpers(statusWord: StatusWord, retries: Int?, remaining: Int?, correct: Int?) {
         #expect(statusWord.retriesLeft == retries)
         #expect(statusWord.bytesRemaining == remaining)

@@ -1,6 +1,7 @@
 import Testing
-@testable import TokenpinAPDU
 import TokenpinTestSupport
+
+@testable import TokenpinAPDU
 
 @Suite("CardConnection.send")
 struct SendTests {
@@ -23,8 +24,9 @@ struct SendTests {
 
     @Test("long data is chained in 255-byte parts with the chaining bit on all but the last")
     func chaining() throws {
-        let connection = ScriptedConnection(["9000", "9000", "9000"],
-                                            capabilities: LengthCapabilities(extendedLength: false, commandChaining: true))
+        let connection = ScriptedConnection(
+            ["9000", "9000", "9000"],
+            capabilities: LengthCapabilities(extendedLength: false, commandChaining: true))
         let data = [UInt8](repeating: 0x41, count: 600)
         _ = try connection.send(CommandAPDU(ins: 0xDA, p1: 0x7F, p2: 0x21, data: data))
         #expect(connection.sent.map { $0[0] } == [0x10, 0x10, 0x00])
@@ -34,8 +36,10 @@ struct SendTests {
 
     @Test("a failing chain part stops the chain and returns its status word")
     func chainFailure() throws {
-        let connection = ScriptedConnection(["6982"], capabilities: LengthCapabilities(extendedLength: false, commandChaining: true))
-        let response = try connection.send(CommandAPDU(ins: 0xDA, p1: 0x7F, p2: 0x21, data: [UInt8](repeating: 0, count: 300)))
+        let connection = ScriptedConnection(
+            ["6982"], capabilities: LengthCapabilities(extendedLength: false, commandChaining: true))
+        let response = try connection.send(
+            CommandAPDU(ins: 0xDA, p1: 0x7F, p2: 0x21, data: [UInt8](repeating: 0, count: 300)))
         #expect(response.statusWord == .securityStatusNotSatisfied)
         #expect(connection.sent.count == 1)
     }
@@ -52,9 +56,13 @@ struct SendTests {
 
     @Test("extended length: one APDU, Le above 256 kept; short-only cards get Le 256")
     func extended() throws {
-        let connection = ScriptedConnection(["9000"], capabilities: LengthCapabilities(extendedLength: true, commandChaining: false,
-                                                                                         maxCommandData: 2048))
-        _ = try connection.send(CommandAPDU(ins: 0xDA, p1: 0x7F, p2: 0x21, data: [UInt8](repeating: 0, count: 1000), le: 1000))
+        let connection = ScriptedConnection(
+            ["9000"],
+            capabilities: LengthCapabilities(
+                extendedLength: true, commandChaining: false,
+                maxCommandData: 2048))
+        _ = try connection.send(
+            CommandAPDU(ins: 0xDA, p1: 0x7F, p2: 0x21, data: [UInt8](repeating: 0, count: 1000), le: 1000))
         #expect(connection.sent.count == 1 && connection.sent[0].count == 4 + 3 + 1000 + 2)
         let short = ScriptedConnection(["9000"])
         _ = try short.send(CommandAPDU(ins: 0xCA, p1: 0x7F, p2: 0x21, le: 1000))
@@ -64,14 +72,18 @@ struct SendTests {
     @Test("a card that never stops announcing more data is responseTooLong")
     func endlessMoreData() {
         let connection = ScriptedConnection([String](repeating: "6100", count: 400))
-        let error = #expect(throws: APDUError.self) { try connection.send(CommandAPDU(ins: 0xCA, p1: 0, p2: 0x6E, le: 256)) }
+        let error = #expect(throws: APDUError.self) {
+            try connection.send(CommandAPDU(ins: 0xCA, p1: 0, p2: 0x6E, le: 256))
+        }
         #expect(error?.code == .responseTooLong)
     }
 
     @Test("a malformed answer is invalidStructure", arguments: ["", "90"])
     func malformedAnswer(hex: String) {
         let connection = ScriptedConnection([hex])
-        let error = #expect(throws: APDUError.self) { try connection.send(CommandAPDU(ins: 0xCA, p1: 0, p2: 0x6E, le: 256)) }
+        let error = #expect(throws: APDUError.self) {
+            try connection.send(CommandAPDU(ins: 0xCA, p1: 0, p2: 0x6E, le: 256))
+        }
         #expect(error?.code == .invalidStructure)
     }
 }

@@ -26,13 +26,18 @@ struct VerifiedStateTests {
         state.note(command: Self.verify(0x82), answer: Self.ok)
         state.note(command: Self.verify(0x83), answer: Self.ok)
         var sent: [[UInt8]] = []
-        #expect(state.clear { sent.append($0); return Self.ok })
+        #expect(
+            state.clear {
+                sent.append($0)
+                return Self.ok
+            })
         #expect(sent == [[0x00, 0x20, 0xFF, 0x82], [0x00, 0x20, 0xFF, 0x83]])
         #expect(state.isEmpty)
     }
 
-    @Test("a card refusing the FF VERIFY (older YubiKey: 6B00, others 6A86, 6D00) still needs a reset",
-          arguments: [[0x6B, 0x00], [0x6A, 0x86], [0x6D, 0x00], [0x67, 0x00], [0x90]] as [[UInt8]])
+    @Test(
+        "a card refusing the FF VERIFY (older YubiKey: 6B00, others 6A86, 6D00) still needs a reset",
+        arguments: [[0x6B, 0x00], [0x6A, 0x86], [0x6D, 0x00], [0x67, 0x00], [0x90]] as [[UInt8]])
     func refusedNeedsReset(answer: [UInt8]) {
         var state = VerifiedState()
         state.note(command: Self.verify(0x82), answer: Self.ok)
@@ -50,14 +55,19 @@ struct VerifiedStateTests {
         #expect(!state.isEmpty)
     }
 
-    @Test("CHANGE REFERENCE DATA and RESET RETRY COUNTER always need a reset, without sending anything",
-          arguments: [0x24, 0x2C] as [UInt8])
+    @Test(
+        "CHANGE REFERENCE DATA and RESET RETRY COUNTER always need a reset, without sending anything",
+        arguments: [0x24, 0x2C] as [UInt8])
     func changeAndUnblockNeedAReset(instruction: UInt8) {
         var state = VerifiedState()
         state.note(command: [0x00, instruction, 0x00, 0x81, 0x02, 0x31, 0x32], answer: Self.ok)
         #expect(state.needsReset)
         var sent = 0
-        #expect(!state.clear { _ in sent += 1; return Self.ok })
+        #expect(
+            !state.clear { _ in
+                sent += 1
+                return Self.ok
+            })
         #expect(sent == 0)
         state.forget()
         #expect(state.isEmpty)

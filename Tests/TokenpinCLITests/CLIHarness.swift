@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TokenpinTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs the built `tokenpin` binary with a private HOME, store and config, as a user would.
@@ -16,7 +17,8 @@ struct CLI {
         // Open to others: some tests run the CLI as another user (setpriv), and it must read the configuration.
         directory = temporaryDirectory("cli", mode: 0o755)
         try! FileManager.default.createDirectory(atPath: directory + "/home", withIntermediateDirectories: true)
-        try! ("kdf-memory-mib = 8\nkdf-passes = 1\n" + config).write(toFile: self.config, atomically: true, encoding: .utf8)
+        try! ("kdf-memory-mib = 8\nkdf-passes = 1\n" + config).write(
+            toFile: self.config, atomically: true, encoding: .utf8)
     }
 
     static var binary: String {
@@ -38,14 +40,18 @@ struct CLI {
     /// Runs `tokenpin --store S --config C ARGS` with `input` on standard input (`executable`: `setsid`, to run it
     /// without a controlling terminal).
     @discardableResult
-    func run(_ arguments: [String], input: String? = nil, plain: Bool = false, environment: [String: String] = [:],
-             executable: String? = nil) throws -> Result {
+    func run(
+        _ arguments: [String], input: String? = nil, plain: Bool = false, environment: [String: String] = [:],
+        executable: String? = nil
+    ) throws -> Result {
         let process = start(arguments, input: input, plain: plain, environment: environment, executable: executable)
         return try process.finish()
     }
 
-    func start(_ arguments: [String], input: String? = nil, plain: Bool = false, environment: [String: String] = [:],
-               executable: String? = nil) -> Running {
+    func start(
+        _ arguments: [String], input: String? = nil, plain: Bool = false, environment: [String: String] = [:],
+        executable: String? = nil
+    ) -> Running {
         let process = Process()
         var args = plain ? arguments : ["--store", store, "--config", config] + arguments
         if let executable {
@@ -55,8 +61,10 @@ struct CLI {
             process.executableURL = URL(fileURLWithPath: CLI.binary)
         }
         process.arguments = args
-        var env = ["HOME": directory + "/home", "XDG_CONFIG_HOME": directory + "/xdg", "PATH": "/usr/bin:/bin",
-                   "LANG": "C.UTF-8"]
+        var env = [
+            "HOME": directory + "/home", "XDG_CONFIG_HOME": directory + "/xdg", "PATH": "/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+        ]
         env.merge(environment) { $1 }
         process.environment = env
         let stdin = Pipe()
@@ -99,8 +107,9 @@ struct CLI {
             let out = stdout.fileHandleForReading.readDataToEndOfFile()
             let err = stderr.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
-            return Result(status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
-                          stderr: String(decoding: err, as: UTF8.self))
+            return Result(
+                status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
+                stderr: String(decoding: err, as: UTF8.self))
         }
     }
 
@@ -110,7 +119,8 @@ struct CLI {
         let keyFile = directory + "/recovery-\(UUID().uuidString)"
         let result = try run(["enrol", "--pin-stdin", "--recovery-key-file", keyFile], input: "\(pin)\n\(pin)\n")
         #expect(result.status == 0, "enrol failed: \(result.stderr)")
-        return (try? String(contentsOfFile: keyFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        return (try? String(contentsOfFile: keyFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            ?? ""
     }
 
     /// The record on disk, decoded.

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite struct UsageTests {
@@ -96,7 +97,8 @@ import Glibc
     @Test func jsonShapes() throws {
         let cli = CLI(config: "retries-max = 3\n")
         let keyFile = cli.directory + "/key"
-        let enrol = try cli.run(["--json", "enrol", "--pin-stdin", "--recovery-key-file", keyFile], input: "482916\n482916\n")
+        let enrol = try cli.run(
+            ["--json", "enrol", "--pin-stdin", "--recovery-key-file", keyFile], input: "482916\n482916\n")
         #expect(enrol.status == 0)
         #expect(enrol.json["ok"] as? Bool == true)
         #expect(enrol.json["event"] as? String == "created")
@@ -132,7 +134,9 @@ import Glibc
 
         let status = try cli.run(["--json", "status"])
         #expect(status.status == 0)
-        for key in ["ok", "user", "record", "enrolled", "remaining", "max", "locked", "lockedAt", "delay", "kdf", "types"] {
+        for key in [
+            "ok", "user", "record", "enrolled", "remaining", "max", "locked", "lockedAt", "delay", "kdf", "types",
+        ] {
             #expect(status.json[key] != nil, "status has \(key)")
         }
         #expect(status.json["locked"] as? Bool == true && status.json["remaining"] as? Int == 0)
@@ -161,7 +165,9 @@ import Glibc
         let json = try cli.run(["--json", "enrol", "--pin-stdin"], input: "482916\n482917\n")
         #expect(json.status == 5)
         #expect((json.json["error"] as? [String: Any])?["code"] as? String == "policy")
-        #expect((json.json["error"] as? [String: Any])?["message"] as? String == "PIN refused: the two entries do not match (rule mismatch)")
+        #expect(
+            (json.json["error"] as? [String: Any])?["message"] as? String
+                == "PIN refused: the two entries do not match (rule mismatch)")
         try cli.enrol()
         let same = try cli.run(["change", "--pin-stdin"], input: "482916\n482916\n482916\n")
         #expect(same.status == 5 && same.stderr.contains("same-as-current"))
@@ -202,8 +208,9 @@ import Glibc
     @Test func noTerminalAndNoPinStdinSaysWhatToDo() throws {
         let cli = CLI()
         try cli.enrol()
-        let result = try cli.run(["--store", cli.store, "--config", cli.config, "verify"], plain: true,
-                                 executable: "/usr/bin/setsid")
+        let result = try cli.run(
+            ["--store", cli.store, "--config", cli.config, "verify"], plain: true,
+            executable: "/usr/bin/setsid")
         #expect(result.status == 74)
         #expect(result.stderr.contains("--pin-stdin"))
         #expect(cli.remaining == 5)
@@ -267,7 +274,8 @@ import Glibc
         #expect(!(try cli.run(["--no-color", "verify", "--pin-stdin"], input: "482916\n").stdout.contains("\u{1B}[")))
         let auto = CLI()
         try auto.enrol()
-        #expect(!(try auto.run(["verify", "--pin-stdin"], input: "482916\n").stdout.contains("\u{1B}[")), "not a terminal")
+        #expect(
+            !(try auto.run(["verify", "--pin-stdin"], input: "482916\n").stdout.contains("\u{1B}[")), "not a terminal")
     }
 
     /// Each kind of colour name reaches the terminal as its ANSI SGR code.

@@ -4,7 +4,9 @@ import TokenpinTestSupport
 
 /// `tokenpin completions SHELL`: scripts each shell accepts, offering what the help declares.
 @Suite struct CompletionsTests {
-    static let shells: [(name: String, path: String)] = [("bash", "/bin/bash"), ("zsh", "/usr/bin/zsh"), ("fish", "/usr/bin/fish")]
+    static let shells: [(name: String, path: String)] = [
+        ("bash", "/bin/bash"), ("zsh", "/usr/bin/zsh"), ("fish", "/usr/bin/fish"),
+    ]
 
     /// Runs `shell -n` on `script`: the shell's own syntax check.
     func syntaxCheck(_ shell: String, _ script: String) throws -> (Int32, String) {
@@ -29,8 +31,10 @@ import TokenpinTestSupport
         let result = try CLI().run(["completions", shell], plain: true)
         #expect(result.status == 0, "\(result.stderr)")
         for word in ["enrol", "verify", "bench", "completions", "method", "recovery-key-file", "pin-stdin"] {
-            #expect(result.stdout.contains(shell == "fish" ? word : word.replacingOccurrences(of: "method", with: "--method")),
-                    "\(shell) offers \(word)")
+            #expect(
+                result.stdout.contains(
+                    shell == "fish" ? word : word.replacingOccurrences(of: "method", with: "--method")),
+                "\(shell) offers \(word)")
         }
         let path = try #require(Self.shells.first { $0.name == shell }?.path)
         guard FileManager.default.isExecutableFile(atPath: path) else { return }  // the shell is not installed here
@@ -42,7 +46,9 @@ import TokenpinTestSupport
         let script = try CLI().run(["completions", "bash"], plain: true).stdout
         func complete(_ words: [String]) throws -> [String] {
             let line = words.map { "'\($0)'" }.joined(separator: " ")
-            let probe = script + "\nCOMP_WORDS=(\(line)); COMP_CWORD=\(words.count - 1); _tokenpin; printf '%s\\n' \"${COMPREPLY[@]}\"\n"
+            let probe =
+                script
+                + "\nCOMP_WORDS=(\(line)); COMP_CWORD=\(words.count - 1); _tokenpin; printf '%s\\n' \"${COMPREPLY[@]}\"\n"
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/bin/bash")
             process.arguments = ["-c", probe]

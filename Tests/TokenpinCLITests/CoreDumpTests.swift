@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The CLI turns core dumps off before it handles a secret (Argon2 working memory and PINs must not land in a core
@@ -20,7 +21,8 @@ import Glibc
     /// The `Max core file size` soft limit in `/proc/PID/limits` (`unlimited` as UInt64.max), or nil.
     func coreLimit(_ pid: pid_t) -> UInt64? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Max core file size") }) else { return nil }
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Max core file size") })
+        else { return nil }
         let soft = line.dropFirst("Max core file size".count).split(separator: " ").first.map(String.init)
         return soft == "unlimited" ? .max : soft.flatMap { UInt64($0) }
     }
@@ -28,7 +30,8 @@ import Glibc
     /// The real uid in `/proc/PID/status`, or nil.
     func processUID(_ pid: pid_t) -> uid_t? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") }) else { return nil }
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") })
+        else { return nil }
         return line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap { uid_t($0) }
     }
 
@@ -40,28 +43,36 @@ import Glibc
 
     /// The process's executable name in `/proc/PID/stat` (after `exec` of the CLI, `tokenpin`).
     func command(_ pid: pid_t) -> String? {
-        (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
 
     @Test(.enabled(if: canRun)) func theCLIIsNotDumpableAndHasNoCoreLimitAtThePrompt() throws {
         let cli = CLI()
         // A store directory `nobody` can create its store in.
         let parent = cli.directory + "/open"
-        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o777])
+        try FileManager.default.createDirectory(
+            atPath: parent, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o777])
         chmod(parent, 0o777)
         var hard = rlimit()
         getrlimit(Int32(RLIMIT_CORE.rawValue), &hard)
         let raise = hard.rlim_max == rlim_t.max ? "unlimited" : String(hard.rlim_max)  // RLIM_INFINITY is all ones
         var arguments = ["--core=\(raise):\(raise)", "--"]
         if geteuid() == 0 {
-            arguments += ["/usr/bin/setpriv", "--reuid=\(Self.nobody)", "--regid=\(Self.nobody)", "--clear-groups", "--"]
+            arguments += [
+                "/usr/bin/setpriv", "--reuid=\(Self.nobody)", "--regid=\(Self.nobody)", "--clear-groups", "--",
+            ]
         }
-        arguments += [CLI.binary, "--local", "--store", parent + "/store", "--config", cli.config, "enrol", "--pin-stdin"]
+        arguments += [
+            CLI.binary, "--local", "--store", parent + "/store", "--config", cli.config, "enrol", "--pin-stdin",
+        ]
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
         process.arguments = arguments
-        process.environment = ["HOME": parent, "XDG_CONFIG_HOME": parent + "/xdg", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"]
+        process.environment = [
+            "HOME": parent, "XDG_CONFIG_HOME": parent + "/xdg", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+        ]
         let stdin = Pipe()
         let stderr = Pipe()
         process.standardInput = stdin
@@ -86,7 +97,9 @@ import Glibc
             }
             usleep(50_000)
         }
-        try #require(process.isRunning, "the CLI ended early: \(String(decoding: stderr.fileHandleForReading.availableData, as: UTF8.self))")
+        try #require(
+            process.isRunning,
+            "the CLI ended early: \(String(decoding: stderr.fileHandleForReading.availableData, as: UTF8.self))")
         #expect(limit == 0, "Max core file size is \(limit.map(String.init) ?? "unknown"), not 0")
         let uid = processUID(pid)
         #expect(uid != 0, "the check needs a process that is not root")

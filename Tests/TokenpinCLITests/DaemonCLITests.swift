@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A tokenpind of its own for one test: a private socket, state directory and configuration, the simulated card.
@@ -18,10 +19,13 @@ final class TestDaemon {
         socket = cli.directory + "/daemon.sock"
         state = cli.directory + "/daemon-state"
         let configFile = cli.directory + "/daemon.conf"
-        try ("kdf-memory-mib = 8\nkdf-passes = 1\n" + config).write(toFile: configFile, atomically: true, encoding: .utf8)
+        try ("kdf-memory-mib = 8\nkdf-passes = 1\n" + config).write(
+            toFile: configFile, atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["--socket", socket, "--state-dir", state, "--config", configFile, "--reader", "sim",
-                             "--no-readers"]
+        process.arguments = [
+            "--socket", socket, "--state-dir", state, "--config", configFile, "--reader", "sim",
+            "--no-readers",
+        ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -47,7 +51,8 @@ final class TestDaemon {
     @Test func enrolReportsTheRecordAsWrittenByTheDaemon() throws {
         let cli = CLI(config: "retries-max = 5\n")
         let daemon = try TestDaemon(cli, config: "retries-max = 3\n")
-        let enrol = try cli.run(["--socket", daemon.socket, "--json", "enrol", "--pin-stdin"], input: "482916\n482916\n")
+        let enrol = try cli.run(
+            ["--socket", daemon.socket, "--json", "enrol", "--pin-stdin"], input: "482916\n482916\n")
         #expect(enrol.status == 0, "\(enrol.stdout) \(enrol.stderr)")
         #expect(enrol.json["remaining"] as? Int == 3, "\(enrol.stdout)")
         #expect(enrol.json["max"] as? Int == 3)
@@ -62,8 +67,9 @@ final class TestDaemon {
         #expect(ended.status == 74, "\(ended.stdout)")
         #expect((ended.json["error"] as? [String: Any])?["code"] as? String == "input")
 
-        let bind = try cli.run(socket + ["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-                               input: "482916\n12345678\n123456\n")
+        let bind = try cli.run(
+            socket + ["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
+            input: "482916\n12345678\n123456\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         let guessed = try cli.run(socket + ["verify", "--pin-stdin"], input: "482916\n")
         #expect(guessed.status == 2 && guessed.stderr.contains("--method"), "\(guessed.stderr)")
@@ -116,8 +122,9 @@ final class TestDaemon {
         let daemon = try TestDaemon(cli)
         let socket = ["--socket", daemon.socket]
         #expect(try cli.run(socket + ["enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
-        let bind = try cli.run(socket + ["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-                               input: "482916\n12345678\n123456\n")
+        let bind = try cli.run(
+            socket + ["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
+            input: "482916\n12345678\n123456\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         let watch = cli.start(socket + ["watch"])
         usleep(300_000)
@@ -127,8 +134,9 @@ final class TestDaemon {
         usleep(300_000)
         daemon.stop()
         let result = try watch.finish()
-        let line = try #require(result.stdout.split(separator: "\n").first { $0.contains("\"tokenFailed\"") },
-                                "\(result.stdout)")
+        let line = try #require(
+            result.stdout.split(separator: "\n").first { $0.contains("\"tokenFailed\"") },
+            "\(result.stdout)")
         let event = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect(event["cardTriesLeft"] as? Int == 2, "\(line)")
     }

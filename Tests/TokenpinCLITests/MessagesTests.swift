@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Messages a person reads: suggestions, help without a working configuration, help and version as JSON.
@@ -38,7 +39,8 @@ import Glibc
         #expect(names.contains("verify") && names.contains("bench"), "\(help.stdout)")
         #expect((help.json["exitCodes"] as? [Any])?.count == 13)
         let verify = try cli.run(["--json", "help", "verify"], plain: true)
-        #expect((verify.json["command"] as? [String: Any])?["usage"] as? String == "tokenpin verify [--method pin|token]")
+        #expect(
+            (verify.json["command"] as? [String: Any])?["usage"] as? String == "tokenpin verify [--method pin|token]")
     }
 }
 
@@ -59,8 +61,9 @@ import Glibc
 
     @Test func aMissingDirectoryIsNamed() throws {
         let cli = CLI()
-        let result = try cli.run(["--json", "enrol", "--pin-stdin", "--recovery-key-file", cli.directory + "/nope/key"],
-                                 input: "482916\n482916\n")
+        let result = try cli.run(
+            ["--json", "enrol", "--pin-stdin", "--recovery-key-file", cli.directory + "/nope/key"],
+            input: "482916\n482916\n")
         #expect(result.status == 74)
         let message = (result.json["error"] as? [String: Any])?["message"] as? String ?? ""
         #expect(message.contains("/nope does not exist"), "\(message)")
@@ -90,8 +93,9 @@ import Glibc
         let off = try cli.run(["--reader", "sim", "--json", "toggle", "token", "off"])
         #expect(off.status == 0 && off.json["event"] as? String == "unchanged", "\(off.stdout)")
         #expect(try cli.run(["--reader", "sim", "toggle", "token", "off"]).stdout.contains("already disabled"))
-        let bind = try cli.run(["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-                               input: "482916\n12345678\n123456\n")
+        let bind = try cli.run(
+            ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
+            input: "482916\n12345678\n123456\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         let on = try cli.run(["--reader", "sim", "--json", "toggle", "token", "on", "--pin-stdin"], input: "")
         #expect(on.status == 0 && on.json["event"] as? String == "unchanged", "\(on.stdout)")
@@ -114,8 +118,9 @@ import Glibc
         #expect((other.json["readers"] as? [Any])?.isEmpty == true, "\(other.stdout)")
         let same = try cli.run(["--reader", "sim", "--serial", serial, "--json", "readers"])
         #expect((same.json["readers"] as? [Any])?.count == 1)
-        let verify = try cli.run(["--reader", "sim", "--serial", "0000BBBB", "verify", "--method", "token", "--pin-stdin"],
-                                 input: "123456\n")
+        let verify = try cli.run(
+            ["--reader", "sim", "--serial", "0000BBBB", "verify", "--method", "token", "--pin-stdin"],
+            input: "123456\n")
         #expect(verify.status == 6 && verify.stderr.contains("is not the card bound"), "\(verify.stderr)")
         #expect(try ScriptSafetyTests.cardTries(cli) == 3, "the card PIN went nowhere")
     }
@@ -125,14 +130,17 @@ import Glibc
 @Suite struct ConfigurationMessagesTests {
     @Test func crlfLineEndingsAreAccepted() throws {
         let cli = CLI()
-        try "kdf-memory-mib = 8\r\nkdf-passes = 1\r\nretries-max = 3\r\n".write(toFile: cli.config, atomically: true, encoding: .utf8)
+        try "kdf-memory-mib = 8\r\nkdf-passes = 1\r\nretries-max = 3\r\n".write(
+            toFile: cli.config, atomically: true, encoding: .utf8)
         try cli.enrol()
         let status = try cli.run(["--json", "status"])
         #expect(status.status == 0 && status.json["max"] as? Int == 3, "\(status.stdout) \(status.stderr)")
     }
 
-    @Test(arguments: [("pin-min-unique = 9\npin-max-length = 8\n", ["pin-min-unique", "pin-max-length"]),
-                      ("pin-max-length = 8\npin-min-length = 10\n", ["pin-min-length", "pin-max-length"])])
+    @Test(arguments: [
+        ("pin-min-unique = 9\npin-max-length = 8\n", ["pin-min-unique", "pin-max-length"]),
+        ("pin-max-length = 8\npin-min-length = 10\n", ["pin-min-length", "pin-max-length"]),
+    ])
     func contradictorySettingsNameBothKeys(config: String, keys: [String]) throws {
         let cli = CLI(config: config)
         let result = try cli.run(["status"])

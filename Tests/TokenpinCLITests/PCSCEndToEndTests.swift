@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TokenpinTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// This suite's part of the sandbox (`PCSCSandbox`): the first four vpcd ports (readers `tokenpin vpcd 0 00 0x`
@@ -40,7 +41,8 @@ extension CLI {
             let result = try run(["--json", "readers"])
             let readers = result.json["readers"] as? [[String: Any]] ?? []
             if let entry = readers.first(where: { $0["name"] as? String == reader }),
-               entry["cardPresent"] as? Bool == present, !present || entry["serial"] is String {
+                entry["cardPresent"] as? Bool == present, !present || entry["serial"] is String
+            {
                 return
             }
             if readers.isEmpty && !present { return }
@@ -56,8 +58,9 @@ extension CLI {
     /// Enrols 482916 and binds the card in reader 0, generating its cv25519 key.
     func bindCard() throws {
         try enrol()
-        let bind = try run(["--json", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-                           input: "482916\n12345678\n123456\n")
+        let bind = try run(
+            ["--json", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
+            input: "482916\n12345678\n123456\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         #expect(bind.json["event"] as? String == "typeChanged")
         #expect(bind.json["enabled"] as? Bool == true)
@@ -79,8 +82,9 @@ extension CLI {
         let refused = try cli.run(["toggle", "token", "on", "--pin-stdin"], input: "482916\n")
         #expect(refused.status == 6 && refused.stderr.contains("--generate-key"))
 
-        let bind = try cli.run(["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-                               input: "482916\n12345678\n123456\n")
+        let bind = try cli.run(
+            ["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
+            input: "482916\n12345678\n123456\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         #expect(bind.stdout.contains("Token enabled: card FFFE:0000AAAA"))
 
@@ -97,17 +101,24 @@ extension CLI {
         #expect(token["reader"] as? String == PCSCSandbox.reader(0))
 
         #expect(try cli.run(["change", "--pin-stdin"], input: "482916\n739154\n739154\n").status == 0)
-        #expect(try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "123456\n").json["method"] as? String == "token")
-        #expect(try cli.run(["--json", "verify", "--method", "pin", "--pin-stdin"], input: "739154\n").json["method"] as? String == "pin")
+        #expect(
+            try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "123456\n").json["method"]
+                as? String == "token")
+        #expect(
+            try cli.run(["--json", "verify", "--method", "pin", "--pin-stdin"], input: "739154\n").json["method"]
+                as? String == "pin")
 
         let changeCard = try cli.run(["token", "change-pin", "--pin-stdin"], input: "123456\n246813\n246813\n")
         #expect(changeCard.status == 0, "\(changeCard.stderr)")
-        #expect(try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "246813\n").json["method"] as? String == "token")
+        #expect(
+            try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "246813\n").json["method"]
+                as? String == "token")
 
         let wrongPIN = try cli.run(["--json", "toggle", "token", "off", "--pin-stdin"], input: "000001\n")
         #expect(wrongPIN.status == 1, "a wrong PIN switches nothing off: \(wrongPIN.stderr)")
         #expect(cli.remaining == 4, "and counts")
-        let off = try cli.run(["--json", "toggle", "token", "off", "--method", "token", "--pin-stdin"], input: "246813\n")
+        let off = try cli.run(
+            ["--json", "toggle", "token", "off", "--method", "token", "--pin-stdin"], input: "246813\n")
         #expect(off.status == 0, "\(off.stderr)")
         #expect(off.json["method"] as? String == "token")
         #expect(try cli.run(["types"]).stdout.contains("token  disabled"))
@@ -147,7 +158,9 @@ extension CLI {
         let verify = try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "123456\n")
         #expect(verify.status == 6, "\(verify.stdout) \(verify.stderr)")
         let message = (verify.json["error"] as? [String: Any])?["message"] as? String ?? ""
-        #expect(message.contains("removed") || message.contains("not in any reader") || message.contains("card"), "\(message)")
+        #expect(
+            message.contains("removed") || message.contains("not in any reader") || message.contains("card"),
+            "\(message)")
         #expect(cli.remaining == 5, "the PIN counter is untouched")
         _ = card
     }
@@ -169,7 +182,9 @@ extension CLI {
         let other = try VirtualCard(index: 1, state: cli.directory + "/other.json", serial: "0000BBBB", cli: cli)
         let verify = try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "482916\n")
         #expect(verify.status == 6)
-        #expect(((verify.json["tokenFailure"] as? [String: Any])?["reason"] as? String)?.contains("other cards are") == true)
+        #expect(
+            ((verify.json["tokenFailure"] as? [String: Any])?["reason"] as? String)?.contains("other cards are") == true
+        )
         let readers = try cli.run(["--json", "readers"])
         #expect(cli.reader(readers.json, PCSCSandbox.reader(1))?["cardTriesLeft"] as? Int == 3)
         _ = other
@@ -189,7 +204,9 @@ extension CLI {
         #expect(cli.remaining == 5, "card failures never consumed PIN tries")
         let unblock = try cli.run(["token", "unblock", "--admin", "--pin-stdin"], input: "12345678\n135792\n135792\n")
         #expect(unblock.status == 0, "\(unblock.stderr)")
-        #expect(try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "135792\n").json["method"] as? String == "token")
+        #expect(
+            try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "135792\n").json["method"]
+                as? String == "token")
         _ = card
     }
 
@@ -202,8 +219,10 @@ extension CLI {
         let point = "A6 25 7F 49 22 86 20 " + String(repeating: "09 ", count: 32)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/opensc-tool")
-        process.arguments = ["-r", PCSCSandbox.reader(0), "-s", "00 A4 04 00 06 D2 76 00 01 24 01",
-                             "-s", "00 2A 80 86 27 " + point + "00"]
+        process.arguments = [
+            "-r", PCSCSandbox.reader(0), "-s", "00 A4 04 00 06 D2 76 00 01 24 01",
+            "-s", "00 2A 80 86 27 " + point + "00",
+        ]
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -220,7 +239,8 @@ extension CLI {
     @Test(arguments: ["yubikey5", "nitrokey3", "gnuk"])
     func everyFactoryProfileBindsAndVerifies(profile: String) throws {
         let cli = CLI.pcsc()
-        let card = try VirtualCard(index: 0, state: cli.directory + "/card.json", arguments: ["--profile", profile], cli: cli)
+        let card = try VirtualCard(
+            index: 0, state: cli.directory + "/card.json", arguments: ["--profile", profile], cli: cli)
         try cli.bindCard()
         let verify = try cli.run(["--json", "verify", "--method", "token", "--pin-stdin"], input: "123456\n")
         #expect(verify.json["method"] as? String == "token", "\(profile): \(verify.stderr)")

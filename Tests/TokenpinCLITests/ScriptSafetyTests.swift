@@ -8,8 +8,9 @@ import Testing
     static func boundToSimulatedCard(_ config: String = "") throws -> CLI {
         let cli = CLI(config: config)
         try cli.enrol()
-        let bind = try cli.run(["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-                               input: "482916\n12345678\n123456\n")
+        let bind = try cli.run(
+            ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
+            input: "482916\n12345678\n123456\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         return cli
     }
@@ -34,16 +35,19 @@ import Testing
         let text = try cli.run(["--reader", "sim", "verify", "--pin-stdin"], input: "482916\n")
         #expect(text.status == 2 && text.stderr.contains("--method") && text.stderr.contains("hint: "))
 
-        let pin = try cli.run(["--reader", "sim", "--json", "verify", "--method", "pin", "--pin-stdin"], input: "482916\n")
+        let pin = try cli.run(
+            ["--reader", "sim", "--json", "verify", "--method", "pin", "--pin-stdin"], input: "482916\n")
         #expect(pin.status == 0 && pin.json["method"] as? String == "pin")
-        let token = try cli.run(["--reader", "sim", "--json", "verify", "--method", "token", "--pin-stdin"], input: "123456\n")
+        let token = try cli.run(
+            ["--reader", "sim", "--json", "verify", "--method", "token", "--pin-stdin"], input: "123456\n")
         #expect(token.status == 0 && token.json["method"] as? String == "token", "\(token.stdout)")
     }
 
     @Test func aTokenFailureIsInTheJSONWithTheCardsTriesLeft() throws {
         let cli = try Self.boundToSimulatedCard()
-        let wrong = try cli.run(["--reader", "sim", "--json", "verify", "--method", "token", "--pin-stdin"],
-                                input: "000000\n")
+        let wrong = try cli.run(
+            ["--reader", "sim", "--json", "verify", "--method", "token", "--pin-stdin"],
+            input: "000000\n")
         #expect(wrong.status == 1, "\(wrong.stdout)")
         #expect(wrong.json["event"] as? String == "tokenFailed")
         let failure = try #require(wrong.json["tokenFailure"] as? [String: Any])
@@ -71,8 +75,9 @@ import Testing
         let cli = CLI()
         try cli.enrol()
         try KeyReplacementCLITests.giveTheSimulatedCardAForeignKey(cli.store + "/sim-card.json", cli)
-        let result = try cli.run(["--reader", "sim", "toggle", "token", "on", "--generate-key", "--pin-stdin"],
-                                 input: "482916\n12345678\n123456\n")
+        let result = try cli.run(
+            ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--pin-stdin"],
+            input: "482916\n12345678\n123456\n")
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains("add --yes"))
         #expect(result.stderr.contains(KeyReplacementCLITests.fingerprint), "the key is shown: \(result.stderr)")
@@ -85,15 +90,17 @@ import Testing
     @Test func generateKeyOnAnEmptySlotNeedsNoConfirmation() throws {
         let cli = CLI()
         try cli.enrol()
-        let result = try cli.run(["--reader", "sim", "toggle", "token", "on", "--generate-key", "--pin-stdin"],
-                                 input: "482916\n12345678\n123456\n")
+        let result = try cli.run(
+            ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--pin-stdin"],
+            input: "482916\n12345678\n123456\n")
         #expect(result.status == 0, "\(result.stderr)")
     }
 
     @Test func benchTokenRunsOnTheSimulatedCardWithTheCardsTries() throws {
         let cli = CLI()
-        let result = try cli.run(["--reader", "sim", "--json", "bench", "--token", "--iterations", "1", "--pin-stdin"],
-                                 input: "12345678\n123456\n")
+        let result = try cli.run(
+            ["--reader", "sim", "--json", "bench", "--token", "--iterations", "1", "--pin-stdin"],
+            input: "12345678\n123456\n")
         #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
         #expect(result.json["apdusPerVerify"] as? Int ?? 0 > 0)
     }
@@ -101,8 +108,9 @@ import Testing
     @Test func benchTokenOnTheBoundCardNeverGeneratesAKey() throws {
         let cli = try Self.boundToSimulatedCard()
         // Only the card PIN is asked: the bound card's key is used as it is.
-        let result = try cli.run(["--reader", "sim", "--json", "bench", "--token", "--iterations", "1", "--pin-stdin"],
-                                 input: "123456\n")
+        let result = try cli.run(
+            ["--reader", "sim", "--json", "bench", "--token", "--iterations", "1", "--pin-stdin"],
+            input: "123456\n")
         #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
         let verify = try cli.run(["--reader", "sim", "verify", "--method", "token", "--pin-stdin"], input: "123456\n")
         #expect(verify.status == 0, "the user's binding still opens: \(verify.stderr)")

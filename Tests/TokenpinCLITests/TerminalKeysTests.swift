@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The terminal behaves: escape sequences do nothing, signals put the terminal back, nothing typed leaks.
@@ -30,7 +31,9 @@ struct TerminalKeysTests {
         #expect(cli.remaining == 5)
     }
 
-    @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143)), (SIGHUP, Int32(129)), (SIGQUIT, Int32(131))] as [(Int32, Int32)])
+    @Test(
+        arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143)), (SIGHUP, Int32(129)), (SIGQUIT, Int32(131))]
+            as [(Int32, Int32)])
     func signalsDuringAPromptRestoreTheTerminal(signal: Int32, status expected: Int32) throws {
         let cli = CLI()
         try cli.enrol()

@@ -12,14 +12,18 @@ struct TerminalTests {
     func type(_ keys: [String], _ cli: CLI, _ arguments: [String]) throws -> (screen: String, status: Int32) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [Self.script, keys.joined(separator: "|"), "--", CLI.binary, "--store", cli.store,
-                             "--config", cli.config, "--no-color"] + arguments
+        process.arguments =
+            [
+                Self.script, keys.joined(separator: "|"), "--", CLI.binary, "--store", cli.store,
+                "--config", cli.config, "--no-color",
+            ] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        let status = output.split(separator: "\n").last.flatMap { Int32($0.replacingOccurrences(of: "EXIT ", with: "")) } ?? -1
+        let status =
+            output.split(separator: "\n").last.flatMap { Int32($0.replacingOccurrences(of: "EXIT ", with: "")) } ?? -1
         return (output, status)
     }
 
@@ -54,8 +58,10 @@ struct TerminalTests {
 
     @Test func enrolAsksTwiceAndReAsksAfterAPolicyRefusal() throws {
         let cli = CLI()
-        let keys = ["wait:New PIN: ", "123456\\r", "wait:rule sequence", "wait:New PIN: ", "482916\\r",
-                    "wait:New PIN again: ", "482916\\r"]
+        let keys = [
+            "wait:New PIN: ", "123456\\r", "wait:rule sequence", "wait:New PIN: ", "482916\\r",
+            "wait:New PIN again: ", "482916\\r",
+        ]
         let (screen, status) = try type(keys, cli, ["enrol"])
         #expect(status == 0, "\(screen)")
         #expect(screen.contains("PIN refused: the PIN is a sequence (rule sequence)"))

@@ -21,9 +21,11 @@ enum P256Vector {
         let responder = secret(P256Vector.responderPrivate)
         #expect(try EllipticCurveDH.publicPoint(for: initiator, on: .nistP256) == P256Vector.initiatorPublic)
         #expect(try EllipticCurveDH.publicPoint(for: responder, on: .nistP256) == P256Vector.responderPublic)
-        let one = try EllipticCurveDH.sharedSecret(privateKey: initiator, peerPoint: P256Vector.responderPublic, on: .nistP256)
-        let other = try EllipticCurveDH.sharedSecret(privateKey: responder, peerPoint: P256Vector.initiatorPublic,
-                                                     on: .nistP256)
+        let one = try EllipticCurveDH.sharedSecret(
+            privateKey: initiator, peerPoint: P256Vector.responderPublic, on: .nistP256)
+        let other = try EllipticCurveDH.sharedSecret(
+            privateKey: responder, peerPoint: P256Vector.initiatorPublic,
+            on: .nistP256)
         #expect(one.isEqual(to: secret(P256Vector.sharedX)) == true)
         #expect(other.isEqual(to: secret(P256Vector.sharedX)) == true)
     }
@@ -36,8 +38,10 @@ enum P256Vector {
         #expect(card.publicPoint.first == 0x04)
         #expect(card.privateKey.count == curve.coordinateLength)
         #expect(try EllipticCurveDH.publicPoint(for: card.privateKey, on: curve) == card.publicPoint)
-        let host = try EllipticCurveDH.sharedSecret(privateKey: ephemeral.privateKey, peerPoint: card.publicPoint, on: curve)
-        let answer = try EllipticCurveDH.sharedSecret(privateKey: card.privateKey, peerPoint: ephemeral.publicPoint, on: curve)
+        let host = try EllipticCurveDH.sharedSecret(
+            privateKey: ephemeral.privateKey, peerPoint: card.publicPoint, on: curve)
+        let answer = try EllipticCurveDH.sharedSecret(
+            privateKey: card.privateKey, peerPoint: ephemeral.publicPoint, on: curve)
         #expect(host.count == curve.coordinateLength)
         #expect(host.isEqual(to: answer) == true)
         #expect(ephemeral.publicPoint != card.publicPoint)
@@ -47,10 +51,13 @@ enum P256Vector {
         var point = P256Vector.responderPublic
         point[point.count - 1] ^= 0x01
         let error = #expect(throws: CardCryptoError.self) {
-            _ = try EllipticCurveDH.sharedSecret(privateKey: secret(P256Vector.initiatorPrivate), peerPoint: point, on: .nistP256)
+            _ = try EllipticCurveDH.sharedSecret(
+                privateKey: secret(P256Vector.initiatorPrivate), peerPoint: point, on: .nistP256)
         }
         #expect(error?.code == .pointNotOnCurve)
-        let validation = #expect(throws: CardCryptoError.self) { try EllipticCurveDH.validate(point: point, on: .nistP256) }
+        let validation = #expect(throws: CardCryptoError.self) {
+            try EllipticCurveDH.validate(point: point, on: .nistP256)
+        }
         #expect(validation?.code == .pointNotOnCurve)
     }
 
@@ -65,7 +72,9 @@ enum P256Vector {
     @Test func compressedPointIsRefused() throws {
         var compressed = [UInt8](repeating: 0, count: 65)
         compressed[0] = 0x02
-        let error = #expect(throws: CardCryptoError.self) { try EllipticCurveDH.validate(point: compressed, on: .nistP256) }
+        let error = #expect(throws: CardCryptoError.self) {
+            try EllipticCurveDH.validate(point: compressed, on: .nistP256)
+        }
         #expect(error?.code == .pointNotOnCurve)
     }
 

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TokenpinCore
 import TokenpinTestSupport
+
+@testable import TokenpinCore
 
 @Suite struct ConfigTests {
     @Test func defaults() {
@@ -15,19 +16,20 @@ import TokenpinTestSupport
 
     @Test func parsesKeysCommentsAndQuotes() throws {
         var configuration = Configuration()
-        try configuration.apply(text: """
-            # tokenpin settings
-            retries-max = 3
-            fail-delay = 0, 0, 30,300   # seconds
-            pin-charset = alnum
-            pin-min-length=8
-            prompt-pin = "Your PIN"
-            color-error = bright-red
-            mode = both
-            fallback = deny
-            reader = Yubico*
+        try configuration.apply(
+            text: """
+                # tokenpin settings
+                retries-max = 3
+                fail-delay = 0, 0, 30,300   # seconds
+                pin-charset = alnum
+                pin-min-length=8
+                prompt-pin = "Your PIN"
+                color-error = bright-red
+                mode = both
+                fallback = deny
+                reader = Yubico*
 
-            """, file: "t.conf")
+                """, file: "t.conf")
         #expect(configuration.retriesMax == 3)
         #expect(configuration.failDelay == [0, 0, 30, 300])
         #expect(configuration.policy.charset == .alnum && configuration.policy.minLength == 8)
@@ -69,11 +71,13 @@ import TokenpinTestSupport
     @Test func laterFilesOverrideEarlierOnes() throws {
         let directory = temporaryDirectory("config")
         try FileManager.default.createDirectory(atPath: directory + "/etc/conf.d", withIntermediateDirectories: true)
-        try "retries-max = 4\nkdf-target-ms = 500\n".write(toFile: directory + "/etc/tokenpin.conf", atomically: true, encoding: .utf8)
+        try "retries-max = 4\nkdf-target-ms = 500\n".write(
+            toFile: directory + "/etc/tokenpin.conf", atomically: true, encoding: .utf8)
         try "retries-max = 7\n".write(toFile: directory + "/etc/conf.d/20-site.conf", atomically: true, encoding: .utf8)
         try "retries-max = 6\n".write(toFile: directory + "/etc/conf.d/10-base.conf", atomically: true, encoding: .utf8)
         try "pin-min-unique = 4\n".write(toFile: directory + "/user.conf", atomically: true, encoding: .utf8)
-        let files = Configuration.standardFiles(environment: ["XDG_CONFIG_HOME": directory + "/xdg"], systemDirectory: directory + "/etc")
+        let files = Configuration.standardFiles(
+            environment: ["XDG_CONFIG_HOME": directory + "/xdg"], systemDirectory: directory + "/etc")
         #expect(files.count == 4)
         let configuration = try Configuration.load(files: files, explicitFile: directory + "/user.conf")
         #expect(configuration.retriesMax == 7)
@@ -88,7 +92,8 @@ import TokenpinTestSupport
 
     @Test func siteBlocklistFileIsLoaded() throws {
         let directory = temporaryDirectory("config")
-        try "# site list\n482916\n  739154  # spaces\n\n".write(toFile: directory + "/block", atomically: true, encoding: .utf8)
+        try "# site list\n482916\n  739154  # spaces\n\n".write(
+            toFile: directory + "/block", atomically: true, encoding: .utf8)
         var configuration = Configuration()
         try configuration.apply(text: "pin-blocklist = \(directory)/block", file: "x")
         try configuration.loadBlocklist()
@@ -139,8 +144,9 @@ import TokenpinTestSupport
         var configuration = Configuration()
         #expect(configuration.daemonKDFMemoryMiB == 1024)
         #expect(configuration.daemonIdleTimeoutSeconds == 30)
-        try configuration.apply(text: "daemon-idle-timeout = 5\ndaemon-prompt-timeout = 60\ndaemon-rate-limit = 10",
-                                file: "x")
+        try configuration.apply(
+            text: "daemon-idle-timeout = 5\ndaemon-prompt-timeout = 60\ndaemon-rate-limit = 10",
+            file: "x")
         #expect(configuration.daemonIdleTimeoutSeconds == 5)
         #expect(configuration.daemonPromptTimeoutSeconds == 60)
         #expect(configuration.daemonRequestsPerMinute == 10)

@@ -1,6 +1,7 @@
 import Foundation
-@testable import TokenpinCore
 import TokenpinTestSupport
+
+@testable import TokenpinCore
 
 func pin(_ text: String) -> PIN { PIN(secret(text)) }
 

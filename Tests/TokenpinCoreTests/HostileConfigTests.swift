@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TokenpinCore
 
 /// Configuration files carrying numbers at and past their bounds: each is an error naming the key and the line,
@@ -17,14 +18,20 @@ import Testing
             "fail-delay": "0,86401", "daemon-kdf-memory": "1025G",
         ]
         for (key, over) in overBound.sorted(by: { $0.key < $1.key }) {
-            cases += (hostile + [over]).filter { !($0 == "0" && (key == "lock-grace" || key == "fail-delay")) }.map { (key, $0) }
+            cases += (hostile + [over]).filter { !($0 == "0" && (key == "lock-grace" || key == "fail-delay")) }.map {
+                (key, $0)
+            }
         }
-        for value in ["9223372036854775807G", "9223372036854775807GiB", "9007199254740993M", "-1G", "0M",
-                      "9223372036854775807", "18014398509481984G"] {
+        for value in [
+            "9223372036854775807G", "9223372036854775807GiB", "9007199254740993M", "-1G", "0M",
+            "9223372036854775807", "18014398509481984G",
+        ] {
             cases.append(("daemon-kdf-memory", value))
         }
-        for value in ["0,9223372036854775807", "-9223372036854775808", "1,,2", "30,-1",
-                      Array(repeating: "1", count: Configuration.maximumFailDelayEntries + 1).joined(separator: ",")] {
+        for value in [
+            "0,9223372036854775807", "-9223372036854775808", "1,,2", "30,-1",
+            Array(repeating: "1", count: Configuration.maximumFailDelayEntries + 1).joined(separator: ","),
+        ] {
             cases.append(("fail-delay", value))
         }
         return cases
@@ -45,8 +52,9 @@ import Testing
 
     @Test func largestAcceptedValuesStayUsable() throws {
         var configuration = Configuration()
-        try configuration.apply(text: "daemon-kdf-memory = 1024G\nkdf-memory-mib = 4096\nfail-delay = 86400\n",
-                                file: "max.conf")
+        try configuration.apply(
+            text: "daemon-kdf-memory = 1024G\nkdf-memory-mib = 4096\nfail-delay = 86400\n",
+            file: "max.conf")
         #expect(configuration.daemonKDFMemoryMiB == 1 << 20)
         #expect(configuration.daemonKDFMemoryMiB.multipliedReportingOverflow(by: 1024).overflow == false)
         #expect(configuration.failDelay == [86_400])

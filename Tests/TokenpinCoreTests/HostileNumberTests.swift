@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TokenpinCore
 import TokenpinTestSupport
+
+@testable import TokenpinCore
 
 /// Records and counters carrying numbers at and past their bounds.
 ///
@@ -13,18 +14,23 @@ import TokenpinTestSupport
         let user = "alice"
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         let vaultKey = Vault.newKey()
-        let pinSlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: SecureRandom.secret(32), kind: .pin, kdf: testKDF,
-                                         user: user, created: now)
+        let pinSlot = try VaultSlot.seal(
+            vaultKey, keyEncryptionKey: SecureRandom.secret(32), kind: .pin, kdf: testKDF,
+            user: user, created: now)
         let blake = KDFParameters(algorithm: .blake2b)
-        let recoverySlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: SecureRandom.secret(32), kind: .recovery,
-                                              kdf: blake, user: user, created: now)
-        let binding = TokenBinding(serial: "000512345678", cardPublicKey: Data(repeating: 1, count: 32),
-                                   ephemeralPublicKey: Data(repeating: 2, count: 32), reader: "Sim Reader 00 00")
-        let tokenSlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: SecureRandom.secret(32), kind: .token,
-                                           kdf: KDFParameters(algorithm: .blake2b), token: binding, user: user,
-                                           created: now)
-        let record = EnrolmentRecord(user: user, created: now, counter: RetryCounter(max: 5),
-                                     slots: [pinSlot, recoverySlot, tokenSlot])
+        let recoverySlot = try VaultSlot.seal(
+            vaultKey, keyEncryptionKey: SecureRandom.secret(32), kind: .recovery,
+            kdf: blake, user: user, created: now)
+        let binding = TokenBinding(
+            serial: "000512345678", cardPublicKey: Data(repeating: 1, count: 32),
+            ephemeralPublicKey: Data(repeating: 2, count: 32), reader: "Sim Reader 00 00")
+        let tokenSlot = try VaultSlot.seal(
+            vaultKey, keyEncryptionKey: SecureRandom.secret(32), kind: .token,
+            kdf: KDFParameters(algorithm: .blake2b), token: binding, user: user,
+            created: now)
+        let record = EnrolmentRecord(
+            user: user, created: now, counter: RetryCounter(max: 5),
+            slots: [pinSlot, recoverySlot, tokenSlot])
         let data = try RecordStore.encode(record)
         return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
@@ -63,19 +69,23 @@ import TokenpinTestSupport
         numbers("counter.max", extremes + [0, RetryCounter.maximumTries + 1], field: "counter.max")
         numbers("counter.remaining", extremes + [6], field: "counter.remaining")
         numbers("counter.failures", extremes + [RetryCounter.maximumFailureCount + 1], field: "counter.failures")
-        numbers("counter.recoveryFailures", extremes + [RetryCounter.maximumFailureCount + 1],
-                field: "counter.recoveryFailures")
-        numbers("slots.0.kdf.memoryKiB", extremes + [0, 7, KDFParameters.maximumMemoryKiB + 1, Int.max / 1024 + 1],
-                field: "pin slot: kdf.memoryKiB")
+        numbers(
+            "counter.recoveryFailures", extremes + [RetryCounter.maximumFailureCount + 1],
+            field: "counter.recoveryFailures")
+        numbers(
+            "slots.0.kdf.memoryKiB", extremes + [0, 7, KDFParameters.maximumMemoryKiB + 1, Int.max / 1024 + 1],
+            field: "pin slot: kdf.memoryKiB")
         numbers("slots.0.kdf.passes", extremes + [0, KDFParameters.maximumPasses + 1], field: "pin slot: kdf.passes")
         numbers("slots.1.kdf.memoryKiB", extremes + [1], field: "recovery slot: kdf.memoryKiB")
         numbers("slots.1.kdf.passes", extremes + [1], field: "recovery slot: kdf.passes")
         numbers("slots.2.kdf.memoryKiB", [Int.max, Int.min], field: "token slot: kdf.memoryKiB")
-        for (path, field, good) in [("slots.0.kdf.salt", "pin slot: kdf.salt", 16), ("slots.0.nonce", "pin slot: nonce", 24),
-                                    ("slots.0.wrappedKey", "pin slot: wrappedKey", 48),
-                                    ("slots.1.kdf.salt", "recovery slot: kdf.salt", 16),
-                                    ("slots.2.token.cardPublicKey", "token slot: token.cardPublicKey", 32),
-                                    ("slots.2.token.ephemeralPublicKey", "token slot: token.ephemeralPublicKey", 32)] {
+        for (path, field, good) in [
+            ("slots.0.kdf.salt", "pin slot: kdf.salt", 16), ("slots.0.nonce", "pin slot: nonce", 24),
+            ("slots.0.wrappedKey", "pin slot: wrappedKey", 48),
+            ("slots.1.kdf.salt", "recovery slot: kdf.salt", 16),
+            ("slots.2.token.cardPublicKey", "token slot: token.cardPublicKey", 32),
+            ("slots.2.token.ephemeralPublicKey", "token slot: token.ephemeralPublicKey", 32),
+        ] {
             cases += [0, good - 1, good + 1, 4096].map { Case(path: path, value: .bytes($0), field: field) }
         }
         cases += [
@@ -83,10 +93,12 @@ import TokenpinTestSupport
             Case(path: "user", value: .text(String(repeating: "a", count: 65)), field: "user"),
             Case(path: "user", value: .text("../alice"), field: "user"),
             Case(path: "slots.2.token.serial", value: .text(""), field: "token slot: token.serial"),
-            Case(path: "slots.2.token.serial", value: .text(String(repeating: "9", count: 65)),
-                 field: "token slot: token.serial"),
-            Case(path: "slots.2.token.reader", value: .text(String(repeating: "r", count: 257)),
-                 field: "token slot: token.reader"),
+            Case(
+                path: "slots.2.token.serial", value: .text(String(repeating: "9", count: 65)),
+                field: "token slot: token.serial"),
+            Case(
+                path: "slots.2.token.reader", value: .text(String(repeating: "r", count: 257)),
+                field: "token slot: token.reader"),
         ]
         return cases
     }()
@@ -104,12 +116,14 @@ import TokenpinTestSupport
 
     @Test(arguments: cases)
     func hostileFieldIsRefusedNamingIt(_ hostile: Case) throws {
-        let value: Any = switch hostile.value {
-        case .int(let number): NSNumber(value: number)
-        case .bytes(let count): Data(repeating: 7, count: count).base64EncodedString()
-        case .text(let text): text
-        }
-        let object = Self.set(value, at: hostile.path.split(separator: ".").map(String.init), in: try Self.validRecordObject())
+        let value: Any =
+            switch hostile.value {
+            case .int(let number): NSNumber(value: number)
+            case .bytes(let count): Data(repeating: 7, count: count).base64EncodedString()
+            case .text(let text): text
+            }
+        let object = Self.set(
+            value, at: hostile.path.split(separator: ".").map(String.init), in: try Self.validRecordObject())
         let data = try JSONSerialization.data(withJSONObject: object)
         do {
             let record = try RecordStore.decode(data, path: "hostile.json")
@@ -127,7 +141,8 @@ import TokenpinTestSupport
     }
 
     @Test func numbersBeyond64BitsAreRefused() throws {
-        var text = String(decoding: try JSONSerialization.data(withJSONObject: try Self.validRecordObject()), as: UTF8.self)
+        var text = String(
+            decoding: try JSONSerialization.data(withJSONObject: try Self.validRecordObject()), as: UTF8.self)
         text = text.replacingOccurrences(of: "\"failures\":0", with: "\"failures\":99999999999999999999999")
         #expect(text.contains("99999999999999999999999"))
         #expect {
@@ -231,12 +246,14 @@ import TokenpinTestSupport
     @Test(arguments: [Int.max, Int.min, -1, 0])
     func argon2RefusesPassesAndMemoryOutOfRange(_ number: Int) {
         #expect {
-            _ = try Argon2id.deriveKey(password: secret("482916"), salt: Array(repeating: 0, count: 16), memoryBytes: 8 << 20,
-                                   passes: number)
+            _ = try Argon2id.deriveKey(
+                password: secret("482916"), salt: Array(repeating: 0, count: 16), memoryBytes: 8 << 20,
+                passes: number)
         } throws: { ($0 as? CryptoError)?.code == .kdfFailed }
         #expect {
-            _ = try Argon2id.deriveKey(password: secret("482916"), salt: Array(repeating: 0, count: 16), memoryBytes: number,
-                                   passes: 1)
+            _ = try Argon2id.deriveKey(
+                password: secret("482916"), salt: Array(repeating: 0, count: 16), memoryBytes: number,
+                passes: 1)
         } throws: { ($0 as? CryptoError)?.code == .kdfFailed }
     }
 

@@ -66,7 +66,9 @@ private struct TimingModel {
         // The old linear extrapolation from 64 MiB chose 240 MiB at 3 passes here, 20% over the target.
         #expect(model.milliseconds(memoryKiB: 240 * 1024, passes: 3, call: 0) > 360)
         let calibration = KDFCalibration(targetMilliseconds: 300, physicalMemory: 16 << 30)
-        let result = calibration.calibrate { memory, passes in model.milliseconds(memoryKiB: memory, passes: passes, call: 0) }
+        let result = calibration.calibrate { memory, passes in
+            model.milliseconds(memoryKiB: memory, passes: passes, call: 0)
+        }
         #expect(abs(result.measuredMilliseconds - 300) <= 30, "\(result)")
         #expect(result.parameters.passes == 3)
         #expect(result.parameters.memoryKiB < 256 * 1024)

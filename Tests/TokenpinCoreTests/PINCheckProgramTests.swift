@@ -1,8 +1,8 @@
 import Foundation
 import Testing
+import TokenpinTestSupport
 
 @testable import TokenpinCore
-import TokenpinTestSupport
 
 /// Writes an executable `/bin/sh` script with `body` into a fresh private directory and returns its path.
 func pinCheckScript(_ body: String, mode: Int = 0o755) -> String {
@@ -101,7 +101,8 @@ let currentYear = String(Calendar(identifier: .gregorian).component(.year, from:
 
     @Test func aFileOthersCanChangeMayNotNameTheProgram() throws {
         let file = temporaryDirectory("pin-check-conf") + "/tokenpin.conf"
-        try "retries-max = 5\npin-check = /usr/local/sbin/pin-check\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try "retries-max = 5\npin-check = /usr/local/sbin/pin-check\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
         chmod(file, 0o644)
         #expect(try Configuration.load(files: [], explicitFile: file).pinCheckProgram == "/usr/local/sbin/pin-check")
         chmod(file, 0o664)

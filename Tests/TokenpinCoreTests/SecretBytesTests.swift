@@ -1,6 +1,7 @@
 import Testing
-@testable import TokenpinCore
 import TokenpinTestSupport
+
+@testable import TokenpinCore
 
 @Suite struct SecretBytesTests {
     @Test func equalityIsByContent() {
@@ -43,7 +44,9 @@ import TokenpinTestSupport
         let nonce = SecureRandom.bytes(24)
         var sealed = try XChaCha20Poly1305.seal(plain, key: key, nonce: nonce, associatedData: [1, 2, 3])
         func open(_ bytes: [UInt8], _ ad: [UInt8]) -> String? {
-            guard let plain = XChaCha20Poly1305.open(bytes, key: key, nonce: nonce, associatedData: ad) else { return nil }
+            guard let plain = XChaCha20Poly1305.open(bytes, key: key, nonce: nonce, associatedData: ad) else {
+                return nil
+            }
             return text(plain)
         }
         #expect(open(sealed, [1, 2, 3]) == text(plain))

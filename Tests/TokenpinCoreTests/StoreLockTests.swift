@@ -1,8 +1,9 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import TokenpinCore
 import TokenpinTestSupport
+
+@testable import TokenpinCore
 
 /// Issue 8, finding 3: every lock wait has a bound. A store with `lockWaitSeconds` gives up on a record lock
 /// another holder keeps, with a `busy` error, instead of waiting for good.

@@ -1,20 +1,24 @@
 import Foundation
 import Testing
-@testable import TokenpinCore
 import TokenpinTestSupport
+
+@testable import TokenpinCore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite struct StoreTests {
     func makeRecord(user: String = "alice") throws -> EnrolmentRecord {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         let vaultKey = Vault.newKey()
-        let pinSlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: try testKDF.deriveKey(from: secret("482916")), kind: .pin,
-                                       kdf: testKDF, user: user, created: now)
+        let pinSlot = try VaultSlot.seal(
+            vaultKey, keyEncryptionKey: try testKDF.deriveKey(from: secret("482916")), kind: .pin,
+            kdf: testKDF, user: user, created: now)
         let recoveryKDF = KDFParameters(algorithm: .blake2b)
-        let recoverySlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: try recoveryKDF.deriveKey(from: SecureRandom.secret(16)),
-                                            kind: .recovery, kdf: recoveryKDF, user: user, created: now)
+        let recoverySlot = try VaultSlot.seal(
+            vaultKey, keyEncryptionKey: try recoveryKDF.deriveKey(from: SecureRandom.secret(16)),
+            kind: .recovery, kdf: recoveryKDF, user: user, created: now)
         return EnrolmentRecord(user: user, created: now, counter: RetryCounter(max: 5), slots: [pinSlot, recoverySlot])
     }
 
@@ -55,8 +59,9 @@ import Glibc
         let record = try makeRecord()
         try store.save(record)
         // A crash between writing the temp file and the rename leaves garbage behind.
-        _ = FileManager.default.createFile(atPath: store.temporaryPath(for: "alice"), contents: Data("{garbage".utf8),
-                                       attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(
+            atPath: store.temporaryPath(for: "alice"), contents: Data("{garbage".utf8),
+            attributes: [.posixPermissions: 0o600])
         #expect(try store.load(user: "alice") == record)
         var changed = record
         changed.counter.consumeAttempt(at: Date(timeIntervalSince1970: 1_800_000_100))
@@ -93,8 +98,9 @@ import Glibc
     ])
     func foreignContentIsRefused(content: String, code: StoreError.Code) throws {
         let store = RecordStore(directory: temporaryDirectory())
-        _ = FileManager.default.createFile(atPath: store.recordPath(for: "alice"), contents: Data(content.utf8),
-                                       attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(
+            atPath: store.recordPath(for: "alice"), contents: Data(content.utf8),
+            attributes: [.posixPermissions: 0o600])
         #expect {
             _ = try store.load(user: "alice")
         } throws: { ($0 as? StoreError)?.code == code }
@@ -152,7 +158,8 @@ import Glibc
         let store = RecordStore(directory: directory)
         try store.save(try makeRecord())
         try FileManager.default.moveItem(atPath: store.recordPath(for: "alice"), toPath: directory + "/elsewhere.json")
-        try FileManager.default.createSymbolicLink(atPath: store.recordPath(for: "alice"), withDestinationPath: directory + "/elsewhere.json")
+        try FileManager.default.createSymbolicLink(
+            atPath: store.recordPath(for: "alice"), withDestinationPath: directory + "/elsewhere.json")
         #expect { _ = try store.load(user: "alice") } throws: { ($0 as? StoreError)?.code == .insecure }
         let foreign = RecordStore(directory: directory, owner: 4242)
         #expect { try foreign.prepare() } throws: { ($0 as? StoreError)?.code == .insecure }

@@ -5,28 +5,32 @@ import TokenpinCore
 /// Bindings to RSA and NIST/brainpool card keys: sizes checked per algorithm, the algorithm authenticated.
 @Suite struct TokenBindingTests {
     static func binding(_ algorithm: String?, card: Int, ephemeral: Int, exponent: Data? = nil) -> TokenBinding {
-        TokenBinding(serial: "000612345678", cardPublicKey: Data(repeating: 1, count: card),
-                     ephemeralPublicKey: Data(repeating: 2, count: ephemeral), algorithm: algorithm,
-                     cardPublicExponent: exponent)
+        TokenBinding(
+            serial: "000612345678", cardPublicKey: Data(repeating: 1, count: card),
+            ephemeralPublicKey: Data(repeating: 2, count: ephemeral), algorithm: algorithm,
+            cardPublicExponent: exponent)
     }
 
-    @Test(arguments: [
-        (nil, 32, 32, nil), ("nistp256", 65, 65, nil), ("nistp521", 133, 133, nil), ("brainpoolP512r1", 129, 129, nil),
-        ("rsa2048", 256, 256, Data([1, 0, 1])), ("rsa4096", 512, 512, Data([1, 0, 1])),
-    ] as [(String?, Int, Int, Data?)])
+    @Test(
+        arguments: [
+            (nil, 32, 32, nil), ("nistp256", 65, 65, nil), ("nistp521", 133, 133, nil),
+            ("brainpoolP512r1", 129, 129, nil),
+            ("rsa2048", 256, 256, Data([1, 0, 1])), ("rsa4096", 512, 512, Data([1, 0, 1])),
+        ] as [(String?, Int, Int, Data?)])
     func wellFormed(algorithm: String?, card: Int, ephemeral: Int, exponent: Data?) {
         #expect(Self.binding(algorithm, card: card, ephemeral: ephemeral, exponent: exponent).problem == nil)
     }
 
-    @Test(arguments: [
-        ("rsa1024", 128, 128, Data([1, 0, 1]), "token.algorithm rsa1024 is unknown"),
-        ("nistp256", 32, 65, nil, "token.cardPublicKey is 32 bytes, not 65"),
-        ("nistp384", 97, 65, nil, "token.ephemeralPublicKey is 65 bytes, not 97"),
-        ("rsa2048", 256, 256, nil, "token.cardPublicExponent must be 1 to 8 bytes for an RSA card key"),
-        ("rsa2048", 256, 256, Data(count: 9), "token.cardPublicExponent must be 1 to 8 bytes for an RSA card key"),
-        ("nistp256", 65, 65, Data([3]), "token.cardPublicExponent is set for a key that is not RSA"),
-        (nil, 32, 32, Data([3]), "token.cardPublicExponent is set for a key that is not RSA"),
-    ] as [(String?, Int, Int, Data?, String)])
+    @Test(
+        arguments: [
+            ("rsa1024", 128, 128, Data([1, 0, 1]), "token.algorithm rsa1024 is unknown"),
+            ("nistp256", 32, 65, nil, "token.cardPublicKey is 32 bytes, not 65"),
+            ("nistp384", 97, 65, nil, "token.ephemeralPublicKey is 65 bytes, not 97"),
+            ("rsa2048", 256, 256, nil, "token.cardPublicExponent must be 1 to 8 bytes for an RSA card key"),
+            ("rsa2048", 256, 256, Data(count: 9), "token.cardPublicExponent must be 1 to 8 bytes for an RSA card key"),
+            ("nistp256", 65, 65, Data([3]), "token.cardPublicExponent is set for a key that is not RSA"),
+            (nil, 32, 32, Data([3]), "token.cardPublicExponent is set for a key that is not RSA"),
+        ] as [(String?, Int, Int, Data?, String)])
     func refusedNamingTheField(algorithm: String?, card: Int, ephemeral: Int, exponent: Data?, problem: String) {
         #expect(Self.binding(algorithm, card: card, ephemeral: ephemeral, exponent: exponent).problem == problem)
     }
@@ -35,8 +39,9 @@ import TokenpinCore
         let vaultKey = Vault.newKey()
         let kek = SecureRandom.secret(32)
         let binding = Self.binding("rsa2048", card: 256, ephemeral: 256, exponent: Data([1, 0, 1]))
-        let slot = try VaultSlot.seal(vaultKey, keyEncryptionKey: kek, kind: .token, kdf: KDFParameters(algorithm: .blake2b),
-                                      token: binding, user: "alice", created: Date(timeIntervalSince1970: 0))
+        let slot = try VaultSlot.seal(
+            vaultKey, keyEncryptionKey: kek, kind: .token, kdf: KDFParameters(algorithm: .blake2b),
+            token: binding, user: "alice", created: Date(timeIntervalSince1970: 0))
         #expect(opened(slot, kek, "alice") != nil)
         var edited = slot
         edited.token?.cardPublicExponent = Data([3])
@@ -49,13 +54,16 @@ import TokenpinCore
     @Test func tokenKeysDependOnTheAlgorithm() throws {
         let secret = SecureRandom.secret(32)
         let salt = [UInt8](repeating: 5, count: 16)
-        let one = try TokenKeys.tokenKey(sharedSecret: secret, binding: Self.binding("nistp256", card: 65, ephemeral: 65), salt: salt)
-        let other = try TokenKeys.tokenKey(sharedSecret: secret, binding: Self.binding("brainpoolP256r1", card: 65, ephemeral: 65),
-                                           salt: salt)
+        let one = try TokenKeys.tokenKey(
+            sharedSecret: secret, binding: Self.binding("nistp256", card: 65, ephemeral: 65), salt: salt)
+        let other = try TokenKeys.tokenKey(
+            sharedSecret: secret, binding: Self.binding("brainpoolP256r1", card: 65, ephemeral: 65),
+            salt: salt)
         #expect(one.isEqual(to: other) == false)
         // A P-521 answer is longer than a BLAKE2b key: hashed first, still a 32-byte key.
-        let long = try TokenKeys.tokenKey(sharedSecret: SecureRandom.secret(66), binding: Self.binding("nistp521", card: 133, ephemeral: 133),
-                                          salt: salt)
+        let long = try TokenKeys.tokenKey(
+            sharedSecret: SecureRandom.secret(66), binding: Self.binding("nistp521", card: 133, ephemeral: 133),
+            salt: salt)
         #expect(long.count == 32)
     }
 }

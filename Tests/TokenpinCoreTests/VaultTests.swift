@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TokenpinCore
 import TokenpinTestSupport
+
+@testable import TokenpinCore
 
 @Suite struct VaultSlotTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
@@ -10,7 +11,8 @@ import TokenpinTestSupport
     func makeSlot(user: String = "alice") throws -> (VaultSlot, String) {
         let vaultKey = Vault.newKey()
         let kek = try testKDF.deriveKey(from: secret("482916"))
-        let slot = try VaultSlot.seal(vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: testKDF, user: user, created: now)
+        let slot = try VaultSlot.seal(
+            vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: testKDF, user: user, created: now)
         return (slot, base64(vaultKey))
     }
 
@@ -48,10 +50,12 @@ import TokenpinTestSupport
     @Test func tokenBindingIsAuthenticated() throws {
         let vaultKey = Vault.newKey()
         let kek = SecureRandom.secret(32)
-        let binding = TokenBinding(serial: "000612345678", cardPublicKey: Data(repeating: 1, count: 32),
-                                   ephemeralPublicKey: Data(repeating: 2, count: 32))
-        let slot = try VaultSlot.seal(vaultKey, keyEncryptionKey: kek, kind: .token, kdf: KDFParameters(algorithm: .blake2b),
-                                    token: binding, user: "alice", created: now)
+        let binding = TokenBinding(
+            serial: "000612345678", cardPublicKey: Data(repeating: 1, count: 32),
+            ephemeralPublicKey: Data(repeating: 2, count: 32))
+        let slot = try VaultSlot.seal(
+            vaultKey, keyEncryptionKey: kek, kind: .token, kdf: KDFParameters(algorithm: .blake2b),
+            token: binding, user: "alice", created: now)
         #expect(slot.isWellFormed)
         #expect(opened(slot, kek, "alice") != nil)
         var edited = slot
@@ -174,16 +178,19 @@ import TokenpinTestSupport
         let written = text(RecoveryKey.format(RecoveryKey.generate()))
         var characters = Array(written)
         characters[0] = characters[0] == "A" ? "B" : "A"
-        #expect(throws: RecoveryKey.ParseError.checksumMismatch) { _ = try RecoveryKey.parse(secret(String(characters))) }
+        #expect(throws: RecoveryKey.ParseError.checksumMismatch) {
+            _ = try RecoveryKey.parse(secret(String(characters)))
+        }
     }
 
-    @Test(arguments: [
-        ("", .malformed), ("ABCDE", .malformed), ("ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCD", .malformed),
-        ("ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-A", .malformed),
-        ("ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCD!", .invalidCharacter),
-        // 26 data characters carry 130 bits; a key has 128, so the last character's low bits must be zero.
-        ("ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", .malformed),
-    ] as [(String, RecoveryKey.ParseError)])
+    @Test(
+        arguments: [
+            ("", .malformed), ("ABCDE", .malformed), ("ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCD", .malformed),
+            ("ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-A", .malformed),
+            ("ABCDE-ABCDE-ABCDE-ABCDE-ABCDE-ABCD!", .invalidCharacter),
+            // 26 data characters carry 130 bits; a key has 128, so the last character's low bits must be zero.
+            ("ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", .malformed),
+        ] as [(String, RecoveryKey.ParseError)])
     func malformedKeysAreRefused(typed: String, error: RecoveryKey.ParseError) {
         #expect(throws: error) { _ = try RecoveryKey.parse(secret(typed)) }
     }

@@ -17,9 +17,14 @@ final class RecordingLocker: SessionLocker {
 /// Runs scheduled work when the test says so.
 final class ManualScheduler: Sendable {
     let pending = Mutex<[(Int, @Sendable () -> Void)]>([])
-    func schedule(_ seconds: Int, _ work: @escaping @Sendable () -> Void) { pending.withLock { $0.append((seconds, work)) } }
+    func schedule(_ seconds: Int, _ work: @escaping @Sendable () -> Void) {
+        pending.withLock { $0.append((seconds, work)) }
+    }
     func runAll() {
-        let work = pending.withLock { pending in defer { pending.removeAll() }; return pending }
+        let work = pending.withLock { pending in
+            defer { pending.removeAll() }
+            return pending
+        }
         for (_, item) in work { item() }
     }
 }
@@ -45,8 +50,9 @@ struct RemovalRig {
 
     init(_ action: CardRemovalAction, grace: Int = 0) {
         let (scheduler, slots) = (self.scheduler, self.slots)
-        policy = CardRemovalPolicy(locker: locker, logger: .disabled, settings: { (action, grace) },
-                                   schedule: { scheduler.schedule($0, $1) }, locate: { slots.locate($0) })
+        policy = CardRemovalPolicy(
+            locker: locker, logger: .disabled, settings: { (action, grace) },
+            schedule: { scheduler.schedule($0, $1) }, locate: { slots.locate($0) })
     }
 
     var locked: [String] { locker.locked.withLock { $0 } }
@@ -157,11 +163,11 @@ struct RemovalRig {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let fake = directory + "/loginctl"
         try """
-            #!/bin/sh
-            echo "$@" >> \(directory)/calls
-            [ "$1" = show-user ] && echo "3 7"
-            exit 0
-            """.write(toFile: fake, atomically: true, encoding: .utf8)
+        #!/bin/sh
+        echo "$@" >> \(directory)/calls
+        [ "$1" = show-user ] && echo "3 7"
+        exit 0
+        """.write(toFile: fake, atomically: true, encoding: .utf8)
         chmod(fake, 0o755)
         #expect(LoginctlLocker(loginctl: fake).lockSessions(of: "alice"))
         let calls = try String(contentsOfFile: directory + "/calls", encoding: .utf8)

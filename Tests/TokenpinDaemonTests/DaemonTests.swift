@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import Synchronization
+import Testing
 import TokenpinCore
 import TokenpinDaemon
 import TokenpinProtocol
@@ -67,7 +67,10 @@ import TokenpinTestSupport
             done.enter()
             Thread {
                 budget.acquire(40)
-                inside.withLock { $0.now += 40; $0.peak = max($0.peak, $0.now) }
+                inside.withLock {
+                    $0.now += 40
+                    $0.peak = max($0.peak, $0.now)
+                }
                 usleep(5000)
                 inside.withLock { $0.now -= 40 }
                 budget.release(40)
@@ -90,7 +93,10 @@ import TokenpinTestSupport
             done.enter()
             Thread {
                 budget.acquire(10)
-                inside.withLock { $0.now += 1; $0.peak = max($0.peak, $0.now) }
+                inside.withLock {
+                    $0.now += 1
+                    $0.peak = max($0.peak, $0.now)
+                }
                 usleep(5000)
                 inside.withLock { $0.now -= 1 }
                 budget.release(10)
@@ -143,7 +149,8 @@ final class TestDaemon: Sendable {
         let file = directory + "/tokenpin.conf"
         // enrol-auth = none: these tests connect as whoever runs them; the password check before enrolment is
         // tested with temporary users and a PAM service of their own in Tests/EndToEnd/adversary.sh.
-        try ("kdf-memory-mib = 8\nkdf-passes = 1\nenrol-auth = none\n" + config).write(toFile: file, atomically: true, encoding: .utf8)
+        try ("kdf-memory-mib = 8\nkdf-passes = 1\nenrol-auth = none\n" + config).write(
+            toFile: file, atomically: true, encoding: .utf8)
         var options = DaemonOptions()
         options.socketPath = directory + "/socket"
         options.stateDirectory = directory + "/state"
@@ -221,9 +228,11 @@ final class TestDaemon: Sendable {
         try stalled.write(Array("{\"v\":1,\"type\":\"requ".utf8))
         #expect(try test.raw(Array("garbage\n".utf8)).contains("protocol-malformed"))
         #expect(try test.raw([UInt8](repeating: 0x7B, count: 70_000) + [0x0A]).contains("protocol-oversized"))
-        #expect(try test.raw(Array("{\"v\":1,\"type\":\"request\"".utf8), closeWrite: true).contains("protocol-truncated"))
-        #expect(try test.raw(Array("{\"v\":1,\"type\":\"secret\",\"prompt\":\"pin\",\"value\":\"1\"}\n".utf8))
-            .contains("protocol-unexpected"))
+        #expect(
+            try test.raw(Array("{\"v\":1,\"type\":\"request\"".utf8), closeWrite: true).contains("protocol-truncated"))
+        #expect(
+            try test.raw(Array("{\"v\":1,\"type\":\"secret\",\"prompt\":\"pin\",\"value\":\"1\"}\n".utf8))
+                .contains("protocol-unexpected"))
         #expect(try test.client.verify(ScriptedInteraction(["482916"])).outcome == .verified(method: .pin))
         #expect(try test.client.status().remaining == 5)  // nothing above counted
         stalled.close()

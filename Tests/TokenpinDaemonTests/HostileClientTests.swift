@@ -131,7 +131,8 @@ private func elapsed(since start: Date) -> Double { Date().timeIntervalSince(sta
     /// another user's verify completes, nothing stays held past the send timeout, and at least one attack got
     /// its verify counted (the attempt stays counted, exactly as when a client disconnects after its PIN).
     @Test func aClientThatStopsReadingHoldsNothing() throws {
-        let test = try TestDaemon(config: "daemon-wait-timeout = 5\ndaemon-rate-limit = 100000\nretries-max = 100\n") { options in
+        let test = try TestDaemon(config: "daemon-wait-timeout = 5\ndaemon-rate-limit = 100000\nretries-max = 100\n") {
+            options in
             options.sendTimeoutMilliseconds = 300
         }
         defer { test.stop() }
@@ -150,7 +151,9 @@ private func elapsed(since start: Date) -> Double { Date().timeIntervalSince(sta
                 // Blocks once the socket buffers are full: the daemon's replies go unread.
                 var offset = 0
                 while offset < bytes.count {
-                    let written = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+                    let written = bytes.withUnsafeBytes {
+                        send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+                    }
                     if written <= 0 { return }
                     offset += written
                 }
@@ -162,7 +165,8 @@ private func elapsed(since start: Date) -> Double { Date().timeIntervalSince(sta
             #expect(report.exitCode == .success)
             longestStall = max(longestStall, elapsed(since: start))
             let deadline = Date(timeIntervalSinceNow: 10)
-            while Date() < deadline && (test.daemon.userLocks.isLocked("erin") || test.daemon.budget.usage.usedKiB > 0) {
+            while Date() < deadline && (test.daemon.userLocks.isLocked("erin") || test.daemon.budget.usage.usedKiB > 0)
+            {
                 Thread.sleep(forTimeInterval: 0.02)
             }
             #expect(!test.daemon.userLocks.isLocked("erin"))

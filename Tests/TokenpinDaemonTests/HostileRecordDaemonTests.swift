@@ -75,7 +75,8 @@ import TokenpinService
         defer { test.stop() }
         let bytes = try record(in: test) { Self.setCounter(&$0, "failures", Int.max) }
         let path = test.directory + "/state/root.json"
-        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]))
+        #expect(
+            FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]))
         for _ in 0..<3 {
             expectBadData({ _ = try test.client.verify(ScriptedInteraction(["482916"])) }, naming: "counter.failures")
             #expect(try test.client.ping() == ProtocolLimits.version)
@@ -98,7 +99,8 @@ import TokenpinService
         let status = try test.client.status()
         #expect(status.remaining == 4)
         #expect(status.delaySeconds == 0)  // one failure: the schedule's first entry, no pause
-        #expect(try test.client.verify(ScriptedInteraction(["000000"])).outcome == .rejected(remaining: 3, lastTry: false))
+        #expect(
+            try test.client.verify(ScriptedInteraction(["000000"])).outcome == .rejected(remaining: 3, lastTry: false))
         // Two failures now, the last one just made: the second entry's pause, never more.
         let delayed = try test.client.status()
         #expect((1...30).contains(delayed.delaySeconds))

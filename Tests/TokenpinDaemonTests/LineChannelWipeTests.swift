@@ -1,9 +1,11 @@
 import Foundation
 import Testing
 import TokenpinCore
+
 @testable import TokenpinProtocol
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A line that spans several reads leaves no copy of its bytes in the channel once it has been taken out.
@@ -46,7 +48,9 @@ import Glibc
         for index in received.indices { received[index] = 0 }
         let (bytes, buffered) = reader.receiveBufferSnapshot
         #expect(buffered == 0)
-        #expect(!bytes.isEmpty && bytes.allSatisfy { $0 == 0 }, "the receive buffer still holds \(bytes.filter { $0 != 0 }.count) bytes")
+        #expect(
+            !bytes.isEmpty && bytes.allSatisfy { $0 == 0 },
+            "the receive buffer still holds \(bytes.filter { $0 != 0 }.count) bytes")
     }
 
     @Test func bytesAfterTheLineStayAndNothingElse() throws {
@@ -112,6 +116,8 @@ import Glibc
         let value = Array("739154".utf8)
         let secret = SecretBytes(count: value.count) { $0.copyBytes(from: value) }
         try writer.sendSecret(prompt: "pin", secret)
-        #expect(try reader.readLine(timeoutMilliseconds: 2000) == Array(ClientMessage.secretLine(prompt: "pin", value: value).dropLast()))
+        #expect(
+            try reader.readLine(timeoutMilliseconds: 2000)
+                == Array(ClientMessage.secretLine(prompt: "pin", value: value).dropLast()))
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TokenpinService
-@testable import TokenpinDaemon
 import TokenpinTestSupport
+
+@testable import TokenpinDaemon
 
 /// The PAM service that checks the login password before enrolment must list its modules itself: a file that
 /// is missing (PAM would fall back to `other`), pulls in other stacks, or names pam_tokenpin is a configuration
@@ -21,8 +22,9 @@ import TokenpinTestSupport
     }
 
     @Test func theShippedFileIsAccepted() throws {
-        let shipped = try String(contentsOfFile: #filePath.replacingOccurrences(
-            of: "Tests/TokenpinDaemonTests/LoginPasswordTests.swift", with: "pam/tokenpin-enrol"), encoding: .utf8)
+        let shipped = try String(
+            contentsOfFile: #filePath.replacingOccurrences(
+                of: "Tests/TokenpinDaemonTests/LoginPasswordTests.swift", with: "pam/tokenpin-enrol"), encoding: .utf8)
         #expect(try check(shipped) == nil)
     }
 

@@ -17,7 +17,9 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     }
 
     @Test func rejectsInvalidUTF8() {
-        for bad: [UInt8] in [[0x22, 0xC0, 0x80, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xFF, 0x22], [0x22, 0xE2, 0x82, 0x22]] {
+        for bad: [UInt8] in [
+            [0x22, 0xC0, 0x80, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xFF, 0x22], [0x22, 0xE2, 0x82, 0x22],
+        ] {
             #expect { try JSONParser.parse(bad) } throws: { ($0 as? ProtocolError)?.code == .malformed }
         }
     }
@@ -81,7 +83,10 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         ("{\"v\":1,\"type\":\"request\",\"op\":\"verify\",\"user\":\"../etc\"}", .badField),
         ("{\"v\":1,\"type\":\"request\",\"op\":\"verify\",\"user\":7}", .badField),
         ("{\"v\":1,\"type\":\"request\",\"op\":\"toggle\",\"authType\":\"face\",\"on\":true}", .badField),
-        ("{\"v\":1,\"type\":\"request\",\"op\":\"toggle\",\"authType\":\"token\",\"on\":false,\"method\":\"both\"}", .badField),
+        (
+            "{\"v\":1,\"type\":\"request\",\"op\":\"toggle\",\"authType\":\"token\",\"on\":false,\"method\":\"both\"}",
+            .badField
+        ),
         ("{\"v\":1,\"type\":\"request\",\"op\":\"import\",\"record\":\"!!!\"}", .badField),
         ("{\"v\":1,\"type\":\"request\",\"op\":\"change\",\"newPINAttempts\":9}", .badField),
         ("{\"v\":1,\"type\":\"secret\",\"prompt\":\"pin\"}", .missingField),
@@ -121,7 +126,8 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         _ = secret
         let line = ClientMessage.secret(prompt: "pin", value: [0x22, 0x5C, 0x0A, 0x41]).line
         #expect(line.filter { $0 == 0x0A }.count == 1)
-        #expect(try ClientMessage.parse(Array(line.dropLast())) == .secret(prompt: "pin", value: [0x22, 0x5C, 0x0A, 0x41]))
+        #expect(
+            try ClientMessage.parse(Array(line.dropLast())) == .secret(prompt: "pin", value: [0x22, 0x5C, 0x0A, 0x41]))
     }
 
     @Test func base64IsStrict() {
@@ -156,7 +162,9 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     }
 
     @Test func questionsRoundTripWithTheWordToType() throws {
-        for question in [ServerMessage.question("Go on?"), .question("Card X holds a key (rsa2048).", typed: "replace")] {
+        for question in [
+            ServerMessage.question("Go on?"), .question("Card X holds a key (rsa2048).", typed: "replace"),
+        ] {
             #expect(try ServerMessage.parse(Array(question.line.dropLast())) == question)
         }
     }
@@ -164,7 +172,8 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     @Test func toggleRequestsCarryTheMode() throws {
         var request = Request(.toggle, authenticationType: .token, on: true)
         request.mode = .both
-        guard case .request(let parsed) = try ClientMessage.parse(Array(ClientMessage.request(request).line.dropLast())) else {
+        guard case .request(let parsed) = try ClientMessage.parse(Array(ClientMessage.request(request).line.dropLast()))
+        else {
             Issue.record("not a request")
             return
         }
@@ -183,8 +192,10 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
             .siteCheckRefused(reason: "ends in the current year (2026)"),
         ]
         for error in errors {
-            guard case .error(let code, let message, let exitCode, let fields) =
-                try ServerMessage.parse(Array(error.protocolMessage.line.dropLast())) else {
+            guard
+                case .error(let code, let message, let exitCode, let fields) =
+                    try ServerMessage.parse(Array(error.protocolMessage.line.dropLast()))
+            else {
                 Issue.record("not an error")
                 continue
             }
@@ -194,11 +205,16 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     }
 
     @Test func everyPromptRoundTrips() throws {
-        let prompts: [SecretPrompt] = [.pin, .currentPIN, .newPIN, .confirmPIN, .recoveryKey,
-                                       .cardPIN(card: "0006 1234", triesLeft: 3), .newCardPIN, .confirmCardPIN,
-                                       .adminPIN(card: "x", triesLeft: 2), .resetCode(card: "y", triesLeft: 1)]
+        let prompts: [SecretPrompt] = [
+            .pin, .currentPIN, .newPIN, .confirmPIN, .recoveryKey,
+            .cardPIN(card: "0006 1234", triesLeft: 3), .newCardPIN, .confirmCardPIN,
+            .adminPIN(card: "x", triesLeft: 2), .resetCode(card: "y", triesLeft: 1),
+        ]
         for prompt in prompts {
-            guard case .prompt(let name, let card, let tries) = try ServerMessage.parse(Array(prompt.message.line.dropLast())) else {
+            guard
+                case .prompt(let name, let card, let tries) = try ServerMessage.parse(
+                    Array(prompt.message.line.dropLast()))
+            else {
                 Issue.record("not a prompt")
                 continue
             }
@@ -207,12 +223,14 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     }
 
     @Test func everyEventRoundTrips() {
-        let events: [Event] = [.created, .verified(method: .pin), .changed, .reset, .wrongPIN(remaining: 1, lastTry: true),
-                               .locked, .delayed(seconds: 5), .tokenFailed(reason: "gone", fallback: true),
-                               .tokenFailed(reason: "wrong card PIN", fallback: false, cardTriesLeft: 2), .cancelled,
-                               .policyViolation(rule: "sequence"),
-                               .policyViolation(rule: "site-check", reason: "ends in the current year (2026)"),
-                               .typeChanged(type: .token, enabled: false)]
+        let events: [Event] = [
+            .created, .verified(method: .pin), .changed, .reset, .wrongPIN(remaining: 1, lastTry: true),
+            .locked, .delayed(seconds: 5), .tokenFailed(reason: "gone", fallback: true),
+            .tokenFailed(reason: "wrong card PIN", fallback: false, cardTriesLeft: 2), .cancelled,
+            .policyViolation(rule: "sequence"),
+            .policyViolation(rule: "site-check", reason: "ends in the current year (2026)"),
+            .typeChanged(type: .token, enabled: false),
+        ]
         for event in events {
             #expect(Event(name: event.name, fields: event.protocolFields) == event)
         }
@@ -248,7 +266,9 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         }
         let (e, f) = pair()
         e.close()
-        #expect(throws: ProtocolError(.closed, "the peer closed the connection")) { try f.readLine(timeoutMilliseconds: 1000) }
+        #expect(throws: ProtocolError(.closed, "the peer closed the connection")) {
+            try f.readLine(timeoutMilliseconds: 1000)
+        }
         let (g, h) = pair()
         #expect(throws: ProtocolError(.timeout, "no complete message arrived in time")) {
             try h.readLine(timeoutMilliseconds: 300)

@@ -15,8 +15,9 @@ import TokenpinService
         let rejected = VerifyReport(outcome: .rejected(remaining: 4, lastTry: false))
         #expect(rejected.protocolFields.contains { $0.key == "remaining" && $0.value == .int(4) })
         #expect(!rejected.protocolFields.contains { $0.key == "triesLeft" })
-        let reader = ReaderInfo(name: "r", cardPresent: true, serial: "0006 1234", isOpenPGP: true, usable: true,
-                                cardPINTriesLeft: 3)
+        let reader = ReaderInfo(
+            name: "r", cardPresent: true, serial: "0006 1234", isOpenPGP: true, usable: true,
+            cardPINTriesLeft: 3)
         #expect(reader.protocolValue["cardTriesLeft"] == .int(3))
         #expect(reader.protocolValue["cardPINTriesLeft"] == nil)
         #expect(try JSONParser.parse(Array(prompt.line.dropLast()))["v"] == .int(ProtocolLimits.version))
@@ -26,20 +27,26 @@ import TokenpinService
         for (version, field) in [(1, "triesLeft"), (2, "remaining")] {
             let line = #"{"v":\#(version),"type":"prompt","prompt":"pin","\#(field)":1}"#
             #expect(try ServerMessage.parse(Array(line.utf8)) == .prompt(name: "pin", card: nil, triesLeft: 1))
-            let fields = [JSONMember("outcome", .text("rejected")), JSONMember(field, .int(2)),
-                          JSONMember("lastTry", .bool(false))]
+            let fields = [
+                JSONMember("outcome", .text("rejected")), JSONMember(field, .int(2)),
+                JSONMember("lastTry", .bool(false)),
+            ]
             #expect(try VerifyReport(protocolFields: fields).outcome == .rejected(remaining: 2, lastTry: false))
         }
         for field in ["cardPINTriesLeft", "cardTriesLeft"] {
-            let value = JSONValue.object([JSONMember("name", .text("r")), JSONMember("cardPresent", .bool(true)),
-                                          JSONMember(field, .int(1))])
+            let value = JSONValue.object([
+                JSONMember("name", .text("r")), JSONMember("cardPresent", .bool(true)),
+                JSONMember(field, .int(1)),
+            ])
             #expect(try ReaderInfo(protocolValue: value).cardPINTriesLeft == 1)
         }
     }
 
     @Test func newNameWinsAndIsChecked() {
-        let fields = [JSONMember("outcome", .text("rejected")), JSONMember("remaining", .int(999)),
-                      JSONMember("triesLeft", .int(2))]
+        let fields = [
+            JSONMember("outcome", .text("rejected")), JSONMember("remaining", .int(999)),
+            JSONMember("triesLeft", .int(2)),
+        ]
         #expect {
             _ = try VerifyReport(protocolFields: fields)
         } throws: { error in

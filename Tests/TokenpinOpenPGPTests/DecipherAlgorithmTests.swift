@@ -1,15 +1,16 @@
 import Testing
-import TokenpinTestSupport
 import TokenpinAPDU
 import TokenpinCardCrypto
 import TokenpinCore
 import TokenpinOpenPGP
 import TokenpinSimulator
+import TokenpinTestSupport
 
 /// PSO:DECIPHER for RSA and NIST/brainpool ECDH keys (OpenPGP card 3.4.1, §7.2.11).
 @Suite struct DecipherAlgorithmTests {
     /// Sets the decryption key's attributes, generates it and verifies PW1; returns the public key.
-    static func provision(_ fixture: Fixture, _ attributes: TokenpinOpenPGP.AlgorithmAttributes) throws -> CardPublicKey {
+    static func provision(_ fixture: Fixture, _ attributes: TokenpinOpenPGP.AlgorithmAttributes) throws -> CardPublicKey
+    {
         try fixture.session.select()
         _ = try fixture.session.applicationRelatedData()
         try fixture.session.verify(.pw3, pin: secret("12345678"))
@@ -21,8 +22,9 @@ import TokenpinSimulator
 
     static let rsa2048 = TokenpinOpenPGP.AlgorithmAttributes.rsa(modulusBits: 2048, exponentBits: 17, importFormat: 0)
 
-    @Test("RSA: extended APDU when the card takes them, chained otherwise; the answer is the message",
-          arguments: [true, false])
+    @Test(
+        "RSA: extended APDU when the card takes them, chained otherwise; the answer is the message",
+        arguments: [true, false])
     func rsa(extended: Bool) throws {
         let fixture = try Fixture()
         guard case .rsa(let modulus, let exponent) = try Self.provision(fixture, Self.rsa2048) else {
@@ -40,7 +42,10 @@ import TokenpinSimulator
         #expect(sent.count == (extended ? 1 : 2))
         #expect(sent.allSatisfy { $0[1] == 0x2A })
         if !extended { #expect(sent[0][0] == 0x10, "the first part is chained") }
-        #expect(!fixture.traceLines.contains { $0.contains(Hex.encode(message.withUnsafeBytes { Array($0) }, separator: " ")) })
+        #expect(
+            !fixture.traceLines.contains {
+                $0.contains(Hex.encode(message.withUnsafeBytes { Array($0) }, separator: " "))
+            })
     }
 
     @Test("RSA: a cryptogram for another key is the card's 6A80; empty input is refused before sending")
@@ -48,16 +53,22 @@ import TokenpinSimulator
         let fixture = try Fixture()
         _ = try Self.provision(fixture, Self.rsa2048)
         let other = try RSAKeys.generate(bits: 2048)
-        let foreign = try RSAKeys.encrypt(SecureRandom.secret(32), modulus: other.modulus, publicExponent: other.publicExponent)
+        let foreign = try RSAKeys.encrypt(
+            SecureRandom.secret(32), modulus: other.modulus, publicExponent: other.publicExponent)
         #expect(throws: OpenPGPError.incorrectData) { _ = try fixture.session.decipher(rsaCryptogram: foreign) }
         let empty = #expect(throws: OpenPGPError.self) { _ = try fixture.session.decipher(rsaCryptogram: []) }
-        if case .invalidArgument = empty {} else { Issue.record("expected invalidArgument, got \(String(describing: empty))") }
+        if case .invalidArgument = empty {
+        } else {
+            Issue.record("expected invalidArgument, got \(String(describing: empty))")
+        }
     }
 
-    @Test("ECDH: the card's answer is the x coordinate", arguments: [
-        (Curve.nistP256, WeierstrassCurve.nistP256), (.nistP384, .nistP384), (.nistP521, .nistP521),
-        (.brainpoolP512r1, .brainpoolP512r1),
-    ])
+    @Test(
+        "ECDH: the card's answer is the x coordinate",
+        arguments: [
+            (Curve.nistP256, WeierstrassCurve.nistP256), (.nistP384, .nistP384), (.nistP521, .nistP521),
+            (.brainpoolP512r1, .brainpoolP512r1),
+        ])
     func ecdh(curve: Curve, weierstrass: WeierstrassCurve) throws {
         let fixture = try Fixture()
         guard case .ecc(let point) = try Self.provision(fixture, .ecdh(curve, importFormat: nil)) else {
@@ -65,18 +76,27 @@ import TokenpinSimulator
             return
         }
         let ephemeral = try EllipticCurveDH.generateKeyPair(on: weierstrass)
-        let expected = try EllipticCurveDH.sharedSecret(privateKey: ephemeral.privateKey, peerPoint: point, on: weierstrass)
+        let expected = try EllipticCurveDH.sharedSecret(
+            privateKey: ephemeral.privateKey, peerPoint: point, on: weierstrass)
         let answer = try fixture.session.decipher(ecdhPoint: ephemeral.publicPoint)
         #expect(answer.isEqual(to: expected) == true)
     }
 
-    @Test("ECDH: a compressed or raw point is refused before sending", arguments: [[0x02] + [UInt8](repeating: 1, count: 32), [UInt8](repeating: 1, count: 32), [0x04] + [UInt8](repeating: 1, count: 63)])
+    @Test(
+        "ECDH: a compressed or raw point is refused before sending",
+        arguments: [
+            [0x02] + [UInt8](repeating: 1, count: 32), [UInt8](repeating: 1, count: 32),
+            [0x04] + [UInt8](repeating: 1, count: 63),
+        ])
     func ecdhBadPoints(point: [UInt8]) throws {
         let fixture = try Fixture()
         try fixture.session.select()
         let before = fixture.connection.counter.headers.count
         let error = #expect(throws: OpenPGPError.self) { _ = try fixture.session.decipher(ecdhPoint: point) }
-        if case .invalidArgument = error {} else { Issue.record("expected invalidArgument, got \(String(describing: error))") }
+        if case .invalidArgument = error {
+        } else {
+            Issue.record("expected invalidArgument, got \(String(describing: error))")
+        }
         #expect(fixture.connection.counter.headers.count == before)
     }
 }

@@ -36,21 +36,25 @@ final class Card {
         let witness = try #require(try TLV.find(0x80, in: first.data)?.value)
         let decrypted = try BlockCiphers.decrypt(witness, key: key, algorithm: .tripleDES)
         let challenge = SecureRandom.bytes(8)
-        let second = try raw(0x87, 0x03, 0x9B, TLV(tag: 0x7C, children: [TLV(tag: 0x80, value: decrypted), TLV(tag: 0x81, value: challenge)]).encoded)
+        let second = try raw(
+            0x87, 0x03, 0x9B,
+            TLV(tag: 0x7C, children: [TLV(tag: 0x80, value: decrypted), TLV(tag: 0x81, value: challenge)]).encoded)
         try #require(second.statusWord == .success)
     }
 
     /// Generates a key in `slot`; returns the public key template's content.
     func generate(_ slot: UInt8, _ algorithm: PIVAlgorithm) throws -> [UInt8] {
         try authenticateManagementKey()
-        let response = try raw(0x47, 0x00, slot, TLV(tag: 0xAC, children: [TLV(tag: 0x80, value: [algorithm.rawValue])]).encoded)
+        let response = try raw(
+            0x47, 0x00, slot, TLV(tag: 0xAC, children: [TLV(tag: 0x80, value: [algorithm.rawValue])]).encoded)
         try #require(response.statusWord == .success)
         return try TLV.parseOne(response.data).value
     }
 
     func putObject(_ id: [UInt8], _ value: [UInt8]) throws {
         try authenticateManagementKey()
-        let response = try raw(0xDB, 0x3F, 0xFF, TLV(tag: 0x5C, value: id).encoded + TLV(tag: 0x53, value: value).encoded, le: nil)
+        let response = try raw(
+            0xDB, 0x3F, 0xFF, TLV(tag: 0x5C, value: id).encoded + TLV(tag: 0x53, value: value).encoded, le: nil)
         try #require(response.statusWord == .success)
     }
 }
@@ -70,29 +74,67 @@ func bytes(_ secret: borrowing SecretBytes) -> [UInt8] { secret.withUnsafeBytes 
 
 /// A minimal X.509 certificate (DER) around a SubjectPublicKeyInfo; the signature is not checked by the parser.
 func certificate(spki: TLV) -> [UInt8] {
-    let sha256WithECDSA = TLV(tag: 0x30, children: [TLV(tag: 0x06, value: [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x04, 0x03, 0x02])])
-    let name = TLV(tag: 0x30, children: [TLV(tag: 0x31, children: [TLV(tag: 0x30, children: [
-        TLV(tag: 0x06, value: [0x55, 0x04, 0x03]), TLV(tag: 0x0C, value: Array("tokenpin test".utf8)),
-    ])])])
-    let validity = TLV(tag: 0x30, children: [TLV(tag: 0x17, value: Array("260101000000Z".utf8)),
-                                             TLV(tag: 0x17, value: Array("360101000000Z".utf8))])
-    let tbs = TLV(tag: 0x30, children: [TLV(tag: 0xA0, children: [TLV(tag: 0x02, value: [0x02])]), TLV(tag: 0x02, value: [0x01]),
-                                        sha256WithECDSA, name, validity, name, spki])
+    let sha256WithECDSA = TLV(
+        tag: 0x30, children: [TLV(tag: 0x06, value: [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x04, 0x03, 0x02])])
+    let name = TLV(
+        tag: 0x30,
+        children: [
+            TLV(
+                tag: 0x31,
+                children: [
+                    TLV(
+                        tag: 0x30,
+                        children: [
+                            TLV(tag: 0x06, value: [0x55, 0x04, 0x03]),
+                            TLV(tag: 0x0C, value: Array("tokenpin test".utf8)),
+                        ])
+                ])
+        ])
+    let validity = TLV(
+        tag: 0x30,
+        children: [
+            TLV(tag: 0x17, value: Array("260101000000Z".utf8)),
+            TLV(tag: 0x17, value: Array("360101000000Z".utf8)),
+        ])
+    let tbs = TLV(
+        tag: 0x30,
+        children: [
+            TLV(tag: 0xA0, children: [TLV(tag: 0x02, value: [0x02])]), TLV(tag: 0x02, value: [0x01]),
+            sha256WithECDSA, name, validity, name, spki,
+        ])
     return TLV(tag: 0x30, children: [tbs, sha256WithECDSA, TLV(tag: 0x03, value: [0x00, 0x30, 0x00])]).encoded
 }
 
 func ecSPKI(_ point: [UInt8], curveOID: [UInt8]) -> TLV {
-    TLV(tag: 0x30, children: [TLV(tag: 0x30, children: [TLV(tag: 0x06, value: [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01]),
-                                                        TLV(tag: 0x06, value: curveOID)]),
-                              TLV(tag: 0x03, value: [0x00] + point)])
+    TLV(
+        tag: 0x30,
+        children: [
+            TLV(
+                tag: 0x30,
+                children: [
+                    TLV(tag: 0x06, value: [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01]),
+                    TLV(tag: 0x06, value: curveOID),
+                ]),
+            TLV(tag: 0x03, value: [0x00] + point),
+        ])
 }
 
 func rsaSPKI(modulus: [UInt8], exponent: [UInt8]) -> TLV {
-    let integer = { (value: [UInt8]) in TLV(tag: 0x02, value: value.first.map { $0 & 0x80 != 0 } ?? false ? [0x00] + value : value) }
+    let integer = { (value: [UInt8]) in
+        TLV(tag: 0x02, value: value.first.map { $0 & 0x80 != 0 } ?? false ? [0x00] + value : value)
+    }
     let key = TLV(tag: 0x30, children: [integer(modulus), integer(exponent)])
-    return TLV(tag: 0x30, children: [TLV(tag: 0x30, children: [TLV(tag: 0x06, value: [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]),
-                                                               TLV(tag: 0x05, value: [])]),
-                                     TLV(tag: 0x03, value: [0x00] + key.encoded)])
+    return TLV(
+        tag: 0x30,
+        children: [
+            TLV(
+                tag: 0x30,
+                children: [
+                    TLV(tag: 0x06, value: [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]),
+                    TLV(tag: 0x05, value: []),
+                ]),
+            TLV(tag: 0x03, value: [0x00] + key.encoded),
+        ])
 }
 
 @Suite("PIVSession")
@@ -115,9 +157,11 @@ struct PIVSessionTests {
         try card.session.select()
         #expect(throws: PIVError.objectNotFound) { try card.session.chuid() }
         let guid = SecureRandom.bytes(16)
-        try card.putObject([0x5F, 0xC1, 0x02], TLV(tag: 0x30, value: [UInt8](repeating: 0xD4, count: 25)).encoded
-            + TLV(tag: 0x34, value: guid).encoded + TLV(tag: 0x35, value: Array("20300101".utf8)).encoded
-            + [0x3E, 0x00, 0xFE, 0x00])
+        try card.putObject(
+            [0x5F, 0xC1, 0x02],
+            TLV(tag: 0x30, value: [UInt8](repeating: 0xD4, count: 25)).encoded
+                + TLV(tag: 0x34, value: guid).encoded + TLV(tag: 0x35, value: Array("20300101".utf8)).encoded
+                + [0x3E, 0x00, 0xFE, 0x00])
         let chuid = try card.session.chuid()
         #expect(chuid.guid == guid)
         let issued = try Card(profile: .pivCard)
@@ -133,13 +177,19 @@ struct PIVSessionTests {
         let session = card.session
         try session.select()
         #expect(try session.pinStatus() == .retriesLeft(3))
-        #expect(throws: PIVError.invalidArgument("a PIV PIN has 1 to 8 bytes, not 9")) { try session.verify(pin: secret("123456789")) }
-        #expect(throws: PIVError.invalidArgument("a PIV PIN has 1 to 8 bytes, not 0")) { try session.verify(pin: secret("")) }
+        #expect(throws: PIVError.invalidArgument("a PIV PIN has 1 to 8 bytes, not 9")) {
+            try session.verify(pin: secret("123456789"))
+        }
+        #expect(throws: PIVError.invalidArgument("a PIV PIN has 1 to 8 bytes, not 0")) {
+            try session.verify(pin: secret(""))
+        }
         #expect(try session.pinStatus() == .retriesLeft(3))
         #expect(throws: PIVError.wrongPIN(retriesLeft: 2)) { try session.verify(pin: secret("654321")) }
         try session.verify(pin: secret("123456"))
         #expect(try session.pinStatus() == .verified)
-        for left in [2, 1, 0] { #expect(throws: PIVError.wrongPIN(retriesLeft: left)) { try session.verify(pin: secret("000000")) } }
+        for left in [2, 1, 0] {
+            #expect(throws: PIVError.wrongPIN(retriesLeft: left)) { try session.verify(pin: secret("000000")) }
+        }
         #expect(throws: PIVError.blocked) { try session.verify(pin: secret("123456")) }
         #expect(try session.pinStatus() == .retriesLeft(0))
         // The trace never shows the PIN.
@@ -152,7 +202,9 @@ struct PIVSessionTests {
         let session = try Card().session
         try session.select()
         for _ in 0..<3 { _ = try? session.verify(pin: secret("000000")) }
-        #expect(throws: PIVError.wrongPIN(retriesLeft: 2)) { try session.unblockPIN(puk: secret("87654321"), newPIN: secret("24681357")) }
+        #expect(throws: PIVError.wrongPIN(retriesLeft: 2)) {
+            try session.unblockPIN(puk: secret("87654321"), newPIN: secret("24681357"))
+        }
         try session.unblockPIN(puk: secret("12345678"), newPIN: secret("24681357"))
         try session.verify(pin: secret("24681357"))
         try session.changeReferenceData(current: secret("24681357"), new: secret("11223344"))
@@ -161,20 +213,27 @@ struct PIVSessionTests {
         #expect(throws: PIVError.wrongPIN(retriesLeft: 2)) {
             try session.changeReferenceData(puk: true, current: secret("12345678"), new: secret("11111111"))
         }
-        #expect(throws: PIVError.incorrectData) { try session.changeReferenceData(current: secret("11223344"), new: secret("123")) }
+        #expect(throws: PIVError.incorrectData) {
+            try session.changeReferenceData(current: secret("11223344"), new: secret("123"))
+        }
     }
 
     @Test("ECDH on P-256 in 9D and P-384 in a retired slot, the public key from YubiKey metadata")
     func ecdhWithMetadata() throws {
         let card = try Card()
         let session = card.session
-        for (algorithm, curve, slot) in [(PIVAlgorithm.eccP256, WeierstrassCurve.nistP256, PIVSlot.keyManagement),
-                                         (.eccP384, .nistP384, PIVSlot.retired(1)!)] {
+        for (algorithm, curve, slot) in [
+            (PIVAlgorithm.eccP256, WeierstrassCurve.nistP256, PIVSlot.keyManagement),
+            (.eccP384, .nistP384, PIVSlot.retired(1)!),
+        ] {
             let template = try card.generate(slot.rawValue, algorithm)
             try session.select()
             let publicKey = try session.publicKey(in: slot)
             #expect(publicKey == (try PIVPublicKey(templateContent: template, algorithm: algorithm)))
-            guard case .ecc(let found, let point) = publicKey else { Issue.record("not an EC key"); continue }
+            guard case .ecc(let found, let point) = publicKey else {
+                Issue.record("not an EC key")
+                continue
+            }
             #expect(found == algorithm)
             let host = try EllipticCurveDH.generateKeyPair(on: curve)
             #expect(throws: PIVError.securityStatusNotSatisfied) {
@@ -185,7 +244,10 @@ struct PIVSessionTests {
             let expected = try EllipticCurveDH.sharedSecret(privateKey: host.privateKey, peerPoint: point, on: curve)
             let equal = shared.isEqual(to: expected)
             #expect(equal)
-            #expect(throws: PIVError.invalidArgument("a \(algorithm) point is 04 || x || y, \(host.publicPoint.count) bytes, not 3")) {
+            #expect(
+                throws: PIVError.invalidArgument(
+                    "a \(algorithm) point is 04 || x || y, \(host.publicPoint.count) bytes, not 3")
+            ) {
                 _ = try session.sharedSecret(slot: slot, algorithm: algorithm, peerPoint: [0x04, 0x01, 0x02])
             }
         }
@@ -196,7 +258,9 @@ struct PIVSessionTests {
         }
         #expect(throws: PIVError.referencedDataNotFound) { try session.publicKey(in: .retired(20)!) }
         let point = try EllipticCurveDH.generateKeyPair(on: .nistP256).publicPoint
-        #expect(throws: PIVError.referencedDataNotFound) { _ = try session.sharedSecret(slot: .retired(20)!, algorithm: .eccP256, peerPoint: point) }
+        #expect(throws: PIVError.referencedDataNotFound) {
+            _ = try session.sharedSecret(slot: .retired(20)!, algorithm: .eccP256, peerPoint: point)
+        }
     }
 
     @Test("a PIV card without metadata: the public key comes from the slot's certificate")
@@ -226,7 +290,9 @@ struct PIVSessionTests {
         let template = try card.generate(0x9D, .rsa2048)
         let modulus = try #require(try TLV.find(0x81, in: template)?.value)
         let exponent = try #require(try TLV.find(0x82, in: template)?.value)
-        try card.putObject([0x5F, 0xC1, 0x0B], TLV(tag: 0x70, value: certificate(spki: rsaSPKI(modulus: modulus, exponent: exponent))).encoded)
+        try card.putObject(
+            [0x5F, 0xC1, 0x0B],
+            TLV(tag: 0x70, value: certificate(spki: rsaSPKI(modulus: modulus, exponent: exponent))).encoded)
         let session = card.session
         try session.select()
         let publicKey = try session.publicKey(in: .keyManagement)
@@ -254,17 +320,30 @@ struct PIVSessionTests {
         try session.select()
         try session.verify(pin: secret("123456"))
         let point = try EllipticCurveDH.generateKeyPair(on: .nistP256).publicPoint
-        for answer in ["7C0382019990 00", "7C228220" + String(repeating: "00", count: 31) + "9000", "7C03810100 9000", "9000"] {
-            card.card.faults = CardFaults(rules: [.init(instruction: 0x87, fault: .answer(Hex.decode(answer.replacingOccurrences(of: " ", with: ""))!), times: 1)])
-            #expect(throws: PIVError.self) { _ = try session.sharedSecret(slot: .keyManagement, algorithm: .eccP256, peerPoint: point) }
+        for answer in [
+            "7C0382019990 00", "7C228220" + String(repeating: "00", count: 31) + "9000", "7C03810100 9000", "9000",
+        ] {
+            card.card.faults = CardFaults(rules: [
+                .init(
+                    instruction: 0x87, fault: .answer(Hex.decode(answer.replacingOccurrences(of: " ", with: ""))!),
+                    times: 1)
+            ])
+            #expect(throws: PIVError.self) {
+                _ = try session.sharedSecret(slot: .keyManagement, algorithm: .eccP256, peerPoint: point)
+            }
             do {
                 _ = try session.sharedSecret(slot: .keyManagement, algorithm: .eccP256, peerPoint: point)
             } catch {
                 Issue.record("the fault applies once: \(error)")
             }
         }
-        card.card.faults = CardFaults(rules: [.init(instruction: 0x87, fault: .answer([0x7C, 0x02, 0x82, 0x00, 0x90, 0x00]), times: 1)])
-        #expect(throws: PIVError.malformed(APDUError(.invalidStructure, "GENERAL AUTHENTICATE answered no 7C { 82 } template"))) {
+        card.card.faults = CardFaults(rules: [
+            .init(instruction: 0x87, fault: .answer([0x7C, 0x02, 0x82, 0x00, 0x90, 0x00]), times: 1)
+        ])
+        #expect(
+            throws: PIVError.malformed(
+                APDUError(.invalidStructure, "GENERAL AUTHENTICATE answered no 7C { 82 } template"))
+        ) {
             _ = try session.sharedSecret(slot: .keyManagement, algorithm: .eccP256, peerPoint: point)
         }
         #expect(try session.pinStatus() == .verified)
@@ -290,14 +369,24 @@ struct PIVSessionTests {
     @Test("certificate parsing refuses what is not an X.509 certificate with a PIV key")
     func certificateParsing() throws {
         #expect(throws: APDUError.self) { try PIVPublicKey(certificate: [0x30, 0x00]) }
-        #expect(throws: APDUError.self) { try PIVPublicKey(certificate: Array(certificate(spki: ecSPKI([0x04] + [UInt8](repeating: 1, count: 64), curveOID: [0x2B, 0x81, 0x04, 0x00, 0x23])).dropLast())) }
+        #expect(throws: APDUError.self) {
+            try PIVPublicKey(
+                certificate: Array(
+                    certificate(
+                        spki: ecSPKI(
+                            [0x04] + [UInt8](repeating: 1, count: 64), curveOID: [0x2B, 0x81, 0x04, 0x00, 0x23])
+                    ).dropLast()))
+        }
         // P-521 is not a PIV curve.
         #expect(throws: APDUError(.invalidStructure, "a curve PIV does not use")) {
-            try PIVPublicKey(certificate: certificate(spki: ecSPKI([0x04] + [UInt8](repeating: 1, count: 132), curveOID: [0x2B, 0x81, 0x04, 0x00, 0x23])))
+            try PIVPublicKey(
+                certificate: certificate(
+                    spki: ecSPKI([0x04] + [UInt8](repeating: 1, count: 132), curveOID: [0x2B, 0x81, 0x04, 0x00, 0x23])))
         }
         let point = try EllipticCurveDH.generateKeyPair(on: .nistP384).publicPoint
-        #expect(try PIVPublicKey(certificate: certificate(spki: ecSPKI(point, curveOID: [0x2B, 0x81, 0x04, 0x00, 0x22])))
-            == .ecc(algorithm: .eccP384, point: point))
+        #expect(
+            try PIVPublicKey(certificate: certificate(spki: ecSPKI(point, curveOID: [0x2B, 0x81, 0x04, 0x00, 0x22])))
+                == .ecc(algorithm: .eccP384, point: point))
     }
 }
 
@@ -310,7 +399,9 @@ struct PIVManagementTests {
         let card = try Card()
         let session = card.session
         try session.select()
-        #expect(throws: PIVError.securityStatusNotSatisfied) { _ = try session.generateKey(in: .retired(3)!, algorithm: .eccP256) }
+        #expect(throws: PIVError.securityStatusNotSatisfied) {
+            _ = try session.generateKey(in: .retired(3)!, algorithm: .eccP256)
+        }
         let metadata = try session.managementKeyMetadata()
         #expect(metadata.algorithm == .tripleDES)
         #expect(metadata.isDefault)
@@ -333,7 +424,8 @@ struct PIVManagementTests {
         let session = card.session
         try session.select()
         #expect(throws: PIVError.securityStatusNotSatisfied) {
-            try session.authenticate(managementKey: guardedCopy([UInt8](repeating: 9, count: 24)), algorithm: .tripleDES)
+            try session.authenticate(
+                managementKey: guardedCopy([UInt8](repeating: 9, count: 24)), algorithm: .tripleDES)
         }
         #expect(throws: PIVError.invalidSlot) {
             try session.authenticate(managementKey: guardedCopy([UInt8](repeating: 9, count: 16)), algorithm: .aes128)
@@ -376,7 +468,8 @@ struct PIVFigureTests {
             return
         }
         _ = point
-        guard case .rsa(let modulus, let exponent) = try session.generateKey(in: .retired(1)!, algorithm: .rsa2048) else {
+        guard case .rsa(let modulus, let exponent) = try session.generateKey(in: .retired(1)!, algorithm: .rsa2048)
+        else {
             Issue.record("not an RSA key")
             return
         }
@@ -390,7 +483,8 @@ struct PIVFigureTests {
         _ = try session.sharedSecret(slot: .keyManagement, algorithm: .eccP256, peerPoint: host.publicPoint)
         #expect(card.card.processedCount - before == 5)
 
-        let cryptogram = try RSAKeys.encrypt(guardedCopy(SecureRandom.bytes(32)), modulus: modulus, publicExponent: exponent)
+        let cryptogram = try RSAKeys.encrypt(
+            guardedCopy(SecureRandom.bytes(32)), modulus: modulus, publicExponent: exponent)
         card.card.powerOn()
         before = card.card.processedCount
         try session.select()
@@ -411,7 +505,9 @@ struct PIVHostileCardTests {
         let card = try Card()
         let session = card.session
         var generator = SystemRandomNumberGenerator()
-        let statusWords: [[UInt8]] = [[0x90, 0x00], [0x61, 0x10], [0x63, 0xC1], [0x69, 0x82], [0x6A, 0x82], [0x6A, 0x80], [0x6C, 0x05]]
+        let statusWords: [[UInt8]] = [
+            [0x90, 0x00], [0x61, 0x10], [0x63, 0xC1], [0x69, 0x82], [0x6A, 0x82], [0x6A, 0x80], [0x6C, 0x05],
+        ]
         let point = try EllipticCurveDH.generateKeyPair(on: .nistP256).publicPoint
         func call(_ index: Int) throws(PIVError) {
             switch index {
@@ -432,11 +528,19 @@ struct PIVHostileCardTests {
         }
         var outcomes = 0
         for round in 0..<1500 {
-            let structured = TLV(tag: [0x7C, 0x53, 0x7E, 0x70, 0x30][round % 5],
-                                 children: [TLV(tag: [0x82, 0x34, 0x4F, 0x01, 0x04][round % 5], value: SecureRandom.bytes(Int.random(in: 0...70, using: &generator)))])
-            let body = round % 2 == 0 ? structured.encoded : SecureRandom.bytes(Int.random(in: 0...300, using: &generator))
+            let structured = TLV(
+                tag: [0x7C, 0x53, 0x7E, 0x70, 0x30][round % 5],
+                children: [
+                    TLV(
+                        tag: [0x82, 0x34, 0x4F, 0x01, 0x04][round % 5],
+                        value: SecureRandom.bytes(Int.random(in: 0...70, using: &generator)))
+                ])
+            let body =
+                round % 2 == 0 ? structured.encoded : SecureRandom.bytes(Int.random(in: 0...300, using: &generator))
             let answer = body + statusWords[Int.random(in: 0..<statusWords.count, using: &generator)]
-            card.card.faults = CardFaults(rules: [.init(instruction: nil, fault: .answer(answer), times: Int.random(in: 1...3, using: &generator))])
+            card.card.faults = CardFaults(rules: [
+                .init(instruction: nil, fault: .answer(answer), times: Int.random(in: 1...3, using: &generator))
+            ])
             do {
                 try call(round % 13)
             } catch {

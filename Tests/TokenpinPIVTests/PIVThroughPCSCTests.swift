@@ -16,8 +16,10 @@ enum PIVSandbox {
     static func waitForCard(present: Bool) throws {
         let context = try PCSCContext()
         for _ in 0..<400 {
-            if let status = try context.readerStatuses().first(where: { $0.name == reader }), status.isCardPresent == present,
-               !status.isMute {
+            if let status = try context.readerStatuses().first(where: { $0.name == reader }),
+                status.isCardPresent == present,
+                !status.isMute
+            {
                 return
             }
             usleep(50_000)
@@ -36,8 +38,9 @@ struct PIVThroughPCSCTests {
     func verifyThroughPCSC() throws {
         let directory = temporaryDirectory("tokenpin-piv")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let simulator = try SimulatorProcess(portIndex: PIVSandbox.index, state: directory + "/card.json",
-                                             arguments: ["--profile", "yubikey", "--serial", "00C0FFEE"])
+        let simulator = try SimulatorProcess(
+            portIndex: PIVSandbox.index, state: directory + "/card.json",
+            arguments: ["--profile", "yubikey", "--serial", "00C0FFEE"])
         defer {
             simulator.kill()
             try? PIVSandbox.waitForCard(present: false)
@@ -49,16 +52,19 @@ struct PIVThroughPCSCTests {
         let session = PIVSession(connection: counting)
         try session.select()
         #expect(try session.serial() == 0x00C0_FFEE)
-        try session.authenticate(managementKey: pivSecret(Array(1...8) + Array(1...8) + Array(1...8)), algorithm: .tripleDES)
+        try session.authenticate(
+            managementKey: pivSecret(Array(1...8) + Array(1...8) + Array(1...8)), algorithm: .tripleDES)
         guard case .ecc(_, let cardPoint) = try session.generateKey(in: .keyManagement, algorithm: .eccP256) else {
             Issue.record("not an EC key")
             return
         }
         let host = try EllipticCurveDH.generateKeyPair(on: .nistP256)
-        let expected = try EllipticCurveDH.sharedSecret(privateKey: host.privateKey, peerPoint: cardPoint, on: .nistP256)
+        let expected = try EllipticCurveDH.sharedSecret(
+            privateKey: host.privateKey, peerPoint: cardPoint, on: .nistP256)
 
         let pin = Array("123456".utf8) + [0xFF, 0xFF]
-        let template = TLV(tag: 0x7C, children: [TLV(tag: 0x82, value: []), TLV(tag: 0x85, value: host.publicPoint)]).encoded
+        let template = TLV(tag: 0x7C, children: [TLV(tag: 0x82, value: []), TLV(tag: 0x85, value: host.publicPoint)])
+            .encoded
         let bare: [[UInt8]] = [
             [0x00, 0xA4, 0x04, 0x00, 0x05] + PIVApplicationID.selectAID + [0x00],
             [0x00, 0xF8, 0x00, 0x00, 0x00],
@@ -78,7 +84,8 @@ struct PIVThroughPCSCTests {
                     _ = try session.serial()
                     _ = try session.pinStatus()
                     try session.verify(pin: pivSecret(Array("123456".utf8)))
-                    let shared = try session.sharedSecret(slot: .keyManagement, algorithm: .eccP256, peerPoint: host.publicPoint)
+                    let shared = try session.sharedSecret(
+                        slot: .keyManagement, algorithm: .eccP256, peerPoint: host.publicPoint)
                     if round == 0 {
                         let equal = shared.isEqual(to: expected)
                         #expect(equal)
@@ -96,9 +103,12 @@ struct PIVThroughPCSCTests {
         }
         let sessionMedian = sessionTimes.sorted()[sessionTimes.count / 2]
         let bareMedian = bareTimes.sorted()[bareTimes.count / 2]
-        let ratio = Double(sessionMedian.components.attoseconds + sessionMedian.components.seconds * 1_000_000_000_000_000_000)
+        let ratio =
+            Double(sessionMedian.components.attoseconds + sessionMedian.components.seconds * 1_000_000_000_000_000_000)
             / Double(bareMedian.components.attoseconds + bareMedian.components.seconds * 1_000_000_000_000_000_000)
-        print("piv-figure: token verify (5 APDUs, P-256 ECDH) through pcscd: session median \(sessionMedian), bare median \(bareMedian), ratio \(fixed(ratio, 3))")
+        print(
+            "piv-figure: token verify (5 APDUs, P-256 ECDH) through pcscd: session median \(sessionMedian), bare median \(bareMedian), ratio \(fixed(ratio, 3))"
+        )
         try connection.disconnect()
     }
 }

@@ -2,9 +2,10 @@ import Foundation
 import Testing
 import TokenpinAPDU
 import TokenpinCore
-@testable import TokenpinService
 import TokenpinSimulator
 import TokenpinTestSupport
+
+@testable import TokenpinService
 
 /// The admin PIN's tries left.
 func adminPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 6) }
@@ -20,8 +21,9 @@ func daemonScoped(_ service: PINService) -> PINService {
 func bobBeforeOthersCards() throws -> (bob: PINService, alice: TokenSetup, spare: SimulatedCard) {
     let spare = try newCard(0x2222_2222)
     let alice = try tokenSetup(extraCards: [("Reader B", spare)])
-    let bob = PINService(store: alice.service.store, configuration: alice.service.configuration, user: "bob",
-                         time: ManualTime(), cards: alice.service.cards)
+    let bob = PINService(
+        store: alice.service.store, configuration: alice.service.configuration, user: "bob",
+        time: ManualTime(), cards: alice.service.cards)
     try enrol(bob)
     return (daemonScoped(bob), alice, spare)
 }
@@ -31,7 +33,9 @@ func bobBeforeOthersCards() throws -> (bob: PINService, alice: TokenSetup, spare
         let (bob, alice, _) = try bobBeforeOthersCards()
         var local = bob
         local.cardScope = .any
-        #expect(PINService(store: alice.service.store, configuration: alice.service.configuration, user: "x").cardScope == .any)
+        #expect(
+            PINService(store: alice.service.store, configuration: alice.service.configuration, user: "x").cardScope
+                == .any)
         #expect(try local.listReaders().map(\.name) == ["Reader A", "Reader B"])
     }
 
@@ -70,8 +74,10 @@ func bobBeforeOthersCards() throws -> (bob: PINService, alice: TokenSetup, spare
 
     @Test func aUserWithNoRecordManagesNoCard() throws {
         let (bob, alice, _) = try bobBeforeOthersCards()
-        let stranger = daemonScoped(PINService(store: bob.store, configuration: bob.configuration, user: "carol",
-                                               time: ManualTime(), cards: bob.cards))
+        let stranger = daemonScoped(
+            PINService(
+                store: bob.store, configuration: bob.configuration, user: "carol",
+                time: ManualTime(), cards: bob.cards))
         let before = alice.card.processedCount
         #expect { try stranger.changeCardPIN(ScriptedInteraction(["000000", "246813", "246813"])) } throws: { error in
             guard let error = error as? ServiceError else { return false }
@@ -111,16 +117,23 @@ func bobBeforeOthersCards() throws -> (bob: PINService, alice: TokenSetup, spare
         let setup = try tokenSetup(bind: false)
         let scoped = daemonScoped(setup.service)
         let script = ScriptedInteraction(["000001", adminPIN, cardPIN])
-        #expect(try scoped.enableToken(script, generateKey: true, assumeYes: true).outcome == .rejected(remaining: 4, lastTry: false))
+        #expect(
+            try scoped.enableToken(script, generateKey: true, assumeYes: true).outcome
+                == .rejected(remaining: 4, lastTry: false))
         #expect(script.prompts == [.pin], "a wrong PIN: no admin PIN, no card PIN")
         #expect(adminPINTries(setup.card) == 3 && cardPINTries(setup.card) == 3)
         #expect(try scoped.listReaders().isEmpty, "nothing bound")
 
-        let stranger = daemonScoped(PINService(store: setup.service.store, configuration: setup.service.configuration,
-                                               user: "carol", time: ManualTime(), cards: setup.service.cards))
+        let stranger = daemonScoped(
+            PINService(
+                store: setup.service.store, configuration: setup.service.configuration,
+                user: "carol", time: ManualTime(), cards: setup.service.cards))
         let before = setup.card.processedCount
-        #expect { _ = try stranger.enableToken(ScriptedInteraction([adminPIN, adminPIN, cardPIN]), generateKey: true,
-                                                assumeYes: true) } throws: { error in
+        #expect {
+            _ = try stranger.enableToken(
+                ScriptedInteraction([adminPIN, adminPIN, cardPIN]), generateKey: true,
+                assumeYes: true)
+        } throws: { error in
             guard let error = error as? ServiceError, case .notEnrolled = error else { return false }
             return true
         }

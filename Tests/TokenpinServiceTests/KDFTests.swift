@@ -4,8 +4,9 @@ import TokenpinAPDU
 import TokenpinCardCrypto
 import TokenpinCore
 import TokenpinOpenPGP
-@testable import TokenpinService
 import TokenpinSimulator
+
+@testable import TokenpinService
 
 /// The KDF-DO a host writes to switch the KDF on: iterated salted S2K, `hash`, 100,000 bytes, one salt per
 /// secret, and the digests of the factory PINs (which become the card's PINs).
@@ -17,11 +18,15 @@ func kdfObject(hash: IteratedSaltedS2K.Hash) throws -> [UInt8] {
         return try IteratedSaltedS2K.derive(pin: SecretBytes(consuming: &bytes), salt: salt, count: count, hash: hash)
             .withUnsafeBytes { Array($0) }
     }
-    let countBytes: [UInt8] = [UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
-    return [TLV(tag: 0x81, value: [0x03]), TLV(tag: 0x82, value: [hash == .sha256 ? 0x08 : 0x0A]),
-            TLV(tag: 0x83, value: countBytes), TLV(tag: 0x84, value: salts[0]), TLV(tag: 0x85, value: salts[1]),
-            TLV(tag: 0x86, value: salts[2]), TLV(tag: 0x87, value: try digest("123456", salts[0])),
-            TLV(tag: 0x88, value: try digest("12345678", salts[2]))].flatMap(\.encoded)
+    let countBytes: [UInt8] = [
+        UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF),
+    ]
+    return [
+        TLV(tag: 0x81, value: [0x03]), TLV(tag: 0x82, value: [hash == .sha256 ? 0x08 : 0x0A]),
+        TLV(tag: 0x83, value: countBytes), TLV(tag: 0x84, value: salts[0]), TLV(tag: 0x85, value: salts[1]),
+        TLV(tag: 0x86, value: salts[2]), TLV(tag: 0x87, value: try digest("123456", salts[0])),
+        TLV(tag: 0x88, value: try digest("12345678", salts[2])),
+    ].flatMap(\.encoded)
 }
 
 /// Switches the card's KDF on (admin PIN, PUT DATA F9); its PINs become the factory PINs, as digests.
@@ -36,9 +41,11 @@ func switchKDFOn(_ card: SimulatedCard, hash: IteratedSaltedS2K.Hash) throws {
 }
 
 @Suite struct KDFTests {
-    @Test("KDF on: the card takes the digest, not the PIN, and tokenpin sends the digest", arguments: [
-        IteratedSaltedS2K.Hash.sha256, .sha512,
-    ])
+    @Test(
+        "KDF on: the card takes the digest, not the PIN, and tokenpin sends the digest",
+        arguments: [
+            IteratedSaltedS2K.Hash.sha256, .sha512,
+        ])
     func bindAndVerify(hash: IteratedSaltedS2K.Hash) throws {
         let setup = try tokenSetup(bind: false)
         try generateDecryptionKey(setup.card, attributes: CardKeyAttributes.nistP256)
@@ -78,8 +85,10 @@ func switchKDFOn(_ card: SimulatedCard, hash: IteratedSaltedS2K.Hash) throws {
         #expect(try KeyDerivation.parse([]) == nil)
         let on = try #require(try KeyDerivation.parse(kdfObject(hash: .sha512)))
         #expect(on.hash == .sha512 && on.count == 100_000)
-        for bad: [UInt8] in [[0x81, 0x01, 0x02], [0x81, 0x01, 0x03, 0x82, 0x01, 0x09], [0x81, 0x01, 0x03, 0x82, 0x01, 0x08],
-                             [0x81, 0x01, 0x03, 0x82, 0x01, 0x08, 0x83, 0x04, 0xFF, 0xFF, 0xFF, 0xFF, 0x84, 0x01, 0x00]] {
+        for bad: [UInt8] in [
+            [0x81, 0x01, 0x02], [0x81, 0x01, 0x03, 0x82, 0x01, 0x09], [0x81, 0x01, 0x03, 0x82, 0x01, 0x08],
+            [0x81, 0x01, 0x03, 0x82, 0x01, 0x08, 0x83, 0x04, 0xFF, 0xFF, 0xFF, 0xFF, 0x84, 0x01, 0x00],
+        ] {
             #expect(throws: APDUError.self) { _ = try KeyDerivation.parse(bad) }
         }
     }

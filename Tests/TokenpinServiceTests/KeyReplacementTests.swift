@@ -1,10 +1,10 @@
 import Foundation
 import Testing
-import TokenpinTestSupport
 import TokenpinAPDU
 import TokenpinCore
 import TokenpinOpenPGP
 import TokenpinSimulator
+import TokenpinTestSupport
 
 @testable import TokenpinService
 

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
-import TokenpinTestSupport
 import TokenpinCore
 import TokenpinSimulator
+import TokenpinTestSupport
 
 @testable import TokenpinService
 

@@ -1,21 +1,25 @@
 import Foundation
 import Testing
 import TokenpinCore
-@testable import TokenpinService
 import TokenpinTestSupport
+
+@testable import TokenpinService
 
 struct TestFault: Error {}
 
-func makeService(retries: Int = 5, failDelay: [Int] = [], time: ManualTime = ManualTime(),
-                 logger: Logger = .disabled, hooks: PINService.Hooks = .init()) -> PINService {
+func makeService(
+    retries: Int = 5, failDelay: [Int] = [], time: ManualTime = ManualTime(),
+    logger: Logger = .disabled, hooks: PINService.Hooks = .init()
+) -> PINService {
     var configuration = Configuration()
     configuration.kdfMemoryMiB = 8
     configuration.kdfPasses = 1
     configuration.retriesMax = retries
     configuration.failDelay = failDelay
     let directory = temporaryDirectory("service") + "/store"  // not created: status must not create it
-    return PINService(store: RecordStore(directory: directory), configuration: configuration, user: "alice",
-                      time: time, logger: logger, hooks: hooks)
+    return PINService(
+        store: RecordStore(directory: directory), configuration: configuration, user: "alice",
+        time: time, logger: logger, hooks: hooks)
 }
 
 /// Enrols "482916" and returns the recovery key's text.
@@ -52,7 +56,9 @@ func verify(_ service: PINService, _ pin: String) throws -> VerifyOutcome {
 
     @Test func policyAndMismatchAreRefusedWithTheRule() throws {
         let service = makeService()
-        #expect(throws: ServiceError.policyViolation(.sequence)) { _ = try service.enrol(ScriptedInteraction(["123456"])) }
+        #expect(throws: ServiceError.policyViolation(.sequence)) {
+            _ = try service.enrol(ScriptedInteraction(["123456"]))
+        }
         #expect(throws: ServiceError.policyViolation(.mismatch)) {
             _ = try service.enrol(ScriptedInteraction(["482916", "482917"]))
         }
@@ -101,7 +107,9 @@ extension KDFParameters {
 
     @Test func notEnrolledIsAnError() {
         let service = makeService()
-        #expect(throws: ServiceError.notEnrolled(user: "alice", path: service.recordPath)) { _ = try verify(service, "482916") }
+        #expect(throws: ServiceError.notEnrolled(user: "alice", path: service.recordPath)) {
+            _ = try verify(service, "482916")
+        }
     }
 
     /// Invariant 1: a fault right after the decrement leaves it decremented.
@@ -122,7 +130,8 @@ extension KDFParameters {
         var service = makeService()
         try enrol(service)
         // A directory where the temporary file must go makes every save fail.
-        try FileManager.default.createDirectory(atPath: service.store.temporaryPath(for: "alice"), withIntermediateDirectories: false)
+        try FileManager.default.createDirectory(
+            atPath: service.store.temporaryPath(for: "alice"), withIntermediateDirectories: false)
         final class Flag: @unchecked Sendable { var reached = false }  // written by one test thread only
         let flag = Flag()
         service.hooks.afterCounterPersisted = { flag.reached = true }
@@ -190,7 +199,9 @@ extension KDFParameters {
         #expect(script.events == [.changed])
         #expect(try verify(service, "482916") == .rejected(remaining: 4, lastTry: false))
         #expect(try verify(service, "739154") == .verified(method: .pin))
-        #expect(try service.reset(ScriptedInteraction([recovery, "915372", "915372"])).outcome == .verified(method: .recovery))
+        #expect(
+            try service.reset(ScriptedInteraction([recovery, "915372", "915372"])).outcome
+                == .verified(method: .recovery))
     }
 
     @Test func wrongCurrentPINIsCountedAndAsksNothingMore() throws {
@@ -252,8 +263,11 @@ extension KDFParameters {
         let service = makeService()
         try enrol(service)
         let types = try service.types()
-        #expect(types == [TypeStatus(type: .pin, enabled: true, canDisable: false),
-                          TypeStatus(type: .token, enabled: false, canDisable: true)])
+        #expect(
+            types == [
+                TypeStatus(type: .pin, enabled: true, canDisable: false),
+                TypeStatus(type: .token, enabled: false, canDisable: true),
+            ])
         #expect(throws: ServiceError.pinAlwaysEnabled) { try service.togglePIN(on: false) }
         try service.togglePIN(on: true)
     }

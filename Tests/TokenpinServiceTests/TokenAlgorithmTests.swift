@@ -1,10 +1,11 @@
 import Foundation
 import Testing
 import TokenpinAPDU
-@testable import TokenpinCore
 import TokenpinOpenPGP
-@testable import TokenpinService
 import TokenpinSimulator
+
+@testable import TokenpinCore
+@testable import TokenpinService
 
 /// Decryption-key attributes (`C2`) for the card algorithms tokenpin binds to as they are.
 enum CardKeyAttributes {
@@ -110,9 +111,13 @@ func decryptionPublicKey(_ card: SimulatedCard) throws -> CardPublicKey {
         #expect(TokenKeyAlgorithm(attributes: secp256k1) == nil)
         #expect(TokenKeyAlgorithm(attributes: .rsa(modulusBits: 1024, exponentBits: 17, importFormat: 0)) == nil)
         #expect(TokenKeyAlgorithm(attributes: .ed25519) == nil)
-        #expect(TokenKeyAlgorithm(attributes: .rsa(modulusBits: 4096, exponentBits: 32, importFormat: nil)) == .rsa(bits: 4096))
-        #expect(TokenKeyAlgorithm.supportedList
-                    == "cv25519, rsa2048, rsa3072, rsa4096, nistp256, nistp384, nistp521, brainpoolP256r1, brainpoolP384r1, brainpoolP512r1")
+        #expect(
+            TokenKeyAlgorithm(attributes: .rsa(modulusBits: 4096, exponentBits: 32, importFormat: nil))
+                == .rsa(bits: 4096))
+        #expect(
+            TokenKeyAlgorithm.supportedList
+                == "cv25519, rsa2048, rsa3072, rsa4096, nistp256, nistp384, nistp521, brainpoolP256r1, brainpoolP384r1, brainpoolP512r1"
+        )
         #expect(TokenKeyAlgorithm(bindingName: nil) == .cv25519)
         #expect(TokenKeyAlgorithm(bindingName: "rsa1024") == nil)
     }
@@ -139,8 +144,10 @@ func decryptionPublicKey(_ card: SimulatedCard) throws -> CardPublicKey {
         // The key context as it was before bindings could name an algorithm: label, salt, serial, both keys.
         let salt = [UInt8](repeating: 7, count: 16)
         var expected: [UInt8] = []
-        for field in [Array("tokenpin/token/v1".utf8), salt, Array(binding.serial.utf8), [UInt8](binding.cardPublicKey),
-                      [UInt8](binding.ephemeralPublicKey)] {
+        for field in [
+            Array("tokenpin/token/v1".utf8), salt, Array(binding.serial.utf8), [UInt8](binding.cardPublicKey),
+            [UInt8](binding.ephemeralPublicKey),
+        ] {
             expected += [UInt8(field.count >> 8), UInt8(field.count & 0xFF)] + field
         }
         #expect(TokenKeys.context(label: "tokenpin/token/v1", binding: binding, salt: salt) == expected)

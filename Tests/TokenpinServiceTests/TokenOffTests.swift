@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TokenpinCore
-@testable import TokenpinService
 import TokenpinSimulator
+
+@testable import TokenpinService
 
 @Suite struct TokenOffTests {
     @Test func switchingOffNeedsThePINAndAWrongOneCounts() throws {
@@ -34,7 +35,10 @@ import TokenpinSimulator
         let setup = try tokenSetup()
         let wrong = ScriptedInteraction(["654321"])
         let refused = try setup.service.disableToken(wrong, method: .token)
-        if case .tokenRejected = refused.outcome {} else { Issue.record("a wrong card PIN switched off: \(refused.outcome)") }
+        if case .tokenRejected = refused.outcome {
+        } else {
+            Issue.record("a wrong card PIN switched off: \(refused.outcome)")
+        }
         #expect(wrong.prompts.map(\.name) == ["card-pin"])
         #expect(try setup.service.types()[1].enabled)
 
@@ -49,7 +53,8 @@ import TokenpinSimulator
     @Test func aCardThatIsAwayCannotSwitchOff() throws {
         let setup = try tokenSetup()
         setup.card.remove()
-        #expect { _ = try setup.service.disableToken(ScriptedInteraction([cardPIN]), method: .token) } throws: { error in
+        #expect { _ = try setup.service.disableToken(ScriptedInteraction([cardPIN]), method: .token) } throws: {
+            error in
             guard let error = error as? ServiceError else { return false }
             return ExitCode(error) == .tokenUnavailable
         }
@@ -63,7 +68,9 @@ import TokenpinSimulator
         #expect(try setup.service.disableToken(script).outcome == .locked)
         #expect(script.prompts.isEmpty)
         #expect(try setup.service.types()[1].enabled)
-        #expect(try setup.service.disableToken(ScriptedInteraction([cardPIN]), method: .token).outcome == .verified(method: .token))
+        #expect(
+            try setup.service.disableToken(ScriptedInteraction([cardPIN]), method: .token).outcome
+                == .verified(method: .token))
     }
 
     @Test func inModeBothThePINAloneCannotSwitchOff() throws {

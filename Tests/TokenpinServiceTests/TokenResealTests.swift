@@ -3,9 +3,10 @@ import Synchronization
 import Testing
 import TokenpinAPDU
 import TokenpinCore
-@testable import TokenpinService
 import TokenpinSimulator
 import TokenpinTestSupport
+
+@testable import TokenpinService
 
 /// What passes between the service and a simulated card: every PSO:DECIPHER answer is kept, and in replay mode
 /// the card is a fake claiming the real card's serial (its SELECT and GET DATA answers are the real card's),
@@ -71,15 +72,18 @@ func tappedSetup(mode: VerificationMode = .either, decryptionKey: [UInt8]? = nil
     let card = try newCard()
     if let decryptionKey { try generateDecryptionKey(card, attributes: decryptionKey) }
     let tap = CardTap()
-    let reader = InProcessReaders.Reader(name: "Reader A", isPresent: { card.isPresent },
-                                         connect: { TappedConnection(card: card, tap: tap) }, reset: { card.reset() })
+    let reader = InProcessReaders.Reader(
+        name: "Reader A", isPresent: { card.isPresent },
+        connect: { TappedConnection(card: card, tap: tap) }, reset: { card.reset() })
     var configuration = makeService().configuration
     configuration.mode = mode
-    let service = PINService(store: makeService().store, configuration: configuration, user: "alice", time: ManualTime(),
-                             cards: InProcessReaders([reader]))
+    let service = PINService(
+        store: makeService().store, configuration: configuration, user: "alice", time: ManualTime(),
+        cards: InProcessReaders([reader]))
     try enrol(service)
-    _ = try service.enableToken(ScriptedInteraction(decryptionKey == nil ? ["482916", adminPIN, cardPIN] : ["482916", cardPIN]),
-                                generateKey: decryptionKey == nil, assumeYes: true)
+    _ = try service.enableToken(
+        ScriptedInteraction(decryptionKey == nil ? ["482916", adminPIN, cardPIN] : ["482916", cardPIN]),
+        generateKey: decryptionKey == nil, assumeYes: true)
     #expect(tap.answers.count == 1, "the bind's PSO:DECIPHER was captured")
     return TappedSetup(service: service, card: card, tap: tap)
 }
@@ -90,7 +94,9 @@ func tappedSetup(mode: VerificationMode = .either, decryptionKey: [UInt8]? = nil
         let captured = try #require(setup.tap.answers.first)
         setup.tap.replay(captured)
         // The answer for the slot's current ephemeral key: it opens once (this is what re-sealing bounds) ...
-        #expect(try setup.service.verify(ScriptedInteraction(["000000"]), method: .token).outcome == .verified(method: .token))
+        #expect(
+            try setup.service.verify(ScriptedInteraction(["000000"]), method: .token).outcome
+                == .verified(method: .token))
         // ... and never again: that verify re-sealed the slot under a fresh ephemeral key.
         let replayed = try setup.service.verify(ScriptedInteraction(["000000"]), method: .token)
         guard case .tokenRejected(let reason) = replayed.outcome else {
@@ -108,10 +114,15 @@ func tappedSetup(mode: VerificationMode = .either, decryptionKey: [UInt8]? = nil
         for answer in answers {
             setup.tap.replay(answer)
             let report = try setup.service.verify(ScriptedInteraction(["000000"]), method: .token)
-            if case .tokenRejected = report.outcome {} else { Issue.record("a captured answer verified: \(report.outcome)") }
+            if case .tokenRejected = report.outcome {
+            } else {
+                Issue.record("a captured answer verified: \(report.outcome)")
+            }
         }
         setup.tap.replay(nil)
-        #expect(try setup.service.verify(ScriptedInteraction([cardPIN])).outcome == .verified(method: .token), "the card still works")
+        #expect(
+            try setup.service.verify(ScriptedInteraction([cardPIN])).outcome == .verified(method: .token),
+            "the card still works")
         #expect(try setup.record().counter.remaining == 5, "no PIN try was spent")
     }
 
@@ -172,10 +183,12 @@ func tappedSetup(mode: VerificationMode = .either, decryptionKey: [UInt8]? = nil
         let card = try SimulatedCard(stateFile: stateFile, serial: 0x0000_1111)
         var configuration = makeService().configuration
         configuration.mode = .both
-        let service = PINService(store: makeService().store, configuration: configuration, user: "alice",
-                                 time: ManualTime(), cards: readers([("Reader A", card)]))
+        let service = PINService(
+            store: makeService().store, configuration: configuration, user: "alice",
+            time: ManualTime(), cards: readers([("Reader A", card)]))
         try enrol(service)
-        _ = try service.enableToken(ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true, assumeYes: true)
+        _ = try service.enableToken(
+            ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true, assumeYes: true)
         // The same card in a second session (its key and serial from the state file), for a second process.
         var other = service
         other.cards = readers([("Reader A", try SimulatedCard(stateFile: stateFile))])
@@ -241,16 +254,19 @@ final class SwappingReader: Sendable {
     }
 
     var reader: InProcessReaders.Reader {
-        InProcessReaders.Reader(name: "Reader A", isPresent: { true }, connect: { [self] in
-            let count = connections.withLock { count in
-                count += 1
-                return count
-            }
-            return SimulatedCardConnection(card: count == 1 ? first : then, sleep: { _ in })
-        }, reset: { [self] in
-            first.reset()
-            then.reset()
-        })
+        InProcessReaders.Reader(
+            name: "Reader A", isPresent: { true },
+            connect: { [self] in
+                let count = connections.withLock { count in
+                    count += 1
+                    return count
+                }
+                return SimulatedCardConnection(card: count == 1 ? first : then, sleep: { _ in })
+            },
+            reset: { [self] in
+                first.reset()
+                then.reset()
+            })
     }
 }
 
@@ -260,8 +276,9 @@ final class SwappingReader: Sendable {
         let swapped = try newCard(0x2222_2222)
         let swap = SwappingReader(first: chosen, then: swapped)
         let base = makeService()
-        let service = PINService(store: base.store, configuration: base.configuration, user: "alice", time: ManualTime(),
-                                 cards: InProcessReaders([swap.reader]))
+        let service = PINService(
+            store: base.store, configuration: base.configuration, user: "alice", time: ManualTime(),
+            cards: InProcessReaders([swap.reader]))
         try enrol(service)
         let script = ScriptedInteraction(["482916", adminPIN, cardPIN])
         #expect { _ = try service.enableToken(script, generateKey: true, assumeYes: true) } throws: { error in

@@ -2,19 +2,22 @@ import Foundation
 import Testing
 import TokenpinAPDU
 import TokenpinCore
-@testable import TokenpinService
 import TokenpinSimulator
 import TokenpinTestSupport
+
+@testable import TokenpinService
 
 let cardPIN = "123456"
 let adminPIN = "12345678"
 
 /// Readers over simulated cards, as `--reader sim` wires one.
 func readers(_ cards: [(String, SimulatedCard)]) -> InProcessReaders {
-    InProcessReaders(cards.map { name, card in
-        InProcessReaders.Reader(name: name, isPresent: { card.isPresent },
-                                connect: { SimulatedCardConnection(card: card, sleep: { _ in }) }, reset: { card.reset() })
-    })
+    InProcessReaders(
+        cards.map { name, card in
+            InProcessReaders.Reader(
+                name: name, isPresent: { card.isPresent },
+                connect: { SimulatedCardConnection(card: card, sleep: { _ in }) }, reset: { card.reset() })
+        })
 }
 
 func newCard(_ serial: UInt32 = 0x0000_1111) throws -> SimulatedCard {
@@ -27,21 +30,25 @@ struct TokenSetup {
 }
 
 /// A service with an enrolled PIN and, unless `bind` is false, the card bound (generating its cv25519 key).
-func tokenSetup(mode: VerificationMode = .either, fallback: FallbackPolicy = .allow, bind: Bool = true,
-                extraCards: [(String, SimulatedCard)] = []) throws -> TokenSetup {
+func tokenSetup(
+    mode: VerificationMode = .either, fallback: FallbackPolicy = .allow, bind: Bool = true,
+    extraCards: [(String, SimulatedCard)] = []
+) throws -> TokenSetup {
     let card = try newCard()
     var service = makeService()
     var configuration = service.configuration
     configuration.mode = mode
     configuration.fallback = fallback
-    service = PINService(store: service.store, configuration: configuration, user: "alice", time: ManualTime(),
-                         cards: readers([("Reader A", card)] + extraCards))
+    service = PINService(
+        store: service.store, configuration: configuration, user: "alice", time: ManualTime(),
+        cards: readers([("Reader A", card)] + extraCards))
     try enrol(service)
     if bind {
         var binder = service
         binder.selection = CardSelection(serial: "00001111")
-        let report = try binder.enableToken(ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true,
-                                             assumeYes: true)
+        let report = try binder.enableToken(
+            ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true,
+            assumeYes: true)
         #expect(report.outcome == .verified(method: .pin))
     }
     return TokenSetup(service: service, card: card)
@@ -90,16 +97,20 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
     @Test func aWrongPINBindsNothingAndIsCounted() throws {
         let setup = try tokenSetup(bind: false)
         let script = ScriptedInteraction(["000001", adminPIN, cardPIN])
-        #expect(try setup.service.enableToken(script, generateKey: true, assumeYes: true).outcome
-            == .rejected(remaining: 4, lastTry: false))
+        #expect(
+            try setup.service.enableToken(script, generateKey: true, assumeYes: true).outcome
+                == .rejected(remaining: 4, lastTry: false))
         #expect(script.prompts.map(\.name) == ["pin"])
         #expect(!(try setup.service.types()[1].enabled))
     }
 
     @Test func aWrongAdminPINIsAClearRefusal() throws {
         let setup = try tokenSetup(bind: false)
-        #expect { _ = try setup.service.enableToken(ScriptedInteraction(["482916", "87654321", cardPIN]),
-                                                    generateKey: true, assumeYes: true) } throws: { error in
+        #expect {
+            _ = try setup.service.enableToken(
+                ScriptedInteraction(["482916", "87654321", cardPIN]),
+                generateKey: true, assumeYes: true)
+        } throws: { error in
             guard case .cardRefused(let why) = error as? ServiceError else { return false }
             return why.contains("2 tries left")
         }
@@ -122,7 +133,8 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
         }
         var chosen = setup.service
         chosen.selection = CardSelection(serial: "22222222")
-        _ = try chosen.enableToken(ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true, assumeYes: true)
+        _ = try chosen.enableToken(
+            ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true, assumeYes: true)
         #expect(try chosen.types()[1].serial?.hasSuffix("22222222") == true)
     }
 }
@@ -134,8 +146,9 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
         let script = ScriptedInteraction([cardPIN])
         let report = try setup.service.verify(script)
         #expect(report.outcome == .verified(method: .token))
-        #expect(script.prompts == [.cardPIN(card: "FFFE:00001111 (unmanaged serial range)", triesLeft: 3)]
-            || script.prompts.map(\.name) == ["card-pin"])
+        #expect(
+            script.prompts == [.cardPIN(card: "FFFE:00001111 (unmanaged serial range)", triesLeft: 3)]
+                || script.prompts.map(\.name) == ["card-pin"])
         let apdus = setup.card.processedCount - before
         #expect(apdus <= 5, "SELECT, GET DATA, VERIFY, PSO:DECIPHER: \(apdus)")
     }
@@ -146,7 +159,9 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
         // Another process's session: the card was reset, PSO:DECIPHER needs VERIFY again.
         let connection = SimulatedCardConnection(card: setup.card)
         _ = try connection.send(CommandAPDU(ins: 0xA4, p1: 0x04, p2: 0x00, data: [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01]))
-        let point = TLV(tag: 0xA6, children: [TLV(tag: 0x7F49, children: [TLV(tag: 0x86, value: [UInt8](repeating: 9, count: 32))])])
+        let point = TLV(
+            tag: 0xA6, children: [TLV(tag: 0x7F49, children: [TLV(tag: 0x86, value: [UInt8](repeating: 9, count: 32))])]
+        )
         let answer = try connection.send(CommandAPDU(ins: 0x2A, p1: 0x80, p2: 0x86, data: point.encoded, le: 256))
         #expect(answer.statusWord == .securityStatusNotSatisfied)
     }
@@ -158,8 +173,9 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
         #expect(script.prompts.map(\.name) == ["card-pin", "pin"])
         #expect(report.outcome == .rejected(remaining: 4, lastTry: false), "only the PIN attempt counted")
         #expect(report.tokenFailure?.contains("wrong card PIN") == true)
-        #expect(script.events.contains { if case .tokenFailed(_, true, 2) = $0 { true } else { false } },
-                "the event carries the tries the card reported: \(script.events)")
+        #expect(
+            script.events.contains { if case .tokenFailed(_, true, 2) = $0 { true } else { false } },
+            "the event carries the tries the card reported: \(script.events)")
         #expect(cardPINTries(setup.card) == 2, "the card counted its own")
     }
 
@@ -168,7 +184,10 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
         let script = ScriptedInteraction(["654321", "482916"])
         let report = try setup.service.verify(script)
         #expect(script.prompts.map(\.name) == ["card-pin"])
-        if case .tokenRejected = report.outcome {} else { Issue.record("expected tokenRejected, got \(report.outcome)") }
+        if case .tokenRejected = report.outcome {
+        } else {
+            Issue.record("expected tokenRejected, got \(report.outcome)")
+        }
         setup.card.remove()
         #expect { _ = try setup.service.verify(ScriptedInteraction(["482916"])) } throws: { error in
             if case .tokenUnavailable = error as? ServiceError { return true }
@@ -214,7 +233,8 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
         #expect(try setup.service.store.load(user: "alice")?.counter.remaining == 5)
         setup.card.insert()
         setup.card.faults = .none
-        #expect(try setup.service.verify(ScriptedInteraction([cardPIN])).outcome == .verified(method: .token), "recovers")
+        #expect(
+            try setup.service.verify(ScriptedInteraction([cardPIN])).outcome == .verified(method: .token), "recovers")
     }
 
     @Test func anotherCardNeverSeesThePIN() throws {
@@ -244,12 +264,15 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
         #expect(try setup.service.verify(pinOnly, method: .pin).outcome == .verified(method: .pin))
         #expect(pinOnly.prompts == [.pin])
         let tokenOnly = ScriptedInteraction(["654321", "482916"])
-        if case .tokenRejected = try setup.service.verify(tokenOnly, method: .token).outcome {} else {
+        if case .tokenRejected = try setup.service.verify(tokenOnly, method: .token).outcome {
+        } else {
             Issue.record("a forced token does not fall back")
         }
         #expect(tokenOnly.prompts.map(\.name) == ["card-pin"])
         let plain = try tokenSetup(bind: false)
-        #expect(throws: ServiceError.tokenNotEnabled) { _ = try plain.service.verify(ScriptedInteraction([cardPIN]), method: .token) }
+        #expect(throws: ServiceError.tokenNotEnabled) {
+            _ = try plain.service.verify(ScriptedInteraction([cardPIN]), method: .token)
+        }
     }
 
     @Test func changingThePINKeepsTheTokenAndSwitchingOffRemovesIt() throws {
@@ -289,7 +312,9 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
         #expect(try setup.service.verify(script).outcome == .verified(method: .both))
         #expect(script.prompts.map(\.name) == ["pin", "card-pin"])
 
-        #expect(try setup.service.verify(ScriptedInteraction(["000001", cardPIN])).outcome == .rejected(remaining: 4, lastTry: false))
+        #expect(
+            try setup.service.verify(ScriptedInteraction(["000001", cardPIN])).outcome
+                == .rejected(remaining: 4, lastTry: false))
         let wrongCard = try setup.service.verify(ScriptedInteraction(["482916", "654321"]))
         if case .tokenRejected = wrongCard.outcome {} else { Issue.record("expected the card to refuse") }
         #expect(try setup.service.store.load(user: "alice")?.counter.remaining == 4, "a card failure costs no PIN try")
@@ -311,7 +336,9 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
         #expect(try setup.service.change(change).outcome == .verified(method: .both))
         #expect(change.prompts.map(\.name) == ["current-pin", "card-pin", "new-pin", "confirm-pin"])
         #expect(try setup.service.verify(ScriptedInteraction(["739154", cardPIN])).outcome == .verified(method: .both))
-        #expect(try setup.service.disableToken(ScriptedInteraction(["739154", cardPIN])).outcome == .verified(method: .both))
+        #expect(
+            try setup.service.disableToken(ScriptedInteraction(["739154", cardPIN])).outcome == .verified(method: .both)
+        )
         let record = try #require(try setup.service.store.load(user: "alice"))
         #expect(record.slots.map(\.kind) == [.pin, .recovery])
         #expect(try setup.service.verify(ScriptedInteraction(["739154"])).outcome == .verified(method: .pin))
@@ -322,10 +349,14 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
         var service = makeService()
         var configuration = service.configuration
         configuration.mode = .both
-        service = PINService(store: service.store, configuration: configuration, user: "alice", cards: readers([("R", card)]))
+        service = PINService(
+            store: service.store, configuration: configuration, user: "alice", cards: readers([("R", card)]))
         let recovery = try enrol(service)
-        _ = try service.enableToken(ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true, assumeYes: true)
-        #expect(try service.reset(ScriptedInteraction([recovery, "915372", "915372"])).outcome == .verified(method: .recovery))
+        _ = try service.enableToken(
+            ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true, assumeYes: true)
+        #expect(
+            try service.reset(ScriptedInteraction([recovery, "915372", "915372"])).outcome
+                == .verified(method: .recovery))
         #expect(try service.verify(ScriptedInteraction(["915372"])).outcome == .verified(method: .pin))
     }
 }
@@ -357,7 +388,8 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
         #expect(throws: ServiceError.policyViolation(.minLength)) {
             try setup.service.changeCardPIN(ScriptedInteraction([cardPIN, "2468", "2468"]))
         }
-        #expect { try setup.service.changeCardPIN(ScriptedInteraction(["999999", "246813", "246813"])) } throws: { error in
+        #expect { try setup.service.changeCardPIN(ScriptedInteraction(["999999", "246813", "246813"])) } throws: {
+            error in
             guard case .cardRefused(let why) = error as? ServiceError else { return false }
             return why.contains("wrong card PIN")
         }

@@ -2,7 +2,7 @@ import Testing
 import TokenpinSystem
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite struct PathsTests {

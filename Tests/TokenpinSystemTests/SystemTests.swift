@@ -1,11 +1,11 @@
 import Foundation
 import Testing
-
-@testable import TokenpinSystem
 import TokenpinTestSupport
 
+@testable import TokenpinSystem
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 private func contents(_ path: String) -> [UInt8]? {
@@ -174,8 +174,9 @@ private final class Received: @unchecked Sendable {
     @Test func temporaryPathInTheWayIsAnError() throws {
         let path = temporaryDirectory() + "/record.json"
         try AtomicFile.replace(path: path, contents: [1])
-        try FileManager.default.createDirectory(atPath: AtomicFile.temporaryPath(for: path),
-                                                withIntermediateDirectories: false)
+        try FileManager.default.createDirectory(
+            atPath: AtomicFile.temporaryPath(for: path),
+            withIntermediateDirectories: false)
         #expect(throws: Errno.fileExists) { try AtomicFile.replace(path: path, contents: [2]) }
         #expect(contents(path) == [1])
     }
@@ -183,8 +184,9 @@ private final class Received: @unchecked Sendable {
     @Test func symlinkedTargetIsRefused() throws {
         let directory = temporaryDirectory()
         try AtomicFile.replace(path: directory + "/elsewhere", contents: [1])
-        try FileManager.default.createSymbolicLink(atPath: directory + "/record.json",
-                                                   withDestinationPath: directory + "/elsewhere")
+        try FileManager.default.createSymbolicLink(
+            atPath: directory + "/record.json",
+            withDestinationPath: directory + "/elsewhere")
         #expect(throws: Errno.tooManySymbolicLinkLevels) {
             try AtomicFile.replace(path: directory + "/record.json", contents: [2])
         }
@@ -194,7 +196,8 @@ private final class Received: @unchecked Sendable {
     @Test func symlinkedDirectoryIsRefused() throws {
         let directory = temporaryDirectory()
         try FileManager.default.createDirectory(atPath: directory + "/real", withIntermediateDirectories: false)
-        try FileManager.default.createSymbolicLink(atPath: directory + "/link", withDestinationPath: directory + "/real")
+        try FileManager.default.createSymbolicLink(
+            atPath: directory + "/link", withDestinationPath: directory + "/real")
         #expect(throws: Errno.tooManySymbolicLinkLevels) {
             try AtomicFile.replace(path: directory + "/link/record.json", contents: [2])
         }
@@ -205,8 +208,9 @@ private final class Received: @unchecked Sendable {
         let directory = temporaryDirectory()
         let path = directory + "/record.json"
         // A planted link is removed as a leftover, never written through.
-        try FileManager.default.createSymbolicLink(atPath: AtomicFile.temporaryPath(for: path),
-                                                   withDestinationPath: directory + "/victim")
+        try FileManager.default.createSymbolicLink(
+            atPath: AtomicFile.temporaryPath(for: path),
+            withDestinationPath: directory + "/victim")
         try AtomicFile.replace(path: path, contents: [3])
         #expect(!FileManager.default.fileExists(atPath: directory + "/victim"))
         #expect(contents(path) == [3])

@@ -1,11 +1,11 @@
 import Foundation
 import Testing
-
-@testable import TokenpinSystem
 import TokenpinTestSupport
 
+@testable import TokenpinSystem
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A C library function the Glibc module leaves out (the pty calls need `_XOPEN_SOURCE`), looked up by name.
@@ -23,13 +23,17 @@ private struct PseudoTerminal {
     init() throws {
         let controllerFile = try FileDescriptor.open("/dev/ptmx", O_RDWR | O_NOCTTY)
         let unlock = libcFunction("unlockpt", as: (@convention(c) (Int32) -> Int32).self)
-        let name = libcFunction("ptsname_r", as: (@convention(c) (Int32, UnsafeMutablePointer<CChar>, Int) -> Int32).self)
+        let name = libcFunction(
+            "ptsname_r", as: (@convention(c) (Int32, UnsafeMutablePointer<CChar>, Int) -> Int32).self)
         guard unlock(controllerFile.rawValue) == 0 else { throw Errno.current }
         var path = [CChar](repeating: 0, count: 128)
         let status = name(controllerFile.rawValue, &path, path.count)
         guard status == 0 else { throw Errno(rawValue: status) }
         controller = Terminal(owning: controllerFile.release())
-        terminal = Terminal(owning: try FileDescriptor.open(path.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }, O_RDWR | O_NOCTTY).release())
+        terminal = Terminal(
+            owning: try FileDescriptor.open(
+                path.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }, O_RDWR | O_NOCTTY
+            ).release())
     }
 }
 
@@ -77,7 +81,9 @@ private func makePipe() throws -> (reader: Int32, writer: Int32) {
 
     @Test func readByteOnAClosedDescriptorIsBadFileDescriptor() {
         #expect(throws: Errno.badFileDescriptor) {
-            try FileDescriptor.withBorrowed(-1) { (file: borrowing FileDescriptor) throws(Errno) in _ = try file.readByte() }
+            try FileDescriptor.withBorrowed(-1) { (file: borrowing FileDescriptor) throws(Errno) in
+                _ = try file.readByte()
+            }
         }
     }
 
@@ -94,7 +100,9 @@ private func makePipe() throws -> (reader: Int32, writer: Int32) {
 
     @Test func setPermissionsOnAClosedDescriptorIsBadFileDescriptor() {
         #expect(throws: Errno.badFileDescriptor) {
-            try FileDescriptor.withBorrowed(-1) { (file: borrowing FileDescriptor) throws(Errno) in try file.setPermissions(0o600) }
+            try FileDescriptor.withBorrowed(-1) { (file: borrowing FileDescriptor) throws(Errno) in
+                try file.setPermissions(0o600)
+            }
         }
     }
 
@@ -140,7 +148,8 @@ private func makePipe() throws -> (reader: Int32, writer: Int32) {
         try pair.terminal.apply(raw)
         try pair.terminal.write(Array("••\n".utf8))
         var received: [UInt8] = []
-        while received.count < Array("••\n".utf8).count, let byte = pair.controller.readByte(timeoutMilliseconds: 1000) {
+        while received.count < Array("••\n".utf8).count, let byte = pair.controller.readByte(timeoutMilliseconds: 1000)
+        {
             received.append(byte)
         }
         #expect(received == Array("••\n".utf8))
@@ -218,7 +227,9 @@ private func makePipe() throws -> (reader: Int32, writer: Int32) {
     }
 
     @Test func temporaryDirectoryInAMissingBaseIsNoSuchFile() {
-        #expect(throws: Errno.noSuchFileOrDirectory) { _ = try TemporaryDirectory.make(prefix: "x", in: "/nonexistent/tokenpin") }
+        #expect(throws: Errno.noSuchFileOrDirectory) {
+            _ = try TemporaryDirectory.make(prefix: "x", in: "/nonexistent/tokenpin")
+        }
     }
 
     @Test func temporaryDirectoryPrefixWithASlashIsInvalid() {

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The sandbox `Simulator/pcscd-sandbox` sets up around a test run: a private pcscd with vpcd readers, and the

@@ -108,8 +108,10 @@ public struct CardFaults: Sendable, Equatable {
             fault = .delay(.milliseconds(milliseconds))
         case ("malformed", let value?):
             guard let kind = Malformation(rawValue: value) else {
-                throw SimulatorError(.invalidArgument, "fault '\(text)': malformed takes "
-                                         + Malformation.allCases.map(\.rawValue).joined(separator: ", "))
+                throw SimulatorError(
+                    .invalidArgument,
+                    "fault '\(text)': malformed takes "
+                        + Malformation.allCases.map(\.rawValue).joined(separator: ", "))
             }
             fault = .malformed(kind)
         case ("sw", let value?):
@@ -123,8 +125,10 @@ public struct CardFaults: Sendable, Equatable {
             }
             fault = .answer(bytes)
         default:
-            throw SimulatorError(.invalidArgument, "fault '\(text)': expected vanish, vanish-after, delay:MS, "
-                                     + "malformed:KIND, sw:HEX4 or answer:HEX")
+            throw SimulatorError(
+                .invalidArgument,
+                "fault '\(text)': expected vanish, vanish-after, delay:MS, "
+                    + "malformed:KIND, sw:HEX4 or answer:HEX")
         }
         return Rule(instruction: instruction, fault: fault, times: times)
     }

@@ -64,7 +64,7 @@ struct StoredRSAKey {
     /// Parses the stored list; nil for anything else.
     init?(stored bytes: [UInt8]) {
         guard let objects = try? TLV.parseAll(bytes), objects.count == 3, objects[0].tag == 0x91,
-              objects[1].tag == 0x92, objects[2].tag == 0x93
+            objects[1].tag == 0x92, objects[2].tag == 0x93
         else { return nil }
         self.init(exponent: objects[0].value, prime1: objects[1].value, prime2: objects[2].value)
     }
@@ -113,8 +113,10 @@ extension AlgorithmAttributes.Kind {
             return pair.privateKey.withUnsafeBytes { Array($0) }
         case .rsa(let bits):
             let key = try RSAKeys.generate(bits: bits)
-            return StoredRSAKey(exponent: key.publicExponent, prime1: key.prime1.withUnsafeBytes { Array($0) },
-                                prime2: key.prime2.withUnsafeBytes { Array($0) }).encoded
+            return StoredRSAKey(
+                exponent: key.publicExponent, prime1: key.prime1.withUnsafeBytes { Array($0) },
+                prime2: key.prime2.withUnsafeBytes { Array($0) }
+            ).encoded
         }
     }
 
@@ -141,8 +143,9 @@ extension AlgorithmAttributes.Kind {
             guard let exponent = parts[0x91], let prime1 = parts[0x92], let prime2 = parts[0x93] else {
                 throw KeyFailure(.incorrectData)
             }
-            let stored = StoredRSAKey(exponent: Array(exponent.drop { $0 == 0 }), prime1: Array(prime1.drop { $0 == 0 }),
-                                      prime2: Array(prime2.drop { $0 == 0 }))
+            let stored = StoredRSAKey(
+                exponent: Array(exponent.drop { $0 == 0 }), prime1: Array(prime1.drop { $0 == 0 }),
+                prime2: Array(prime2.drop { $0 == 0 }))
             guard let key = try? stored.privateKey(), key.modulusBits == bits else { throw KeyFailure(.incorrectData) }
             return stored.encoded
         }
@@ -154,7 +157,7 @@ extension AlgorithmAttributes.Kind {
         switch self {
         case .rsa:
             guard data.first == 0x00, data.count > 1, let stored = StoredRSAKey(stored: secret),
-                  let key = try? stored.privateKey()
+                let key = try? stored.privateKey()
             else { throw KeyFailure(.incorrectData) }
             guard let message = try? RSAKeys.decrypt(Array(data.dropFirst()), with: key) else {
                 throw KeyFailure(.incorrectData)
@@ -162,19 +165,21 @@ extension AlgorithmAttributes.Kind {
             return message.withUnsafeBytes { Array($0) }
         case .x25519, .ecdh:
             guard let template = try? TLV.parseOne(data), template.tag == 0xA6,
-                  let publicKey = try? TLV.parseOne(template.value), publicKey.tag == 0x7F49,
-                  let point = try? TLV.parseOne(publicKey.value), point.tag == 0x86
+                let publicKey = try? TLV.parseOne(template.value), publicKey.tag == 0x7F49,
+                let point = try? TLV.parseOne(publicKey.value), point.tag == 0x86
             else { throw KeyFailure(.incorrectData) }
             var peer = point.value
             if case .ecdh(let curve) = self {
-                guard let shared = try? EllipticCurveDH.sharedSecret(privateKey: guardedCopy(secret), peerPoint: peer,
-                                                                     on: curve)
+                guard
+                    let shared = try? EllipticCurveDH.sharedSecret(
+                        privateKey: guardedCopy(secret), peerPoint: peer,
+                        on: curve)
                 else { throw KeyFailure(.incorrectData) }
                 return shared.withUnsafeBytes { Array($0) }
             }
             if peer.count == 33 && peer[0] == 0x40 { peer.removeFirst() }
             guard peer.count == 32,
-                  let shared = try? X25519.sharedSecret(secretKey: guardedCopy(secret), peerPublicKey: peer)
+                let shared = try? X25519.sharedSecret(secretKey: guardedCopy(secret), peerPublicKey: peer)
             else { throw KeyFailure(.incorrectData) }
             return shared.withUnsafeBytes { Array($0) }
         case .ed25519, .ecdsa:
@@ -187,11 +192,13 @@ extension AlgorithmAttributes.Kind {
     func sign(_ data: [UInt8], secret: [UInt8]) throws(KeyFailure) -> [UInt8] {
         switch self {
         case .ed25519:
-            guard let signature = try? Ed25519.sign(data, seed: guardedCopy(secret)) else { throw KeyFailure(.executionError) }
+            guard let signature = try? Ed25519.sign(data, seed: guardedCopy(secret)) else {
+                throw KeyFailure(.executionError)
+            }
             return signature
         case .rsa:
             guard let stored = StoredRSAKey(stored: secret), let key = try? stored.privateKey(),
-                  let signature = try? CardSignatures.rsaSign(data, with: key)
+                let signature = try? CardSignatures.rsaSign(data, with: key)
             else { throw KeyFailure(.incorrectData) }
             return signature
         case .ecdsa(let curve):

@@ -58,18 +58,22 @@ public enum CardProfile {
     ]
 
     /// Extended length information `7F66` with its outer tag: two `02 02` integers. ISO/IEC 7816-4, §12.7.1.
-    public static let extendedLengthInformation: [UInt8] = TLV(tag: 0x7F66, value: [
-        0x02, 0x02, UInt8(maxCommandData >> 8), UInt8(maxCommandData & 0xFF),
-        0x02, 0x02, UInt8(maxResponseData >> 8), UInt8(maxResponseData & 0xFF),
-    ]).encoded
+    public static let extendedLengthInformation: [UInt8] = TLV(
+        tag: 0x7F66,
+        value: [
+            0x02, 0x02, UInt8(maxCommandData >> 8), UInt8(maxCommandData & 0xFF),
+            0x02, 0x02, UInt8(maxResponseData >> 8), UInt8(maxResponseData & 0xFF),
+        ]
+    ).encoded
 
     /// General feature management `7F74` with its outer tag: a button (touch) is present.
     public static let generalFeatureManagement: [UInt8] = TLV(tag: 0x7F74, value: [0x81, 0x01, 0x20]).encoded
 
     /// What the card announces for long APDUs, as a `CardConnection` should use it.
-    public static let lengthCapabilities = LengthCapabilities(extendedLength: true, commandChaining: true,
-                                                             maxCommandData: maxCommandData,
-                                                             maxResponseData: maxResponseData)
+    public static let lengthCapabilities = LengthCapabilities(
+        extendedLength: true, commandChaining: true,
+        maxCommandData: maxCommandData,
+        maxResponseData: maxResponseData)
 }
 
 /// The instruction bytes the card understands. OpenPGP card 3.4.1, §7.2.

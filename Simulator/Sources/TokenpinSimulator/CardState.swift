@@ -79,7 +79,9 @@ public struct AlgorithmAttributes: Sendable, Equatable {
         let parameters = Array(bytes.dropFirst())
         switch algorithm {
         case Self.rsaAlgorithm:
-            guard parameters.count == 4 || parameters.count == 5 && [0, 1, 2, 3].contains(parameters[4]) else { return nil }
+            guard parameters.count == 4 || parameters.count == 5 && [0, 1, 2, 3].contains(parameters[4]) else {
+                return nil
+            }
             let bits = Int(parameters[0]) << 8 | Int(parameters[1])
             let exponentBits = Int(parameters[2]) << 8 | Int(parameters[3])
             guard RSAKeys.supportedModulusBits.contains(bits), (17...32).contains(exponentBits) else { return nil }
@@ -144,8 +146,9 @@ struct CardState: Equatable, Sendable {
         var caFingerprint: [UInt8]
         var generationTime: [UInt8]
 
-        static let factoryNew = Key(attributes: .rsa2048, secret: [], origin: .none,
-                                    fingerprint: zeros(20), caFingerprint: zeros(20), generationTime: zeros(4))
+        static let factoryNew = Key(
+            attributes: .rsa2048, secret: [], origin: .none,
+            fingerprint: zeros(20), caFingerprint: zeros(20), generationTime: zeros(4))
     }
 
     enum LifeCycle: String, Codable, Sendable {
@@ -180,20 +183,23 @@ struct CardState: Equatable, Sendable {
 
     /// Factory PINs, counters and attributes, as a YubiKey 5 ships: RSA 2048 everywhere, no keys.
     static func factoryNew(serial: UInt32, manufacturer: UInt16 = CardProfile.manufacturer) -> CardState {
-        CardState(manufacturer: manufacturer, serial: serial, lifeCycle: .operational,
-                  pw1: Array("123456".utf8), pw3: Array("12345678".utf8), resetCode: [],
-                  pw1Retries: CardProfile.maxRetries, resetCodeRetries: 0, pw3Retries: CardProfile.maxRetries,
-                  pw1ValidForSeveralSignatures: true, name: [], language: [], sex: [], url: [], loginData: [],
-                  privateDOs: [[], [], [], []], certificate: [], signatureCounter: 0,
-                  keys: Array(repeating: .factoryNew, count: 3))
+        CardState(
+            manufacturer: manufacturer, serial: serial, lifeCycle: .operational,
+            pw1: Array("123456".utf8), pw3: Array("12345678".utf8), resetCode: [],
+            pw1Retries: CardProfile.maxRetries, resetCodeRetries: 0, pw3Retries: CardProfile.maxRetries,
+            pw1ValidForSeveralSignatures: true, name: [], language: [], sex: [], url: [], loginData: [],
+            privateDOs: [[], [], [], []], certificate: [], signatureCounter: 0,
+            keys: Array(repeating: .factoryNew, count: 3))
     }
 
     /// Structural checks after loading: a state that passes is one the card can run on.
     func validationProblem() -> String? {
         if keys.count != 3 { return "keys must list 3 slots, not \(keys.count)" }
         if privateDOs.count != 4 { return "privateDOs must list 4 objects, not \(privateDOs.count)" }
-        for (name, count, limit) in [("pw1Retries", pw1Retries, 3), ("pw3Retries", pw3Retries, 3),
-                                     ("resetCodeRetries", resetCodeRetries, 3), ("signatureCounter", signatureCounter, 0xFFFFFF)]
+        for (name, count, limit) in [
+            ("pw1Retries", pw1Retries, 3), ("pw3Retries", pw3Retries, 3),
+            ("resetCodeRetries", resetCodeRetries, 3), ("signatureCounter", signatureCounter, 0xFFFFFF),
+        ]
         where !(0...limit).contains(count) {
             return "\(name) \(count) is out of range"
         }
@@ -210,7 +216,9 @@ struct CardState: Equatable, Sendable {
             if key.fingerprint.count != 20 || key.caFingerprint.count != 20 || key.generationTime.count != 4 {
                 return "key \(index) has a fingerprint or time of the wrong size"
             }
-            if key.origin == .none ? !key.secret.isEmpty : !(key.attributes.kind?.isWellFormed(secret: key.secret) ?? false) {
+            if key.origin == .none
+                ? !key.secret.isEmpty : !(key.attributes.kind?.isWellFormed(secret: key.secret) ?? false)
+            {
                 return "key \(index) secret does not match its origin"
             }
         }
@@ -223,16 +231,17 @@ func zeros(_ count: Int) -> [UInt8] { [UInt8](repeating: 0, count: count) }
 extension CardState: Codable {
     private enum CodingKeys: String, CodingKey {
         case version, manufacturer, serial, lifeCycle, pw1, pw3, resetCode, pw1Retries, resetCodeRetries,
-             pw3Retries, pw1ValidForSeveralSignatures, name, language, sex, url, loginData, privateDOs,
-             certificate, signatureCounter, keys, kdf, piv
+            pw3Retries, pw1ValidForSeveralSignatures, name, language, sex, url, loginData, privateDOs,
+            certificate, signatureCounter, keys, kdf, piv
     }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let version = try container.decode(Int.self, forKey: .version)
         guard version == Self.currentVersion else {
-            throw DecodingError.dataCorruptedError(forKey: .version, in: container,
-                                                   debugDescription: "unsupported state version \(version)")
+            throw DecodingError.dataCorruptedError(
+                forKey: .version, in: container,
+                debugDescription: "unsupported state version \(version)")
         }
         manufacturer = try container.decode(UInt16.self, forKey: .manufacturer)
         serial = try container.decode(UInt32.self, forKey: .serial)

@@ -29,7 +29,7 @@ struct KDFSetting {
             default: return nil
             }
             guard let count = value(0x83), count.count == 4, let salt = value(0x84), salt.count == 8,
-                  let userDigest = value(0x87), userDigest.count == hash.digestLength
+                let userDigest = value(0x87), userDigest.count == hash.digestLength
             else { return nil }
             for tag: UInt32 in [0x85, 0x86] where value(tag).map({ $0.count != 8 }) ?? false { return nil }
             userPIN = userDigest
@@ -38,8 +38,10 @@ struct KDFSetting {
                 adminPIN = adminDigest
             } else {
                 let bytes = count.reduce(0) { $0 << 8 | Int($1) }
-                guard let digest = try? IteratedSaltedS2K.derive(pin: guardedCopy(Array("12345678".utf8)),
-                                                                 salt: value(0x86) ?? salt, count: bytes, hash: hash)
+                guard
+                    let digest = try? IteratedSaltedS2K.derive(
+                        pin: guardedCopy(Array("12345678".utf8)),
+                        salt: value(0x86) ?? salt, count: bytes, hash: hash)
                 else { return nil }
                 adminPIN = digest.withUnsafeBytes { Array($0) }
             }

@@ -55,8 +55,10 @@ struct OpenPGPApplication: Sendable {
     var aid: [UInt8] {
         CardProfile.applicationPrefix + CardProfile.specVersion
             + [UInt8(state.manufacturer >> 8), UInt8(state.manufacturer & 0xFF)]
-            + [UInt8(state.serial >> 24), UInt8((state.serial >> 16) & 0xFF),
-               UInt8((state.serial >> 8) & 0xFF), UInt8(state.serial & 0xFF)]
+            + [
+                UInt8(state.serial >> 24), UInt8((state.serial >> 16) & 0xFF),
+                UInt8((state.serial >> 8) & 0xFF), UInt8(state.serial & 0xFF),
+            ]
             + [0x00, 0x00]
     }
 
@@ -105,7 +107,8 @@ struct OpenPGPApplication: Sendable {
     private mutating func select(_ command: CommandAPDU) -> Reply {
         switch command.p1 {
         case 0x04:
-            let accepted = traits.acceptsOnlyShortAID
+            let accepted =
+                traits.acceptsOnlyShortAID
                 ? command.data == CardProfile.applicationPrefix
                 : command.data.count >= 5 && aid.starts(with: command.data)
             guard accepted else {
@@ -180,8 +183,10 @@ struct OpenPGPApplication: Sendable {
     }
 
     private var pwStatus: [UInt8] {
-        [state.pw1ValidForSeveralSignatures ? 0x01 : 0x00, 0x7F, 0x7F, 0x7F,
-         UInt8(state.pw1Retries), UInt8(state.resetCodeRetries), UInt8(state.pw3Retries)]
+        [
+            state.pw1ValidForSeveralSignatures ? 0x01 : 0x00, 0x7F, 0x7F, 0x7F,
+            UInt8(state.pw1Retries), UInt8(state.resetCodeRetries), UInt8(state.pw3Retries),
+        ]
     }
 
     private var keyInformation: [UInt8] {
@@ -189,22 +194,32 @@ struct OpenPGPApplication: Sendable {
     }
 
     private var cardholderRelatedData: TLV {
-        TLV(tag: 0x65, children: [TLV(tag: 0x5B, value: state.name), TLV(tag: 0x5F2D, value: state.language),
-                                  TLV(tag: 0x5F35, value: state.sex)])
+        TLV(
+            tag: 0x65,
+            children: [
+                TLV(tag: 0x5B, value: state.name), TLV(tag: 0x5F2D, value: state.language),
+                TLV(tag: 0x5F35, value: state.sex),
+            ])
     }
 
     private var securitySupportTemplate: TLV {
         let counter = state.signatureCounter
-        return TLV(tag: 0x7A, children: [
-            TLV(tag: 0x93, value: [UInt8((counter >> 16) & 0xFF), UInt8((counter >> 8) & 0xFF), UInt8(counter & 0xFF)]),
-        ])
+        return TLV(
+            tag: 0x7A,
+            children: [
+                TLV(
+                    tag: 0x93,
+                    value: [UInt8((counter >> 16) & 0xFF), UInt8((counter >> 8) & 0xFF), UInt8(counter & 0xFF)])
+            ])
     }
 
     /// `6E`: AID, historical bytes, `7F74`, `7F66` and the discretionary data objects `73`.
     /// OpenPGP card 3.4.1, §4.4.3.1.
     private var applicationRelatedData: TLV {
         var discretionary = [TLV(tag: 0xC0, value: traits.extendedCapabilities)]
-        discretionary += KeySlot.allCases.map { TLV(tag: $0.attributesTag, value: state.keys[$0.rawValue].attributes.bytes) }
+        discretionary += KeySlot.allCases.map {
+            TLV(tag: $0.attributesTag, value: state.keys[$0.rawValue].attributes.bytes)
+        }
         discretionary += [
             TLV(tag: 0xC4, value: pwStatus),
             TLV(tag: 0xC5, value: state.keys.flatMap(\.fingerprint)),
@@ -268,7 +283,9 @@ struct OpenPGPApplication: Sendable {
             next.pw1Retries = CardProfile.maxRetries
             next.pw3Retries = CardProfile.maxRetries
         case 0xD3:
-            guard value.isEmpty || CardProfile.resetCodeLengths.contains(value.count) else { return Reply(.wrongLength) }
+            guard value.isEmpty || CardProfile.resetCodeLengths.contains(value.count) else {
+                return Reply(.wrongLength)
+            }
             next.resetCode = value
             next.resetCodeRetries = value.isEmpty ? 0 : CardProfile.maxRetries
         default:
@@ -294,7 +311,9 @@ struct OpenPGPApplication: Sendable {
                 return .ok
             case slot.fingerprintTag, slot.caFingerprintTag:
                 guard value.count == 20 else { return Reply(.wrongLength) }
-                if tag == slot.fingerprintTag { next.keys[index].fingerprint = value } else {
+                if tag == slot.fingerprintTag {
+                    next.keys[index].fingerprint = value
+                } else {
                     next.keys[index].caFingerprint = value
                 }
                 return .ok
@@ -355,7 +374,11 @@ struct OpenPGPApplication: Sendable {
     /// Restores the counter of `password` to the maximum after a correct PIN.
     private mutating func restoreTries(_ password: Password) -> Bool {
         var next = state
-        if password == .pw3 { next.pw3Retries = CardProfile.maxRetries } else { next.pw1Retries = CardProfile.maxRetries }
+        if password == .pw3 {
+            next.pw3Retries = CardProfile.maxRetries
+        } else {
+            next.pw1Retries = CardProfile.maxRetries
+        }
         return next == state || commit(next)
     }
 
@@ -379,7 +402,8 @@ struct OpenPGPApplication: Sendable {
         }
         if command.data.isEmpty {
             if isVerified(password) { return .ok }
-            return retries(password) == 0 ? Reply(.authenticationMethodBlocked)
+            return retries(password) == 0
+                ? Reply(.authenticationMethodBlocked)
                 : Reply(.wrongPIN(retriesLeft: retries(password)))
         }
         guard retries(password) > 0 else { return Reply(.authenticationMethodBlocked) }
@@ -406,15 +430,19 @@ struct OpenPGPApplication: Sendable {
     /// OpenPGP card 3.4.1, §7.2.3.
     private mutating func changeReferenceData(_ command: CommandAPDU) -> Reply {
         guard command.p1 == 0x00, command.p2 == 0x81 || command.p2 == 0x83,
-              let password = Password(p2: command.p2) else { return Reply(.incorrectP1P2) }
+            let password = Password(p2: command.p2)
+        else { return Reply(.incorrectP1P2) }
         guard retries(password) > 0 else { return Reply(.authenticationMethodBlocked) }
         guard !command.data.isEmpty else { return Reply(.wrongLength) }
         guard spendTry(password) else { return Reply(.memoryFailure) }
         let reference = password == .pw3 ? state.pw3 : state.pw1
-        let oldMatches = command.data.count > reference.count
+        let oldMatches =
+            command.data.count > reference.count
             && Self.constantTimeEqual(reference, command.data.prefix(reference.count))
         guard oldMatches else {
-            if password == .pw3 { status.pw3 = false } else {
+            if password == .pw3 {
+                status.pw3 = false
+            } else {
                 status.pw1Signature = false
                 status.pw1Other = false
             }
@@ -507,10 +535,10 @@ struct OpenPGPApplication: Sendable {
         guard command.p1 == 0x3F, command.p2 == 0xFF else { return Reply(.incorrectP1P2) }
         guard status.pw3 else { return Reply(.securityStatusNotSatisfied) }
         guard let header = try? TLV.parseOne(command.data), header.tag == 0x4D,
-              let parts = try? header.children(), parts.count == 3,
-              parts[0].tag <= 0xFF, let slot = KeySlot(crtTag: UInt8(parts[0].tag)),
-              parts[1].tag == 0x7F48, parts[2].tag == 0x5F48,
-              let template = Self.parseHeaderList(parts[1].value)
+            let parts = try? header.children(), parts.count == 3,
+            parts[0].tag <= 0xFF, let slot = KeySlot(crtTag: UInt8(parts[0].tag)),
+            parts[1].tag == 0x7F48, parts[2].tag == 0x5F48,
+            let template = Self.parseHeaderList(parts[1].value)
         else { return Reply(.incorrectData) }
         guard template.reduce(0, { $0 + $1.length }) == parts[2].value.count else { return Reply(.incorrectData) }
         var offset = 0

@@ -40,13 +40,20 @@ public struct OpenPGPTraits: Sendable, Equatable {
     public var hasKDF: Bool { extendedCapabilities.first.map { $0 & 0x01 != 0 } ?? false }
 
     static func capabilities(_ first: UInt8, maxChallenge: Int, maxCertificate: Int, maxSpecialDO: Int) -> [UInt8] {
-        [first, 0x00, UInt8(maxChallenge >> 8), UInt8(maxChallenge & 0xFF), UInt8(maxCertificate >> 8),
-         UInt8(maxCertificate & 0xFF), UInt8(maxSpecialDO >> 8), UInt8(maxSpecialDO & 0xFF), 0x00, 0x00]
+        [
+            first, 0x00, UInt8(maxChallenge >> 8), UInt8(maxChallenge & 0xFF), UInt8(maxCertificate >> 8),
+            UInt8(maxCertificate & 0xFF), UInt8(maxSpecialDO >> 8), UInt8(maxSpecialDO & 0xFF), 0x00, 0x00,
+        ]
     }
 
     static func lengthInformation(command: Int, response: Int) -> [UInt8] {
-        TLV(tag: 0x7F66, value: [0x02, 0x02, UInt8(command >> 8), UInt8(command & 0xFF),
-                                 0x02, 0x02, UInt8(response >> 8), UInt8(response & 0xFF)]).encoded
+        TLV(
+            tag: 0x7F66,
+            value: [
+                0x02, 0x02, UInt8(command >> 8), UInt8(command & 0xFF),
+                0x02, 0x02, UInt8(response >> 8), UInt8(response & 0xFF),
+            ]
+        ).encoded
     }
 
     /// Every algorithm the simulator implements, per slot, as `FA` lists them (tag `C1`/`C2`/`C3` each).
@@ -73,8 +80,9 @@ public struct OpenPGPTraits: Sendable, Equatable {
         atr: PIVProfile.yubiKeyATR, historicalBytes: Array(PIVProfile.yubiKeyATR[9..<22]),
         extendedCapabilities: capabilities(0x7D, maxChallenge: 0x0800, maxCertificate: 0x0800, maxSpecialDO: 0x00FF),
         extendedLengthInformation: lengthInformation(command: 0x0800, response: 0x0800),
-        lengthCapabilities: LengthCapabilities(extendedLength: true, commandChaining: true,
-                                               maxCommandData: 0x0800, maxResponseData: 0x0800),
+        lengthCapabilities: LengthCapabilities(
+            extendedLength: true, commandChaining: true,
+            maxCommandData: 0x0800, maxResponseData: 0x0800),
         algorithmInformation: implementedAlgorithms,
         factoryAttributes: Array(repeating: .rsa2048, count: 3),
         keepsVerifiedStateOnSelect: false, wrongPINAnswer: .securityStatusNotSatisfied, acceptsOnlyShortAID: false)
@@ -88,18 +96,22 @@ public struct OpenPGPTraits: Sendable, Equatable {
         historicalBytes: [0x00, 0x31, 0xF5, 0x73, 0xC0, 0x01, 0x60, 0x00, 0x90, 0x00],
         extendedCapabilities: capabilities(0x3D, maxChallenge: 0, maxCertificate: 0x0800, maxSpecialDO: 0x00FF),
         extendedLengthInformation: lengthInformation(command: 0x1DB9, response: 0x1DB9),
-        lengthCapabilities: LengthCapabilities(extendedLength: true, commandChaining: false,
-                                               maxCommandData: 0x1DB9, maxResponseData: 0x1DB9),
+        lengthCapabilities: LengthCapabilities(
+            extendedLength: true, commandChaining: false,
+            maxCommandData: 0x1DB9, maxResponseData: 0x1DB9),
         algorithmInformation: implementedAlgorithms,
-        factoryAttributes: Array(repeating: AlgorithmAttributes(bytes: [0x01, 0x08, 0x00, 0x00, 0x20, 0x00]), count: 3),
+        factoryAttributes: Array(
+            repeating: AlgorithmAttributes(bytes: [0x01, 0x08, 0x00, 0x00, 0x20, 0x00]), count: 3),
         keepsVerifiedStateOnSelect: true, wrongPINAnswer: .triesLeft, acceptsOnlyShortAID: false)
 
     /// A Gnuk token set up for cv25519: Gnuk's ATR and historical bytes (`… 73 80 01 80 …`: chaining, no
     /// extended length; facts), no `7F66` and no `FA`, `69 82` for a wrong PIN, the PINs kept on SELECT of
     /// the OpenPGP application and cleared on SELECT of the MF, and only the 6-byte AID accepted (facts).
     public static let gnuk = OpenPGPTraits(
-        atr: [0x3B, 0xDA, 0x11, 0xFF, 0x81, 0xB1, 0xFE, 0x55, 0x1F, 0x03, 0x00, 0x31, 0x84, 0x73, 0x80, 0x01,
-              0x80, 0x00, 0x90, 0x00, 0xE4],
+        atr: [
+            0x3B, 0xDA, 0x11, 0xFF, 0x81, 0xB1, 0xFE, 0x55, 0x1F, 0x03, 0x00, 0x31, 0x84, 0x73, 0x80, 0x01,
+            0x80, 0x00, 0x90, 0x00, 0xE4,
+        ],
         historicalBytes: [0x00, 0x31, 0x84, 0x73, 0x80, 0x01, 0x80, 0x00, 0x90, 0x00],
         extendedCapabilities: capabilities(0x75, maxChallenge: 0x00FF, maxCertificate: 0x0800, maxSpecialDO: 0x00FF),
         extendedLengthInformation: nil,

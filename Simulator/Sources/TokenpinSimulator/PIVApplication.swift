@@ -80,8 +80,12 @@ struct PIVApplication: Sendable {
         switch command.ins {
         case PIVInstruction.getVersion: return Reply(.success, data: PIVProfile.firmwareVersion)
         case PIVInstruction.getSerial:
-            return Reply(.success, data: [UInt8(serial >> 24), UInt8((serial >> 16) & 0xFF), UInt8((serial >> 8) & 0xFF),
-                                          UInt8(serial & 0xFF)])
+            return Reply(
+                .success,
+                data: [
+                    UInt8(serial >> 24), UInt8((serial >> 16) & 0xFF), UInt8((serial >> 8) & 0xFF),
+                    UInt8(serial & 0xFF),
+                ])
         case PIVInstruction.getMetadata: return metadata(command)
         case PIVInstruction.setManagementKey: return setManagementKey(command)
         case PIVInstruction.setPINRetries: return setPINRetries(command)
@@ -108,7 +112,9 @@ struct PIVApplication: Sendable {
 
     /// The object ID in a `5C` tag list, as an integer; nil when the list is malformed.
     private static func objectID(_ data: [UInt8]) -> (id: UInt32, rest: [UInt8])? {
-        guard let (tag, end) = try? TLV.parse(data, at: 0), tag.tag == 0x5C, (1...3).contains(tag.value.count) else { return nil }
+        guard let (tag, end) = try? TLV.parse(data, at: 0), tag.tag == 0x5C, (1...3).contains(tag.value.count) else {
+            return nil
+        }
         return (tag.value.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }, Array(data[end...]))
     }
 
@@ -116,7 +122,9 @@ struct PIVApplication: Sendable {
         guard command.p1 == 0x3F, command.p2 == 0xFF else { return Reply(.incorrectP1P2) }
         guard let (id, rest) = Self.objectID(command.data), rest.isEmpty else { return Reply(.incorrectData) }
         if id == 0x7E { return Reply(.success, data: PIVProfile.discoveryObject) }
-        if PIVProfile.pinProtectedObjects.contains(id) && !status.pinVerified { return Reply(.securityStatusNotSatisfied) }
+        if PIVProfile.pinProtectedObjects.contains(id) && !status.pinVerified {
+            return Reply(.securityStatusNotSatisfied)
+        }
         guard let value = state.objects[id] else { return Reply(.fileNotFound) }
         return Reply(.success, data: TLV(tag: 0x53, value: value).encoded)
     }
@@ -126,7 +134,7 @@ struct PIVApplication: Sendable {
         guard command.p1 == 0x3F, command.p2 == 0xFF else { return Reply(.incorrectP1P2) }
         guard status.managementKeyAuthenticated else { return Reply(.securityStatusNotSatisfied) }
         guard let (id, rest) = Self.objectID(command.data), id != 0x7E,
-              let object = try? TLV.parseOne(rest), object.tag == 0x53
+            let object = try? TLV.parseOne(rest), object.tag == 0x53
         else { return Reply(.incorrectData) }
         guard object.value.count <= PIVProfile.maxObjectSize else { return Reply(.wrongLength) }
         var next = state
@@ -140,7 +148,8 @@ struct PIVApplication: Sendable {
     private static func unpadded(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
         guard bytes.count == 8 else { return nil }
         let value = Array(bytes.prefix { $0 != 0xFF })
-        guard PIVProfile.pinLengths.contains(value.count), bytes.dropFirst(value.count).allSatisfy({ $0 == 0xFF }) else {
+        guard PIVProfile.pinLengths.contains(value.count), bytes.dropFirst(value.count).allSatisfy({ $0 == 0xFF })
+        else {
             return nil
         }
         return value
@@ -180,7 +189,8 @@ struct PIVApplication: Sendable {
         }
         if command.data.isEmpty {
             if status.pinVerified { return .ok }
-            return state.pinRetries == 0 ? Reply(.authenticationMethodBlocked) : Reply(.wrongPIN(retriesLeft: state.pinRetries))
+            return state.pinRetries == 0
+                ? Reply(.authenticationMethodBlocked) : Reply(.wrongPIN(retriesLeft: state.pinRetries))
         }
         guard state.pinRetries > 0 else { return Reply(.authenticationMethodBlocked) }
         guard command.data.count == 8 else { return Reply(.incorrectData) }
@@ -203,7 +213,9 @@ struct PIVApplication: Sendable {
             return Reply(.referencedDataNotFound)
         }
         guard retries(reference) > 0 else { return Reply(.authenticationMethodBlocked) }
-        guard command.data.count == 16, let new = Self.unpadded(command.data[8...]) else { return Reply(.incorrectData) }
+        guard command.data.count == 16, let new = Self.unpadded(command.data[8...]) else {
+            return Reply(.incorrectData)
+        }
         guard spendTry(reference) else { return Reply(.memoryFailure) }
         let isPIN = reference == PIVProfile.pinReference
         guard Self.matches(isPIN ? state.pin : state.puk, command.data.prefix(8)) else {
@@ -227,9 +239,13 @@ struct PIVApplication: Sendable {
     private mutating func resetRetryCounter(_ command: CommandAPDU) -> Reply {
         guard command.p1 == 0x00, command.p2 == PIVProfile.pinReference else { return Reply(.referencedDataNotFound) }
         guard state.pukRetries > 0 else { return Reply(.authenticationMethodBlocked) }
-        guard command.data.count == 16, let new = Self.unpadded(command.data[8...]) else { return Reply(.incorrectData) }
+        guard command.data.count == 16, let new = Self.unpadded(command.data[8...]) else {
+            return Reply(.incorrectData)
+        }
         guard spendTry(PIVProfile.pukReference) else { return Reply(.memoryFailure) }
-        guard Self.matches(state.puk, command.data.prefix(8)) else { return Reply(.wrongPIN(retriesLeft: state.pukRetries)) }
+        guard Self.matches(state.puk, command.data.prefix(8)) else {
+            return Reply(.wrongPIN(retriesLeft: state.pukRetries))
+        }
         var next = state
         next.pin = new
         next.pinRetries = next.pinMaxRetries
@@ -246,8 +262,8 @@ struct PIVApplication: Sendable {
         guard PIVProfile.isKeySlot(command.p2) else { return Reply(.wrongP1P2) }
         guard status.managementKeyAuthenticated else { return Reply(.securityStatusNotSatisfied) }
         guard let template = try? TLV.parseOne(command.data), template.tag == 0xAC,
-              let children = try? template.children(),
-              let algorithmByte = children.first(where: { $0.tag == 0x80 })?.value, algorithmByte.count == 1
+            let children = try? template.children(),
+            let algorithmByte = children.first(where: { $0.tag == 0x80 })?.value, algorithmByte.count == 1
         else { return Reply(.incorrectData) }
         guard let algorithm = PIVKeyAlgorithm(rawValue: algorithmByte[0]) else { return Reply(.incorrectData) }
         var pinPolicy = PIVState.defaultPINPolicy(for: command.p2)
@@ -260,11 +276,12 @@ struct PIVApplication: Sendable {
             guard touch.count == 1, touch[0] <= 0x01 else { return Reply(.incorrectData) }
         }
         guard let secret = try? algorithm.kind.generateSecret(),
-              let publicKey = try? algorithm.kind.publicKeyTemplate(secret: secret)
+            let publicKey = try? algorithm.kind.publicKeyTemplate(secret: secret)
         else { return Reply(.executionError) }
         var next = state
-        next.keys[command.p2] = PIVState.Key(algorithm: algorithm, secret: secret, origin: 0x01, pinPolicy: pinPolicy,
-                                             touchPolicy: 0x01)
+        next.keys[command.p2] = PIVState.Key(
+            algorithm: algorithm, secret: secret, origin: 0x01, pinPolicy: pinPolicy,
+            touchPolicy: 0x01)
         return commit(next) ? Reply(.success, data: publicKey) : Reply(.memoryFailure)
     }
 
@@ -272,7 +289,7 @@ struct PIVApplication: Sendable {
     /// private key operation: `81` data to sign or decrypt, `85` a peer point for ECDH; the answer in `82`.
     private mutating func generalAuthenticate(_ command: CommandAPDU) -> Reply {
         guard let template = try? TLV.parseOne(command.data), template.tag == 0x7C,
-              let children = try? template.children()
+            let children = try? template.children()
         else { return Reply(.incorrectData) }
         var items: [UInt32: [UInt8]] = [:]
         for child in children { items[child.tag] = child.value }
@@ -290,21 +307,26 @@ struct PIVApplication: Sendable {
         guard items[0x82] == [] else { return Reply(.incorrectData) }
         if let point = items[0x85] {
             guard let curve = key.algorithm.curve, point.count == 1 + 2 * curve.coordinateLength,
-                  let shared = try? EllipticCurveDH.sharedSecret(privateKey: guardedCopy(key.secret), peerPoint: point, on: curve)
+                let shared = try? EllipticCurveDH.sharedSecret(
+                    privateKey: guardedCopy(key.secret), peerPoint: point, on: curve)
             else { return Reply(.incorrectData) }
-            return Reply(.success, data: TLV(tag: 0x7C, children: [TLV(tag: 0x82, value: shared.withUnsafeBytes { Array($0) })]).encoded)
+            return Reply(
+                .success,
+                data: TLV(tag: 0x7C, children: [TLV(tag: 0x82, value: shared.withUnsafeBytes { Array($0) })]).encoded)
         }
         guard let input = items[0x81], !input.isEmpty else { return Reply(.incorrectData) }
         let output: [UInt8]
         if let curve = key.algorithm.curve {
             // The host sends the hash; a longer one is truncated to the key's size.
-            guard let raw = try? CardSignatures.ecdsaSign(Array(input.prefix(curve.coordinateLength)),
-                                                          privateKey: guardedCopy(key.secret), on: curve)
+            guard
+                let raw = try? CardSignatures.ecdsaSign(
+                    Array(input.prefix(curve.coordinateLength)),
+                    privateKey: guardedCopy(key.secret), on: curve)
             else { return Reply(.incorrectData) }
             output = Self.derSignature(raw)
         } else {
             guard let stored = StoredRSAKey(stored: key.secret), let privateKey = try? stored.privateKey(),
-                  let result = try? RSAKeys.rawPrivate(input, with: privateKey)
+                let result = try? RSAKeys.rawPrivate(input, with: privateKey)
             else { return Reply(.incorrectData) }
             output = result.withUnsafeBytes { Array($0) }
         }
@@ -334,7 +356,9 @@ struct PIVApplication: Sendable {
             // Mutual, step 1: a witness, encrypted; the host must send it back decrypted.
             status.managementKeyAuthenticated = false
             let plain = SecureRandom.bytes(cipher.blockLength)
-            guard let encrypted = try? BlockCiphers.encrypt(plain, key: key, algorithm: cipher) else { return Reply(.executionError) }
+            guard let encrypted = try? BlockCiphers.encrypt(plain, key: key, algorithm: cipher) else {
+                return Reply(.executionError)
+            }
             status.witness = plain
             return Reply(.success, data: TLV(tag: 0x7C, children: [TLV(tag: 0x80, value: encrypted)]).encoded)
         }
@@ -348,19 +372,21 @@ struct PIVApplication: Sendable {
         if let decrypted = items[0x80], let hostChallenge = items[0x81], items.count == 2 {
             // Mutual, step 2: check the witness, then prove the card knows the key too.
             guard let witness, decrypted.count == witness.count, hostChallenge.count == cipher.blockLength,
-                  decrypted.withUnsafeBytes({ guardedCopy(witness).isEqual(to: $0) })
+                decrypted.withUnsafeBytes({ guardedCopy(witness).isEqual(to: $0) })
             else {
                 status.managementKeyAuthenticated = false
                 return Reply(.securityStatusNotSatisfied)
             }
-            guard let answer = try? BlockCiphers.encrypt(hostChallenge, key: key, algorithm: cipher) else { return Reply(.executionError) }
+            guard let answer = try? BlockCiphers.encrypt(hostChallenge, key: key, algorithm: cipher) else {
+                return Reply(.executionError)
+            }
             status.managementKeyAuthenticated = true
             return Reply(.success, data: TLV(tag: 0x7C, children: [TLV(tag: 0x82, value: answer)]).encoded)
         }
         if let response = items[0x82], items.count == 1 {
             guard let challenge, let expected = try? BlockCiphers.encrypt(challenge, key: key, algorithm: cipher),
-                  response.count == expected.count,
-                  response.withUnsafeBytes({ guardedCopy(expected).isEqual(to: $0) })
+                response.count == expected.count,
+                response.withUnsafeBytes({ guardedCopy(expected).isEqual(to: $0) })
             else {
                 status.managementKeyAuthenticated = false
                 return Reply(.securityStatusNotSatisfied)
@@ -382,20 +408,31 @@ struct PIVApplication: Sendable {
         case PIVProfile.pinReference, PIVProfile.pukReference:
             let isPIN = reference == PIVProfile.pinReference
             let isDefault = isPIN ? state.pin == PIVProfile.defaultPIN : state.puk == PIVProfile.defaultPUK
-            items = [TLV(tag: 0x01, value: [0xFF]), TLV(tag: 0x05, value: [isDefault ? 1 : 0]),
-                     TLV(tag: 0x06, value: [UInt8(isPIN ? state.pinMaxRetries : state.pukMaxRetries),
-                                            UInt8(isPIN ? state.pinRetries : state.pukRetries)])]
+            items = [
+                TLV(tag: 0x01, value: [0xFF]), TLV(tag: 0x05, value: [isDefault ? 1 : 0]),
+                TLV(
+                    tag: 0x06,
+                    value: [
+                        UInt8(isPIN ? state.pinMaxRetries : state.pukMaxRetries),
+                        UInt8(isPIN ? state.pinRetries : state.pukRetries),
+                    ]),
+            ]
         case PIVProfile.managementKeyReference:
-            items = [TLV(tag: 0x01, value: [state.managementAlgorithm.rawValue]), TLV(tag: 0x02, value: [0x00, 0x01]),
-                     TLV(tag: 0x05, value: [state.managementKey == PIVProfile.defaultManagementKey ? 1 : 0])]
+            items = [
+                TLV(tag: 0x01, value: [state.managementAlgorithm.rawValue]), TLV(tag: 0x02, value: [0x00, 0x01]),
+                TLV(tag: 0x05, value: [state.managementKey == PIVProfile.defaultManagementKey ? 1 : 0]),
+            ]
         default:
             guard PIVProfile.isKeySlot(reference) else { return Reply(.referencedDataNotFound) }
             guard let key = state.keys[reference],
-                  let template = try? key.algorithm.kind.publicKeyTemplate(secret: key.secret),
-                  let publicKey = try? TLV.parseOne(template)
+                let template = try? key.algorithm.kind.publicKeyTemplate(secret: key.secret),
+                let publicKey = try? TLV.parseOne(template)
             else { return Reply(.referencedDataNotFound) }
-            items = [TLV(tag: 0x01, value: [key.algorithm.rawValue]), TLV(tag: 0x02, value: [key.pinPolicy, key.touchPolicy]),
-                     TLV(tag: 0x03, value: [key.origin]), TLV(tag: 0x04, value: publicKey.value)]
+            items = [
+                TLV(tag: 0x01, value: [key.algorithm.rawValue]),
+                TLV(tag: 0x02, value: [key.pinPolicy, key.touchPolicy]),
+                TLV(tag: 0x03, value: [key.origin]), TLV(tag: 0x04, value: publicKey.value),
+            ]
         }
         return Reply(.success, data: items.flatMap(\.encoded))
     }
@@ -406,8 +443,8 @@ struct PIVApplication: Sendable {
         guard status.managementKeyAuthenticated else { return Reply(.securityStatusNotSatisfied) }
         let data = command.data
         guard data.count >= 3, let algorithm = BlockCiphers.Algorithm(rawValue: data[0]),
-              data[1] == PIVProfile.managementKeyReference, Int(data[2]) == algorithm.keyLength,
-              data.count == 3 + algorithm.keyLength
+            data[1] == PIVProfile.managementKeyReference, Int(data[2]) == algorithm.keyLength,
+            data.count == 3 + algorithm.keyLength
         else { return Reply(.incorrectData) }
         var next = state
         next.managementAlgorithm = algorithm

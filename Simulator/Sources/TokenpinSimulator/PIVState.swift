@@ -9,11 +9,18 @@ public enum PIVProfile {
     public static let aid: [UInt8] = [0xA0, 0x00, 0x00, 0x03, 0x08, 0x00, 0x00, 0x10, 0x00, 0x01, 0x00]
     /// The application property template SELECT answers: PIX and the coexistent tag allocation authority.
     public static let applicationPropertyTemplate: [UInt8] =
-        TLV(tag: 0x61, children: [TLV(tag: 0x4F, value: Array(aid[5...])),
-                                  TLV(tag: 0x79, children: [TLV(tag: 0x4F, value: Array(aid.prefix(5)))])]).encoded
+        TLV(
+            tag: 0x61,
+            children: [
+                TLV(tag: 0x4F, value: Array(aid[5...])),
+                TLV(tag: 0x79, children: [TLV(tag: 0x4F, value: Array(aid.prefix(5)))]),
+            ]
+        ).encoded
     /// A YubiKey 5 (USB) answer to reset, TCK checked.
-    public static let yubiKeyATR: [UInt8] = [0x3B, 0xFD, 0x13, 0x00, 0x00, 0x81, 0x31, 0xFE, 0x15, 0x80, 0x73, 0xC0, 0x21,
-                                             0xC0, 0x57, 0x59, 0x75, 0x62, 0x69, 0x4B, 0x65, 0x79, 0x40]
+    public static let yubiKeyATR: [UInt8] = [
+        0x3B, 0xFD, 0x13, 0x00, 0x00, 0x81, 0x31, 0xFE, 0x15, 0x80, 0x73, 0xC0, 0x21,
+        0xC0, 0x57, 0x59, 0x75, 0x62, 0x69, 0x4B, 0x65, 0x79, 0x40,
+    ]
     /// The firmware version GET VERSION answers: 5.4.3 (AES management keys, metadata, 3DES default key).
     public static let firmwareVersion: [UInt8] = [0x05, 0x04, 0x03]
     /// Factory PIN, PUK and management key (3DES, `01 02 … 08` three times).
@@ -113,10 +120,11 @@ struct PIVState: Equatable, Sendable {
     /// A card as issued: a YubiKey ships with no objects (`issued: false`); a PIV card comes with a CHUID
     /// (`issuedCHUID`) naming it by a fresh GUID, as an issuer writes one.
     static func factoryNew(issued: Bool = false) -> PIVState {
-        var state = PIVState(pin: PIVProfile.defaultPIN, puk: PIVProfile.defaultPUK, pinRetries: PIVProfile.defaultRetries,
-                 pukRetries: PIVProfile.defaultRetries, pinMaxRetries: PIVProfile.defaultRetries,
-                 pukMaxRetries: PIVProfile.defaultRetries, managementKey: PIVProfile.defaultManagementKey,
-                 managementAlgorithm: .tripleDES, keys: [:], objects: [:])
+        var state = PIVState(
+            pin: PIVProfile.defaultPIN, puk: PIVProfile.defaultPUK, pinRetries: PIVProfile.defaultRetries,
+            pukRetries: PIVProfile.defaultRetries, pinMaxRetries: PIVProfile.defaultRetries,
+            pukMaxRetries: PIVProfile.defaultRetries, managementKey: PIVProfile.defaultManagementKey,
+            managementAlgorithm: .tripleDES, keys: [:], objects: [:])
         if issued { state.objects[0x5FC102] = issuedCHUID(guid: SecureRandom.bytes(16)) }
         return state
     }
@@ -124,8 +132,10 @@ struct PIVState: Equatable, Sendable {
     /// A CHUID as SP 800-73-4 (part 1, table 9) lays it out: the placeholder FASC-N yubico-piv-tool writes, the
     /// GUID that names the card, an expiry date, an empty signature and error detection code.
     static func issuedCHUID(guid: [UInt8]) -> [UInt8] {
-        let fascn: [UInt8] = [0xD4, 0xE7, 0x39, 0xDA, 0x73, 0x9C, 0xED, 0x39, 0xCE, 0x73, 0x9D, 0x83, 0x68, 0x58, 0x21,
-                              0x08, 0x42, 0x10, 0x84, 0x21, 0xC8, 0x42, 0x10, 0xC3, 0xEB]
+        let fascn: [UInt8] = [
+            0xD4, 0xE7, 0x39, 0xDA, 0x73, 0x9C, 0xED, 0x39, 0xCE, 0x73, 0x9D, 0x83, 0x68, 0x58, 0x21,
+            0x08, 0x42, 0x10, 0x84, 0x21, 0xC8, 0x42, 0x10, 0xC3, 0xEB,
+        ]
         return TLV(tag: 0x30, value: fascn).encoded + TLV(tag: 0x34, value: guid).encoded
             + TLV(tag: 0x35, value: Array("20301231".utf8)).encoded + [0x3E, 0x00, 0xFE, 0x00]
     }
@@ -143,8 +153,10 @@ struct PIVState: Equatable, Sendable {
         if !PIVProfile.pinLengths.contains(pin.count) || !PIVProfile.pinLengths.contains(puk.count) {
             return "piv pin or puk has an invalid length"
         }
-        for (name, count, limit) in [("piv pinRetries", pinRetries, pinMaxRetries), ("piv pukRetries", pukRetries, pukMaxRetries),
-                                     ("piv pinMaxRetries", pinMaxRetries, 255), ("piv pukMaxRetries", pukMaxRetries, 255)]
+        for (name, count, limit) in [
+            ("piv pinRetries", pinRetries, pinMaxRetries), ("piv pukRetries", pukRetries, pukMaxRetries),
+            ("piv pinMaxRetries", pinMaxRetries, 255), ("piv pukMaxRetries", pukMaxRetries, 255),
+        ]
         where !(0...limit).contains(count) {
             return "\(name) \(count) is out of range"
         }
@@ -161,7 +173,8 @@ struct PIVState: Equatable, Sendable {
 
 extension PIVState: Codable {
     private enum CodingKeys: String, CodingKey {
-        case pin, puk, pinRetries, pukRetries, pinMaxRetries, pukMaxRetries, managementKey, managementAlgorithm, keys, objects
+        case pin, puk, pinRetries, pukRetries, pinMaxRetries, pukMaxRetries, managementKey, managementAlgorithm, keys,
+            objects
     }
 
     /// A slot's key in the file.
@@ -186,9 +199,12 @@ extension PIVState: Codable {
         pukMaxRetries = try container.decode(Int.self, forKey: .pukMaxRetries)
         managementKey = try Array(container.decode(Data.self, forKey: .managementKey))
         managementAlgorithm = try container.decode(BlockCiphers.Algorithm.self, forKey: .managementAlgorithm)
-        keys = Dictionary(try container.decode([SlotKey].self, forKey: .keys).map { ($0.slot, $0.key) }, uniquingKeysWith: { a, _ in a })
-        objects = Dictionary(try container.decode([Object].self, forKey: .objects).map { ($0.id, Array($0.value)) },
-                             uniquingKeysWith: { a, _ in a })
+        keys = Dictionary(
+            try container.decode([SlotKey].self, forKey: .keys).map { ($0.slot, $0.key) },
+            uniquingKeysWith: { a, _ in a })
+        objects = Dictionary(
+            try container.decode([Object].self, forKey: .objects).map { ($0.id, Array($0.value)) },
+            uniquingKeysWith: { a, _ in a })
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -201,8 +217,10 @@ extension PIVState: Codable {
         try container.encode(pukMaxRetries, forKey: .pukMaxRetries)
         try container.encode(Data(managementKey), forKey: .managementKey)
         try container.encode(managementAlgorithm, forKey: .managementAlgorithm)
-        try container.encode(keys.sorted { $0.key < $1.key }.map { SlotKey(slot: $0.key, key: $0.value) }, forKey: .keys)
-        try container.encode(objects.sorted { $0.key < $1.key }.map { Object(id: $0.key, value: Data($0.value)) }, forKey: .objects)
+        try container.encode(
+            keys.sorted { $0.key < $1.key }.map { SlotKey(slot: $0.key, key: $0.value) }, forKey: .keys)
+        try container.encode(
+            objects.sorted { $0.key < $1.key }.map { Object(id: $0.key, value: Data($0.value)) }, forKey: .objects)
     }
 }
 

@@ -56,7 +56,9 @@ public final class SimulatedCard: Sendable {
     ///   - profile: the applications on the card; a PIV application is added to a file that has none.
     /// - Throws: `SimulatorError` when the file exists but is corrupt or truncated (it names the file), or when
     ///   the new state cannot be written.
-    public init(stateFile: String?, serial: UInt32? = nil, reset: Bool = false, profile: SimulatedProfile = .openpgp) throws {
+    public init(stateFile: String?, serial: UInt32? = nil, reset: Bool = false, profile: SimulatedProfile = .openpgp)
+        throws
+    {
         let store = stateFile.map { StateFile(path: $0) }
         var state: CardState?
         if let store {
@@ -73,7 +75,9 @@ public final class SimulatedCard: Sendable {
         }
         var card = state ?? .factoryNew(serial: serial ?? Self.randomSerial())
         if state == nil || reset {
-            for slot in KeySlot.allCases { card.keys[slot.rawValue].attributes = profile.openPGPTraits.factoryAttributes[slot.rawValue] }
+            for slot in KeySlot.allCases {
+                card.keys[slot.rawValue].attributes = profile.openPGPTraits.factoryAttributes[slot.rawValue]
+            }
         }
         if let serial, card.serial != serial {
             card.serial = serial
@@ -88,8 +92,10 @@ public final class SimulatedCard: Sendable {
         let piv = card.piv.map {
             PIVApplication(state: $0, base: card, store: store, yubiKeyExtensions: profile.hasYubiKeyExtensions)
         }
-        engine = Mutex(Engine(application: OpenPGPApplication(state: card, store: store, traits: profile.openPGPTraits),
-                              piv: profile.hasPIV ? piv : nil, hasOpenPGP: profile.hasOpenPGP))
+        engine = Mutex(
+            Engine(
+                application: OpenPGPApplication(state: card, store: store, traits: profile.openPGPTraits),
+                piv: profile.hasPIV ? piv : nil, hasOpenPGP: profile.hasOpenPGP))
     }
 
     private static func randomSerial() -> UInt32 {
@@ -232,7 +238,8 @@ public final class SimulatedCard: Sendable {
     /// Transport: class byte, GET RESPONSE, chaining, then the application, then Le and `61xx`.
     /// ISO/IEC 7816-4, §5.1 and §5.3.
     private static func exchange(_ bytes: [UInt8], engine: inout Engine) -> [UInt8] {
-        let parsed = CommandParsing.parse(bytes, extendedLength: engine.application.traits.lengthCapabilities.extendedLength)
+        let parsed = CommandParsing.parse(
+            bytes, extendedLength: engine.application.traits.lengthCapabilities.extendedLength)
         var command: CommandAPDU
         switch parsed {
         case .success(let parsedCommand):
@@ -283,7 +290,9 @@ public final class SimulatedCard: Sendable {
     /// SELECT by AID picks the application, as on a YubiKey; other commands go to the one selected.
     private static func dispatch(_ command: CommandAPDU, engine: inout Engine) -> Reply {
         let isSelect = command.ins == CardInstruction.select
-        if var piv = engine.piv, isSelect ? command.p1 == 0x04 && PIVApplication.isSelected(by: command.data) : piv.status.selected {
+        if var piv = engine.piv,
+            isSelect ? command.p1 == 0x04 && PIVApplication.isSelected(by: command.data) : piv.status.selected
+        {
             if isSelect { engine.application.status = SecurityStatus() }
             piv.base = engine.application.state
             let reply = piv.handle(command)

@@ -1,8 +1,9 @@
 import FoundationEssentials
-#if canImport(Glibc)
-import Glibc
-#endif
 import TokenpinAPDU
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// An in-process `CardConnection` to a `SimulatedCard`: what `tokenpin --reader sim` and the tests use.
 ///

@@ -21,9 +21,10 @@ struct StateFile: Sendable {
         do {
             state = try JSONDecoder().decode(CardState.self, from: data)
         } catch {
-            throw SimulatorError(.corruptStateFile,
-                                 "the card state file \(path) is corrupt or truncated (\(Self.reason(error))); "
-                                     + "start with --reset to make the card factory-new")
+            throw SimulatorError(
+                .corruptStateFile,
+                "the card state file \(path) is corrupt or truncated (\(Self.reason(error))); "
+                    + "start with --reset to make the card factory-new")
         }
         if let problem = state.validationProblem() {
             throw SimulatorError(.corruptStateFile, "the card state file \(path) is invalid: \(problem)")
@@ -52,8 +53,10 @@ struct StateFile: Sendable {
         switch error {
         case DecodingError.dataCorrupted(let context): return context.debugDescription
         case DecodingError.keyNotFound(let key, _): return "missing \(key.stringValue)"
-        case DecodingError.typeMismatch(_, let context): return "wrong type at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
-        case DecodingError.valueNotFound(_, let context): return "missing value at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
+        case DecodingError.typeMismatch(_, let context):
+            return "wrong type at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
+        case DecodingError.valueNotFound(_, let context):
+            return "missing value at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
         default: return "not JSON"
         }
     }

@@ -233,8 +233,9 @@ struct Statistics {
         let sorted = microseconds.sorted()
         let median = sorted[sorted.count / 2]
         let p95 = sorted[min(sorted.count - 1, sorted.count * 95 / 100)]
-        return String(format: "stats: apdus=%d card_median_us=%.1f card_p95_us=%.1f card_max_us=%.1f",
-                      sorted.count, median, p95, sorted.last ?? 0)
+        return String(
+            format: "stats: apdus=%d card_median_us=%.1f card_p95_us=%.1f card_max_us=%.1f",
+            sorted.count, median, p95, sorted.last ?? 0)
     }
 }
 
@@ -254,9 +255,11 @@ func tap(_ command: [UInt8], _ answer: [UInt8], into path: String) {
 }
 
 /// Instructions whose data carries a PIN or a key: traces print only their header.
-let sensitiveInstructions: Set<UInt8> = [CardInstruction.verify, CardInstruction.changeReferenceData,
-                                         CardInstruction.resetRetryCounter, CardInstruction.putDataOdd,
-                                         PIVInstruction.setManagementKey]
+let sensitiveInstructions: Set<UInt8> = [
+    CardInstruction.verify, CardInstruction.changeReferenceData,
+    CardInstruction.resetRetryCounter, CardInstruction.putDataOdd,
+    PIVInstruction.setManagementKey,
+]
 
 enum VPCDControl {
     static let powerOff: UInt8 = 0
@@ -288,7 +291,9 @@ func serve(_ socket: VPCDSocket, card: SimulatedCard, options: Options, statisti
             if options.trace {
                 let header = Hex.encode(message.prefix(4), separator: " ")
                 let body = message.count > 1 && sensitiveInstructions.contains(message[1]) ? " [sensitive]" : ""
-                printError("apdu \(header)\(body) -> \(Hex.encode(bytes.suffix(2))) (\(bytes.count) bytes, card \(card.lastProcessingTime))")
+                printError(
+                    "apdu \(header)\(body) -> \(Hex.encode(bytes.suffix(2))) (\(bytes.count) bytes, card \(card.lastProcessingTime))"
+                )
             }
             if let tapPath = options.tapPath { tap(message, bytes, into: tapPath) }
             if delay > .zero { pause(delay) }
@@ -319,8 +324,9 @@ func run() -> Int32 {
     }
     let card: SimulatedCard
     do {
-        card = try SimulatedCard(stateFile: options.statePath, serial: options.serial, reset: options.reset,
-                                 profile: options.profile)
+        card = try SimulatedCard(
+            stateFile: options.statePath, serial: options.serial, reset: options.reset,
+            profile: options.profile)
     } catch let error as SimulatorError {
         printError("error: \(error.detail)")
         return ExitCode.stateFile.rawValue
@@ -360,4 +366,3 @@ func run() -> Int32 {
     printError("tokenpin-sim: stopped, card pulled")
     return ExitCode.success.rawValue
 }
-

@@ -1,14 +1,17 @@
 import Foundation
 import Testing
-import TokenpinTestSupport
 import TokenpinAPDU
 import TokenpinCardCrypto
 import TokenpinCore
+import TokenpinTestSupport
+
 @testable import TokenpinSimulator
 
 /// RSA and NIST/brainpool keys on the simulated card: attributes, generation, import and PSO:DECIPHER.
 @Suite struct CardAlgorithmTests {
-    static func rsaAttributes(_ bits: Int) -> [UInt8] { [0x01, UInt8(bits >> 8), UInt8(bits & 0xFF), 0x00, 0x20, 0x00] }
+    static func rsaAttributes(_ bits: Int) -> [UInt8] {
+        [0x01, UInt8(bits >> 8), UInt8(bits & 0xFF), 0x00, 0x20, 0x00]
+    }
     static func ecdhAttributes(_ curve: WeierstrassCurve) -> [UInt8] { [0x12] + curve.oid }
 
     /// Sets the decryption key's attributes and generates it; returns the public key template's objects.
@@ -24,8 +27,10 @@ import TokenpinCore
     }
 
     static func rsaDecipher(_ harness: Harness, _ cryptogram: [UInt8]) throws -> ResponseAPDU {
-        try harness.send(CommandAPDU(ins: CardInstruction.performSecurityOperation, p1: 0x80, p2: 0x86,
-                                     data: [0x00] + cryptogram, le: CommandAPDU.extendedMaxLe))
+        try harness.send(
+            CommandAPDU(
+                ins: CardInstruction.performSecurityOperation, p1: 0x80, p2: 0x86,
+                data: [0x00] + cryptogram, le: CommandAPDU.extendedMaxLe))
     }
 
     @Test("RSA 2048: generated key, PKCS#1 v1.5 cryptogram deciphered to the message", arguments: [2048])
@@ -46,8 +51,9 @@ import TokenpinCore
         var corrupted = cryptogram
         corrupted[10] ^= 0xFF
         #expect(try Self.rsaDecipher(harness, corrupted).statusWord == .incorrectData)
-        #expect(try harness.send(CardInstruction.performSecurityOperation, 0x80, 0x86, cryptogram).statusWord
-                    == .incorrectData)
+        #expect(
+            try harness.send(CardInstruction.performSecurityOperation, 0x80, 0x86, cryptogram).statusWord
+                == .incorrectData)
         #expect(try harness.decipher(SecureRandom.bytes(32)).statusWord == .incorrectData)
     }
 
@@ -94,10 +100,15 @@ import TokenpinCore
     static func importCommand(slot: KeySlot, parts: [(UInt32, [UInt8])]) -> CommandAPDU {
         var template: [UInt8] = []
         for (tag, value) in parts { template += [UInt8(tag)] + TLV.encodeLength(value.count) }
-        let header = TLV(tag: 0x4D, children: [TLV(tag: UInt32(slot.crtTag), value: []), TLV(tag: 0x7F48, value: template),
-                                               TLV(tag: 0x5F48, value: parts.flatMap(\.1))])
-        return CommandAPDU(ins: CardInstruction.putDataOdd, p1: 0x3F, p2: 0xFF, data: header.encoded,
-                           le: nil)
+        let header = TLV(
+            tag: 0x4D,
+            children: [
+                TLV(tag: UInt32(slot.crtTag), value: []), TLV(tag: 0x7F48, value: template),
+                TLV(tag: 0x5F48, value: parts.flatMap(\.1)),
+            ])
+        return CommandAPDU(
+            ins: CardInstruction.putDataOdd, p1: 0x3F, p2: 0xFF, data: header.encoded,
+            le: nil)
     }
 
     @Test("import: an RSA key in CRT form (e, p, q, and the rest), then decipher with it")
@@ -108,18 +119,23 @@ import TokenpinCore
         let q = key.prime2.withUnsafeBytes { Array($0) }
         try requireSuccess(harness.verify(0x83, "12345678"))
         try requireSuccess(harness.putData(0xC2, [0x01, 0x08, 0x00, 0x00, 0x20, 0x02]))
-        let crt: [(UInt32, [UInt8])] = [(0x91, [0x00] + key.publicExponent), (0x92, p), (0x93, q),
-                                        (0x94, SecureRandom.bytes(128)), (0x95, SecureRandom.bytes(128)),
-                                        (0x96, SecureRandom.bytes(128))]
-        #expect(try harness.send(Self.importCommand(slot: .decryption, parts: Array(crt.prefix(2)))).statusWord
-                    == .incorrectData)
-        #expect(try harness.send(Self.importCommand(slot: .decryption, parts: [crt[0], crt[1], crt[1]])).statusWord
-                    == .incorrectData)
+        let crt: [(UInt32, [UInt8])] = [
+            (0x91, [0x00] + key.publicExponent), (0x92, p), (0x93, q),
+            (0x94, SecureRandom.bytes(128)), (0x95, SecureRandom.bytes(128)),
+            (0x96, SecureRandom.bytes(128)),
+        ]
+        #expect(
+            try harness.send(Self.importCommand(slot: .decryption, parts: Array(crt.prefix(2)))).statusWord
+                == .incorrectData)
+        #expect(
+            try harness.send(Self.importCommand(slot: .decryption, parts: [crt[0], crt[1], crt[1]])).statusWord
+                == .incorrectData)
         #expect(try harness.send(Self.importCommand(slot: .decryption, parts: crt)).statusWord == .success)
         let objects = try TLV.parseOne(harness.readPublicKey(.decryption).data).children()
         #expect(objects.first { $0.tag == 0x81 }?.value == key.modulus)
         let message = SecureRandom.bytes(32)
-        let cryptogram = try RSAKeys.encrypt(guardedCopy(message), modulus: key.modulus, publicExponent: key.publicExponent)
+        let cryptogram = try RSAKeys.encrypt(
+            guardedCopy(message), modulus: key.modulus, publicExponent: key.publicExponent)
         try requireSuccess(harness.verify(0x82, "123456"))
         #expect(try Self.rsaDecipher(harness, cryptogram).data == message)
     }
@@ -131,10 +147,14 @@ import TokenpinCore
         try requireSuccess(harness.verify(0x83, "12345678"))
         try requireSuccess(harness.putData(0xC2, Self.ecdhAttributes(.nistP256) + [0xFF]))
         let scalar = key.privateKey.withUnsafeBytes { Array($0) }
-        #expect(try harness.send(Self.importCommand(slot: .decryption, parts: [(0x92, [UInt8](repeating: 0xFF, count: 32))]))
-                    .statusWord == .incorrectData)
-        #expect(try harness.send(Self.importCommand(slot: .decryption, parts: [(0x92, scalar), (0x99, key.publicPoint)]))
-                    .statusWord == .success)
+        #expect(
+            try harness.send(
+                Self.importCommand(slot: .decryption, parts: [(0x92, [UInt8](repeating: 0xFF, count: 32))])
+            )
+            .statusWord == .incorrectData)
+        #expect(
+            try harness.send(Self.importCommand(slot: .decryption, parts: [(0x92, scalar), (0x99, key.publicPoint)]))
+                .statusWord == .success)
         let objects = try TLV.parseOne(harness.readPublicKey(.decryption).data).children()
         #expect(objects.first { $0.tag == 0x86 }?.value == key.publicPoint)
     }
@@ -165,10 +185,15 @@ import TokenpinCore
         let objects = try TLV.parseOne(harness.generate(.signature).data).children()
         let modulus = try #require(objects.first { $0.tag == 0x81 }).value
         try requireSuccess(harness.verify(0x81, "123456"))
-        let digestInfo = [0x30, 0x31, 0x30, 0x0D, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05,
-                          0x00, 0x04, 0x20] + SecureRandom.bytes(32)
-        let answer = try harness.send(CommandAPDU(ins: CardInstruction.performSecurityOperation, p1: 0x9E, p2: 0x9A,
-                                                  data: digestInfo, le: CommandAPDU.extendedMaxLe))
+        let digestInfo =
+            [
+                0x30, 0x31, 0x30, 0x0D, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05,
+                0x00, 0x04, 0x20,
+            ] + SecureRandom.bytes(32)
+        let answer = try harness.send(
+            CommandAPDU(
+                ins: CardInstruction.performSecurityOperation, p1: 0x9E, p2: 0x9A,
+                data: digestInfo, le: CommandAPDU.extendedMaxLe))
         #expect(answer.statusWord == .success)
         #expect(answer.data.count == modulus.count)
     }
@@ -183,7 +208,8 @@ import TokenpinCore
         let answer = try harness.send(CardInstruction.internalAuthenticate, 0x00, 0x00, SecureRandom.bytes(32), le: 256)
         #expect(answer.statusWord == .success)
         #expect(answer.data.count == 64)
-        #expect(try harness.send(CardInstruction.internalAuthenticate, 0x00, 0x00, [], le: 256).statusWord == .wrongLength)
+        #expect(
+            try harness.send(CardInstruction.internalAuthenticate, 0x00, 0x00, [], le: 256).statusWord == .wrongLength)
     }
 }
 
@@ -200,17 +226,23 @@ import TokenpinCore
         #expect(try harness.getData(0xC0).data[0] & 0x01 == 0x01)
         #expect(try harness.getData(0xF9).data == [0x81, 0x01, 0x00])
         let salt = SecureRandom.bytes(8)
-        let on = [TLV(tag: 0x81, value: [0x03]), TLV(tag: 0x82, value: [0x08]), TLV(tag: 0x83, value: [0, 1, 0x86, 0xA0]),
-                  TLV(tag: 0x84, value: salt), TLV(tag: 0x87, value: try Self.digest("123456", salt: salt))].flatMap(\.encoded)
+        let on = [
+            TLV(tag: 0x81, value: [0x03]), TLV(tag: 0x82, value: [0x08]), TLV(tag: 0x83, value: [0, 1, 0x86, 0xA0]),
+            TLV(tag: 0x84, value: salt), TLV(tag: 0x87, value: try Self.digest("123456", salt: salt)),
+        ].flatMap(\.encoded)
         #expect(try harness.putData(0xF9, on) == .securityStatusNotSatisfied)
         try requireSuccess(harness.verify(0x83, "12345678"))
         #expect(try harness.putData(0xF9, [0x81, 0x01, 0x03]) == .incorrectData)
         #expect(try harness.putData(0xF9, on) == .success)
         #expect(try harness.getData(0xF9).data == on)
         #expect(try harness.verify(0x82, "123456") == .wrongPIN(retriesLeft: 2), "the plain PIN no longer verifies")
-        #expect(try harness.send(CardInstruction.verify, 0x00, 0x82, Self.digest("123456", salt: salt)).statusWord == .success)
+        #expect(
+            try harness.send(CardInstruction.verify, 0x00, 0x82, Self.digest("123456", salt: salt)).statusWord
+                == .success)
         // Without 88 the admin PIN's digest uses the PW1 salt.
-        #expect(try harness.send(CardInstruction.verify, 0x00, 0x83, Self.digest("12345678", salt: salt)).statusWord == .success)
+        #expect(
+            try harness.send(CardInstruction.verify, 0x00, 0x83, Self.digest("12345678", salt: salt)).statusWord
+                == .success)
         #expect(try harness.putData(0xF9, [0x81, 0x01, 0x00]) == .success)
         #expect(try harness.verify(0x82, "123456") == .success)
     }

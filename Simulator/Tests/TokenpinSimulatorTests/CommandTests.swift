@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokenpinAPDU
 import TokenpinCore
+
 @testable import TokenpinSimulator
 
 /// One test group per OpenPGP command, each with its error status words. OpenPGP card 3.4.1, §7.2.
@@ -15,8 +16,11 @@ struct CommandTests {
         #expect(harness.raw("00CA006E00").suffix(2) == [0x6D, 0x00])
         #expect(try harness.select() == .success)
         #expect(try harness.send(CardInstruction.select, 0x04, 0x00, harness.card.aid).statusWord == .success)
-        #expect(try harness.send(CardInstruction.select, 0x04, 0x0C, [0xD2, 0x76, 0x00, 0x01, 0x24]).statusWord == .success)
-        #expect(try harness.send(CardInstruction.select, 0x04, 0x00, [0xA0, 0x00, 0x00, 0x03, 0x08]).statusWord == .fileNotFound)
+        #expect(
+            try harness.send(CardInstruction.select, 0x04, 0x0C, [0xD2, 0x76, 0x00, 0x01, 0x24]).statusWord == .success)
+        #expect(
+            try harness.send(CardInstruction.select, 0x04, 0x00, [0xA0, 0x00, 0x00, 0x03, 0x08]).statusWord
+                == .fileNotFound)
         #expect(try harness.getData(0x4F).statusWord == .instructionNotSupported)
         #expect(try harness.send(CardInstruction.select, 0x00, 0x0C, [0x3F, 0x00]).statusWord == .success)
         #expect(try harness.send(CardInstruction.select, 0x00, 0x0C, [0x2F, 0x02]).statusWord == .fileNotFound)
@@ -38,11 +42,16 @@ struct CommandTests {
     func aid() throws {
         let harness = try Harness()
         let response = try harness.getData(0x4F)
-        #expect(response.data == [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01, 0x03, 0x04, 0xFF, 0xFE, 0x12, 0x34, 0x56, 0x78, 0x00, 0x00])
+        #expect(
+            response.data == [
+                0xD2, 0x76, 0x00, 0x01, 0x24, 0x01, 0x03, 0x04, 0xFF, 0xFE, 0x12, 0x34, 0x56, 0x78, 0x00, 0x00,
+            ])
     }
 
-    static let readableTags: [UInt32] = [0x4F, 0x5E, 0x65, 0x6E, 0x7A, 0xC4, 0x5F50, 0x5F52, 0x7F66, 0x7F74, 0x0101,
-                                         0x0102, 0x5B, 0x5F2D, 0x5F35, 0xC5, 0xCD, 0xC0, 0xC1, 0xC2, 0xC3, 0xC6, 0xDE, 0x7F21]
+    static let readableTags: [UInt32] = [
+        0x4F, 0x5E, 0x65, 0x6E, 0x7A, 0xC4, 0x5F50, 0x5F52, 0x7F66, 0x7F74, 0x0101,
+        0x0102, 0x5B, 0x5F2D, 0x5F35, 0xC5, 0xCD, 0xC0, 0xC1, 0xC2, 0xC3, 0xC6, 0xDE, 0x7F21,
+    ]
 
     @Test("GET DATA answers every DO clients read", arguments: readableTags)
     func getData(tag: UInt32) throws {
@@ -219,13 +228,19 @@ struct CommandTests {
         for _ in 0..<3 { _ = try harness.verify(0x82, "000000") }
         #expect(try harness.verify(0x82, "123456") == .authenticationMethodBlocked)
         // No Reset Code set: its counter is 0.
-        #expect(try harness.send(CardInstruction.resetRetryCounter, 0x00, 0x81, Array("12345678654321".utf8)).statusWord
-                    == .authenticationMethodBlocked)
-        #expect(try harness.send(CardInstruction.resetRetryCounter, 0x02, 0x81, Array("654321".utf8)).statusWord
-                    == .securityStatusNotSatisfied)
+        #expect(
+            try harness.send(CardInstruction.resetRetryCounter, 0x00, 0x81, Array("12345678654321".utf8)).statusWord
+                == .authenticationMethodBlocked)
+        #expect(
+            try harness.send(CardInstruction.resetRetryCounter, 0x02, 0x81, Array("654321".utf8)).statusWord
+                == .securityStatusNotSatisfied)
         try requireSuccess(harness.verify(0x83, "12345678"))
-        #expect(try harness.send(CardInstruction.resetRetryCounter, 0x02, 0x81, Array("123".utf8)).statusWord == .incorrectData)
-        #expect(try harness.send(CardInstruction.resetRetryCounter, 0x02, 0x81, Array("654321".utf8)).statusWord == .success)
+        #expect(
+            try harness.send(CardInstruction.resetRetryCounter, 0x02, 0x81, Array("123".utf8)).statusWord
+                == .incorrectData)
+        #expect(
+            try harness.send(CardInstruction.resetRetryCounter, 0x02, 0x81, Array("654321".utf8)).statusWord == .success
+        )
         #expect(try harness.verify(0x82, "654321") == .success)
         #expect(try harness.putData(0xD3, Array("RESETME1".utf8)) == .success)
         #expect(try harness.getData(0xC4).data.suffix(3) == [3, 3, 3])
@@ -258,8 +273,10 @@ struct CommandTests {
         #expect(try harness.publicKey(in: read.data) == publicKey)
         #expect(read.data.prefix(2) == [0x7F, 0x49])
         #expect(try harness.getData(0xDE).data == [0x01, 0x00, 0x02, 0x01, 0x03, 0x00])
-        #expect(try harness.send(CardInstruction.generateKeyPair, 0x80, 0x00, [0xB7, 0x00]).statusWord == .incorrectData)
-        #expect(try harness.send(CardInstruction.generateKeyPair, 0x82, 0x00, [0xB8, 0x00]).statusWord == .incorrectP1P2)
+        #expect(
+            try harness.send(CardInstruction.generateKeyPair, 0x80, 0x00, [0xB7, 0x00]).statusWord == .incorrectData)
+        #expect(
+            try harness.send(CardInstruction.generateKeyPair, 0x82, 0x00, [0xB8, 0x00]).statusWord == .incorrectP1P2)
         #expect(try harness.send(CardInstruction.generateKeyPair, 0x80, 0x00).statusWord == .incorrectData)
     }
 
@@ -295,11 +312,16 @@ struct CommandTests {
         _ = try harness.makeCurve25519DecryptionKey()
         #expect(try harness.decipher(SecureRandom.bytes(31)).statusWord == .incorrectData)
         #expect(try harness.decipher([UInt8](repeating: 0, count: 32)).statusWord == .incorrectData)
-        #expect(try harness.send(CardInstruction.performSecurityOperation, 0x80, 0x86, [0xA6, 0x05, 0x7F, 0x49, 0x02, 0x86, 0x00]).statusWord
-                    == .incorrectData)
-        #expect(try harness.send(CardInstruction.performSecurityOperation, 0x80, 0x86, [0x00, 0x01, 0x02]).statusWord
-                    == .incorrectData)
-        #expect(try harness.send(CardInstruction.performSecurityOperation, 0x86, 0x80, [0x00]).statusWord == .incorrectP1P2)
+        #expect(
+            try harness.send(
+                CardInstruction.performSecurityOperation, 0x80, 0x86, [0xA6, 0x05, 0x7F, 0x49, 0x02, 0x86, 0x00]
+            ).statusWord
+                == .incorrectData)
+        #expect(
+            try harness.send(CardInstruction.performSecurityOperation, 0x80, 0x86, [0x00, 0x01, 0x02]).statusWord
+                == .incorrectData)
+        #expect(
+            try harness.send(CardInstruction.performSecurityOperation, 0x86, 0x80, [0x00]).statusWord == .incorrectP1P2)
     }
 
     @Test("reset and power-off cancel PW1 (82)")
@@ -364,8 +386,12 @@ struct CommandTests {
     /// An extended header list for an ECC private key, as gpg builds it.
     static func importCommand(slot: KeySlot, secret: [UInt8]) -> [UInt8] {
         let template: [UInt8] = [0x92] + TLV.encodeLength(secret.count)
-        let header = TLV(tag: 0x4D, children: [TLV(tag: UInt32(slot.crtTag), value: []),
-                                               TLV(tag: 0x7F48, value: template), TLV(tag: 0x5F48, value: secret)])
+        let header = TLV(
+            tag: 0x4D,
+            children: [
+                TLV(tag: UInt32(slot.crtTag), value: []),
+                TLV(tag: 0x7F48, value: template), TLV(tag: 0x5F48, value: secret),
+            ])
         return header.encoded
     }
 
@@ -376,8 +402,9 @@ struct CommandTests {
         try requireSuccess(harness.putData(0xC2, AlgorithmAttributes.cv25519.bytes))
         let card = try hostKeyPair()
         let bigEndian = Array(card.secret.reversed())
-        let command = CommandAPDU(ins: CardInstruction.putDataOdd, p1: 0x3F, p2: 0xFF,
-                                  data: Self.importCommand(slot: .decryption, secret: bigEndian))
+        let command = CommandAPDU(
+            ins: CardInstruction.putDataOdd, p1: 0x3F, p2: 0xFF,
+            data: Self.importCommand(slot: .decryption, secret: bigEndian))
         #expect(try harness.send(command).statusWord == .success)
         #expect(try harness.publicKey(in: harness.readPublicKey(.decryption).data) == card.publicKey)
         #expect(try harness.getData(0xDE).data[3] == 0x02)
@@ -394,8 +421,9 @@ struct CommandTests {
         #expect(try harness.send(command).statusWord == .incorrectData)
         try requireSuccess(harness.putData(0xC1, AlgorithmAttributes.ed25519.bytes))
         #expect(try harness.send(command).statusWord == .success)
-        #expect(try harness.publicKey(in: harness.readPublicKey(.signature).data)
-                    == Ed25519.publicKey(forSeed: guardedCopy(seed)))
+        #expect(
+            try harness.publicKey(in: harness.readPublicKey(.signature).data)
+                == Ed25519.publicKey(forSeed: guardedCopy(seed)))
         for cut in [1, 5, data.count - 1] {
             let broken = CommandAPDU(ins: CardInstruction.putDataOdd, p1: 0x3F, p2: 0xFF, data: Array(data.prefix(cut)))
             #expect(try harness.send(broken).statusWord == .incorrectData)
@@ -466,9 +494,11 @@ struct CommandTests {
         #expect(try harness.send(CardInstruction.verify, 0x00, 0x82).statusWord == .wrongPIN(retriesLeft: 3))
     }
 
-    @Test("FF VERIFY with data is a wrong length; on an unknown reference it is 6A86", arguments: [
-        ("00 20 FF 82 01 00", StatusWord.wrongLength), ("00 20 FF 84", StatusWord.incorrectP1P2),
-    ])
+    @Test(
+        "FF VERIFY with data is a wrong length; on an unknown reference it is 6A86",
+        arguments: [
+            ("00 20 FF 82 01 00", StatusWord.wrongLength), ("00 20 FF 84", StatusWord.incorrectP1P2),
+        ])
     func malformedClear(hex: String, expected: StatusWord) throws {
         let harness = try Harness()
         #expect(try ResponseAPDU(parsing: harness.raw(hex)).statusWord == expected)

@@ -1,5 +1,6 @@
 import Testing
 import TokenpinAPDU
+
 @testable import TokenpinSimulator
 
 /// The APDU encodings real cards accept beyond the strict ISO cases, and 6700 for the malformed ones.
@@ -26,14 +27,16 @@ import TokenpinAPDU
         #expect(harness.raw("00 A4 04 00 00 00 06 D2 76 00 01 24 01") == [0x90, 0x00])
     }
 
-    @Test("malformed commands are 6700, and the card goes on", arguments: [
-        "00 CA 00",  // header cut short
-        "00 A4 04 00 06 D2 76",  // Lc announces more than came
-        "00 A4 04 00 02 D2 76 00 00 00",  // bytes after Le
-        "00 CA 00 6E 00 00 00 05",  // Lc 0000 followed by one byte
-        "00 A4 04 00 00 00 06 D2 76 00 01 24 01 00 00 00",  // extended: bytes after Le
-        "00 A4 04 00 00 00 09 D2 76 00 01 24 01",  // extended Lc announces more than came
-    ])
+    @Test(
+        "malformed commands are 6700, and the card goes on",
+        arguments: [
+            "00 CA 00",  // header cut short
+            "00 A4 04 00 06 D2 76",  // Lc announces more than came
+            "00 A4 04 00 02 D2 76 00 00 00",  // bytes after Le
+            "00 CA 00 6E 00 00 00 05",  // Lc 0000 followed by one byte
+            "00 A4 04 00 00 00 06 D2 76 00 01 24 01 00 00 00",  // extended: bytes after Le
+            "00 A4 04 00 00 00 09 D2 76 00 01 24 01",  // extended Lc announces more than came
+        ])
     func malformed(hex: String) throws {
         let harness = try Harness()
         #expect(harness.raw(hex) == [0x67, 0x00])

@@ -1,5 +1,6 @@
 import Testing
 import TokenpinAPDU
+
 @testable import TokenpinSimulator
 
 /// Fault injection: vanish, slow, malformed, chosen status word.
@@ -8,7 +9,9 @@ struct FaultTests {
     @Test("vanish: the connection throws cardRemoved until the card is inserted again")
     func vanish() throws {
         let harness = try Harness()
-        harness.card.faults = CardFaults(rules: [.init(instruction: CardInstruction.verify, fault: .vanish(afterProcessing: false))])
+        harness.card.faults = CardFaults(rules: [
+            .init(instruction: CardInstruction.verify, fault: .vanish(afterProcessing: false))
+        ])
         let error = #expect(throws: SimulatorError.self) { try harness.verify(0x82, "000000") }
         #expect(error?.code == .cardRemoved)
         #expect(!harness.card.isPresent)
@@ -23,7 +26,9 @@ struct FaultTests {
     @Test("vanish after processing: the counter was already spent, never a free guess")
     func vanishAfterProcessing() throws {
         let harness = try Harness()
-        harness.card.faults = CardFaults(rules: [.init(instruction: CardInstruction.verify, fault: .vanish(afterProcessing: true), times: 1)])
+        harness.card.faults = CardFaults(rules: [
+            .init(instruction: CardInstruction.verify, fault: .vanish(afterProcessing: true), times: 1)
+        ])
         #expect { try harness.verify(0x82, "000000") } throws: { ($0 as? SimulatorError)?.code == .cardRemoved }
         harness.card.insert()
         harness.card.powerOn()
@@ -34,7 +39,9 @@ struct FaultTests {
     @Test("slow answers go through the injected sleep")
     func delay() throws {
         let harness = try Harness()
-        harness.card.faults = CardFaults(rules: [.init(instruction: CardInstruction.getData, fault: .delay(.milliseconds(1500)), times: 2)])
+        harness.card.faults = CardFaults(rules: [
+            .init(instruction: CardInstruction.getData, fault: .delay(.milliseconds(1500)), times: 2)
+        ])
         _ = try harness.getData(0x4F)
         _ = try harness.getData(0x4F)
         _ = try harness.getData(0x4F)
@@ -44,7 +51,9 @@ struct FaultTests {
     @Test("malformed answers", arguments: CardFaults.Malformation.allCases)
     func malformed(kind: CardFaults.Malformation) throws {
         let harness = try Harness()
-        harness.card.faults = CardFaults(rules: [.init(instruction: CardInstruction.getData, fault: .malformed(kind), times: 1)])
+        harness.card.faults = CardFaults(rules: [
+            .init(instruction: CardInstruction.getData, fault: .malformed(kind), times: 1)
+        ])
         let response = harness.raw("00CA004F00")
         switch kind {
         case .empty: #expect(response.isEmpty)
@@ -67,7 +76,9 @@ struct FaultTests {
     @Test("a chosen status word for a chosen INS, without running the command")
     func chosenStatus() throws {
         let harness = try Harness()
-        harness.card.faults = CardFaults(rules: [.init(instruction: CardInstruction.verify, fault: .status(.authenticationMethodBlocked))])
+        harness.card.faults = CardFaults(rules: [
+            .init(instruction: CardInstruction.verify, fault: .status(.authenticationMethodBlocked))
+        ])
         #expect(try harness.verify(0x82, "123456") == .authenticationMethodBlocked)
         #expect(try harness.getData(0x4F).statusWord == .success)
         harness.card.faults = .none
@@ -79,29 +90,38 @@ struct FaultTests {
         let harness = try Harness()
         harness.card.faults = CardFaults(rules: [
             .init(instruction: CardInstruction.verify, fault: .status(.success)),
-            .init(instruction: CardInstruction.performSecurityOperation, fault: .answer([0xAA, 0xBB, 0x90, 0x00]), times: 1),
+            .init(
+                instruction: CardInstruction.performSecurityOperation, fault: .answer([0xAA, 0xBB, 0x90, 0x00]),
+                times: 1),
         ])
         #expect(try harness.verify(0x82, "000000") == .success, "any PIN")
         let answer = try harness.decipher([UInt8](repeating: 9, count: 32))
         #expect(answer.statusWord == .success && answer.data == [0xAA, 0xBB])
-        #expect(try harness.decipher([UInt8](repeating: 9, count: 32)).statusWord == .securityStatusNotSatisfied,
-                "the real card again, which never verified a PIN")
+        #expect(
+            try harness.decipher([UInt8](repeating: 9, count: 32)).statusWord == .securityStatusNotSatisfied,
+            "the real card again, which never verified a PIN")
     }
 
-    @Test("fault rules parse from their command-line form", arguments: [
-        ("vanish", CardFaults.Rule(instruction: nil, fault: .vanish(afterProcessing: false))),
-        ("vanish-after@20*1", CardFaults.Rule(instruction: 0x20, fault: .vanish(afterProcessing: true), times: 1)),
-        ("delay:250@CA", CardFaults.Rule(instruction: 0xCA, fault: .delay(.milliseconds(250)))),
-        ("malformed:badTLV@47", CardFaults.Rule(instruction: 0x47, fault: .malformed(.badTLV))),
-        ("sw:6A88@CA*3", CardFaults.Rule(instruction: 0xCA, fault: .status(.referencedDataNotFound), times: 3)),
-        ("answer:01029000@2A", CardFaults.Rule(instruction: 0x2A, fault: .answer([0x01, 0x02, 0x90, 0x00]))),
-    ])
+    @Test(
+        "fault rules parse from their command-line form",
+        arguments: [
+            ("vanish", CardFaults.Rule(instruction: nil, fault: .vanish(afterProcessing: false))),
+            ("vanish-after@20*1", CardFaults.Rule(instruction: 0x20, fault: .vanish(afterProcessing: true), times: 1)),
+            ("delay:250@CA", CardFaults.Rule(instruction: 0xCA, fault: .delay(.milliseconds(250)))),
+            ("malformed:badTLV@47", CardFaults.Rule(instruction: 0x47, fault: .malformed(.badTLV))),
+            ("sw:6A88@CA*3", CardFaults.Rule(instruction: 0xCA, fault: .status(.referencedDataNotFound), times: 3)),
+            ("answer:01029000@2A", CardFaults.Rule(instruction: 0x2A, fault: .answer([0x01, 0x02, 0x90, 0x00]))),
+        ])
     func parseRule(text: String, rule: CardFaults.Rule) throws {
         #expect(try CardFaults.parseRule(text) == rule)
     }
 
-    @Test("bad fault rules are rejected", arguments: ["", "explode", "delay", "delay:x", "sw:6A", "sw:6A88@XYZ",
-                                                      "vanish*0", "malformed:nope", "answer:90", "answer:xyz"])
+    @Test(
+        "bad fault rules are rejected",
+        arguments: [
+            "", "explode", "delay", "delay:x", "sw:6A", "sw:6A88@XYZ",
+            "vanish*0", "malformed:nope", "answer:90", "answer:xyz",
+        ])
     func badRule(text: String) {
         #expect { try CardFaults.parseRule(text) } throws: { ($0 as? SimulatorError)?.code == .invalidArgument }
     }

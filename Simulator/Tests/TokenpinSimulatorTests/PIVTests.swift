@@ -1,9 +1,10 @@
 import Foundation
 import Testing
-import TokenpinTestSupport
 import TokenpinAPDU
 import TokenpinCardCrypto
 import TokenpinCore
+import TokenpinTestSupport
+
 @testable import TokenpinSimulator
 
 /// Speaks PIV to a simulated card with the given profile.
@@ -39,23 +40,32 @@ final class PIVHarness {
     }
 
     func putData(_ id: [UInt8], _ value: [UInt8]) throws -> StatusWord {
-        try send(PIVInstruction.putData, 0x3F, 0xFF, TLV(tag: 0x5C, value: id).encoded + TLV(tag: 0x53, value: value).encoded,
-                 le: nil).statusWord
+        try send(
+            PIVInstruction.putData, 0x3F, 0xFF,
+            TLV(tag: 0x5C, value: id).encoded + TLV(tag: 0x53, value: value).encoded,
+            le: nil
+        ).statusWord
     }
 
     /// Mutual authentication with the management key.
-    func authenticate(key: [UInt8] = PIVProfile.defaultManagementKey, algorithm: BlockCiphers.Algorithm = .tripleDES) throws -> StatusWord {
-        let first = try send(PIVInstruction.generalAuthenticate, algorithm.rawValue, 0x9B,
-                             TLV(tag: 0x7C, children: [TLV(tag: 0x80, value: [])]).encoded)
+    func authenticate(key: [UInt8] = PIVProfile.defaultManagementKey, algorithm: BlockCiphers.Algorithm = .tripleDES)
+        throws -> StatusWord
+    {
+        let first = try send(
+            PIVInstruction.generalAuthenticate, algorithm.rawValue, 0x9B,
+            TLV(tag: 0x7C, children: [TLV(tag: 0x80, value: [])]).encoded)
         guard first.statusWord == .success else { return first.statusWord }
         guard let witness = try TLV.find(0x80, in: first.data)?.value else { throw HarnessError("no witness") }
         let decrypted = try BlockCiphers.decrypt(witness, key: guardedCopy(key), algorithm: algorithm)
         let challenge = SecureRandom.bytes(algorithm.blockLength)
-        let second = try send(PIVInstruction.generalAuthenticate, algorithm.rawValue, 0x9B,
-                              TLV(tag: 0x7C, children: [TLV(tag: 0x80, value: decrypted), TLV(tag: 0x81, value: challenge)]).encoded)
+        let second = try send(
+            PIVInstruction.generalAuthenticate, algorithm.rawValue, 0x9B,
+            TLV(tag: 0x7C, children: [TLV(tag: 0x80, value: decrypted), TLV(tag: 0x81, value: challenge)]).encoded)
         guard second.statusWord == .success else { return second.statusWord }
         let expected = try BlockCiphers.encrypt(challenge, key: guardedCopy(key), algorithm: algorithm)
-        guard try TLV.find(0x82, in: second.data)?.value == expected else { throw HarnessError("the card's answer is wrong") }
+        guard try TLV.find(0x82, in: second.data)?.value == expected else {
+            throw HarnessError("the card's answer is wrong")
+        }
         return .success
     }
 
@@ -65,9 +75,12 @@ final class PIVHarness {
         return try send(PIVInstruction.generateKeyPair, 0x00, slot, TLV(tag: 0xAC, children: children).encoded)
     }
 
-    func authenticateWithKey(_ algorithm: PIVKeyAlgorithm, _ slot: UInt8, tag: UInt32, _ data: [UInt8]) throws -> ResponseAPDU {
-        try send(PIVInstruction.generalAuthenticate, algorithm.rawValue, slot,
-                 TLV(tag: 0x7C, children: [TLV(tag: 0x82, value: []), TLV(tag: tag, value: data)]).encoded)
+    func authenticateWithKey(_ algorithm: PIVKeyAlgorithm, _ slot: UInt8, tag: UInt32, _ data: [UInt8]) throws
+        -> ResponseAPDU
+    {
+        try send(
+            PIVInstruction.generalAuthenticate, algorithm.rawValue, slot,
+            TLV(tag: 0x7C, children: [TLV(tag: 0x82, value: []), TLV(tag: tag, value: data)]).encoded)
     }
 }
 
@@ -89,7 +102,9 @@ struct PIVTests {
         let harness = try PIVHarness(profile: .yubikey, select: false)
         #expect(harness.card.atr == PIVProfile.yubiKeyATR)
         // OpenPGP first: its GET DATA works, PIV's does not.
-        #expect(try harness.send(CardInstruction.select, 0x04, 0x00, CardProfile.applicationPrefix, le: nil).statusWord == .success)
+        #expect(
+            try harness.send(CardInstruction.select, 0x04, 0x00, CardProfile.applicationPrefix, le: nil).statusWord
+                == .success)
         #expect(try harness.send(CardInstruction.getData, 0x00, 0x4F).statusWord == .success)
         #expect(try harness.getData([0x7E]).statusWord == .instructionNotSupported)
         // Then PIV: the OpenPGP verification is gone, PIV answers.
@@ -102,7 +117,9 @@ struct PIVTests {
     func pivCardAlone() throws {
         let harness = try PIVHarness(profile: .pivCard, select: false)
         #expect(try harness.getData([0x7E]).statusWord == .success)
-        #expect(try harness.send(CardInstruction.select, 0x04, 0x00, CardProfile.applicationPrefix, le: nil).statusWord == .fileNotFound)
+        #expect(
+            try harness.send(CardInstruction.select, 0x04, 0x00, CardProfile.applicationPrefix, le: nil).statusWord
+                == .fileNotFound)
         try requireSuccess(harness.select().statusWord)
         #expect(try harness.send(PIVInstruction.getVersion, 0, 0).statusWord == .instructionNotSupported)
     }
@@ -141,14 +158,17 @@ struct PIVTests {
         #expect(try harness.verify("123456") == .authenticationMethodBlocked)
         #expect(try harness.verify(nil) == .authenticationMethodBlocked)
         // Unpadded or long PINs are bad data, and cost nothing once blocked.
-        #expect(try harness.send(CardInstruction.verify, 0x00, 0x81, PIVHarness.padded("12345678"), le: nil).statusWord
-            == .referencedDataNotFound)
+        #expect(
+            try harness.send(CardInstruction.verify, 0x00, 0x81, PIVHarness.padded("12345678"), le: nil).statusWord
+                == .referencedDataNotFound)
     }
 
     @Test("a PIN of the wrong length is refused before any try is spent")
     func verifyWrongLength() throws {
         let harness = try PIVHarness()
-        #expect(try harness.send(CardInstruction.verify, 0x00, 0x80, Array("123456789".utf8), le: nil).statusWord == .incorrectData)
+        #expect(
+            try harness.send(CardInstruction.verify, 0x00, 0x80, Array("123456789".utf8), le: nil).statusWord
+                == .incorrectData)
         #expect(try harness.verify(nil) == .wrongPIN(retriesLeft: 3))
     }
 
@@ -156,7 +176,9 @@ struct PIVTests {
     func changeAndUnblock() throws {
         let harness = try PIVHarness()
         let change = { (p2: UInt8, old: String, new: String) throws -> StatusWord in
-            try harness.send(CardInstruction.changeReferenceData, 0x00, p2, PIVHarness.padded(old) + PIVHarness.padded(new), le: nil).statusWord
+            try harness.send(
+                CardInstruction.changeReferenceData, 0x00, p2, PIVHarness.padded(old) + PIVHarness.padded(new), le: nil
+            ).statusWord
         }
         #expect(try change(0x80, "000000", "24681357") == .wrongPIN(retriesLeft: 2))
         try requireSuccess(change(0x80, "123456", "24681357"))
@@ -165,7 +187,9 @@ struct PIVTests {
         try requireSuccess(change(0x81, "12345678", "87654321"))
         for left in [2, 1, 0] { #expect(try harness.verify("999999") == .wrongPIN(retriesLeft: left)) }
         let unblock = { (puk: String, pin: String) throws -> StatusWord in
-            try harness.send(CardInstruction.resetRetryCounter, 0x00, 0x80, PIVHarness.padded(puk) + PIVHarness.padded(pin), le: nil).statusWord
+            try harness.send(
+                CardInstruction.resetRetryCounter, 0x00, 0x80, PIVHarness.padded(puk) + PIVHarness.padded(pin), le: nil
+            ).statusWord
         }
         #expect(try unblock("12345678", "111111") == .wrongPIN(retriesLeft: 2))
         try requireSuccess(unblock("87654321", "111111"))
@@ -183,10 +207,14 @@ struct PIVTests {
         try requireSuccess(harness.authenticate())
         for algorithm in [BlockCiphers.Algorithm.aes128, .aes192, .aes256, .tripleDES] {
             let key = SecureRandom.bytes(algorithm.keyLength)
-            try requireSuccess(harness.send(PIVInstruction.setManagementKey, 0xFF, 0xFF,
-                                            [algorithm.rawValue, 0x9B, UInt8(key.count)] + key, le: nil).statusWord)
-            #expect(try harness.authenticate(key: [UInt8](repeating: 1, count: algorithm.keyLength), algorithm: algorithm)
-                == .securityStatusNotSatisfied)
+            try requireSuccess(
+                harness.send(
+                    PIVInstruction.setManagementKey, 0xFF, 0xFF,
+                    [algorithm.rawValue, 0x9B, UInt8(key.count)] + key, le: nil
+                ).statusWord)
+            #expect(
+                try harness.authenticate(key: [UInt8](repeating: 1, count: algorithm.keyLength), algorithm: algorithm)
+                    == .securityStatusNotSatisfied)
             try requireSuccess(harness.authenticate(key: key, algorithm: algorithm))
             let metadata = try harness.send(PIVInstruction.getMetadata, 0x00, 0x9B)
             #expect(try TLV.find(0x01, in: metadata.data)?.value == [algorithm.rawValue])
@@ -197,11 +225,17 @@ struct PIVTests {
     @Test("single-sided management key authentication")
     func singleSided() throws {
         let harness = try PIVHarness()
-        let first = try harness.send(PIVInstruction.generalAuthenticate, 0x03, 0x9B, TLV(tag: 0x7C, children: [TLV(tag: 0x81, value: [])]).encoded)
+        let first = try harness.send(
+            PIVInstruction.generalAuthenticate, 0x03, 0x9B,
+            TLV(tag: 0x7C, children: [TLV(tag: 0x81, value: [])]).encoded)
         let challenge = try #require(try TLV.find(0x81, in: first.data)?.value)
-        let answer = try BlockCiphers.encrypt(challenge, key: guardedCopy(PIVProfile.defaultManagementKey), algorithm: .tripleDES)
-        try requireSuccess(harness.send(PIVInstruction.generalAuthenticate, 0x03, 0x9B,
-                                        TLV(tag: 0x7C, children: [TLV(tag: 0x82, value: answer)]).encoded).statusWord)
+        let answer = try BlockCiphers.encrypt(
+            challenge, key: guardedCopy(PIVProfile.defaultManagementKey), algorithm: .tripleDES)
+        try requireSuccess(
+            harness.send(
+                PIVInstruction.generalAuthenticate, 0x03, 0x9B,
+                TLV(tag: 0x7C, children: [TLV(tag: 0x82, value: answer)]).encoded
+            ).statusWord)
         try requireSuccess(harness.putData([0x5F, 0xC1, 0x02], [0x30, 0x00]))
     }
 
@@ -210,7 +244,9 @@ struct PIVTests {
         let harness = try PIVHarness()
         #expect(try harness.getData([0x5F, 0xC1, 0x02]).statusWord == .fileNotFound)
         try requireSuccess(harness.authenticate())
-        let chuid = Hex.decode("3019D4E739DA739CED39CE739D836858210842108421C84210C3EB34108899AABBCCDDEEFF00112233445566773508323033303031303130003E00FE00")!
+        let chuid = Hex.decode(
+            "3019D4E739DA739CED39CE739D836858210842108421C84210C3EB34108899AABBCCDDEEFF00112233445566773508323033303031303130003E00FE00"
+        )!
         try requireSuccess(harness.putData([0x5F, 0xC1, 0x02], chuid))
         #expect(try harness.getData([0x5F, 0xC1, 0x02]).data == TLV(tag: 0x53, value: chuid).encoded)
         // A certificate object longer than a short APDU: chained in, 61xx out.
@@ -233,34 +269,44 @@ struct PIVTests {
         try requireSuccess(harness.authenticate())
         #expect(try harness.generate(0x9B, .eccP256).statusWord == .wrongP1P2)
         #expect(try harness.generate(0x96, .eccP256).statusWord == .wrongP1P2)
-        #expect(try harness.send(PIVInstruction.generateKeyPair, 0x00, 0x9D, Hex.decode("AC03800106")!).statusWord == .incorrectData)
+        #expect(
+            try harness.send(PIVInstruction.generateKeyPair, 0x00, 0x9D, Hex.decode("AC03800106")!).statusWord
+                == .incorrectData)
     }
 
     @Test("ECDH on P-256 and P-384 in 9D and a retired slot gives the host's shared secret")
     func ecdh() throws {
         let harness = try PIVHarness()
         try requireSuccess(harness.authenticate())
-        for (algorithm, curve, slot) in [(PIVKeyAlgorithm.eccP256, WeierstrassCurve.nistP256, UInt8(0x9D)),
-                                         (.eccP384, .nistP384, 0x82), (.eccP256, .nistP256, 0x95)] {
+        for (algorithm, curve, slot) in [
+            (PIVKeyAlgorithm.eccP256, WeierstrassCurve.nistP256, UInt8(0x9D)),
+            (.eccP384, .nistP384, 0x82), (.eccP256, .nistP256, 0x95),
+        ] {
             let generated = try harness.generate(slot, algorithm)
             try requireSuccess(generated.statusWord)
             let cardPoint = try #require(try TLV.find(0x86, in: generated.data)?.value)
             #expect(cardPoint.count == 1 + 2 * curve.coordinateLength)
             let host = try EllipticCurveDH.generateKeyPair(on: curve)
-            #expect(try harness.authenticateWithKey(algorithm, slot, tag: 0x85, host.publicPoint).statusWord == .securityStatusNotSatisfied)
+            #expect(
+                try harness.authenticateWithKey(algorithm, slot, tag: 0x85, host.publicPoint).statusWord
+                    == .securityStatusNotSatisfied)
             try requireSuccess(harness.verify("123456"))
             let response = try harness.authenticateWithKey(algorithm, slot, tag: 0x85, host.publicPoint)
             try requireSuccess(response.statusWord)
-            let expected = try EllipticCurveDH.sharedSecret(privateKey: host.privateKey, peerPoint: cardPoint, on: curve)
+            let expected = try EllipticCurveDH.sharedSecret(
+                privateKey: host.privateKey, peerPoint: cardPoint, on: curve)
             #expect(try TLV.find(0x82, in: response.data)?.value == expected.withUnsafeBytes { Array($0) })
             // The wrong algorithm, a point off the curve, a slot without a key.
-            #expect(try harness.authenticateWithKey(.rsa2048, slot, tag: 0x85, host.publicPoint).statusWord == .incorrectData)
+            #expect(
+                try harness.authenticateWithKey(.rsa2048, slot, tag: 0x85, host.publicPoint).statusWord
+                    == .incorrectData)
             var bad = host.publicPoint
             bad[bad.count - 1] ^= 1
             #expect(try harness.authenticateWithKey(algorithm, slot, tag: 0x85, bad).statusWord == .incorrectData)
             try requireSuccess(harness.send(CardInstruction.verify, 0xFF, 0x80, le: nil).statusWord)
         }
-        #expect(try harness.authenticateWithKey(.eccP256, 0x9A, tag: 0x85, [0x04]).statusWord == .referencedDataNotFound)
+        #expect(
+            try harness.authenticateWithKey(.eccP256, 0x9A, tag: 0x85, [0x04]).statusWord == .referencedDataNotFound)
     }
 
     @Test("ECDSA in 9E (PIN never) answers a DER signature the public key verifies")
@@ -294,13 +340,17 @@ struct PIVTests {
         #expect(block.count == 256)
         #expect(Array(block.prefix(2)) == [0x00, 0x02])
         #expect(Array(block.suffix(32)) == message)
-        #expect(try harness.authenticateWithKey(.rsa2048, 0x9D, tag: 0x81, Array(cryptogram.prefix(255))).statusWord == .incorrectData)
+        #expect(
+            try harness.authenticateWithKey(.rsa2048, 0x9D, tag: 0x81, Array(cryptogram.prefix(255))).statusWord
+                == .incorrectData)
 
         try requireSuccess(harness.generate(0x9C, .rsa2048).statusWord)
         let block1 = [0x00, 0x01] + [UInt8](repeating: 0xFF, count: 256 - 3 - 32) + [0x00] + SecureRandom.bytes(32)
         try requireSuccess(harness.authenticateWithKey(.rsa2048, 0x9C, tag: 0x81, block1).statusWord)
         // PIN "always": the next signature needs the PIN again.
-        #expect(try harness.authenticateWithKey(.rsa2048, 0x9C, tag: 0x81, block1).statusWord == .securityStatusNotSatisfied)
+        #expect(
+            try harness.authenticateWithKey(.rsa2048, 0x9C, tag: 0x81, block1).statusWord == .securityStatusNotSatisfied
+        )
     }
 
     @Test("YubiKey extensions: version, serial, metadata, retries, reset")
@@ -308,7 +358,9 @@ struct PIVTests {
         let harness = try PIVHarness()
         #expect(try harness.send(PIVInstruction.getVersion, 0, 0).data == [5, 4, 3])
         #expect(try harness.send(PIVInstruction.getSerial, 0, 0).data == [1, 2, 3, 4])
-        #expect(try harness.send(PIVInstruction.getMetadata, 0, 0x80).data == Hex.decode("0101FF0501010602 0303".replacingOccurrences(of: " ", with: "")))
+        #expect(
+            try harness.send(PIVInstruction.getMetadata, 0, 0x80).data
+                == Hex.decode("0101FF0501010602 0303".replacingOccurrences(of: " ", with: "")))
         #expect(try harness.send(PIVInstruction.getMetadata, 0, 0x9D).statusWord == .referencedDataNotFound)
         try requireSuccess(harness.authenticate())
         let generated = try harness.generate(0x9D, .eccP384)
@@ -326,7 +378,9 @@ struct PIVTests {
         #expect(try harness.send(PIVInstruction.reset, 0, 0, le: nil).statusWord == .conditionsOfUseNotSatisfied)
         for _ in 0..<5 { _ = try harness.verify("000000") }
         for _ in 0..<6 {
-            _ = try harness.send(CardInstruction.resetRetryCounter, 0, 0x80, PIVHarness.padded("00000000") + PIVHarness.padded("000000"), le: nil)
+            _ = try harness.send(
+                CardInstruction.resetRetryCounter, 0, 0x80, PIVHarness.padded("00000000") + PIVHarness.padded("000000"),
+                le: nil)
         }
         try requireSuccess(harness.send(PIVInstruction.reset, 0, 0, le: nil).statusWord)
         #expect(try harness.verify(nil) == .wrongPIN(retriesLeft: 3))
@@ -346,9 +400,12 @@ struct PIVTests {
             point = try #require(try TLV.find(0x86, in: first.generate(0x9D, .eccP256).data)?.value)
             try requireSuccess(first.putData([0x5F, 0xC1, 0x02], [0x34, 0x01, 0x01]))
             // An OpenPGP write afterwards keeps the PIV part.
-            try requireSuccess(first.send(CardInstruction.select, 0x04, 0x00, CardProfile.applicationPrefix, le: nil).statusWord)
+            try requireSuccess(
+                first.send(CardInstruction.select, 0x04, 0x00, CardProfile.applicationPrefix, le: nil).statusWord)
             // The YubiKey 5 profile answers a wrong OpenPGP PIN with 6982, as YubiKeys do.
-            #expect(try first.send(CardInstruction.verify, 0x00, 0x81, Array("000000".utf8), le: nil).statusWord == .securityStatusNotSatisfied)
+            #expect(
+                try first.send(CardInstruction.verify, 0x00, 0x81, Array("000000".utf8), le: nil).statusWord
+                    == .securityStatusNotSatisfied)
         }
         let second = try PIVHarness(stateFile: path)
         #expect(try second.verify(nil) == .wrongPIN(retriesLeft: 2))
@@ -363,11 +420,14 @@ struct PIVTests {
 
 @Suite("PIV application robustness")
 struct PIVRobustnessTests {
-    @Test("random commands for every PIV instruction never trap and always answer a status word",
-          arguments: [SimulatedProfile.yubikey, .pivCard])
+    @Test(
+        "random commands for every PIV instruction never trap and always answer a status word",
+        arguments: [SimulatedProfile.yubikey, .pivCard])
     func randomCommands(profile: SimulatedProfile) throws {
         let harness = try PIVHarness(profile: profile)
-        let instructions: [UInt8] = [0xA4, 0xCB, 0xDB, 0x20, 0x24, 0x2C, 0x47, 0x87, 0xFD, 0xF8, 0xF7, 0xFF, 0xFA, 0xFB, 0xC0]
+        let instructions: [UInt8] = [
+            0xA4, 0xCB, 0xDB, 0x20, 0x24, 0x2C, 0x47, 0x87, 0xFD, 0xF8, 0xF7, 0xFF, 0xFA, 0xFB, 0xC0,
+        ]
         var generator = SystemRandomNumberGenerator()
         try requireSuccess(harness.authenticate())
         for round in 0..<3000 {
@@ -376,11 +436,24 @@ struct PIVRobustnessTests {
             var data: [UInt8]
             switch UInt8.random(in: 0...3, using: &generator) {
             case 0: data = SecureRandom.bytes(Int.random(in: 0...300, using: &generator))
-            case 1: data = TLV(tag: 0x7C, children: [TLV(tag: UInt32.random(in: 0x80...0x85, using: &generator),
-                                                        value: SecureRandom.bytes(Int.random(in: 0...100, using: &generator)))]).encoded
-            case 2: data = TLV(tag: 0x5C, value: [0x5F, 0xC1, UInt8.random(in: 0...0x22, using: &generator)]).encoded
-                + TLV(tag: 0x53, value: SecureRandom.bytes(Int.random(in: 0...40, using: &generator))).encoded
-            default: data = TLV(tag: 0xAC, children: [TLV(tag: 0x80, value: [UInt8.random(in: 0...0x20, using: &generator)])]).encoded
+            case 1:
+                data =
+                    TLV(
+                        tag: 0x7C,
+                        children: [
+                            TLV(
+                                tag: UInt32.random(in: 0x80...0x85, using: &generator),
+                                value: SecureRandom.bytes(Int.random(in: 0...100, using: &generator)))
+                        ]
+                    ).encoded
+            case 2:
+                data =
+                    TLV(tag: 0x5C, value: [0x5F, 0xC1, UInt8.random(in: 0...0x22, using: &generator)]).encoded
+                    + TLV(tag: 0x53, value: SecureRandom.bytes(Int.random(in: 0...40, using: &generator))).encoded
+            default:
+                data =
+                    TLV(tag: 0xAC, children: [TLV(tag: 0x80, value: [UInt8.random(in: 0...0x20, using: &generator)])])
+                    .encoded
             }
             if ins == 0xFB || ins == 0xFA { data = [] }  // keep the card from resetting itself every time
             let slots: [UInt8] = [0x9A, 0x9B, 0x9C, 0x9D, 0x9E, 0x82, 0x95, 0x80, 0x81, 0xFF, 0x00]
@@ -392,7 +465,8 @@ struct PIVRobustnessTests {
             case 0x47, 0xF7, 0x20, 0x24, 0x2C: p1 = round % 7 == 0 ? p1 : 0x00
             default: break
             }
-            let response = harness.card.process(CommandAPDU(ins: ins, p1: p1, p2: p2, data: data, le: 256).encoded(extended: data.count > 255))
+            let response = harness.card.process(
+                CommandAPDU(ins: ins, p1: p1, p2: p2, data: data, le: 256).encoded(extended: data.count > 255))
             #expect(response.count >= 2, "INS \(String(ins, radix: 16)) gave no status word")
             if round % 500 == 0 {
                 try requireSuccess(harness.select().statusWord)

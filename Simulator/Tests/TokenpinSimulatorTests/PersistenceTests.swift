@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import TokenpinAPDU
 import TokenpinCore
-@testable import TokenpinSimulator
 import TokenpinTestSupport
+
+@testable import TokenpinSimulator
 
 /// The state file: persistence across restarts, atomic replacement, corrupt files, `--reset`.
 @Suite("Persistence")
@@ -40,7 +41,8 @@ struct PersistenceTests {
         let data = CommandTests.importCommand(slot: .decryption, secret: Array(key.secret.reversed()))
         try requireSuccess(harness.send(CardInstruction.putDataOdd, 0x3F, 0xFF, data).statusWord)
         // The file holds the RFC 7748 (little-endian) scalar: the canonical order.
-        let stored = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
+        let stored =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
         let keys = stored?["keys"] as? [[String: Any]]
         #expect((keys?[1]["secret"] as? String) == Data(key.secret).base64EncodedString())
         let restarted = try Harness(card: SimulatedCard(stateFile: path))
@@ -83,11 +85,13 @@ struct PersistenceTests {
         _ = try SimulatedCard(stateFile: path)
     }
 
-    @Test("a file with impossible values is rejected", arguments: [
-        ("\"pw1Retries\" : 3", "\"pw1Retries\" : 9"),
-        ("\"version\" : 1", "\"version\" : 2"),
-        ("\"lifeCycle\" : \"operational\"", "\"lifeCycle\" : \"melted\""),
-    ])
+    @Test(
+        "a file with impossible values is rejected",
+        arguments: [
+            ("\"pw1Retries\" : 3", "\"pw1Retries\" : 9"),
+            ("\"version\" : 1", "\"version\" : 2"),
+            ("\"lifeCycle\" : \"operational\"", "\"lifeCycle\" : \"melted\""),
+        ])
     func invalidValues(original: String, replacement: String) throws {
         let directory = temporaryDirectory("sim")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -95,7 +99,8 @@ struct PersistenceTests {
         _ = try SimulatedCard(stateFile: path)
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(text.contains(original))
-        try text.replacingOccurrences(of: original, with: replacement).write(toFile: path, atomically: true, encoding: .utf8)
+        try text.replacingOccurrences(of: original, with: replacement).write(
+            toFile: path, atomically: true, encoding: .utf8)
         let error = #expect(throws: SimulatorError.self) { try SimulatedCard(stateFile: path) }
         #expect(error?.code == .corruptStateFile)
     }

@@ -1,6 +1,7 @@
 import Testing
 import TokenpinAPDU
 import TokenpinCore
+
 @testable import TokenpinSimulator
 
 /// The factory profiles: each device's announced bytes, and the behaviours where real cards differ.
@@ -39,10 +40,16 @@ import TokenpinCore
 
     @Test("ATRs as the devices send them, with a correct TCK where T=1 needs one")
     func atrs() {
-        #expect(SimulatedProfile.yubikey.atr == [0x3B, 0xFD, 0x13, 0x00, 0x00, 0x81, 0x31, 0xFE, 0x15, 0x80, 0x73, 0xC0,
-                                                0x21, 0xC0, 0x57, 0x59, 0x75, 0x62, 0x69, 0x4B, 0x65, 0x79, 0x40])
-        #expect(SimulatedProfile.nitrokey3.atr == [0x3B, 0x8C, 0x01, 0x80, 0x5A, 0x4E, 0x69, 0x74, 0x72, 0x6F, 0x6B,
-                                                  0x65, 0x79, 0x20, 0x33, 0x7D])
+        #expect(
+            SimulatedProfile.yubikey.atr == [
+                0x3B, 0xFD, 0x13, 0x00, 0x00, 0x81, 0x31, 0xFE, 0x15, 0x80, 0x73, 0xC0,
+                0x21, 0xC0, 0x57, 0x59, 0x75, 0x62, 0x69, 0x4B, 0x65, 0x79, 0x40,
+            ])
+        #expect(
+            SimulatedProfile.nitrokey3.atr == [
+                0x3B, 0x8C, 0x01, 0x80, 0x5A, 0x4E, 0x69, 0x74, 0x72, 0x6F, 0x6B,
+                0x65, 0x79, 0x20, 0x33, 0x7D,
+            ])
         #expect(SimulatedProfile.gnuk.atr.suffix(4) == [0x00, 0x90, 0x00, 0xE4])
         for profile in SimulatedProfile.allCases {
             #expect(profile.atr.dropFirst().reduce(0, ^) == 0, "TCK of \(profile)")
@@ -86,10 +93,13 @@ import TokenpinCore
         #expect(try Self.harness(.gnuk).getData(0xC1).data == AlgorithmAttributes.ed25519.bytes)
     }
 
-    @Test("a wrong PIN: 63Cx on the reference card and Nitrokey 3, 6982 on YubiKey 5 and Gnuk; counted either way",
-          arguments: [(SimulatedProfile.openpgp, StatusWord.wrongPIN(retriesLeft: 2)),
-                      (.nitrokey3, .wrongPIN(retriesLeft: 2)),
-                      (.yubikey, .securityStatusNotSatisfied), (.gnuk, .securityStatusNotSatisfied)])
+    @Test(
+        "a wrong PIN: 63Cx on the reference card and Nitrokey 3, 6982 on YubiKey 5 and Gnuk; counted either way",
+        arguments: [
+            (SimulatedProfile.openpgp, StatusWord.wrongPIN(retriesLeft: 2)),
+            (.nitrokey3, .wrongPIN(retriesLeft: 2)),
+            (.yubikey, .securityStatusNotSatisfied), (.gnuk, .securityStatusNotSatisfied),
+        ])
     func wrongPIN(profile: SimulatedProfile, expected: StatusWord) throws {
         let harness = try Self.harness(profile)
         #expect(try harness.verify(0x82, "000000") == expected)
@@ -97,8 +107,9 @@ import TokenpinCore
         #expect(try harness.send(CardInstruction.verify, 0x00, 0x82).statusWord == .wrongPIN(retriesLeft: 2))
     }
 
-    @Test("the verified PIN across a re-SELECT: kept on Gnuk and Nitrokey 3, cleared on YubiKey 5 and the reference",
-          arguments: [(SimulatedProfile.openpgp, false), (.yubikey, false), (.nitrokey3, true), (.gnuk, true)])
+    @Test(
+        "the verified PIN across a re-SELECT: kept on Gnuk and Nitrokey 3, cleared on YubiKey 5 and the reference",
+        arguments: [(SimulatedProfile.openpgp, false), (.yubikey, false), (.nitrokey3, true), (.gnuk, true)])
     func pinStateAcrossSelect(profile: SimulatedProfile, kept: Bool) throws {
         let harness = try Self.harness(profile)
         try requireSuccess(harness.verify(0x82, "123456"))
@@ -112,16 +123,20 @@ import TokenpinCore
         #expect(try harness.send(CardInstruction.verify, 0x00, 0x82).statusWord == .wrongPIN(retriesLeft: 3))
     }
 
-    @Test("AID lengths: Gnuk takes only the 6-byte AID, the others any prefix of 5 or more bytes up to the full AID",
-          arguments: SimulatedProfile.allCases.filter(\.hasOpenPGP))
+    @Test(
+        "AID lengths: Gnuk takes only the 6-byte AID, the others any prefix of 5 or more bytes up to the full AID",
+        arguments: SimulatedProfile.allCases.filter(\.hasOpenPGP))
     func aidLengths(profile: SimulatedProfile) throws {
         let harness = try Self.harness(profile)
         let full = harness.card.aid
         let expectedLonger: StatusWord = profile == .gnuk ? .fileNotFound : .success
         #expect(try harness.send(CardInstruction.select, 0x04, 0x00, full).statusWord == expectedLonger)
-        #expect(try harness.send(CardInstruction.select, 0x04, 0x00, Array(full.prefix(8))).statusWord == expectedLonger)
-        #expect(try harness.send(CardInstruction.select, 0x04, 0x00, Array(full.prefix(5))).statusWord == expectedLonger)
-        #expect(try harness.send(CardInstruction.select, 0x04, 0x00, CardProfile.applicationPrefix).statusWord == .success)
+        #expect(
+            try harness.send(CardInstruction.select, 0x04, 0x00, Array(full.prefix(8))).statusWord == expectedLonger)
+        #expect(
+            try harness.send(CardInstruction.select, 0x04, 0x00, Array(full.prefix(5))).statusWord == expectedLonger)
+        #expect(
+            try harness.send(CardInstruction.select, 0x04, 0x00, CardProfile.applicationPrefix).statusWord == .success)
     }
 
     @Test("the connection's length capabilities follow the device")

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TokenpinAPDU
 import TokenpinCore
+
 @testable import TokenpinSimulator
 
 /// A factory-new in-memory card behind a connection, with helpers that speak OpenPGP.

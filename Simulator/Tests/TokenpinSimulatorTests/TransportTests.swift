@@ -1,6 +1,7 @@
 import Testing
 import TokenpinAPDU
 import TokenpinCore
+
 @testable import TokenpinSimulator
 
 /// Short and extended length, chaining, `61xx` and GET RESPONSE, hostile command bytes. ISO/IEC 7816-4, §5.
@@ -73,8 +74,10 @@ struct TransportTests {
     func truncatedCommands() throws {
         let harness = try Harness()
         try requireSuccess(harness.verify(0x83, "12345678"))
-        let commands = ["00A4040006D27600012401", "00DA005B05416C69636500", "00200082063132333435360000",
-                        "00DA005B000005416C696365", "002A8086" + "27A625" + "7F4922" + "8620" + String(repeating: "11", count: 32)]
+        let commands = [
+            "00A4040006D27600012401", "00DA005B05416C69636500", "00200082063132333435360000",
+            "00DA005B000005416C696365", "002A8086" + "27A625" + "7F4922" + "8620" + String(repeating: "11", count: 32),
+        ]
         for hex in commands {
             let bytes = Hex.decode(hex) ?? []
             for length in 0...bytes.count {
@@ -107,7 +110,10 @@ struct TransportTests {
         let harness = try Harness()
         #expect(harness.connection.lengthCapabilities == CardProfile.lengthCapabilities)
         #expect(harness.connection.atr == CardProfile.atr)
-        #expect(CardProfile.atr == [0x3B, 0x88, 0x81, 0x31, 0xFE, 0x15, 0x00, 0x73, 0xC0, 0x01, 0xC0, 0x05, 0x90, 0x00,
-                                    CardProfile.atr.last ?? 0])
+        #expect(
+            CardProfile.atr == [
+                0x3B, 0x88, 0x81, 0x31, 0xFE, 0x15, 0x00, 0x73, 0xC0, 0x01, 0xC0, 0x05, 0x90, 0x00,
+                CardProfile.atr.last ?? 0,
+            ])
     }
 }

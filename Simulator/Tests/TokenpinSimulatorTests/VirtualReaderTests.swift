@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TokenpinAPDU
-@testable import TokenpinSimulator
 import TokenpinTestSupport
+
+@testable import TokenpinSimulator
 
 #if canImport(Glibc)
     import Glibc
@@ -105,8 +106,10 @@ struct VirtualReaderTests {
         let directory = temporaryDirectory("sim")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let vpcd = try FakeVPCD()
-        let process = try runSimulator(["--state", directory + "/card.json", "--port", String(vpcd.port),
-                                        "--host", "127.0.0.1", "--serial", "00C0FFEE"])
+        let process = try runSimulator([
+            "--state", directory + "/card.json", "--port", String(vpcd.port),
+            "--host", "127.0.0.1", "--serial", "00C0FFEE",
+        ])
         defer { if process.isRunning { process.terminate() } }
         try vpcd.accept()
         #expect(vpcd.exchange("04") == CardProfile.atr)
@@ -131,9 +134,11 @@ struct VirtualReaderTests {
         let directory = temporaryDirectory("sim")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let vpcd = try FakeVPCD()
-        let process = try runSimulator(["--state", directory + "/card.json", "--port", String(vpcd.port),
-                                        "--host", "127.0.0.1", "--fault", "sw:6A88@CA*1", "--fault", "vanish@20*1",
-                                        "--reinsert-after", "50"])
+        let process = try runSimulator([
+            "--state", directory + "/card.json", "--port", String(vpcd.port),
+            "--host", "127.0.0.1", "--fault", "sw:6A88@CA*1", "--fault", "vanish@20*1",
+            "--reinsert-after", "50",
+        ])
         defer { if process.isRunning { process.terminate() } }
         try vpcd.accept()
         vpcd.send([0x01])
@@ -150,10 +155,12 @@ struct VirtualReaderTests {
         #expect(process.terminationStatus == 0)
     }
 
-    @Test("usage errors exit 2", arguments: [
-        ["--port", "1"], ["--state", "x", "--port", "0"], ["--state", "x", "--serial", "XYZ"],
-        ["--state", "x", "--fault", "explode"], ["--state", "x", "--bogus"],
-    ] as [[String]])
+    @Test(
+        "usage errors exit 2",
+        arguments: [
+            ["--port", "1"], ["--state", "x", "--port", "0"], ["--state", "x", "--serial", "XYZ"],
+            ["--state", "x", "--fault", "explode"], ["--state", "x", "--bogus"],
+        ] as [[String]])
     func usageErrors(arguments: [String]) throws {
         let process = try runSimulator(arguments)
         process.waitUntilExit()

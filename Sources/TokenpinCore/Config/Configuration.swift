@@ -1,7 +1,8 @@
 import FoundationEssentials
 internal import TokenpinSystem
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The file and line a setting came from.
@@ -103,7 +104,8 @@ public enum TextColour: Sendable, Equatable {
         } else if let attribute = TextAttribute(rawValue: name) {
             self = .attribute(attribute)
         } else if name.hasPrefix("bright-"), let base = BasicColour(rawValue: String(name.dropFirst(7))),
-                  base != .default {
+            base != .default
+        {
             self = .bright(base)
         } else if !name.isEmpty, name.allSatisfy({ $0.isASCII && $0.isNumber }), let index = UInt8(name) {
             self = .palette(index)
@@ -183,14 +185,17 @@ public struct Configuration: Sendable, Equatable {
     public init() {}
 
     /// The files read in order: the system file, its drop-ins (sorted), the user's file.
-    public static func standardFiles(environment: [String: String] = ProcessInfo.processInfo.environment,
-                                     systemDirectory: String = "/etc/tokenpin") -> [String] {
+    public static func standardFiles(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        systemDirectory: String = "/etc/tokenpin"
+    ) -> [String] {
         var files = [systemDirectory + "/tokenpin.conf"]
         let dropIns = systemDirectory + "/conf.d"
         if let names = try? FileManager.default.contentsOfDirectory(atPath: dropIns) {
             files += names.filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }.sorted().map { dropIns + "/" + $0 }
         }
-        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+        let configHome =
+            environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
             ?? (environment["HOME"] ?? Paths.homeDirectory()) + "/.config"
         files.append(configHome + "/tokenpin/tokenpin.conf")
         return files
@@ -208,7 +213,8 @@ public struct Configuration: Sendable, Equatable {
             }
             try configuration.apply(file: explicitFile)
         }
-        try configuration.checkCombinations(files: files.filter { FileManager.default.fileExists(atPath: $0) } + [explicitFile].compactMap { $0 })
+        try configuration.checkCombinations(
+            files: files.filter { FileManager.default.fileExists(atPath: $0) } + [explicitFile].compactMap { $0 })
         try configuration.loadBlocklist()
         try configuration.checkPINCheckSetting()
         return configuration
@@ -227,7 +233,8 @@ public struct Configuration: Sendable, Equatable {
 
     /// Applies `key = value` lines over the current settings.
     public mutating func apply(text: String, file: String) throws(ConfigError) {
-        for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {  // LF or CRLF
+        for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated()
+        {  // LF or CRLF
             let lineNumber = index + 1
             var line = Substring(rawLine)
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
@@ -238,7 +245,9 @@ public struct Configuration: Sendable, Equatable {
             }
             let key = trimmed[..<equals].trimmingBlanks()
             var value = trimmed[trimmed.index(after: equals)...].trimmingBlanks()
-            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                value = String(value.dropFirst().dropLast())
+            }
             do {
                 try set(key: key, value: value)
             } catch let message {
@@ -248,7 +257,9 @@ public struct Configuration: Sendable, Equatable {
             if key == "pin-check" { pinCheckSetting = SettingSource(file: file, line: lineNumber) }
         }
         if policy.maxLength < policy.minLength {
-            throw ConfigError(file: file, line: 0, message: "pin-max-length (\(policy.maxLength)) is below pin-min-length (\(policy.minLength))")
+            throw ConfigError(
+                file: file, line: 0,
+                message: "pin-max-length (\(policy.maxLength)) is below pin-min-length (\(policy.minLength))")
         }
     }
 
@@ -289,19 +300,24 @@ public struct Configuration: Sendable, Equatable {
     mutating func set(key: String, value: String) throws(Message) {
         func integer(_ range: ClosedRange<Int>) throws(Message) -> Int {
             guard let number = Int(value), range.contains(number) else {
-                throw Message(text: "\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound), not `\(value)`")
+                throw Message(
+                    text:
+                        "\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound), not `\(value)`")
             }
             return number
         }
-        func choice<T: RawRepresentable & CaseIterable>(_ type: T.Type) throws(Message) -> T where T.RawValue == String {
+        func choice<T: RawRepresentable & CaseIterable>(_ type: T.Type) throws(Message) -> T
+        where T.RawValue == String {
             guard let result = T(rawValue: value) else {
-                throw Message(text: "\(key) must be one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), not `\(value)`")
+                throw Message(
+                    text: "\(key) must be one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), not `\(value)`")
             }
             return result
         }
         func color() throws(Message) -> String {
             guard TextColour(name: value) != nil else {
-                throw Message(text: "\(key): unknown colour `\(value)` (use a name such as red, bright-blue, bold, or 0-255)")
+                throw Message(
+                    text: "\(key): unknown colour `\(value)` (use a name such as red, bright-blue, bold, or 0-255)")
             }
             return value
         }
@@ -321,8 +337,12 @@ public struct Configuration: Sendable, Equatable {
             }
             for part in parts {
                 guard let seconds = Int(part.trimmingBlanks()),
-                      (0...RetryCounter.maximumDelaySeconds).contains(seconds) else {
-                    throw Message(text: "fail-delay must be seconds from 0 to \(RetryCounter.maximumDelaySeconds) separated by commas (0,0,0,30,300), not `\(value)`")
+                    (0...RetryCounter.maximumDelaySeconds).contains(seconds)
+                else {
+                    throw Message(
+                        text:
+                            "fail-delay must be seconds from 0 to \(RetryCounter.maximumDelaySeconds) separated by commas (0,0,0,30,300), not `\(value)`"
+                    )
                 }
                 delays.append(seconds)
             }
@@ -344,7 +364,9 @@ public struct Configuration: Sendable, Equatable {
         case "pin-check":
             // No search path and no shell: the program is named by its full path (its file is checked when it runs).
             guard value.isEmpty || value.hasPrefix("/") else {
-                throw Message(text: "pin-check must be the absolute path of a program (/usr/local/sbin/pin-check), not `\(value)`")
+                throw Message(
+                    text: "pin-check must be the absolute path of a program (/usr/local/sbin/pin-check), not `\(value)`"
+                )
             }
             pinCheckProgram = value.isEmpty ? nil : value
         case "pin-check-timeout": pinCheckTimeoutSeconds = try integer(1...60)
@@ -377,7 +399,8 @@ public struct Configuration: Sendable, Equatable {
             }
             // The amount is bounded before it is scaled, so no value overflows.
             guard let amount = Int(number), amount > 0, amount <= Self.maximumDaemonKDFMemoryMiB / scale,
-                  amount * scale >= 8 else {
+                amount * scale >= 8
+            else {
                 throw Message(text: "daemon-kdf-memory must be a size from 8M to 1024G (512M, 1G), not `\(value)`")
             }
             daemonKDFMemoryMiB = amount * scale
@@ -390,7 +413,8 @@ public struct Configuration: Sendable, Equatable {
         case "enrol-auth": enrolAuth = try choice(EnrolAuthentication.self)
         case "enrol-pam-service":
             guard RecordStore.validate(user: value) else {
-                throw Message(text: "enrol-pam-service must name a file in /etc/pam.d (letters, digits, - _ .), not `\(value)`")
+                throw Message(
+                    text: "enrol-pam-service must name a file in /etc/pam.d (letters, digits, - _ .), not `\(value)`")
             }
             enrolPAMService = value
         default:
@@ -401,13 +425,15 @@ public struct Configuration: Sendable, Equatable {
     /// Reads the site blocklist file (one PIN a line, `#` comments) into the policy.
     public mutating func loadBlocklist() throws(ConfigError) {
         guard let file = blocklistFile else { return }
-        guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8) else {
+        guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8)
+        else {
             // The error names the setting (file and line) an admin must fix, and the list it could not read.
             guard let setting = blocklistSetting else {
                 throw ConfigError(file: file, line: 0, message: "cannot read the PIN blocklist")
             }
-            throw ConfigError(file: setting.file, line: setting.line,
-                              message: "pin-blocklist: cannot read \(file) (missing, unreadable or not UTF-8 text)")
+            throw ConfigError(
+                file: setting.file, line: setting.line,
+                message: "pin-blocklist: cannot read \(file) (missing, unreadable or not UTF-8 text)")
         }
         var entries = Set<[UInt32]>()
         for line in text.split(separator: "\n") {
@@ -432,10 +458,11 @@ extension Configuration {
         let owner = info.st_uid
         let mode = UInt16(truncatingIfNeeded: info.st_mode & 0o7777)
         guard owner == 0 || owner == geteuid(), mode & 0o022 == 0 else {
-            throw ConfigError(file: setting.file, line: setting.line,
-                              message: "pin-check is set in a file others can change (owner uid \(owner), mode "
-                                  + String(mode & 0o777, radix: 8) + "); it must belong to root (or the user running "
-                                  + "tokenpin) and not be writable by group or others")
+            throw ConfigError(
+                file: setting.file, line: setting.line,
+                message: "pin-check is set in a file others can change (owner uid \(owner), mode "
+                    + String(mode & 0o777, radix: 8) + "); it must belong to root (or the user running "
+                    + "tokenpin) and not be writable by group or others")
         }
     }
 }

@@ -5,12 +5,16 @@ extension Configuration {
     public func checkCombinations(files: [String]) throws(ConfigError) {
         let file = files.last ?? "configuration"
         if policy.minLength > policy.maxLength {
-            throw ConfigError(file: file, line: 0, message: "pin-min-length (\(policy.minLength)) is above pin-max-length "
-                + "(\(policy.maxLength)): no PIN could be set")
+            throw ConfigError(
+                file: file, line: 0,
+                message: "pin-min-length (\(policy.minLength)) is above pin-max-length "
+                    + "(\(policy.maxLength)): no PIN could be set")
         }
         if policy.minUnique > policy.maxLength {
-            throw ConfigError(file: file, line: 0, message: "pin-min-unique (\(policy.minUnique)) is above pin-max-length "
-                + "(\(policy.maxLength)): no PIN could have that many different characters")
+            throw ConfigError(
+                file: file, line: 0,
+                message: "pin-min-unique (\(policy.minUnique)) is above pin-max-length "
+                    + "(\(policy.maxLength)): no PIN could have that many different characters")
         }
     }
 }

@@ -12,8 +12,10 @@ public enum XChaCha20Poly1305 {
     /// Encrypts `plaintext` under `key` with `nonce`, authenticating `associatedData`.
     ///
     /// The corresponding C function is `crypto_aead_xchacha20poly1305_ietf_encrypt`.
-    public static func seal(_ plaintext: borrowing SecretBytes, key: borrowing SecretBytes, nonce: [UInt8],
-                            associatedData: [UInt8]) throws(CryptoError) -> [UInt8] {
+    public static func seal(
+        _ plaintext: borrowing SecretBytes, key: borrowing SecretBytes, nonce: [UInt8],
+        associatedData: [UInt8]
+    ) throws(CryptoError) -> [UInt8] {
         Sodium.ensureReady()
         guard key.count == keyLength, nonce.count == nonceLength else {
             throw CryptoError(.invalidLength, "XChaCha20-Poly1305 key or nonce of the wrong size")
@@ -37,8 +39,10 @@ public enum XChaCha20Poly1305 {
     /// Decrypts and authenticates; returns nil when the key is wrong or anything was altered.
     ///
     /// The corresponding C function is `crypto_aead_xchacha20poly1305_ietf_decrypt`.
-    public static func open(_ ciphertext: [UInt8], key: borrowing SecretBytes, nonce: [UInt8],
-                            associatedData: [UInt8]) -> SecretBytes? {
+    public static func open(
+        _ ciphertext: [UInt8], key: borrowing SecretBytes, nonce: [UInt8],
+        associatedData: [UInt8]
+    ) -> SecretBytes? {
         Sodium.ensureReady()
         guard key.count == keyLength, nonce.count == nonceLength, ciphertext.count >= tagLength else { return nil }
         let plaintext = SecretBytes(count: ciphertext.count - tagLength)

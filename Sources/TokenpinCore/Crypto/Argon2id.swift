@@ -15,8 +15,10 @@ public enum Argon2id {
     ///
     /// The corresponding C function is `crypto_pwhash`. The password stays in guarded memory; the derived
     /// key is returned in guarded memory.
-    public static func deriveKey(password: borrowing SecretBytes, salt: [UInt8], memoryBytes: Int, passes: Int,
-                                 length: Int = 32) throws(CryptoError) -> SecretBytes {
+    public static func deriveKey(
+        password: borrowing SecretBytes, salt: [UInt8], memoryBytes: Int, passes: Int,
+        length: Int = 32
+    ) throws(CryptoError) -> SecretBytes {
         Sodium.ensureReady()
         guard salt.count == saltLength else {
             throw CryptoError(.invalidLength, "Argon2id salt must be \(saltLength) bytes, not \(salt.count)")
@@ -35,11 +37,12 @@ public enum Argon2id {
         let status = key.withUnsafeMutableBytes { out in
             password.withUnsafeBytes { pin in
                 salt.withUnsafeBytes { saltBytes in
-                    crypto_pwhash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(out.count),
-                                  pin.baseAddress!.assumingMemoryBound(to: CChar.self),
-                                  UInt64(pin.count),
-                                  saltBytes.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                  UInt64(passes), memoryBytes, crypto_pwhash_ALG_ARGON2ID13)
+                    crypto_pwhash(
+                        out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(out.count),
+                        pin.baseAddress!.assumingMemoryBound(to: CChar.self),
+                        UInt64(pin.count),
+                        saltBytes.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        UInt64(passes), memoryBytes, crypto_pwhash_ALG_ARGON2ID13)
                 }
             }
         }

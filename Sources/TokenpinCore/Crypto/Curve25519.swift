@@ -27,7 +27,9 @@ public enum X25519 {
     /// The corresponding C function is `crypto_scalarmult_base`.
     public static func publicKey(for secretKey: borrowing SecretBytes) throws(CryptoError) -> [UInt8] {
         Sodium.ensureReady()
-        guard secretKey.count == keyLength else { throw CryptoError(.invalidLength, "X25519 secret key must be 32 bytes") }
+        guard secretKey.count == keyLength else {
+            throw CryptoError(.invalidLength, "X25519 secret key must be 32 bytes")
+        }
         var out = [UInt8](repeating: 0, count: keyLength)
         let status = secretKey.withUnsafeBytes { scalar in
             crypto_scalarmult_base(&out, scalar.baseAddress!.assumingMemoryBound(to: UInt8.self))
@@ -39,8 +41,10 @@ public enum X25519 {
     /// The shared secret of `secretKey` and `peerPublicKey`, in guarded memory.
     ///
     /// The corresponding C function is `crypto_scalarmult`; a low-order point (all-zero result) is refused.
-    public static func sharedSecret(secretKey: borrowing SecretBytes,
-                                    peerPublicKey: [UInt8]) throws(CryptoError) -> SecretBytes {
+    public static func sharedSecret(
+        secretKey: borrowing SecretBytes,
+        peerPublicKey: [UInt8]
+    ) throws(CryptoError) -> SecretBytes {
         Sodium.ensureReady()
         guard secretKey.count == keyLength, peerPublicKey.count == keyLength else {
             throw CryptoError(.invalidLength, "X25519 keys must be 32 bytes")
@@ -48,8 +52,9 @@ public enum X25519 {
         let shared = SecretBytes(count: keyLength)
         let status = shared.withUnsafeMutableBytes { out in
             secretKey.withUnsafeBytes { scalar in
-                crypto_scalarmult(out.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                  scalar.baseAddress!.assumingMemoryBound(to: UInt8.self), peerPublicKey)
+                crypto_scalarmult(
+                    out.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    scalar.baseAddress!.assumingMemoryBound(to: UInt8.self), peerPublicKey)
             }
         }
         guard status == 0 else { throw CryptoError(.invalidPublicKey, "X25519 peer key is a low-order point") }
@@ -74,8 +79,9 @@ public enum Ed25519 {
         let expanded = SecretBytes(count: Int(crypto_sign_SECRETKEYBYTES))
         let status = expanded.withUnsafeMutableBytes { sk in
             seed.withUnsafeBytes { seedBytes in
-                crypto_sign_seed_keypair(&publicKey, sk.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                         seedBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                crypto_sign_seed_keypair(
+                    &publicKey, sk.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    seedBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
         }
         guard status == 0 else { throw CryptoError(.operationFailed, "Ed25519 key derivation failed") }
@@ -94,7 +100,8 @@ public enum Ed25519 {
         let status = expanded.withUnsafeMutableBytes { sk -> Int32 in
             let skPointer = sk.baseAddress!.assumingMemoryBound(to: UInt8.self)
             let derived = seed.withUnsafeBytes { seedBytes in
-                crypto_sign_seed_keypair(&publicKey, skPointer, seedBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                crypto_sign_seed_keypair(
+                    &publicKey, skPointer, seedBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
             guard derived == 0 else { return derived }
             return crypto_sign_detached(&signature, nil, message, UInt64(message.count), skPointer)

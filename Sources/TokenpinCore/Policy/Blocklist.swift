@@ -45,7 +45,9 @@ enum Blocklist {
     }
 
     /// Keys of a phone keypad: 1 2 3 / 4 5 6 / 7 8 9 / - 0 -, as (row, column).
-    private static let keypad: [(Int, Int)] = [(3, 1), (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)]
+    private static let keypad: [(Int, Int)] = [
+        (3, 1), (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2),
+    ]
 
     /// The PIN splits into straight lines of three or more adjacent keys (rows, columns, diagonals, either
     /// direction): `147258`, `159753`, `789456`, `2580`, `3690`... ; or the whole PIN is one line.
@@ -104,8 +106,9 @@ enum Blocklist {
                 || ((1...12).contains(two(0)) && (1900...2099).contains(four(2)))
                 || ((1900...2099).contains(four(0)) && (1...12).contains(two(4)))
         case 8:
-            return ((1900...2099).contains(four(4))
-                    && (isDayMonth(day: two(0), month: two(2)) || isDayMonth(day: two(2), month: two(0))))
+            return
+                ((1900...2099).contains(four(4))
+                && (isDayMonth(day: two(0), month: two(2)) || isDayMonth(day: two(2), month: two(0))))
                 || ((1900...2099).contains(four(0)) && isDayMonth(day: two(6), month: two(4)))
         default:
             return false

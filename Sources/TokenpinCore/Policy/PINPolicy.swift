@@ -82,8 +82,10 @@ public struct PINPolicy: Sendable, Equatable {
     public var siteBlocklist: Set<[UInt32]>
 
     /// The defaults: 6 to 32 digits, at least 3 distinct, blocklist on.
-    public init(minLength: Int = 6, maxLength: Int = 32, charset: PINCharset = .digits, minUnique: Int = 3,
-                useBlocklist: Bool = true, siteBlocklist: Set<[UInt32]> = []) {
+    public init(
+        minLength: Int = 6, maxLength: Int = 32, charset: PINCharset = .digits, minUnique: Int = 3,
+        useBlocklist: Bool = true, siteBlocklist: Set<[UInt32]> = []
+    ) {
         self.minLength = minLength
         self.maxLength = maxLength
         self.charset = charset
@@ -137,7 +139,8 @@ extension PINCharset {
     func allows(_ scalar: UInt32) -> Bool {
         switch self {
         case .digits: return (0x30...0x39).contains(scalar)
-        case .alnum: return (0x30...0x39).contains(scalar) || (0x41...0x5A).contains(scalar) || (0x61...0x7A).contains(scalar)
+        case .alnum:
+            return (0x30...0x39).contains(scalar) || (0x41...0x5A).contains(scalar) || (0x61...0x7A).contains(scalar)
         case .any: return scalar >= 0x20 && scalar != 0x7F && !(0x80...0x9F).contains(scalar)
         }
     }
@@ -152,10 +155,18 @@ func decodeUTF8(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPo
         var scalar: UInt32
         var extra: Int
         switch lead {
-        case 0x00...0x7F: scalar = UInt32(lead); extra = 0
-        case 0xC2...0xDF: scalar = UInt32(lead & 0x1F); extra = 1
-        case 0xE0...0xEF: scalar = UInt32(lead & 0x0F); extra = 2
-        case 0xF0...0xF4: scalar = UInt32(lead & 0x07); extra = 3
+        case 0x00...0x7F:
+            scalar = UInt32(lead)
+            extra = 0
+        case 0xC2...0xDF:
+            scalar = UInt32(lead & 0x1F)
+            extra = 1
+        case 0xE0...0xEF:
+            scalar = UInt32(lead & 0x0F)
+            extra = 2
+        case 0xF0...0xF4:
+            scalar = UInt32(lead & 0x07)
+            extra = 3
         default: return nil
         }
         guard index + extra < bytes.count || extra == 0 else { return nil }

@@ -1,7 +1,8 @@
 import FoundationEssentials
 internal import TokenpinSystem
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The directory of enrolment records: one JSON file per user, replaced atomically, guarded by a lock file.
@@ -61,7 +62,9 @@ public struct RecordStore: Sendable {
         if lstat(directory, &info) != 0 {
             guard errno == ENOENT else { throw systemError(directory, "cannot inspect the store directory") }
             try createDirectory()
-            guard lstat(directory, &info) == 0 else { throw systemError(directory, "cannot inspect the store directory") }
+            guard lstat(directory, &info) == 0 else {
+                throw systemError(directory, "cannot inspect the store directory")
+            }
         }
         try checkDirectory(info)
     }
@@ -82,8 +85,9 @@ public struct RecordStore: Sendable {
         let parent = Paths.parent(of: directory)
         if !parent.isEmpty, !FileManager.default.fileExists(atPath: parent) {
             do {
-                try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o700])
+                try FileManager.default.createDirectory(
+                    atPath: parent, withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
             } catch {
                 throw StoreError(.io, path: parent, "cannot create the parent directory")
             }
@@ -98,11 +102,14 @@ public struct RecordStore: Sendable {
             throw StoreError(.insecure, path: directory, "the store is not a directory (a symlink or a file?)")
         }
         guard info.st_uid == owner else {
-            throw StoreError(.insecure, path: directory, "the store directory belongs to uid \(info.st_uid), not \(owner)")
+            throw StoreError(
+                .insecure, path: directory, "the store directory belongs to uid \(info.st_uid), not \(owner)")
         }
         guard info.st_mode & 0o022 == 0 else {
-            throw StoreError(.insecure, path: directory,
-                             "others can write the store directory (mode \(String(info.st_mode & 0o777, radix: 8))); run chmod 700 on it")
+            throw StoreError(
+                .insecure, path: directory,
+                "others can write the store directory (mode \(String(info.st_mode & 0o777, radix: 8))); run chmod 700 on it"
+            )
         }
     }
 
@@ -149,7 +156,9 @@ public struct RecordStore: Sendable {
             file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
         } catch {
             if error == .noSuchFileOrDirectory { return nil }
-            if error == .tooManySymbolicLinkLevels { throw StoreError(.insecure, path: path, "the record is a symlink") }
+            if error == .tooManySymbolicLinkLevels {
+                throw StoreError(.insecure, path: path, "the record is a symlink")
+            }
             throw storeError(error, path, "cannot open the record")
         }
         let info: stat
@@ -158,18 +167,22 @@ public struct RecordStore: Sendable {
         } catch {
             throw storeError(error, path, "cannot inspect the record")
         }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw StoreError(.insecure, path: path, "the record is not a regular file") }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw StoreError(.insecure, path: path, "the record is not a regular file")
+        }
         guard info.st_uid == owner else {
             throw StoreError(.insecure, path: path, "the record belongs to uid \(info.st_uid), not \(owner)")
         }
         // 0600 only: a record others can read hands them the salted, wrapped keys an offline guess starts from.
         guard info.st_mode & 0o077 == 0 else {
             let verb = info.st_mode & 0o022 != 0 ? "write" : "read"
-            throw StoreError(.insecure, path: path,
-                             "others can \(verb) the record (mode \(String(info.st_mode & 0o777, radix: 8)); a record is 0600)")
+            throw StoreError(
+                .insecure, path: path,
+                "others can \(verb) the record (mode \(String(info.st_mode & 0o777, radix: 8)); a record is 0600)")
         }
         guard Int(info.st_size) <= Self.maximumRecordSize else {
-            throw StoreError(.corrupt, path: path, "the record is \(info.st_size) bytes, too large to be a tokenpin record")
+            throw StoreError(
+                .corrupt, path: path, "the record is \(info.st_size) bytes, too large to be a tokenpin record")
         }
         let data: Data
         do {
@@ -192,10 +205,12 @@ public struct RecordStore: Sendable {
         // One decoding pass in the common case; the header alone is read only to explain a failure.
         guard let record = try? decoder.decode(EnrolmentRecord.self, from: data) else {
             guard let header = try? decoder.decode(Header.self, from: data) else {
-                throw StoreError(.corrupt, path: path, "the record is not valid JSON or has no version (truncated or edited?)")
+                throw StoreError(
+                    .corrupt, path: path, "the record is not valid JSON or has no version (truncated or edited?)")
             }
             if header.version != EnrolmentRecord.currentVersion { throw unknownVersion(header.version, path: path) }
-            throw StoreError(.corrupt, path: path, "the record does not have the expected fields (truncated or edited?)")
+            throw StoreError(
+                .corrupt, path: path, "the record does not have the expected fields (truncated or edited?)")
         }
         if record.version != EnrolmentRecord.currentVersion { throw unknownVersion(record.version, path: path) }
         if let problem = record.structuralProblem { throw StoreError(.corrupt, path: path, problem) }
@@ -206,8 +221,9 @@ public struct RecordStore: Sendable {
     }
 
     static func unknownVersion(_ version: Int, path: String) -> StoreError {
-        StoreError(.unknownVersion, path: path,
-                   "the record has format version \(version); this tokenpin reads version \(EnrolmentRecord.currentVersion)")
+        StoreError(
+            .unknownVersion, path: path,
+            "the record has format version \(version); this tokenpin reads version \(EnrolmentRecord.currentVersion)")
     }
 
     /// Encodes a record as the store writes it.
@@ -228,7 +244,9 @@ public struct RecordStore: Sendable {
     /// (or, when only the directory sync failed, the new one is in place but not known to be durable). A
     /// symlinked store directory or record is refused.
     public func save(_ record: EnrolmentRecord) throws(StoreError) {
-        guard Self.validate(user: record.user) else { throw StoreError(.invalidUser, path: directory, "invalid user name") }
+        guard Self.validate(user: record.user) else {
+            throw StoreError(.invalidUser, path: directory, "invalid user name")
+        }
         let data = try Self.encode(record)
         let path = recordPath(for: record.user)
         do {
@@ -259,7 +277,9 @@ public struct RecordStore: Sendable {
         if error == .permissionDenied || error == .notPermitted {
             return StoreError(.permissionDenied, path: path, "\(what): \(error)")
         }
-        if error == .tooManySymbolicLinkLevels { return StoreError(.insecure, path: path, "\(what): a symlink is in the way") }
+        if error == .tooManySymbolicLinkLevels {
+            return StoreError(.insecure, path: path, "\(what): a symlink is in the way")
+        }
         return StoreError(.io, path: path, "\(what): \(error)")
     }
 }

@@ -78,7 +78,9 @@ public struct Logger: Sendable {
     /// Logs at info level.
     public func info(_ message: StaticString, _ metadata: [(String, String)] = []) { log(.info, message, metadata) }
     /// Logs at warning level.
-    public func warning(_ message: StaticString, _ metadata: [(String, String)] = []) { log(.warning, message, metadata) }
+    public func warning(_ message: StaticString, _ metadata: [(String, String)] = []) {
+        log(.warning, message, metadata)
+    }
     /// Logs at error level.
     public func error(_ message: StaticString, _ metadata: [(String, String)] = []) { log(.error, message, metadata) }
 }

@@ -54,7 +54,8 @@ public struct KDFParameters: Codable, Sendable, Equatable {
         switch algorithm {
         case .argon2id13:
             guard (Self.minimumMemoryKiB...Self.maximumMemoryKiB).contains(memoryKiB) else {
-                return "kdf.memoryKiB is \(memoryKiB); it must be from \(Self.minimumMemoryKiB) to \(Self.maximumMemoryKiB)"
+                return
+                    "kdf.memoryKiB is \(memoryKiB); it must be from \(Self.minimumMemoryKiB) to \(Self.maximumMemoryKiB)"
             }
             let leastPasses = Swift.max(1, Argon2id.minimumPasses)
             guard (leastPasses...Self.maximumPasses).contains(passes) else {
@@ -82,8 +83,9 @@ public struct KDFParameters: Codable, Sendable, Equatable {
         if let problem { throw CryptoError(.kdfFailed, "KDF parameters out of bounds: \(problem)") }
         switch algorithm {
         case .argon2id13:
-            return try Argon2id.deriveKey(password: secret, salt: [UInt8](salt), memoryBytes: memoryKiB * 1024,
-                                          passes: passes)
+            return try Argon2id.deriveKey(
+                password: secret, salt: [UInt8](salt), memoryBytes: memoryKiB * 1024,
+                passes: passes)
         case .blake2b:
             return try BLAKE2b.keyedHash(Array("tokenpin/kek/v1".utf8) + [UInt8](salt), key: secret)
         }
@@ -146,7 +148,9 @@ public struct KDFCalibration: Sendable {
         let target = Double(min(max(targetMilliseconds, 1), 3_600_000))
         let band = min(max(tolerance.isFinite ? tolerance : 0.1, 0.01), 0.5)
 
-        func sane(_ milliseconds: Double) -> Double { milliseconds.isFinite && milliseconds > 0.001 ? milliseconds : 0.001 }
+        func sane(_ milliseconds: Double) -> Double {
+            milliseconds.isFinite && milliseconds > 0.001 ? milliseconds : 0.001
+        }
         var memory = floor
         var passes = leastPasses
         var measured = sane(try measure(memory, passes))
@@ -172,8 +176,9 @@ public struct KDFCalibration: Sendable {
             let same = best.memory == memory && best.passes == passes
             if same || abs(measured - target) < abs(best.measured - target) { best = (memory, passes, measured) }
         }
-        return Result(parameters: .argon2id(memoryKiB: best.memory, passes: best.passes),
-                      measuredMilliseconds: best.measured)
+        return Result(
+            parameters: .argon2id(memoryKiB: best.memory, passes: best.passes),
+            measuredMilliseconds: best.measured)
     }
 
     /// The parameters whose cost comes closest to `budget` KiB × passes, memory first.
@@ -182,15 +187,19 @@ public struct KDFCalibration: Sendable {
     /// at the cap with the nearest whole number of passes when that lands within three quarters of `band`; when
     /// it does not (a pass is a large step at few passes), the fewest passes that fit under the cap are taken and
     /// memory is lowered to fill the budget.
-    static func choose(budget: Double, floor: Int, cap: Int, leastPasses: Int, band: Double) -> (memory: Int, passes: Int) {
+    static func choose(budget: Double, floor: Int, cap: Int, leastPasses: Int, band: Double) -> (
+        memory: Int, passes: Int
+    ) {
         let mebibyte = 1024
         let atLeastPasses = whole(budget / Double(leastPasses), in: floor...cap)
         guard atLeastPasses >= cap else { return (max(floor, atLeastPasses / mebibyte * mebibyte), leastPasses) }
         // The nearest whole number of passes at the cap; on a tie the fewer, so as not to overshoot.
         let below = whole((budget / Double(cap)).rounded(.down), in: leastPasses...KDFParameters.maximumPasses)
         let above = whole((budget / Double(cap)).rounded(.up), in: leastPasses...KDFParameters.maximumPasses)
-        let nearest = abs(Double(cap) * Double(above) - budget) < abs(Double(cap) * Double(below) - budget) ? above : below
-        if abs(Double(cap) * Double(nearest) - budget) <= 0.75 * band * budget || nearest == KDFParameters.maximumPasses {
+        let nearest =
+            abs(Double(cap) * Double(above) - budget) < abs(Double(cap) * Double(below) - budget) ? above : below
+        if abs(Double(cap) * Double(nearest) - budget) <= 0.75 * band * budget || nearest == KDFParameters.maximumPasses
+        {
             return (cap, nearest)
         }
         let passes = above
@@ -211,7 +220,8 @@ public struct KDFCalibration: Sendable {
         let salt = SecureRandom.bytes(Argon2id.saltLength)
         return try calibrate { memoryKiB, passes in
             let start = timeSource.monotonicNanoseconds
-            let parameters = KDFParameters(algorithm: .argon2id13, memoryKiB: memoryKiB, passes: passes, salt: Data(salt))
+            let parameters = KDFParameters(
+                algorithm: .argon2id13, memoryKiB: memoryKiB, passes: passes, salt: Data(salt))
             _ = try parameters.deriveKey(from: password)
             return Double(timeSource.monotonicNanoseconds &- start) / 1e6
         }

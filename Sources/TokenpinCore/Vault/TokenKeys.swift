@@ -12,13 +12,16 @@ public enum TokenKeys {
     ///
     /// A secret longer than a BLAKE2b key (64 bytes: the 66-byte P-521 x coordinate) is first hashed whole into
     /// 64 bytes, keyed with its first 32.
-    public static func tokenKey(sharedSecret: borrowing SecretBytes, binding: TokenBinding,
-                                salt: [UInt8]) throws(CryptoError) -> SecretBytes {
+    public static func tokenKey(
+        sharedSecret: borrowing SecretBytes, binding: TokenBinding,
+        salt: [UInt8]
+    ) throws(CryptoError) -> SecretBytes {
         let context = context(label: "tokenpin/token/v1", binding: binding, salt: salt)
         guard sharedSecret.count > maximumKeyLength else { return try BLAKE2b.keyedHash(context, key: sharedSecret) }
-        let compressed = try BLAKE2b.keyedHash(context: Array("tokenpin/token/long-secret/v1".utf8),
-                                               secretMessage: sharedSecret, key: sharedSecret.prefix(32),
-                                               length: maximumKeyLength)
+        let compressed = try BLAKE2b.keyedHash(
+            context: Array("tokenpin/token/long-secret/v1".utf8),
+            secretMessage: sharedSecret, key: sharedSecret.prefix(32),
+            length: maximumKeyLength)
         return try BLAKE2b.keyedHash(context, key: compressed)
     }
 
@@ -27,10 +30,13 @@ public enum TokenKeys {
 
     /// The composite slot's key-encryption key (`mode = both`): the card's key and the PIN's Argon2id key
     /// mixed with keyed BLAKE2b, so neither alone opens the slot.
-    public static func compositeKey(tokenKey: borrowing SecretBytes, pinKey: borrowing SecretBytes,
-                                    binding: TokenBinding, salt: [UInt8]) throws(CryptoError) -> SecretBytes {
-        try BLAKE2b.keyedHash(context: context(label: "tokenpin/composite/v1", binding: binding, salt: salt),
-                              secretMessage: pinKey, key: tokenKey)
+    public static func compositeKey(
+        tokenKey: borrowing SecretBytes, pinKey: borrowing SecretBytes,
+        binding: TokenBinding, salt: [UInt8]
+    ) throws(CryptoError) -> SecretBytes {
+        try BLAKE2b.keyedHash(
+            context: context(label: "tokenpin/composite/v1", binding: binding, salt: salt),
+            secretMessage: pinKey, key: tokenKey)
     }
 
     static func context(label: String, binding: TokenBinding, salt: [UInt8]) -> [UInt8] {

@@ -32,8 +32,10 @@ public struct TokenBinding: Codable, Sendable, Equatable {
     public var cardPublicExponent: Data?
 
     /// Creates a binding.
-    public init(serial: String, cardPublicKey: Data, ephemeralPublicKey: Data, reader: String? = nil,
-                algorithm: String? = nil, cardPublicExponent: Data? = nil) {
+    public init(
+        serial: String, cardPublicKey: Data, ephemeralPublicKey: Data, reader: String? = nil,
+        algorithm: String? = nil, cardPublicExponent: Data? = nil
+    ) {
         self.serial = serial
         self.cardPublicKey = cardPublicKey
         self.ephemeralPublicKey = ephemeralPublicKey
@@ -103,21 +105,26 @@ public struct VaultSlot: Codable, Sendable, Equatable {
     public var created: Date
 
     /// Seals `vaultKey` under `keyEncryptionKey` into a new slot for `user`.
-    public static func seal(_ vaultKey: borrowing SecretBytes, keyEncryptionKey: borrowing SecretBytes,
-                            kind: SlotKind, kdf: KDFParameters, token: TokenBinding? = nil, user: String,
-                            created: Date) throws(CryptoError) -> VaultSlot {
+    public static func seal(
+        _ vaultKey: borrowing SecretBytes, keyEncryptionKey: borrowing SecretBytes,
+        kind: SlotKind, kdf: KDFParameters, token: TokenBinding? = nil, user: String,
+        created: Date
+    ) throws(CryptoError) -> VaultSlot {
         let nonce = SecureRandom.bytes(XChaCha20Poly1305.nonceLength)
-        var slot = VaultSlot(kind: kind, kdf: kdf, token: token, nonce: Data(nonce), wrappedKey: Data(), created: created)
-        let sealed = try XChaCha20Poly1305.seal(vaultKey, key: keyEncryptionKey, nonce: nonce,
-                                                associatedData: slot.header(user: user))
+        var slot = VaultSlot(
+            kind: kind, kdf: kdf, token: token, nonce: Data(nonce), wrappedKey: Data(), created: created)
+        let sealed = try XChaCha20Poly1305.seal(
+            vaultKey, key: keyEncryptionKey, nonce: nonce,
+            associatedData: slot.header(user: user))
         slot.wrappedKey = Data(sealed)
         return slot
     }
 
     /// Opens the slot with `keyEncryptionKey`; nil when the key is wrong or the slot was altered.
     public func open(keyEncryptionKey: borrowing SecretBytes, user: String) -> SecretBytes? {
-        XChaCha20Poly1305.open([UInt8](wrappedKey), key: keyEncryptionKey, nonce: [UInt8](nonce),
-                               associatedData: header(user: user))
+        XChaCha20Poly1305.open(
+            [UInt8](wrappedKey), key: keyEncryptionKey, nonce: [UInt8](nonce),
+            associatedData: header(user: user))
     }
 
     /// Whether sizes and parameters are what tokenpin writes; a slot that is not is refused as corrupt.
@@ -130,7 +137,9 @@ public struct VaultSlot: Codable, Sendable, Equatable {
             return "nonce is \(nonce.count) bytes, not \(XChaCha20Poly1305.nonceLength)"
         }
         let sealedLength = Vault.keyLength + XChaCha20Poly1305.tagLength
-        guard wrappedKey.count == sealedLength else { return "wrappedKey is \(wrappedKey.count) bytes, not \(sealedLength)" }
+        guard wrappedKey.count == sealedLength else {
+            return "wrappedKey is \(wrappedKey.count) bytes, not \(sealedLength)"
+        }
         switch kind {
         case .pin, .composite:
             guard kdf.algorithm == .argon2id13 else { return "kdf.algorithm must be argon2id13" }
