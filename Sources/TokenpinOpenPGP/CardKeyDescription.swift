@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenpinAPDU
 
 extension DataObject {
@@ -56,12 +56,10 @@ public struct CardKeyDescription: Sendable, Equatable, CustomStringConvertible {
         }.joined(separator: " ")
     }
 
+    /// `2023-09-12 06:06 UTC`: the ISO 8601 form (always UTC) to the minute.
     static func format(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm 'UTC'"
-        return formatter.string(from: date)
+        let iso = date.formatted(Date.ISO8601FormatStyle())  // 2023-09-12T06:06:56Z
+        return String(iso.prefix(16)).replacing("T", with: " ") + " UTC"
     }
 
     /// The generation times in a `CD` object: three 4-byte times; zero means none.

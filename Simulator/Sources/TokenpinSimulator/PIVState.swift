@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TokenpinAPDU
 import TokenpinCardCrypto
 import TokenpinCore
@@ -163,7 +163,7 @@ struct PIVState: Equatable, Sendable {
         if managementKey.count != managementAlgorithm.keyLength { return "piv managementKey has the wrong length" }
         for (slot, key) in keys {
             guard PIVProfile.isKeySlot(slot), key.algorithm.kind.isWellFormed(secret: key.secret) else {
-                return "piv key \(String(format: "%02X", slot)) is invalid"
+                return "piv key \(Hex.encode([slot])) is invalid"
             }
         }
         if objects.values.contains(where: { $0.count > PIVProfile.maxObjectSize }) { return "piv object too large" }

@@ -1,5 +1,5 @@
 internal import CTokenpinShims
-import Foundation
+import FoundationEssentials
 internal import TokenpinSystem
 
 #if canImport(Glibc)
@@ -248,7 +248,7 @@ public struct PINCheckProgram: Sendable, Equatable {
         let printable = text.unicodeScalars.filter {
             $0.value >= 0x20 && $0.value != 0x7F && !(0x80...0x9F).contains($0.value)
         }
-        let cleaned = String(String.UnicodeScalarView(printable)).trimmingCharacters(in: .whitespaces)
+        let cleaned = String(String.UnicodeScalarView(printable)).trimmingBlanks()
         guard !cleaned.isEmpty else { return generic }
         return cleaned.count > maximumReasonLength ? String(cleaned.prefix(maximumReasonLength)) + "…" : cleaned
     }
