@@ -135,8 +135,7 @@ let package = Package(
         .executableTarget(
             name: "tokenpind",
             dependencies: [
-                "TokenpinDaemon", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinReaders",
-                "TokenpinArguments", "TokenpinSystem",
+                "TokenpinDaemon", "TokenpinCore", "TokenpinReaders", "TokenpinArguments",
             ],
             swiftSettings: strictSettings
         ),
@@ -158,7 +157,7 @@ let package = Package(
 
         .testTarget(
             name: "TokenpinArgumentsTests",
-            dependencies: ["TokenpinArguments", "TokenpinTestSupport"],
+            dependencies: ["TokenpinArguments"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -178,7 +177,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TokenpinCardCryptoTests",
-            dependencies: ["TokenpinCardCrypto", "TokenpinCore", "TokenpinAPDU", "TokenpinTestSupport"],
+            dependencies: ["TokenpinCardCrypto", "TokenpinCore", "TokenpinAPDU"],
             swiftSettings: strictSettings
         ),
         .testTarget(
