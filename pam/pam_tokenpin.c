@@ -539,6 +539,7 @@ struct tp_exchange {
     struct tp_conn *conn;
     int secret_sent; /* the first byte of a secret went to the socket: from here on only `verified` succeeds */
     int verified;    /* the final answer was a `verified` result */
+    int refusal_said; /* a `policyViolation` event told the person why the new PIN was refused */
 };
 
 /* The one place a result leaves the exchange: PAM_SUCCESS only for `verified` after a secret was sent; after a
@@ -595,7 +596,13 @@ static void tp_on_event(struct tp_exchange *x, const struct tp_message *message)
         tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Token not used: %s", reason ? reason : "unavailable");
     } else if (event != NULL && strcmp(event, "policyViolation") == 0) {
         const char *rule = tp_string(message, "rule");
-        tp_say(x->pamh, x->options, PAM_ERROR_MSG, "New PIN refused by the PIN policy (rule %s).", rule ? rule : "?");
+        const char *reason = tp_string(message, "reason");
+        /* The site's pin-check program gives its own reason (the daemon keeps a PIN out of it); say that. */
+        if (rule != NULL && strcmp(rule, "site-check") == 0 && reason != NULL && reason[0] != '\0')
+            tp_say(x->pamh, x->options, PAM_ERROR_MSG, "New PIN refused: %s", reason);
+        else
+            tp_say(x->pamh, x->options, PAM_ERROR_MSG, "New PIN refused by the PIN policy (rule %s).", rule ? rule : "?");
+        x->refusal_said = 1;
     }
     tp_debug(x->pamh, x->options, "event %s", event ? event : "?");
 }
@@ -639,7 +646,9 @@ static int tp_on_error(struct tp_exchange *x, const struct tp_message *message) 
     tp_debug(x->pamh, x->options, "error %s", code);
     if (strcmp(code, "not-enrolled") == 0 && !x->secret_sent) return tp_unavailable(x->options);
     if (strcmp(code, "policy") == 0 && x->changing && x->secret_sent) {
-        tp_say(x->pamh, x->options, PAM_ERROR_MSG, "%s", text ? text : "New PIN refused by the PIN policy.");
+        /* One message per refusal: the event already said why. */
+        if (!x->refusal_said)
+            tp_say(x->pamh, x->options, PAM_ERROR_MSG, "%s", text ? text : "New PIN refused by the PIN policy.");
         return PAM_AUTHTOK_ERR;
     }
     if (strcmp(code, "permission-denied") == 0 && !x->secret_sent) return PAM_PERM_DENIED;

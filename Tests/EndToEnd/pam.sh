@@ -336,6 +336,10 @@ fake_change "chauthtok: not-enrolled after the current PIN fails" "Authenticatio
 fake_change "chauthtok: daemon closes after the new PIN" "Authentication failure" "${CHANGE_STEPS[@]}" close
 fake_change "chauthtok: policy after the new PIN is an authentication token error" "manipulation error" \
     "${CHANGE_STEPS[@]}" "$(error policy 5)"
+SITE_EVENT='send {"v":2,"type":"event","event":"policyViolation","rule":"site-check","reason":"it ends in this year"}'
+fake_change "chauthtok: a pin-check refusal shows the program's reason" "New PIN refused: it ends in this year" \
+    "${CHANGE_STEPS[@]}" "$SITE_EVENT" "$(error policy 5)"
+check "chauthtok: the refusal is said once" test "$(grep -c 'refused' "$WORK/err")" = 1
 fake_change "chauthtok: locked" "maximum number of retries" "${CHANGE_STEPS[@]:0:2}" "$(result locked 3)"
 fake_change "chauthtok: unknown type before any secret" "Authentication failure" 'send {"v":1,"type":"surprise"}'
 start_fake root "$(error not-enrolled 4)"
