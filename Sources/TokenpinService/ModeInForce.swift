@@ -89,8 +89,8 @@ extension PINService {
             throw error.serviceError
         }
         defer { card.handle.close() }
-        let pin = PIN(try interaction.readSecret(.pin))
-        do {
+        let pin = PIN(try interaction.readPIN(.pin, remaining: record.counter.remaining))
+        return try finishBoth(card: card, counter: record.counter, interaction) { () throws -> VerifyReport in
             let shared = try cardSecret(card, binding: binding, interaction)
             let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))
             guard slot.open(keyEncryptionKey: tokenKey, user: user) != nil else {
@@ -99,7 +99,7 @@ extension PINService {
                     reason: "card \(card.label) does not open the token slot (was its "
                         + "decryption key replaced?)", cardTriesLeft: cardTries(card))
             }
-            var report = try countedAttempt(pin: pin) { record, vaultKey in
+            let report = try countedAttempt(pin: pin) { record, vaultKey in
                 guard let current = record.slot(.token), current.token?.ephemeralPublicKey == binding.ephemeralPublicKey
                 else {
                     throw TokenFailure(
@@ -131,20 +131,7 @@ extension PINService {
                 logger.info("token re-bound", [("user", user), ("card", card.label), ("mode", "both")])
                 interaction.report(.typeChanged(type: .token, enabled: true))
             }
-            if case .verified = report.outcome {
-                report.outcome = .verified(method: .both)
-                report.card = VerifiedCard(serial: card.serial, reader: card.reader)
-            }
             return report
-        } catch let failure as TokenFailure {
-            interaction.report(
-                .tokenFailed(reason: failure.reason, fallback: false, cardTriesLeft: failure.cardTriesLeft))
-            if failure.kind == .refused {
-                return VerifyReport(
-                    outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
-                    counter: record.counter)
-            }
-            throw failure.serviceError
         }
     }
 }

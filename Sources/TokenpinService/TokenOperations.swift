@@ -404,10 +404,10 @@ extension PINService {
         }
         defer { card.handle.close() }
         let pin = PIN(try interaction.readPIN(prompt, remaining: record.counter.remaining))
-        do {
+        return try finishBoth(card: card, counter: record.counter, interaction) { () throws -> VerifyReport in
             let shared = try cardSecret(card, binding: binding, interaction)
             let pinKeyHolder = KeyHolder()
-            var report = try countedAttempt(
+            return try countedAttempt(
                 pin: pin, slotKind: .composite,
                 finishKey: { pinKey, slot in
                     guard let current = slot.token else {
@@ -438,6 +438,18 @@ extension PINService {
                         binding: renewed.binding)
                     try onSuccess(&record, vaultKey, renewed.secret, pin)
                 })
+        }
+    }
+
+    /// The end of a verification that needs the card and the PIN (`mode = both`, from the record or from the
+    /// configuration): a success names both and the card it was made with; a card failure is reported with no
+    /// fallback and answered as `tokenRejected` when the card refused, anything else is thrown.
+    func finishBoth(
+        card: OpenedCard, counter: RetryCounter, _ interaction: some Interaction,
+        _ attempt: () throws -> VerifyReport
+    ) throws -> VerifyReport {
+        do {
+            var report = try attempt()
             if case .verified = report.outcome {
                 report.outcome = .verified(method: .both)
                 report.card = VerifiedCard(serial: card.serial, reader: card.reader)
@@ -448,8 +460,7 @@ extension PINService {
                 .tokenFailed(reason: failure.reason, fallback: false, cardTriesLeft: failure.cardTriesLeft))
             if failure.kind == .refused {
                 return VerifyReport(
-                    outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
-                    counter: record.counter)
+                    outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason, counter: counter)
             }
             throw failure.serviceError
         }
