@@ -119,8 +119,12 @@ let currentYear = String(Calendar(identifier: .gregorian).component(.year, from:
         var configuration = Configuration()
         try configuration.apply(text: "pin-check = /usr/local/sbin/pin-check\npin-check-timeout = 2\n", file: "c")
         #expect(configuration.pinCheck == PINCheckProgram(path: "/usr/local/sbin/pin-check", timeoutMilliseconds: 2000))
-        #expect(throws: ConfigError.self) { try configuration.apply(text: "pin-check = pin-check\n", file: "c") }
-        #expect(throws: ConfigError.self) { try configuration.apply(text: "pin-check-timeout = 0\n", file: "c") }
+        #expect {
+            try configuration.apply(text: "pin-check = pin-check\n", file: "c")
+        } throws: { ($0 as? ConfigError).map { $0.line == 1 && $0.message.contains("pin-check") } ?? false }
+        #expect {
+            try configuration.apply(text: "pin-check-timeout = 0\n", file: "c")
+        } throws: { ($0 as? ConfigError).map { $0.line == 1 && $0.message.contains("pin-check-timeout") } ?? false }
         var relative = Configuration()
         do {
             try relative.apply(text: "\npin-check = ./check\n", file: "c")

@@ -179,7 +179,7 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         }
         #expect(parsed.mode == .both)
         let bad = #"{"v":1,"type":"request","op":"toggle","authType":"token","on":true,"mode":"all"}"#
-        #expect(throws: ProtocolError.self) { _ = try ClientMessage.parse(Array(bad.utf8)) }
+        #expect { _ = try ClientMessage.parse(Array(bad.utf8)) } throws: { ($0 as? ProtocolError)?.code == .badField }
     }
 
     @Test func serviceErrorsRoundTrip() throws {

@@ -69,9 +69,9 @@ func switchKDFOn(_ card: SimulatedCard, hash: IteratedSaltedS2K.Hash) throws {
         try switchKDFOn(setup.card, hash: .sha256)
         try setup.service.changeCardPIN(ScriptedInteraction([cardPIN, "246810", "246810"]))
         // The new PIN works through the KDF (a bind proves it), the old one does not.
-        #expect(throws: ServiceError.self) {
+        #expect {
             _ = try setup.service.enableToken(ScriptedInteraction(["482916", cardPIN]))
-        }
+        } throws: { ($0 as? ServiceError)?.code == "card-refused" }
         #expect(cardPINTries(setup.card) == 2)
         _ = try setup.service.enableToken(ScriptedInteraction(["482916", "246810"]))
         #expect(try setup.service.verify(ScriptedInteraction(["246810"])).outcome == .verified(method: .token))
@@ -85,11 +85,19 @@ func switchKDFOn(_ card: SimulatedCard, hash: IteratedSaltedS2K.Hash) throws {
         #expect(try KeyDerivation.parse([]) == nil)
         let on = try #require(try KeyDerivation.parse(kdfObject(hash: .sha512)))
         #expect(on.hash == .sha512 && on.count == 100_000)
-        for bad: [UInt8] in [
-            [0x81, 0x01, 0x02], [0x81, 0x01, 0x03, 0x82, 0x01, 0x09], [0x81, 0x01, 0x03, 0x82, 0x01, 0x08],
-            [0x81, 0x01, 0x03, 0x82, 0x01, 0x08, 0x83, 0x04, 0xFF, 0xFF, 0xFF, 0xFF, 0x84, 0x01, 0x00],
-        ] {
-            #expect(throws: APDUError.self) { _ = try KeyDerivation.parse(bad) }
+        let refused: [([UInt8], APDUError.Code)] = [
+            ([0x81, 0x01, 0x02], .invalidStructure),  // an algorithm that is not iterated-salted S2K
+            ([0x81, 0x01, 0x03, 0x82, 0x01, 0x09], .invalidStructure),  // a hash that is neither SHA-256 nor SHA-512
+            ([0x81, 0x01, 0x03, 0x82, 0x01, 0x08], .invalidLength),  // no count, no salt
+            (
+                [0x81, 0x01, 0x03, 0x82, 0x01, 0x08, 0x83, 0x04, 0xFF, 0xFF, 0xFF, 0xFF, 0x84, 0x01, 0x00],
+                .invalidLength
+            ),
+        ]
+        for (bad, code) in refused {
+            #expect("\(Hex.encode(bad))") { _ = try KeyDerivation.parse(bad) } throws: {
+                ($0 as? APDUError)?.code == code
+            }
         }
     }
 
