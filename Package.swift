@@ -111,7 +111,7 @@ let package = Package(
             dependencies: [
                 "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinReaders", "TokenpinSimulator",
                 "TokenpinProtocol",
-                "TokenpinArguments", "TokenpinSystem",
+                "TokenpinArguments", "TokenpinSystem", "TokenpinOpenPGP",
             ],
             swiftSettings: strictSettings
         ),

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import TokenpinAPDU
 import TokenpinCore
+import TokenpinOpenPGP
 import TokenpinProtocol
 import TokenpinReaders
 import TokenpinService
@@ -143,9 +144,11 @@ extension BenchCommand {
             }
             // A card that announces the KDF-DO costs tokenpin one GET DATA F9 per verify: the bare round sends it too.
             var readsKDF = false
+            // With the KDF-DO on, the card takes the PIN's digest: computed once here, as tokenpin's share of the work.
+            var verifyData = interaction.cardPIN.duplicate()
             /// One bare round: returns (total ms, transmits ms), or nil when an APDU failed.
             func bareRound() throws -> (Double, Double)? {
-                var verifyCommand = interaction.cardPIN.withUnsafeBytes {
+                var verifyCommand = verifyData.withUnsafeBytes {
                     [0x00, 0x20, 0x00, 0x82, UInt8($0.count)] + Array($0)
                 }
                 defer { secureZero(&verifyCommand) }
@@ -174,6 +177,9 @@ extension BenchCommand {
             let warmUp = counter.count
             _ = try service.verify(interaction, method: .token)
             readsKDF = counter.count - warmUp > 4
+            if readsKDF, let derivation = try kdfOfCard(in: reader, cards: cards) {
+                verifyData = try derivation.digest(of: interaction.cardPIN, for: .userPIN)
+            }
             _ = try bareRound()
             var verifyTimes: [Double] = []
             var apdus: [Int] = []
@@ -262,5 +268,17 @@ extension BenchCommand {
         throw .usage(
             "bench --token runs only on the card bound to \(context.user) or on the simulated card "
                 + "(--reader sim); refused for " + described.joined(separator: "; "))
+    }
+}
+
+/// The card's KDF-DO (`F9`) as tokenpin's session reads it, or nil when it is off: the bench's bare VERIFY must
+/// send what the card expects, as tokenpin does.
+func kdfOfCard(in reader: String, cards: any CardReaders) throws -> KeyDerivation? {
+    let handle = try cards.open(reader)
+    defer { handle.close() }
+    return try handle.exclusive { () throws -> KeyDerivation? in
+        let session = OpenPGPSession(connection: handle.connection)
+        try session.select()
+        return try session.keyDerivation(try session.applicationRelatedData())
     }
 }

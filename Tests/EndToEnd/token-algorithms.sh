@@ -147,6 +147,9 @@ run_kdf() {
     printf '482916\n482916\n' | tp enrol --pin-stdin >/dev/null 2>&1
     expect_code "kdf: bind (the card PIN sent as its digest)" 0 tp toggle token on --pin-stdin < <(printf '482916\n123456\n')
     expect_code "kdf: verify with the card" 0 tp verify --method token --pin-stdin <<<123456
+    printf '123456\n' | tp bench --token --iterations 3 --pin-stdin >"$WORK/bench" 2>&1
+    check "kdf: bench --token times the verify against bare APDUs that send the PIN's digest" \
+        bash -c "grep -qE 'APDUs per verify: +5$' '$WORK/bench' && grep -q 'bare, same APDUs' '$WORK/bench'"
     expect_code "kdf: a wrong card PIN is refused" 1 tp verify --method token --pin-stdin <<<000000
     check "kdf: the wrong card PIN counted on the card" bash -c "'$BIN/tokenpin' --local --store '$store' --config '$CONFIG' \
         --reader '$READER' --json status | grep -q '\"cardTriesLeft\":2'"
