@@ -113,24 +113,40 @@ public enum RSAKeys {
                 .invalidLength, "a cryptogram of \(cryptogram.count) bytes for a \(length)-byte modulus")
         }
         let padded = [UInt8](repeating: 0, count: length - cryptogram.count) + cryptogram
-        let parts = try CRTParts(publicExponent: key.publicExponent, prime1: key.prime1, prime2: key.prime2)
-        let object = try parts.keyObject()
-        let context = try PKeyContext(key: object)
-        guard EVP_PKEY_decrypt_init(context.pointer) == 1,
-            EVP_PKEY_CTX_set_rsa_padding(context.pointer, RSA_PKCS1_PADDING) == 1
-        else { throw libcryptoError("RSA decryption setup") }
-        let buffer = SecretBytes(count: length)
-        var written = length
-        let status = buffer.withUnsafeMutableBytes { out in
-            EVP_PKEY_decrypt(
-                context.pointer, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &written,
-                padded, padded.count)
-        }
-        guard status == 1, written <= length else {
+        var written = 0
+        guard let buffer = try privateOperation(padded, with: key, padding: RSA_PKCS1_PADDING, written: &written)
+        else {
             ERR_clear_error()
             throw CardCryptoError(.decryptionFailed, "the cryptogram does not decrypt under this key")
         }
         return buffer.prefix(written)
+    }
+
+    /// The private-key operation on `input` (as long as the modulus) with `padding` (`RSA_PKCS1_PADDING` or
+    /// `RSA_NO_PADDING`) into guarded memory; `written` is the answer's length. Nil when libcrypto refuses the
+    /// input (wrong padding, a block not below the modulus); a failed setup throws.
+    ///
+    /// The corresponding C functions are `EVP_PKEY_decrypt_init`, `EVP_PKEY_CTX_set_rsa_padding` and
+    /// `EVP_PKEY_decrypt`.
+    static func privateOperation(
+        _ input: [UInt8], with key: borrowing PrivateKey, padding: Int32, written: inout Int
+    ) throws(CardCryptoError) -> SecretBytes? {
+        let length = (key.modulusBits + 7) / 8
+        let parts = try CRTParts(publicExponent: key.publicExponent, prime1: key.prime1, prime2: key.prime2)
+        let object = try parts.keyObject()
+        let context = try PKeyContext(key: object)
+        guard EVP_PKEY_decrypt_init(context.pointer) == 1,
+            EVP_PKEY_CTX_set_rsa_padding(context.pointer, padding) == 1
+        else { throw libcryptoError("RSA private-key operation setup") }
+        let buffer = SecretBytes(count: length)
+        var count = length
+        let status = buffer.withUnsafeMutableBytes { out in
+            EVP_PKEY_decrypt(
+                context.pointer, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &count, input, input.count)
+        }
+        guard status == 1, count <= length else { return nil }
+        written = count
+        return buffer
     }
 
     // MARK: Internals

@@ -16,19 +16,10 @@ extension RSAKeys {
         guard block.count == length else {
             throw CardCryptoError(.invalidLength, "a block of \(block.count) bytes for a \(length)-byte modulus")
         }
-        let parts = try CRTParts(publicExponent: key.publicExponent, prime1: key.prime1, prime2: key.prime2)
-        let object = try parts.keyObject()
-        let context = try PKeyContext(key: object)
-        guard EVP_PKEY_decrypt_init(context.pointer) == 1,
-            EVP_PKEY_CTX_set_rsa_padding(context.pointer, RSA_NO_PADDING) == 1
-        else { throw libcryptoError("raw RSA setup") }
-        let buffer = SecretBytes(count: length)
-        var written = length
-        let status = buffer.withUnsafeMutableBytes { out in
-            EVP_PKEY_decrypt(
-                context.pointer, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &written, block, block.count)
-        }
-        guard status == 1, written == length else { throw libcryptoError("raw RSA") }
+        var written = 0
+        guard let buffer = try privateOperation(block, with: key, padding: RSA_NO_PADDING, written: &written),
+            written == length
+        else { throw libcryptoError("raw RSA") }
         return buffer
     }
 
