@@ -1,7 +1,10 @@
 /// A channel to one card: a reader over PC/SC, the in-process simulator, anything that moves APDU bytes.
 ///
-/// Implementations move bytes only; `send(_:)` below adds GET RESPONSE, `6Cxx` retries and command
-/// chaining on top, so every transport behaves the same. A connection is used from one thread at a time.
+/// Implementations move bytes; `send(_:)` below adds GET RESPONSE, `6Cxx` retries and command chaining on
+/// top, so every transport behaves the same. The connection also owns the card between commands: its
+/// transactions (`exclusive(_:)`), and what happens to a PIN verified in one when it ends. A transport that
+/// resets the card to drop a verified PIN counts the resets (`resets`), so an application session knows it
+/// must be selected again. A connection is used from one thread at a time.
 public protocol CardConnection: AnyObject {
     /// The card's answer to reset.
     var atr: [UInt8] { get }
@@ -13,6 +16,31 @@ public protocol CardConnection: AnyObject {
     ///
     /// No GET RESPONSE or chaining happens here.
     func transmit(_ command: [UInt8]) throws -> [UInt8]
+
+    /// Runs `body` with the card reserved for this connection: no other client's command comes in between.
+    ///
+    /// A PIN verified inside does not outlive it: when the transaction ends the transport drops it (a reset,
+    /// counted in `resets`, or VERIFY P1 = `FF` where that is enabled). Nested calls join the outer one.
+    /// Transports without other clients (the in-process simulator) just run `body`.
+    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R
+
+    /// How many times the card was reset under this connection since it opened: a session that selected its
+    /// application at an earlier count selects it again before its next command.
+    var resets: Int { get }
+
+    /// Ends the connection, dropping any PIN still verified. Calling it again does nothing.
+    func close()
+}
+
+extension CardConnection {
+    /// No other client can come between commands: `body` runs as it is.
+    public func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R { try body() }
+
+    /// A transport that never resets the card itself.
+    public var resets: Int { 0 }
+
+    /// Nothing to release.
+    public func close() {}
 }
 
 /// How a card takes long commands and long answers.

@@ -47,6 +47,9 @@ public final class PCSCCardConnection: CardConnection {
     /// cleared it on request, `.reset` otherwise; `nil` before that happened.
     public private(set) var lastSecurityRelease: CardDisposition?
 
+    /// How many times this connection reset the card to drop a verified PIN (`CardConnection.resets`).
+    public private(set) var resets = 0
+
     /// The PINs verified on the card since it was last cleared.
     private var verified = VerifiedState()
 
@@ -171,6 +174,16 @@ public final class PCSCCardConnection: CardConnection {
         return result
     }
 
+    /// `withTransaction(_:)`, as every card connection names it.
+    public func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R {
+        try withTransaction(body)
+    }
+
+    /// `disconnect()`, ignoring a card that is already gone.
+    public func close() {
+        try? disconnect()
+    }
+
     /// Ends the transaction, first dropping a verified PIN: by resetting the card or, with
     /// `leavesCardWhenCleared`, by VERIFY P1 = `FF` where the card does it.
     private func endTransaction() {
@@ -180,6 +193,7 @@ public final class PCSCCardConnection: CardConnection {
             if disposition == .reset {
                 verified.forget()
                 expectsOwnReset = true
+                resets += 1
             }
         } catch {
             // The card is gone or the reset failed: keep the state so that disconnect resets.

@@ -1,0 +1,111 @@
+import TokenpinAPDU
+import TokenpinCore
+
+/// The card applications a token can be.
+public enum TokenApplicationKind: String, Sendable, CaseIterable, Equatable {
+    /// The OpenPGP card application (OpenPGP cards, YubiKeys, Nitrokeys, Gnuk): its decryption key.
+    case openpgp
+    /// The PIV application (SP 800-73-4: PIV and CAC cards, YubiKeys): a key management key.
+    case piv
+
+    /// How messages name it.
+    public var displayName: String {
+        switch self {
+        case .openpgp: "OpenPGP"
+        case .piv: "PIV"
+        }
+    }
+}
+
+/// What went wrong with a card application, in the service's terms; becomes a fallback to the PIN or an error.
+enum TokenCardError: Error {
+    /// The card has no such application.
+    case applicationNotFound
+    /// The card PIN was wrong; the card's tries left.
+    case wrongPIN(triesLeft: Int)
+    /// The card PIN (or the credential asked for) is blocked.
+    case blocked
+    /// The reader, pcscd or the card went away, or the transport failed.
+    case transport(any Error)
+    /// The card answered something that is not what the application defines.
+    case malformed(String)
+    /// The key asked for cannot be used (no key, an algorithm tokenpin does not support, a signing-only key).
+    case unusable(String)
+    /// The card refused a command for another reason, described.
+    case refused(String)
+}
+
+/// A key on the card that a token slot can bind to, with its public half as a binding keeps it.
+struct TokenCardKey {
+    /// Where the key lives: nil for the OpenPGP decryption key, the slot (`9d`, `82`...) for PIV.
+    var slot: String?
+    /// The key agreement it supports.
+    var algorithm: TokenKeyAlgorithm
+    /// The public key (the point, the cv25519 key or the RSA modulus).
+    var publicKey: [UInt8]
+    /// RSA only: the public exponent.
+    var exponent: [UInt8]?
+}
+
+/// How a blocked (or forgotten) card PIN is replaced.
+enum UnblockCredential: Equatable {
+    /// The OpenPGP Reset Code.
+    case resetCode
+    /// The OpenPGP admin PIN (PW3).
+    case adminPIN
+    /// The PIV PIN Unblocking Key.
+    case puk
+}
+
+/// One card application opened for one operation: all the token needs from OpenPGP, PIV, or the next one.
+///
+/// Opening selects the application and reads, in one transaction, what the operations need: the card's
+/// identity, the PIN's tries left, the keys. Every method that talks to the card runs its commands in one
+/// transaction of its own, selecting the application again first when the connection reset the card since
+/// (the application's session does this). The service sees cards only through this protocol.
+protocol TokenApplication: AnyObject {
+    /// Which application this is.
+    var kind: TokenApplicationKind { get }
+    /// The reader the card is in.
+    var reader: String { get }
+    /// The card's identity as a binding records it and `--serial` matches it. OpenPGP: manufacturer and
+    /// serial number, 12 hex digits.
+    var identity: String { get }
+    /// The card as prompts and lists show it: `0006:12345678 (Yubico)`.
+    var label: String { get }
+    /// The card PIN's tries left, as read at open.
+    var pinTriesLeft: Int { get }
+    /// The longest card PIN the card takes, in bytes.
+    var pinMaxLength: Int { get }
+    /// Why the card cannot be bound as it is (no key, an unsupported algorithm), or nil.
+    var unusableReason: String? { get }
+
+    /// The key a binding uses: the one in `slot` where the application has slots (nil: its default).
+    func bindableKey(slot: String?) throws(TokenCardError) -> TokenCardKey
+
+    /// Verifies the card PIN and has the bound key answer the binding's challenge, in one transaction:
+    /// the secret a token slot is sealed under.
+    func answer(pin: borrowing SecretBytes, binding: TokenBinding, algorithm: TokenKeyAlgorithm)
+        throws(TokenCardError) -> SecretBytes
+
+    /// Generates a new key for the token (`--generate-key`), in `slot` where the application has slots.
+    ///
+    /// Shows what it would replace and asks (`assumeYes` answers for scripts), asks for the credential the
+    /// card needs (the admin PIN, a management key), and returns the new key. A refusal throws
+    /// `ServiceError.cancelled` and writes nothing.
+    func generateKey(slot: String?, assumeYes: Bool, _ interaction: some Interaction) throws -> TokenCardKey
+
+    /// Changes the card PIN from `current` to `new`.
+    func changePIN(current: borrowing SecretBytes, new: borrowing SecretBytes) throws(TokenCardError)
+
+    /// The ways this application unblocks its PIN, the preferred first.
+    var unblockCredentials: [UnblockCredential] { get }
+    /// The tries left of an unblocking credential, as read at open.
+    func triesLeft(_ credential: UnblockCredential) -> Int
+    /// Sets a new card PIN with `credential`, resetting its counter.
+    func unblock(with credential: UnblockCredential, secret: borrowing SecretBytes, newPIN: borrowing SecretBytes)
+        throws(TokenCardError)
+
+    /// Ends the session: the connection closes and no verified PIN outlives it.
+    func close()
+}
