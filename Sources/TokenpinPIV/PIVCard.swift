@@ -1,0 +1,158 @@
+public import TokenpinAPDU
+import TokenpinCardCrypto
+
+/// The PIV application of one card, opened: selected once, with what a token needs to know about the card read
+/// in the same transaction and kept.
+///
+/// `open(_:)` selects the application and reads the CHUID (for its GUID), the YubiKey serial where the card is a
+/// YubiKey, and the PIN's tries left (VERIFY with no data, which spends no try). The YubiKey instructions are
+/// sent only after GET VERSION (`FD`, answered `6D00` by other cards, as OpenSC sends it to unknown cards too)
+/// named firmware that has them, so a plain PIV card sees no instruction that could count against it.
+///
+/// Every later exchange runs in `transaction(_:)`: one `connection.exclusive` transaction, selecting the
+/// application again first when the connection reset the card since the last selection (a reset drops the
+/// selection along with a verified PIN). A `PIVCard` is used from one thread at a time, like its connection.
+public final class PIVCard {
+    /// The channel to the card.
+    public let connection: any CardConnection
+    /// The session commands go through; its trace shows PIN commands by their header only.
+    public let session: PIVSession
+    /// The application property template SELECT answered (`61 {4F …}`).
+    public private(set) var applicationTemplate: [UInt8]
+    /// The CHUID, when the card has one (YubiKeys ship without; issued PIV cards carry one).
+    public private(set) var chuid: PIVCHUID?
+    /// The YubiKey firmware version (major, minor, patch), nil on other cards.
+    public private(set) var firmwareVersion: [UInt8]?
+    /// The YubiKey serial number (firmware 5 and later), nil on other cards.
+    public private(set) var yubiKeySerial: UInt32?
+    /// The PIN's state when the card was opened: verified, or its tries left.
+    public private(set) var pinStatus: PIVPINStatus
+    /// The connection's reset count when the application was last selected.
+    private var selectedAtResets: Int
+
+    private init(
+        connection: any CardConnection, session: PIVSession, applicationTemplate: [UInt8], pinStatus: PIVPINStatus
+    ) {
+        self.connection = connection
+        self.session = session
+        self.applicationTemplate = applicationTemplate
+        self.pinStatus = pinStatus
+        selectedAtResets = connection.resets
+    }
+
+    /// Opens the PIV application on `connection`: SELECT, CHUID, YubiKey version and serial, PIN tries, in one
+    /// transaction.
+    ///
+    /// - Throws: `.applicationNotFound` when the card has no PIV application, `.transport` when the card went
+    ///   away, `.malformed` for answers that do not parse (a CHUID that is not one).
+    public static func open(_ connection: any CardConnection, trace: ((String) -> Void)? = nil) throws(PIVError)
+        -> PIVCard
+    {
+        let session = PIVSession(connection: connection, trace: trace)
+        return try exclusive(connection) { () throws(PIVError) -> PIVCard in
+            let template = try session.select()
+            let card = PIVCard(
+                connection: connection, session: session, applicationTemplate: template, pinStatus: .retriesLeft(0))
+            card.chuid = try Self.chuid(session)
+            card.firmwareVersion = try Self.yubiKeyVersion(session)
+            if let version = card.firmwareVersion, version[0] >= 5 {
+                card.yubiKeySerial = try session.serial()
+            }
+            card.pinStatus = try session.pinStatus()
+            return card
+        }
+    }
+
+    /// The CHUID, nil when the card has none.
+    private static func chuid(_ session: PIVSession) throws(PIVError) -> PIVCHUID? {
+        do {
+            return try session.chuid()
+        } catch .objectNotFound {
+            return nil
+        }
+    }
+
+    /// The firmware version a YubiKey answers GET VERSION with; nil for a card that does not know the instruction.
+    private static func yubiKeyVersion(_ session: PIVSession) throws(PIVError) -> [UInt8]? {
+        do {
+            return try session.version()
+        } catch .unsupported, .invalidSlot, .unexpected {
+            return nil
+        }
+    }
+
+    /// Whether the card answers the YubiKey metadata instruction (`F7`, firmware 5.3 and later).
+    public var hasMetadata: Bool {
+        guard let version = firmwareVersion else { return false }
+        return version[0] > 5 || (version[0] == 5 && version[1] >= 3)
+    }
+
+    /// The CHUID's GUID when the card has one that is not all zero (the placeholder some issuers leave).
+    public var guid: [UInt8]? {
+        guard let guid = chuid?.guid, guid.count == 16, guid.contains(where: { $0 != 0 }) else { return nil }
+        return guid
+    }
+
+    /// The card's identity without looking at a key: `piv-guid:<32 hex>` from the CHUID, else
+    /// `piv-serial:<decimal>` from the YubiKey serial; nil when the card has neither (see `keyIdentity(_:)`).
+    public var identity: String? {
+        if let guid { return "piv-guid:" + Hex.encode(guid).lowercased() }
+        if let yubiKeySerial { return "piv-serial:\(yubiKeySerial)" }
+        return nil
+    }
+
+    /// The identity of a card with neither GUID nor serial: `piv-key:` and the first 16 hex digits of the
+    /// SHA-256 of the bound key as a binding keeps it (the point, or the RSA modulus without leading zeros).
+    public static func keyIdentity(_ publicKey: PIVPublicKey) throws(CardCryptoError) -> String {
+        let bytes: [UInt8]
+        switch publicKey {
+        case .ecc(_, let point): bytes = point
+        case .rsa(let modulus, _): bytes = Array(modulus.drop { $0 == 0 })
+        }
+        return "piv-key:" + Hex.encode(Array(try PublicDigest.sha256(bytes).prefix(8))).lowercased()
+    }
+
+    /// The card as prompts show it: `YubiKey PIV 12345678`, `PIV card 1234…abcd` (the GUID's ends), or
+    /// `PIV card` when it has neither.
+    public var label: String {
+        if let yubiKeySerial { return "YubiKey PIV \(yubiKeySerial)" }
+        if let guid {
+            let hex = Hex.encode(guid).lowercased()
+            return "PIV card \(hex.prefix(4))…\(hex.suffix(4))"
+        }
+        return "PIV card"
+    }
+
+    /// Runs `body` in one transaction on the card, selecting the application again first when the connection
+    /// reset the card since the last selection.
+    ///
+    /// - Throws: what `body` throws; `.transport` when the transaction itself fails (the card went away).
+    public func transaction<R: ~Copyable>(_ body: (PIVSession) throws(PIVError) -> R) throws(PIVError) -> R {
+        let session = self.session
+        return try Self.exclusive(connection) { () throws(PIVError) -> R in
+            if connection.resets != selectedAtResets {
+                applicationTemplate = try session.select()
+                selectedAtResets = connection.resets
+            }
+            return try body(session)
+        }
+    }
+
+    /// `connection.exclusive` with the errors typed: the body's `PIVError`s as they are, the transport's wrapped.
+    private static func exclusive<R: ~Copyable>(
+        _ connection: any CardConnection, _ body: () throws(PIVError) -> R
+    ) throws(PIVError) -> R {
+        do {
+            return try connection.exclusive { () throws -> R in try body() }
+        } catch let error as PIVError {
+            throw error
+        } catch {
+            throw .transport(error)
+        }
+    }
+
+    /// Ends the session: the connection closes, dropping any PIN still verified.
+    public func close() {
+        connection.close()
+    }
+}
