@@ -103,7 +103,7 @@ let package = Package(
         // The operations joining core and token.
         .target(
             name: "TokenpinService",
-            dependencies: ["TokenpinCore", "TokenpinAPDU", "TokenpinOpenPGP", "TokenpinCardCrypto"],
+            dependencies: ["TokenpinCore", "TokenpinAPDU", "TokenpinOpenPGP", "TokenpinCardCrypto", "TokenpinPIV"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -214,7 +214,7 @@ let package = Package(
             name: "TokenpinServiceTests",
             dependencies: [
                 "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinSimulator", "TokenpinOpenPGP",
-                "TokenpinCardCrypto", "TokenpinTestSupport",
+                "TokenpinCardCrypto", "TokenpinPIV", "TokenpinTestSupport",
             ],
             swiftSettings: strictSettings
         ),

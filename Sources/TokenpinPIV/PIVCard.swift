@@ -156,3 +156,76 @@ public final class PIVCard {
         connection.close()
     }
 }
+
+/// What a key slot holds, as far as the card says.
+public enum PIVSlotContent: Sendable, Equatable {
+    /// No key (a YubiKey's metadata says so), or on a card without metadata no certificate naming one.
+    case empty
+    /// A key whose public half tokenpin can read, and the subject of the slot's certificate when one was read.
+    case key(PIVPublicKey, subject: String?)
+    /// A key of an algorithm tokenpin cannot read or use, described (`Ed25519`, a certificate's other key type).
+    case unsupported(String)
+}
+
+extension PIVCard {
+    /// What `slot` holds: from YubiKey metadata where the card has it, else from the slot's certificate.
+    ///
+    /// Runs in the caller's transaction (`session` is the one `transaction(_:)` passed).
+    public func content(of slot: PIVSlot, _ session: PIVSession) throws(PIVError) -> PIVSlotContent {
+        if hasMetadata {
+            let raw: [UInt8]
+            do {
+                raw = try session.rawMetadata(for: slot)
+            } catch .referencedDataNotFound, .objectNotFound {
+                return .empty
+            }
+            let algorithmByte: UInt8
+            do throws(APDUError) {
+                guard let found = try TLV.parseAll(raw).first(where: { $0.tag == 0x01 })?.value, found.count == 1 else {
+                    throw APDUError(.invalidStructure, "metadata without an algorithm")
+                }
+                algorithmByte = found[0]
+            } catch {
+                throw .malformed(error)
+            }
+            guard let algorithm = PIVAlgorithm(rawValue: algorithmByte),
+                algorithm.coordinateLength != nil || algorithm.modulusLength != nil
+            else {
+                return .unsupported(
+                    PIVAlgorithm(rawValue: algorithmByte)?.name ?? "algorithm \(Hex.encode([algorithmByte]))")
+            }
+            do {
+                return .key(try PIVSlotMetadata(parsing: raw).publicKey, subject: nil)
+            } catch {
+                throw .malformed(error)
+            }
+        }
+        let der: [UInt8]
+        do {
+            der = try session.certificate(in: slot)
+        } catch .objectNotFound {
+            return .empty
+        }
+        do {
+            return .key(try PIVPublicKey(certificate: der), subject: PIVPublicKey.subjectCommonName(certificate: der))
+        } catch {
+            return .unsupported("a certificate whose key tokenpin cannot use (\(error.detail))")
+        }
+    }
+}
+
+extension PIVAlgorithm {
+    /// The algorithm as messages name it: `P-256`, `RSA 2048`, `Ed25519`.
+    public var name: String {
+        switch self {
+        case .rsa1024: "RSA 1024"
+        case .rsa2048: "RSA 2048"
+        case .rsa3072: "RSA 3072"
+        case .rsa4096: "RSA 4096"
+        case .eccP256: "P-256"
+        case .eccP384: "P-384"
+        case .ed25519: "Ed25519"
+        case .x25519: "X25519"
+        }
+    }
+}

@@ -366,9 +366,29 @@ public struct PIVSession {
     /// A slot's key metadata: YubiKey GET METADATA `00 F7 00 slot` (firmware 5.3+). Throws `.unsupported` on
     /// other cards and `.referencedDataNotFound` for an empty slot.
     public func metadata(for slot: PIVSlot) throws(PIVError) -> PIVSlotMetadata {
+        let raw = try rawMetadata(for: slot)
+        do { return try PIVSlotMetadata(parsing: raw) } catch { throw .malformed(error) }
+    }
+
+    /// A slot's metadata as the card answers it, unparsed (for keys `PIVSlotMetadata` does not read).
+    public func rawMetadata(for slot: PIVSlot) throws(PIVError) -> [UInt8] {
         let response = try send(CommandAPDU(ins: PIVCommand.getMetadata, p1: 0x00, p2: slot.rawValue, le: 256))
         try check(response.statusWord)
-        do { return try PIVSlotMetadata(parsing: response.data) } catch { throw .malformed(error) }
+        return response.data
+    }
+
+    /// The PIN's (`80`) or PUK's (`81`) tries, total and left, from YubiKey metadata (firmware 5.3+); the only
+    /// way to learn the PUK's without spending one. Throws `.unsupported` on other cards.
+    public func retries(puk: Bool) throws(PIVError) -> (total: Int, left: Int) {
+        let response = try send(CommandAPDU(ins: PIVCommand.getMetadata, p1: 0x00, p2: puk ? 0x81 : 0x80, le: 256))
+        try check(response.statusWord)
+        do throws(APDUError) {
+            guard let tries = try TLV.parseAll(response.data).first(where: { $0.tag == 0x06 })?.value, tries.count == 2
+            else { throw APDUError(.invalidStructure, "PIN metadata without its tries (06)") }
+            return (Int(tries[0]), Int(tries[1]))
+        } catch {
+            throw .malformed(error)
+        }
     }
 
     // MARK: Transport

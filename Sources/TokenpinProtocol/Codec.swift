@@ -11,6 +11,10 @@ extension SecretPrompt {
         switch self {
         case .cardPIN(let card, let tries), .adminPIN(let card, let tries), .resetCode(let card, let tries):
             .prompt(name: name, card: card, triesLeft: tries)
+        case .puk(let card, let tries):
+            .prompt(name: name, card: card, triesLeft: tries)
+        case .managementKey(let card):
+            .prompt(name: name, card: card, triesLeft: nil)
         default:
             .prompt(name: name, card: nil, triesLeft: nil)
         }
@@ -29,6 +33,8 @@ extension SecretPrompt {
         case "confirm-card-pin": self = .confirmCardPIN
         case "admin-pin": self = .adminPIN(card: card ?? "", triesLeft: triesLeft ?? 0)
         case "reset-code": self = .resetCode(card: card ?? "", triesLeft: triesLeft ?? 0)
+        case "puk": self = .puk(card: card ?? "", triesLeft: triesLeft)
+        case "management-key": self = .managementKey(card: card ?? "")
         case "password": self = .loginPassword
         default: return nil
         }
