@@ -50,4 +50,10 @@ public final class CountingConnection: CardConnection {
         counter.record(command)
         return try inner.transmit(command)
     }
+
+    public func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R { try inner.exclusive(body) }
+
+    public var resets: Int { inner.resets }
+
+    public func close() { inner.close() }
 }

@@ -26,7 +26,8 @@ extension Daemon {
             channel: channel, daemon: self, user: user,
             promptTimeoutSeconds: configuration.daemonPromptTimeoutSeconds,
             newPINAttempts: min(max(1, request.newPINAttempts ?? 1), 5))
-        let selection = CardSelection(reader: request.reader ?? configuration.reader, serial: request.serial)
+        let selection = CardSelection(
+            reader: request.reader ?? configuration.reader, serial: request.serial, application: request.application)
         var service = PINService(
             store: store, configuration: configuration, user: user, logger: logger,
             cards: options.cards, selection: selection)
@@ -145,7 +146,7 @@ extension Daemon {
                 on
                 ? try service.enableToken(
                     relay, generateKey: request.generateKey ?? false, assumeYes: request.assumeYes ?? false,
-                    mode: request.mode)
+                    mode: request.mode, slot: request.slot)
                 : try service.disableToken(relay, method: request.method)
             publishOutcome(report, user: user, success: .typeChanged(type: .token, enabled: on))
             let serial = (try? service.types())?.first { $0.type == .token }?.serial

@@ -123,12 +123,13 @@ public struct DaemonClient: Sendable {
     /// `toggle token on`: binds the card present, with the daemon asking the PIN, admin PIN and card PIN here.
     public func enableToken(
         _ interaction: some Interaction, generateKey: Bool = false, assumeYes: Bool = false,
-        mode: VerificationMode? = nil
+        mode: VerificationMode? = nil, slot: String? = nil
     ) throws(ServiceError) -> VerifyReport {
         var request = selected(Request(.toggle, user: user, authenticationType: .token, on: true))
         request.generateKey = generateKey
         request.assumeYes = assumeYes
         request.mode = mode
+        request.slot = slot
         return try report(request, interaction)
     }
 
@@ -167,6 +168,7 @@ public struct DaemonClient: Sendable {
         var request = request
         request.reader = selection.reader
         request.serial = selection.serial
+        request.application = selection.application
         return request
     }
 

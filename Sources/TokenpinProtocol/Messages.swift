@@ -1,4 +1,5 @@
 import TokenpinCore
+public import TokenpinService
 
 /// An operation a client asks for.
 public enum Operation: String, Sendable, CaseIterable {
@@ -58,6 +59,10 @@ public struct Request: Sendable, Equatable {
     public var reader: String?
     /// The card to use (its serial).
     public var serial: String?
+    /// The token application to use (`openpgp`, `piv`).
+    public var application: TokenApplicationKind?
+    /// `toggle token on`: the PIV slot holding the key to bind (`9d`, `82`...).
+    public var slot: String?
 
     /// Creates a request.
     public init(
@@ -111,9 +116,9 @@ extension ClientMessage {
         let type = try fields.string("type")
         switch type {
         case "request":
-            let common: Set<String> = ["v", "type", "op", "user", "newPINAttempts", "reader", "serial"]
+            let common: Set<String> = ["v", "type", "op", "user", "newPINAttempts", "reader", "serial", "app"]
             try fields.allow(
-                common.union(["authType", "on", "record", "method", "generateKey", "yes", "admin", "mode"]))
+                common.union(["authType", "on", "record", "method", "generateKey", "yes", "admin", "mode", "slot"]))
             let opName = try fields.string("op")
             guard let operation = Operation(rawValue: opName) else {
                 throw ProtocolError(.unknownType, "unknown operation `\(opName)`")
@@ -132,6 +137,12 @@ extension ClientMessage {
             {
                 throw ProtocolError(.badField, "`reader` and `serial` must be 1 to 256 bytes")
             }
+            if let name = try fields.optionalString("app") {
+                guard let kind = TokenApplicationKind(rawValue: name) else {
+                    throw ProtocolError(.badField, "`app` must be openpgp or piv")
+                }
+                request.application = kind
+            }
             switch operation {
             case .toggle:
                 let name = try fields.string("authType")
@@ -140,7 +151,13 @@ extension ClientMessage {
                 }
                 request.authenticationType = type
                 request.on = try fields.bool("on")
-                try fields.allow(common.union(["authType", "on", "generateKey", "yes", "method", "mode"]))
+                try fields.allow(common.union(["authType", "on", "generateKey", "yes", "method", "mode", "slot"]))
+                if let slot = try fields.optionalString("slot") {
+                    guard (1...8).contains(slot.utf8.count) else {
+                        throw ProtocolError(.badField, "`slot` must be 1 to 8 bytes")
+                    }
+                    request.slot = slot
+                }
                 if let name = try fields.optionalString("mode") {
                     guard let mode = VerificationMode(rawValue: name) else {
                         throw ProtocolError(.badField, "`mode` must be either or both")
@@ -321,6 +338,8 @@ extension ClientMessage {
             if let admin = request.admin { members.append(JSONMember("admin", .bool(admin))) }
             if let reader = request.reader { members.append(JSONMember("reader", .text(reader))) }
             if let serial = request.serial { members.append(JSONMember("serial", .text(serial))) }
+            if let kind = request.application { members.append(JSONMember("app", .text(kind.rawValue))) }
+            if let slot = request.slot { members.append(JSONMember("slot", .text(slot))) }
         case .secret:
             break  // built above, without intermediate copies
         case .confirm(let answer):

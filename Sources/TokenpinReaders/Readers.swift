@@ -25,9 +25,9 @@ public struct PCSCReaders: CardReaders {
         }
     }
 
-    public func open(_ reader: String) throws(ServiceError) -> any CardHandle {
+    public func open(_ reader: String) throws(ServiceError) -> any CardConnection {
         do {
-            return PCSCHandle(connection: try PCSCCardConnection(reader: reader))
+            return try PCSCCardConnection(reader: reader)
         } catch {
             throw Self.serviceError(error)
         }
@@ -45,29 +45,6 @@ public struct PCSCReaders: CardReaders {
         case .noService, .serviceStopped, .shutdown: return .serviceUnavailable(text)
         default: return .tokenUnavailable(text)
         }
-    }
-}
-
-/// A PC/SC connection as the service's card handle: transactions, and a reset on close after a PIN.
-final class PCSCHandle: CardHandle {
-    let pcsc: PCSCCardConnection
-    var connection: any CardConnection { pcsc }
-
-    init(connection: PCSCCardConnection) { pcsc = connection }
-
-    private(set) var needsReselect = false
-
-    /// A PC/SC transaction; the connection resets the card at its end when a PIN was verified in it.
-    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R {
-        try pcsc.withTransaction { () throws -> R in
-            let result = try body()
-            needsReselect = pcsc.holdsSecurityState
-            return result
-        }
-    }
-
-    func close() {
-        try? pcsc.disconnect()
     }
 }
 
@@ -128,6 +105,6 @@ public struct UnavailableReaders: CardReaders {
     public init(error: ServiceError) { self.error = error }
 
     public func list() throws(ServiceError) -> [ReaderPresence] { throw error }
-    public func open(_ reader: String) throws(ServiceError) -> any CardHandle { throw error }
+    public func open(_ reader: String) throws(ServiceError) -> any CardConnection { throw error }
     public func describe(_ transportError: any Error) -> ServiceError { error }
 }

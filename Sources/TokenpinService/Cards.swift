@@ -1,6 +1,5 @@
 import TokenpinAPDU
 import TokenpinCore
-import TokenpinOpenPGP
 
 /// Where cards come from: the PC/SC readers, or the in-process simulator.
 ///
@@ -10,9 +9,9 @@ public protocol CardReaders: Sendable {
     ///
     /// Throws `.serviceUnavailable` when the smart-card service is not running.
     func list() throws(ServiceError) -> [ReaderPresence]
-    /// Opens the card in `reader` for one operation.
-    func open(_ reader: String) throws(ServiceError) -> any CardHandle
-    /// Turns a transport error (inside `OpenPGPError.transport`) into a service error with a plain message.
+    /// Connects to the card in `reader` for one operation; closing the connection drops any PIN verified on it.
+    func open(_ reader: String) throws(ServiceError) -> any CardConnection
+    /// Turns a transport error (inside `TokenCardError.transport`) into a service error with a plain message.
     func describe(_ transportError: any Error) -> ServiceError
 }
 
@@ -30,61 +29,45 @@ public struct ReaderPresence: Sendable, Equatable {
     }
 }
 
-/// One open card for the length of an operation.
-public protocol CardHandle: AnyObject {
-    /// The channel to the card.
-    var connection: any CardConnection { get }
-    /// Runs `body` so that no other process's commands come in between (PC/SC transaction).
-    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R
-    /// Whether the card was reset when the last exclusive section ended (a PIN had been verified in it), so
-    /// the application must be selected again before the next command.
-    var needsReselect: Bool { get }
-    /// Ends the session; a card on which a PIN was verified is reset so no other process inherits the state.
-    func close()
-}
-
-/// What tokenpin found in one reader.
+/// What tokenpin found in one reader: the token application it opened there, or why none.
 struct CardProbe {
     var reader: String
-    var data: ApplicationRelatedData?
+    /// The application found, nil when none was (see `problem`).
+    var kind: TokenApplicationKind?
+    /// The card's identity as a binding records it.
+    var serial: String?
+    /// The card as prompts show it, or the reader's name when no application was found.
+    var label: String
+    var pinTriesLeft: Int?
+    /// Why tokenpin cannot bind to the card as it is (no key, an unsupported algorithm), named.
+    var unusableReason: String?
+    /// Why no application could be read (no card, not a token card, a transport failure).
     var problem: String?
 
-    /// The card's serial as tokenpin records it: manufacturer and serial number, 12 hex digits.
-    var serial: String? { data.map { Self.serial(of: $0.aid) } }
-
-    static func serial(of aid: ApplicationIdentifier) -> String {
-        Hex.encode([UInt8(aid.manufacturer >> 8), UInt8(aid.manufacturer & 0xFF)]) + aid.serialString
+    /// What `token` read at open.
+    init(_ token: any TokenApplication) {
+        reader = token.reader
+        kind = token.kind
+        serial = token.identity
+        label = token.label
+        pinTriesLeft = token.pinTriesLeft
+        unusableReason = token.unusableReason
     }
 
-    /// `0006:12345678 (Yubico)`, for prompts and lists.
-    var label: String {
-        guard let data else { return reader }
-        let serial = Self.serial(of: data.aid)
-        let name = data.aid.manufacturerName.map { " (\($0))" } ?? ""
-        return String(serial.prefix(4)) + ":" + String(serial.dropFirst(4)) + name
+    /// A reader where no token application was found.
+    init(reader: String, problem: String) {
+        self.reader = reader
+        self.label = reader
+        self.problem = problem
     }
 
-    var usable: Bool { unusableReason == nil && data != nil }
-
-    /// Why tokenpin cannot bind to the card's decryption key as it is: no key, or an algorithm it does not
-    /// support (named, with the list of those it does).
-    var unusableReason: String? {
-        guard let data else { return problem }
-        guard let attributes = data.algorithmAttributes[.decryption] else {
-            return "the card does not say which algorithm its decryption key uses"
-        }
-        guard let algorithm = TokenKeyAlgorithm(attributes: attributes) else {
-            return
-                "the decryption key is \(attributes), which tokenpin cannot use (it supports \(TokenKeyAlgorithm.supportedList))"
-        }
-        if !data.hasDecryptionKey { return "the decryption key slot is set to \(algorithm) but holds no key" }
-        return nil
-    }
+    var usable: Bool { kind != nil && unusableReason == nil }
 
     var info: ReaderInfo {
         ReaderInfo(
-            name: reader, cardPresent: true, serial: serial, isOpenPGP: data != nil, usable: usable,
-            unusableReason: unusableReason, cardPINTriesLeft: data?.passwordStatus.retriesPW1)
+            name: reader, cardPresent: true, serial: serial, isOpenPGP: kind == .openpgp,
+            application: kind?.rawValue, usable: usable, unusableReason: unusableReason ?? problem,
+            cardPINTriesLeft: pinTriesLeft)
     }
 }
 

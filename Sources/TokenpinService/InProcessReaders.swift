@@ -37,13 +37,13 @@ public struct InProcessReaders: CardReaders {
         readers.map { ReaderPresence(name: $0.name, cardPresent: $0.isPresent()) }
     }
 
-    public func open(_ reader: String) throws(ServiceError) -> any CardHandle {
+    public func open(_ reader: String) throws(ServiceError) -> any CardConnection {
         guard let entry = readers.first(where: { $0.name == reader }) else {
             throw .tokenUnavailable("no reader named \(reader)")
         }
         guard entry.isPresent() else { throw .tokenUnavailable("there is no card in \(reader)") }
         do {
-            return InProcessHandle(connection: try entry.connect(), reset: entry.reset)
+            return InProcessConnection(try entry.connect(), reset: entry.reset)
         } catch {
             throw .tokenUnavailable("\(reader): \(error)")
         }
@@ -54,20 +54,35 @@ public struct InProcessReaders: CardReaders {
     }
 }
 
-/// A session with an in-process card; closing resets the card as a PC/SC disconnect after a PIN does.
-final class InProcessHandle: CardHandle {
-    let connection: any CardConnection
+/// A connection to an in-process card whose `close()` resets the card, as a PC/SC disconnect after a PIN does.
+/// No other client shares the card, so transactions only run their body and the card is not reset in between.
+final class InProcessConnection: CardConnection {
+    let inner: any CardConnection
     let reset: @Sendable () -> Void
+    private var closed = false
 
-    init(connection: any CardConnection, reset: @escaping @Sendable () -> Void) {
-        self.connection = connection
+    init(_ inner: any CardConnection, reset: @escaping @Sendable () -> Void) {
+        self.inner = inner
         self.reset = reset
     }
 
-    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R { try body() }
+    var atr: [UInt8] { inner.atr }
 
-    /// In-process cards are reset only when the session closes.
-    var needsReselect: Bool { false }
+    var lengthCapabilities: LengthCapabilities {
+        get { inner.lengthCapabilities }
+        set { inner.lengthCapabilities = newValue }
+    }
 
-    func close() { reset() }
+    func transmit(_ command: [UInt8]) throws -> [UInt8] { try inner.transmit(command) }
+
+    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R { try inner.exclusive(body) }
+
+    var resets: Int { inner.resets }
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        inner.close()
+        reset()
+    }
 }

@@ -32,12 +32,6 @@ public struct ModeInForce: Sendable, Equatable {
 }
 
 extension PINService {
-    /// The card PIN's tries left, read from the card now (an empty VERIFY, or its PW status); nil when it does not
-    /// answer.
-    func cardTries(_ card: OpenedCard) -> Int? {
-        try? card.run { session throws(OpenPGPError) in try session.retriesLeft(.pw1) }
-    }
-
     /// The mode a new binding is made in: `both` when asked for or when the configuration says so.
     func bindingMode(requested: VerificationMode?) -> VerificationMode {
         requested == .both || configuration.mode == .both ? .both : .either
@@ -81,14 +75,14 @@ extension PINService {
         let record = try loadRecord()
         if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
         guard let slot = record.slot(.token), let binding = slot.token else { throw ServiceError.tokenNotEnabled }
-        let card: OpenedCard
+        let card: any TokenApplication
         do {
-            card = try openEnrolledCard(serial: binding.serial, lastReader: binding.reader)
+            card = try openEnrolledCard(binding)
         } catch {
             interaction.report(.tokenFailed(reason: error.reason, fallback: false))
             throw error.serviceError
         }
-        defer { card.handle.close() }
+        defer { card.close() }
         let pin = PIN(try interaction.readPIN(.pin, remaining: record.counter.remaining))
         return try finishBoth(card: card, counter: record.counter, interaction) { () throws -> VerifyReport in
             let shared = try cardSecret(card, binding: binding, interaction)
@@ -97,7 +91,7 @@ extension PINService {
                 throw TokenFailure(
                     kind: .refused,
                     reason: "card \(card.label) does not open the token slot (was its "
-                        + "decryption key replaced?)", cardTriesLeft: cardTries(card))
+                        + "decryption key replaced?)", cardTriesLeft: card.pinTriesNow())
             }
             let report = try countedAttempt(pin: pin) { record, vaultKey in
                 guard let current = record.slot(.token), current.token?.ephemeralPublicKey == binding.ephemeralPublicKey

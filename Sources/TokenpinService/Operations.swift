@@ -20,9 +20,11 @@ public protocol PINOperations {
     func types() throws(ServiceError) -> [TypeStatus]
     /// Switches the PIN type on or off (off is always refused: the PIN is the first type).
     func togglePIN(on: Bool, _ interaction: some Interaction) throws(ServiceError)
-    /// Binds a card and switches the token on (`mode`: `either`, or `both` for the composite slot).
-    func enableToken(_ interaction: some Interaction, generateKey: Bool, assumeYes: Bool, mode: VerificationMode?)
-        throws(ServiceError) -> VerifyReport
+    /// Binds a card and switches the token on (`mode`: `either`, or `both` for the composite slot), with the key
+    /// in `slot` where the card application has slots (PIV).
+    func enableToken(
+        _ interaction: some Interaction, generateKey: Bool, assumeYes: Bool, mode: VerificationMode?, slot: String?
+    ) throws(ServiceError) -> VerifyReport
     /// Switches the token off after a counted PIN attempt or the card (`method`).
     func disableToken(_ interaction: some Interaction, method: VerificationMethod?) throws(ServiceError)
         -> VerifyReport

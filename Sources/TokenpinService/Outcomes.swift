@@ -180,6 +180,8 @@ public struct ReaderInfo: Sendable, Equatable {
     public var serial: String?
     /// Whether the card is an OpenPGP card.
     public var isOpenPGP: Bool
+    /// The token application tokenpin found on the card (`openpgp`, `piv`), nil when none.
+    public var application: String?
     /// Whether the card has a decryption key of an algorithm tokenpin binds to (usable as it is).
     public var usable: Bool
     /// Why it is not usable.
@@ -189,13 +191,14 @@ public struct ReaderInfo: Sendable, Equatable {
 
     /// Creates a reader description.
     public init(
-        name: String, cardPresent: Bool, serial: String? = nil, isOpenPGP: Bool = false, usable: Bool = false,
-        unusableReason: String? = nil, cardPINTriesLeft: Int? = nil
+        name: String, cardPresent: Bool, serial: String? = nil, isOpenPGP: Bool = false, application: String? = nil,
+        usable: Bool = false, unusableReason: String? = nil, cardPINTriesLeft: Int? = nil
     ) {
         self.name = name
         self.cardPresent = cardPresent
         self.serial = serial
         self.isOpenPGP = isOpenPGP
+        self.application = application ?? (isOpenPGP ? TokenApplicationKind.openpgp.rawValue : nil)
         self.usable = usable
         self.unusableReason = unusableReason
         self.cardPINTriesLeft = cardPINTriesLeft

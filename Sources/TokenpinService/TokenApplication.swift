@@ -8,6 +8,11 @@ public enum TokenApplicationKind: String, Sendable, CaseIterable, Equatable {
     /// The PIV application (SP 800-73-4: PIV and CAC cards, YubiKeys): a key management key.
     case piv
 
+    /// The application a binding's identity belongs to: PIV identities start with `piv-`.
+    init(identity: String) {
+        self = identity.hasPrefix("piv-") ? .piv : .openpgp
+    }
+
     /// How messages name it.
     public var displayName: String {
         switch self {
@@ -15,6 +20,13 @@ public enum TokenApplicationKind: String, Sendable, CaseIterable, Equatable {
         case .piv: "PIV"
         }
     }
+}
+
+/// The PIV slots a token may bind to, as `--slot` names them: authentication, signature, key management, card
+/// authentication and the twenty retired key management slots.
+public enum PIVSlotName {
+    /// `9a 9c 9d 9e 82 ... 95`.
+    public static let all: [String] = ["9a", "9c", "9d", "9e"] + (0x82...0x95).map { String($0, radix: 16) }
 }
 
 /// What went wrong with a card application, in the service's terms; becomes a fallback to the PIN or an error.
@@ -106,6 +118,27 @@ protocol TokenApplication: AnyObject {
     func unblock(with credential: UnblockCredential, secret: borrowing SecretBytes, newPIN: borrowing SecretBytes)
         throws(TokenCardError)
 
+    /// The card PIN's tries left, read from the card now (after a refusal); nil when it does not answer.
+    func pinTriesNow() -> Int?
+
     /// Ends the session: the connection closes and no verified PIN outlives it.
     func close()
+}
+
+/// Opens the application of `kind` on the card behind `connection`: its SELECT and the reads it caches.
+func openTokenApplication(_ kind: TokenApplicationKind, connection: any CardConnection, reader: String)
+    throws(TokenCardError) -> any TokenApplication
+{
+    switch kind {
+    case .openpgp: return try OpenPGPToken.open(connection: connection, reader: reader)
+    case .piv: throw .applicationNotFound  // PIV: PIVToken.open(connection:reader:) plugs in here.
+    }
+}
+
+extension TokenBinding {
+    /// The application the binding was made through; OpenPGP for bindings that name none.
+    var applicationKind: TokenApplicationKind { TokenApplicationKind(identity: serial) }
+
+    /// Records the application and the slot (PIV) the binding is made through.
+    mutating func setApplication(_ kind: TokenApplicationKind, slot: String?) {}
 }

@@ -1,7 +1,6 @@
 import FoundationEssentials
 import TokenpinAPDU
 import TokenpinCore
-import TokenpinOpenPGP
 
 /// Which card to use when several are present (`--reader`, `--serial`, the `reader` setting).
 public struct CardSelection: Sendable, Equatable {
@@ -9,11 +8,14 @@ public struct CardSelection: Sendable, Equatable {
     public var reader: String?
     /// A card serial: the 8 hex digits of the serial number, or the 12 with the manufacturer.
     public var serial: String?
+    /// The token application to bind through (`--app`); nil: OpenPGP where the card has it, else PIV.
+    public var application: TokenApplicationKind?
 
     /// Creates a selection.
-    public init(reader: String? = nil, serial: String? = nil) {
+    public init(reader: String? = nil, serial: String? = nil, application: TokenApplicationKind? = nil) {
         self.reader = reader
         self.serial = serial
+        self.application = application
     }
 
     func accepts(reader name: String) -> Bool { reader.map { readerMatches(name, pattern: $0) } ?? true }
@@ -64,33 +66,6 @@ struct TokenFailure: Error {
     }
 }
 
-/// A card opened for one operation: the handle, the selected OpenPGP session and its application data.
-struct OpenedCard {
-    let handle: any CardHandle
-    let session: OpenPGPSession
-    let data: ApplicationRelatedData
-    let reader: String
-
-    var serial: String { CardProbe.serial(of: data.aid) }
-    var label: String { CardProbe(reader: reader, data: data).label }
-
-    /// Runs card commands inside one exclusive transaction, selecting the application again first when the
-    /// previous transaction ended with a card reset.
-    func run<R: ~Copyable>(_ body: (OpenPGPSession) throws(OpenPGPError) -> R) throws(OpenPGPError) -> R {
-        let reselect = handle.needsReselect
-        do {
-            return try handle.exclusive { () throws -> R in
-                if reselect { try session.select() }
-                return try body(session)
-            }
-        } catch let error as OpenPGPError {
-            throw error
-        } catch {
-            throw .transport(error)
-        }
-    }
-}
-
 extension PINService {
     /// The card source, or the error that says there is none.
     func readers() throws(ServiceError) -> any CardReaders {
@@ -99,7 +74,7 @@ extension PINService {
     }
 
     /// Turns a card error into a token failure with a plain reason.
-    func failure(_ error: OpenPGPError, card: String) -> TokenFailure {
+    func failure(_ error: TokenCardError, card: String) -> TokenFailure {
         switch error {
         case .wrongPIN(let retries):
             return TokenFailure(
@@ -117,42 +92,41 @@ extension PINService {
             if case .serviceUnavailable(let why) = described { return TokenFailure(kind: .service, reason: why) }
             return TokenFailure(kind: .unavailable, reason: "card \(card): \(described.message)")
         case .malformed(let detail):
-            return TokenFailure(kind: .unavailable, reason: "card \(card) answered malformed data (\(detail.detail))")
-        default:
-            return TokenFailure(kind: .unavailable, reason: "card \(card): \(error.description)")
+            return TokenFailure(kind: .unavailable, reason: "card \(card) answered malformed data (\(detail))")
+        case .applicationNotFound:
+            return TokenFailure(kind: .unavailable, reason: "card \(card) has no token application")
+        case .unusable(let why), .refused(let why):
+            return TokenFailure(kind: .unavailable, reason: "card \(card): \(why)")
         }
     }
 
     // MARK: Finding cards
 
-    /// Opens the card in `reader`, selects the OpenPGP application and reads its data (2 APDUs).
-    func openCard(reader: String) throws(TokenFailure) -> OpenedCard {
-        let cards: any CardReaders
-        let handle: any CardHandle
+    /// Opens the card in `reader` and the token application of `kind` on it: its SELECT and the reads it keeps
+    /// (2 APDUs for OpenPGP). With no kind, the one the selection names, else OpenPGP where the card has it,
+    /// else PIV.
+    func openCard(reader: String, kind: TokenApplicationKind? = nil) throws(TokenFailure) -> any TokenApplication {
+        let kinds = (kind ?? selection.application).map { [$0] } ?? TokenApplicationKind.allCases
+        let connection: any CardConnection
         do {
-            cards = try readers()
-            handle = try cards.open(reader)
+            connection = try readers().open(reader)
         } catch {
             if case .serviceUnavailable(let why) = error { throw TokenFailure(kind: .service, reason: why) }
             throw TokenFailure(kind: .unavailable, reason: error.message)
         }
-        let session = OpenPGPSession(connection: handle.connection)
-        do {
-            let data = try handle.exclusive { () throws -> ApplicationRelatedData in
-                try session.select()
-                return try session.applicationRelatedData()
+        for kind in kinds {
+            do {
+                return try openTokenApplication(kind, connection: connection, reader: reader)
+            } catch {
+                guard case .applicationNotFound = error else {
+                    connection.close()
+                    throw failure(error, card: reader)
+                }
             }
-            return OpenedCard(handle: handle, session: session, data: data, reader: reader)
-        } catch let error as OpenPGPError {
-            handle.close()
-            if case .applicationNotFound = error {
-                throw TokenFailure(kind: .unavailable, reason: "the card in \(reader) is not an OpenPGP card")
-            }
-            throw failure(error, card: reader)
-        } catch {
-            handle.close()
-            throw failure(.transport(error), card: reader)
         }
+        connection.close()
+        let names = kinds.map(\.displayName).joined(separator: " or ")
+        throw TokenFailure(kind: .unavailable, reason: "the card in \(reader) has no \(names) application")
     }
 
     /// Every reader the selection allows, with what is in it.
@@ -161,27 +135,32 @@ extension PINService {
         var probes: [CardProbe] = []
         for reader in try readers().list() where selection.accepts(reader: reader.name) {
             guard reader.cardPresent else {
-                probes.append(CardProbe(reader: reader.name, data: nil, problem: "no card"))
+                probes.append(CardProbe(reader: reader.name, problem: "no card"))
                 continue
             }
             do {
                 let card = try openCard(reader: reader.name)
-                card.handle.close()
-                probes.append(CardProbe(reader: reader.name, data: card.data, problem: nil))
+                card.close()
+                probes.append(CardProbe(card))
             } catch {
                 if error.kind == .service { throw error.serviceError }
-                probes.append(CardProbe(reader: reader.name, data: nil, problem: error.reason))
+                probes.append(CardProbe(reader: reader.name, problem: error.reason))
             }
         }
         return probes
     }
 
-    /// Opens the card with `serial` in whichever reader holds it, trying the reader it was bound in first.
-    /// Never sends a PIN anywhere else.
-    func openEnrolledCard(serial: String, lastReader: String? = nil) throws(TokenFailure) -> OpenedCard {
-        if let lastReader, selection.accepts(reader: lastReader), let card = try? openCard(reader: lastReader) {
-            if card.serial == serial { return card }
-            card.handle.close()
+    /// Opens the bound card's application in whichever reader holds the card, trying the reader it was bound in
+    /// first; the card is recognised by the identity read from it. Never sends a PIN anywhere else.
+    func openEnrolledCard(_ binding: TokenBinding) throws(TokenFailure) -> any TokenApplication {
+        let serial = binding.serial
+        let lastReader = binding.reader
+        let kind = binding.applicationKind
+        if let lastReader, selection.accepts(reader: lastReader),
+            let card = try? openCard(reader: lastReader, kind: kind)
+        {
+            if card.identity == serial { return card }
+            card.close()
         }
         let presences: [ReaderPresence]
         do {
@@ -195,9 +174,9 @@ extension PINService {
         }
         if presences.isEmpty { throw TokenFailure(kind: .unavailable, reason: "no card reader is connected") }
         for reader in candidates {
-            guard let card = try? openCard(reader: reader.name) else { continue }
-            if card.serial == serial { return card }
-            card.handle.close()
+            guard let card = try? openCard(reader: reader.name, kind: kind) else { continue }
+            if card.identity == serial { return card }
+            card.close()
         }
         let othersPresent = presences.contains { $0.cardPresent && selection.accepts(reader: $0.name) }
         throw TokenFailure(
@@ -208,12 +187,13 @@ extension PINService {
 
     /// The card to bind or manage: the only usable one, the one the selection names, or the person's choice.
     func chooseCard(_ interaction: some Interaction) throws(ServiceError) -> CardProbe {
-        let probes = try probeCards().filter { $0.data != nil && selection.accepts(serial: $0.serial) }
+        let probes = try probeCards().filter { $0.kind != nil && selection.accepts(serial: $0.serial) }
+        let cards = selection.application.map { "\($0.displayName) card" } ?? "OpenPGP or PIV card"
         guard !probes.isEmpty else {
             if selection.serial != nil {
-                throw .tokenUnavailable("no OpenPGP card with serial \(selection.serial ?? "") is present")
+                throw .tokenUnavailable("no \(cards) with serial \(selection.serial ?? "") is present")
             }
-            throw .tokenUnavailable("no OpenPGP card is present; insert the token and try again")
+            throw .tokenUnavailable("no \(cards) is present; insert the token and try again")
         }
         if probes.count == 1 { return probes[0] }
         let index = try interaction.choose("Which card?", options: probes.map { "\($0.label) in \($0.reader)" })
@@ -311,8 +291,8 @@ extension PINService {
         guard let binding = slot.token else {
             throw StoreError(.corrupt, path: recordPath, "token slot without a binding")
         }
-        let card = try openEnrolledCard(serial: binding.serial, lastReader: binding.reader)
-        defer { card.handle.close() }
+        let card = try openEnrolledCard(binding)
+        defer { card.close() }
         let shared = try cardSecret(card, binding: binding, interaction)
         let start = time.monotonicNanoseconds
         let kek = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))
@@ -321,10 +301,10 @@ extension PINService {
             throw TokenFailure(
                 kind: .refused,
                 reason: "card \(card.label) does not open the token slot (was its decryption key replaced?)",
-                cardTriesLeft: cardTries(card))
+                cardTriesLeft: card.pinTriesNow())
         }
         return OpenedTokenSlot(
-            vaultKey: vaultKey, card: VerifiedCard(serial: card.serial, reader: card.reader),
+            vaultKey: vaultKey, card: VerifiedCard(serial: card.identity, reader: card.reader),
             nanoseconds: time.monotonicNanoseconds &- start)
     }
 
@@ -356,25 +336,25 @@ extension PINService {
         return algorithm
     }
 
-    /// Asks for the card PIN (showing the card's tries left), verifies it on the card and has the card compute
-    /// the shared secret with the slot's ephemeral key: VERIFY and PSO:DECIPHER in one transaction.
-    func cardSecret(_ card: OpenedCard, binding: TokenBinding, _ interaction: some Interaction) throws -> SecretBytes {
-        let tries = card.data.passwordStatus.retriesPW1
+    /// Asks for the card PIN (showing the card's tries left), verifies it on the card and has the bound key
+    /// answer the slot's challenge: VERIFY and the key operation (PSO:DECIPHER, GENERAL AUTHENTICATE) in one
+    /// transaction.
+    func cardSecret(_ card: any TokenApplication, binding: TokenBinding, _ interaction: some Interaction) throws
+        -> SecretBytes
+    {
+        let tries = card.pinTriesLeft
         guard tries > 0 else { throw failure(.blocked, card: card.label) }
         let algorithm = try bindingAlgorithm(binding)
         let cardPIN = try interaction.readSecret(.cardPIN(card: card.label, triesLeft: tries))
         do {
-            return try card.run { session throws(OpenPGPError) -> SecretBytes in
-                try session.verify(.pw1, pin: cardPIN, keyDerivation: session.keyDerivation(card.data))
-                return try algorithm.cardAnswer(session, challenge: [UInt8](binding.ephemeralPublicKey))
-            }
+            return try card.answer(pin: cardPIN, binding: binding, algorithm: algorithm)
         } catch {
             throw failure(error, card: card.label)
         }
     }
 
     /// `cardSecret` for binding: a refusal is an error, there is nothing to fall back to.
-    func requireCardSecret(_ card: OpenedCard, binding: TokenBinding, _ interaction: some Interaction) throws
+    func requireCardSecret(_ card: any TokenApplication, binding: TokenBinding, _ interaction: some Interaction) throws
         -> SecretBytes
     {
         do {
@@ -395,14 +375,14 @@ extension PINService {
         let record = try loadRecord()
         if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
         guard let slot = record.slot(.composite), let binding = slot.token else { throw ServiceError.tokenNotEnabled }
-        let card: OpenedCard
+        let card: any TokenApplication
         do {
-            card = try openEnrolledCard(serial: binding.serial, lastReader: binding.reader)
+            card = try openEnrolledCard(binding)
         } catch {
             interaction.report(.tokenFailed(reason: error.reason, fallback: false))
             throw error.serviceError
         }
-        defer { card.handle.close() }
+        defer { card.close() }
         let pin = PIN(try interaction.readPIN(prompt, remaining: record.counter.remaining))
         return try finishBoth(card: card, counter: record.counter, interaction) { () throws -> VerifyReport in
             let shared = try cardSecret(card, binding: binding, interaction)
@@ -445,14 +425,14 @@ extension PINService {
     /// configuration): a success names both and the card it was made with; a card failure is reported with no
     /// fallback and answered as `tokenRejected` when the card refused, anything else is thrown.
     func finishBoth(
-        card: OpenedCard, counter: RetryCounter, _ interaction: some Interaction,
+        card: any TokenApplication, counter: RetryCounter, _ interaction: some Interaction,
         _ attempt: () throws -> VerifyReport
     ) throws -> VerifyReport {
         do {
             var report = try attempt()
             if case .verified = report.outcome {
                 report.outcome = .verified(method: .both)
-                report.card = VerifiedCard(serial: card.serial, reader: card.reader)
+                report.card = VerifiedCard(serial: card.identity, reader: card.reader)
             }
             return report
         } catch let failure as TokenFailure {
@@ -475,7 +455,7 @@ extension PINService {
     /// already bound in `either` it re-binds it in `both` (see `rebindInBoth`).
     public func enableToken(
         _ interaction: some Interaction, generateKey: Bool = false, assumeYes: Bool = false,
-        mode: VerificationMode? = nil
+        mode: VerificationMode? = nil, slot: String? = nil
     ) throws(ServiceError) -> VerifyReport {
         try guarded { () throws -> VerifyReport in
             let record = try loadRecord()
@@ -486,76 +466,66 @@ extension PINService {
             if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
             // Find the card before asking for anything: a missing card costs no PIN try.
             let probe = try chooseCard(interaction)
-            if !probe.usable && !generateKey {
+            if slot == nil && !probe.usable && !generateKey {
+                let generation =
+                    probe.kind == .piv
+                    ? "generates a P-256 key in an empty retired slot of its PIV application"
+                    : "creates a cv25519 decryption key on it (replacing the card's decryption key)"
                 throw ServiceError.tokenUnavailable(
                     "card \(probe.label) is not usable: \(probe.unusableReason ?? "unknown"); "
-                        + "`tokenpin toggle token on --generate-key` creates a cv25519 decryption key on it (replacing the card's decryption key)"
-                )
+                        + "`tokenpin toggle token on --generate-key` \(generation)")
             }
             let pin = PIN(try interaction.readSecret(.pin))
             return try countedAttempt(pin: pin) { record, vaultKey in
                 try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
                 try bind(
-                    record: &record, vaultKey: vaultKey, pin: pin, reader: probe.reader, serial: probe.serial,
+                    record: &record, vaultKey: vaultKey, pin: pin, probe: probe, slot: slot,
                     generateKey: generateKey, assumeYes: assumeYes, mode: bindingMode(requested: mode), interaction)
             }
         }
     }
 
-    /// Binds the card in `reader`, which must still be the card with `serial` that was chosen: the serial is
-    /// read from the card again before any PIN is sent to it.
+    /// Binds the card `probe` found, which must still be in its reader: the identity is read from the card again
+    /// before any PIN is sent to it. Binds to the key already on the card (in `slot` where the application has
+    /// slots), or with `generateKey` to a new one.
     func bind(
-        record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pin: borrowing PIN, reader: String,
-        serial: String?, generateKey: Bool, assumeYes: Bool, mode: VerificationMode? = nil,
+        record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pin: borrowing PIN, probe: CardProbe,
+        slot: String?, generateKey: Bool, assumeYes: Bool, mode: VerificationMode? = nil,
         _ interaction: some Interaction
     ) throws {
         let mode = mode ?? configuration.mode
-        let card = try openCard(reader: reader)
-        defer { card.handle.close() }
-        guard let serial, card.serial == serial else {
+        let reader = probe.reader
+        let card = try openCard(reader: reader, kind: probe.kind)
+        defer { card.close() }
+        guard let serial = probe.serial, card.identity == serial else {
             throw ServiceError.tokenUnavailable(
                 "the card in \(reader) changed since it was chosen: it was "
-                    + "\(serial.map(cardLabel(serial:)) ?? "unknown"), it is now \(card.label); nothing was sent to it")
+                    + "\(probe.serial.map(cardLabel(serial:)) ?? "unknown"), it is now \(card.label); nothing was sent to it"
+            )
         }
-        var algorithm = card.data.algorithmAttributes[.decryption].flatMap(TokenKeyAlgorithm.init(attributes:))
-        let publicKey: CardPublicKey
+        let key: TokenCardKey
         do {
-            if !generateKey, let supported = algorithm, card.data.hasDecryptionKey {
-                // The key already on the card, whatever supported algorithm it uses: nothing on the card changes.
-                publicKey = try card.run { session throws(OpenPGPError) in try session.publicKey(for: .decryption) }
-                algorithm = supported
+            if generateKey {
+                key = try card.generateKey(slot: slot, assumeYes: assumeYes, interaction)
+                logger.info(
+                    "generated a key for the token",
+                    [("card", card.label), ("algorithm", key.algorithm.description), ("slot", key.slot ?? "-")])
             } else {
-                guard generateKey else {
-                    let reason = CardProbe(reader: reader, data: card.data).unusableReason ?? "no usable decryption key"
-                    throw ServiceError.tokenUnavailable("card \(card.label) is not usable: \(reason)")
-                }
-                try confirmKeyReplacement(on: card, assumeYes: assumeYes, interaction)
-                let adminPIN = try interaction.readSecret(
-                    .adminPIN(card: card.label, triesLeft: card.data.passwordStatus.retriesPW3))
-                publicKey = try card.run { session throws(OpenPGPError) in
-                    try session.verify(.pw3, pin: adminPIN, keyDerivation: session.keyDerivation(card.data))
-                    try session.setAlgorithmAttributes(.cv25519, for: .decryption)
-                    return try session.generateKey(for: .decryption)
-                }
-                algorithm = .cv25519
-                logger.info("generated a cv25519 decryption key", [("card", card.label)])
+                // The key already on the card, whatever supported algorithm it uses: nothing on the card changes.
+                key = try card.bindableKey(slot: slot)
             }
-        } catch let error as OpenPGPError {
+        } catch let error as TokenCardError {
+            if case .unusable(let why) = error {
+                throw ServiceError.tokenUnavailable("card \(card.label) is not usable: \(why)")
+            }
             throw ServiceError.cardRefused(failure(error, card: card.label).reason)
         }
-        guard let algorithm else {
-            throw ServiceError.tokenUnavailable("card \(card.label) has no usable decryption key")
-        }
-        let cardKey: (key: [UInt8], exponent: [UInt8]?)
-        do {
-            cardKey = try algorithm.bindingKey(from: publicKey)
-        } catch {
-            throw ServiceError.tokenUnavailable("card \(card.label): \(error.description)")
-        }
+        let algorithm = key.algorithm
         var binding = TokenBinding(
-            serial: card.serial, cardPublicKey: Data(cardKey.key), ephemeralPublicKey: Data(),
+            serial: card.identity, cardPublicKey: Data(key.publicKey), ephemeralPublicKey: Data(),
             reader: reader, algorithm: algorithm.bindingName,
-            cardPublicExponent: cardKey.exponent.map { Data($0) })
+            cardPublicExponent: key.exponent.map { Data($0) })
+        binding.setApplication(card.kind, slot: key.slot)
         let fresh = try algorithm.freshChallenge(for: binding)
         binding.ephemeralPublicKey = Data(fresh.challenge)
         let shared = try requireCardSecret(card, binding: binding, interaction)
@@ -716,7 +686,7 @@ extension PINService {
             guard bound != nil else { return [] }
         }
         let readers = try probeCards().map { probe in
-            probe.data == nil && probe.problem == "no card"
+            probe.kind == nil && probe.problem == "no card"
                 ? ReaderInfo(name: probe.reader, cardPresent: false) : probe.info
         }
         guard let bound else { return readers }
@@ -745,7 +715,7 @@ extension PINService {
     /// The card the card-PIN commands act on: the bound card when there is one (found by the serial read from
     /// the card, before any prompt), else the one chosen. Under `.boundCardOnly` only the bound card, and no
     /// card at all without a binding.
-    func managedCard(_ interaction: some Interaction, command: String) throws -> OpenedCard {
+    func managedCard(_ interaction: some Interaction, command: String) throws -> any TokenApplication {
         let binding = try boundCard()
         if cardScope == .boundCardOnly {
             let local = "manage another card with `tokenpin --local token \(command)`, under your own smart-card rights"
@@ -760,8 +730,9 @@ extension PINService {
                         + "(\(cardLabel(serial: binding.serial))), not card \(named); " + local)
             }
         }
-        if let binding { return try openEnrolledCard(serial: binding.serial, lastReader: binding.reader) }
-        return try openCard(reader: chooseCard(interaction).reader)
+        if let binding { return try openEnrolledCard(binding) }
+        let chosen = try chooseCard(interaction)
+        return try openCard(reader: chosen.reader, kind: chosen.kind)
     }
 
     /// Reads a new card PIN twice and checks its length against the card's limits (6 up to PW1's maximum).
@@ -774,22 +745,18 @@ extension PINService {
         return new
     }
 
-    /// `tokenpin token change-pin`: the card's user PIN (PW1), changed on the card after showing its tries left.
-    /// Prompts: card PIN, new card PIN, new card PIN again.
+    /// `tokenpin token change-pin`: the card PIN (OpenPGP PW1, the PIV PIN), changed on the card after showing
+    /// its tries left. Prompts: card PIN, new card PIN, new card PIN again.
     public func changeCardPIN(_ interaction: some Interaction) throws(ServiceError) {
         try guarded { () throws -> Void in
             let card = try managedCard(interaction, command: "change-pin")
-            defer { card.handle.close() }
-            let tries = card.data.passwordStatus.retriesPW1
+            defer { card.close() }
+            let tries = card.pinTriesLeft
             guard tries > 0 else { throw ServiceError.cardRefused(failure(.blocked, card: card.label).reason) }
             let current = try interaction.readSecret(.cardPIN(card: card.label, triesLeft: tries))
-            let new = try readNewCardPIN(interaction, maximum: card.data.passwordStatus.maxLengthPW1)
-            do throws(OpenPGPError) {
-                try card.run { session throws(OpenPGPError) in
-                    try session.changeReferenceData(
-                        .pw1, current: current, new: new,
-                        keyDerivation: session.keyDerivation(card.data))
-                }
+            let new = try readNewCardPIN(interaction, maximum: card.pinMaxLength)
+            do throws(TokenCardError) {
+                try card.changePIN(current: current, new: new)
             } catch {
                 throw ServiceError.cardRefused(failure(error, card: card.label).reason)
             }
@@ -797,50 +764,61 @@ extension PINService {
         }
     }
 
-    /// `tokenpin token unblock`: a new card PIN with the Reset Code, or with the admin PIN (`admin`).
-    /// Prompts: Reset Code (or admin PIN), new card PIN, new card PIN again.
+    /// `tokenpin token unblock`: a new card PIN with the card's unblocking credential: the OpenPGP Reset Code
+    /// (or its admin PIN with `admin`), the PIV PUK. Prompts: the credential, new card PIN, new card PIN again.
     public func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError) {
         try guarded { () throws -> Void in
             let card = try managedCard(interaction, command: "unblock")
-            defer { card.handle.close() }
-            let status = card.data.passwordStatus
-            if admin {
-                guard status.retriesPW3 > 0 else {
-                    throw ServiceError.cardRefused(
-                        "the admin PIN of card \(card.label) is blocked; only a factory reset helps")
-                }
-                let adminPIN = try interaction.readSecret(.adminPIN(card: card.label, triesLeft: status.retriesPW3))
-                let new = try readNewCardPIN(interaction, maximum: status.maxLengthPW1)
-                do throws(OpenPGPError) {
-                    try card.run { session throws(OpenPGPError) in
-                        let kdf = try session.keyDerivation(card.data)
-                        try session.verify(.pw3, pin: adminPIN, keyDerivation: kdf)
-                        try session.resetRetryCounter(newPIN: new, keyDerivation: kdf)
-                    }
-                } catch {
-                    throw ServiceError.cardRefused(
-                        failure(error, card: card.label).reason.replacing("card PIN", with: "admin PIN"))
-                }
-            } else {
-                guard status.retriesResetCode > 0 else {
-                    throw ServiceError.cardRefused(
-                        "card \(card.label) has no usable Reset Code; unblock with the admin PIN (`tokenpin token unblock --admin`)"
-                    )
-                }
-                let code = try interaction.readSecret(.resetCode(card: card.label, triesLeft: status.retriesResetCode))
-                let new = try readNewCardPIN(interaction, maximum: status.maxLengthPW1)
-                do throws(OpenPGPError) {
-                    try card.run { session throws(OpenPGPError) in
-                        try session.resetRetryCounter(
-                            resetCode: code, newPIN: new,
-                            keyDerivation: session.keyDerivation(card.data))
-                    }
-                } catch {
-                    throw ServiceError.cardRefused(
-                        failure(error, card: card.label).reason.replacing("card PIN", with: "Reset Code"))
-                }
+            defer { card.close() }
+            let credential = admin ? UnblockCredential.adminPIN : card.unblockCredentials.first
+            guard let credential, card.unblockCredentials.contains(credential) else {
+                throw ServiceError.usage(
+                    "card \(card.label) (\(card.kind.displayName)) has no admin PIN to unblock with; "
+                        + "run `tokenpin token unblock` without --admin")
             }
-            logger.info("card PIN unblocked", [("card", card.label)])
+            let tries = card.triesLeft(credential)
+            guard tries > 0 else { throw ServiceError.cardRefused(blockedCredential(credential, card: card)) }
+            let secret = try interaction.readSecret(unblockPrompt(credential, card: card, triesLeft: tries))
+            let new = try readNewCardPIN(interaction, maximum: card.pinMaxLength)
+            do throws(TokenCardError) {
+                try card.unblock(with: credential, secret: secret, newPIN: new)
+            } catch {
+                throw ServiceError.cardRefused(
+                    failure(error, card: card.label).reason.replacing("card PIN", with: credential.name))
+            }
+            logger.info("card PIN unblocked", [("card", card.label), ("with", credential.name)])
+        }
+    }
+
+    /// The prompt for an unblocking credential.
+    func unblockPrompt(_ credential: UnblockCredential, card: any TokenApplication, triesLeft: Int) -> SecretPrompt {
+        switch credential {
+        case .resetCode: .resetCode(card: card.label, triesLeft: triesLeft)
+        case .adminPIN: .adminPIN(card: card.label, triesLeft: triesLeft)
+        case .puk: .resetCode(card: card.label, triesLeft: triesLeft)  // PIV: its own prompt comes with PIVToken.
+        }
+    }
+
+    /// What to say when the unblocking credential itself is blocked, and what is left to do.
+    func blockedCredential(_ credential: UnblockCredential, card: any TokenApplication) -> String {
+        switch credential {
+        case .resetCode:
+            "card \(card.label) has no usable Reset Code; unblock with the admin PIN (`tokenpin token unblock --admin`)"
+        case .adminPIN:
+            "the admin PIN of card \(card.label) is blocked; only a factory reset helps"
+        case .puk:
+            "the PUK of card \(card.label) is blocked; only resetting its PIV application helps (its keys are lost)"
+        }
+    }
+}
+
+extension UnblockCredential {
+    /// How messages name it.
+    var name: String {
+        switch self {
+        case .resetCode: "Reset Code"
+        case .adminPIN: "admin PIN"
+        case .puk: "PUK"
         }
     }
 }
@@ -854,21 +832,18 @@ final class KeyHolder {
 // MARK: Finding a card by serial
 
 extension CardReaders {
-    /// The reader holding the OpenPGP card with `serial` (as tokenpin records it, 12 hex digits), or nil.
+    /// The reader holding the card whose token application has `serial` as its identity, or nil.
     ///
-    /// Reads only public data (SELECT, GET DATA application related data) and sends no PIN; the daemon uses it
-    /// to tell whether the card a user verified with came back within `lock-grace`.
+    /// Reads only public data (the application's SELECT and what it reads at open) and sends no PIN; the
+    /// daemon uses it to tell whether the card a user verified with came back within `lock-grace`.
     public func reader(holding serial: String) -> String? {
+        let kind = TokenApplicationKind(identity: serial)
         guard let presences = try? list() else { return nil }
         for presence in presences where presence.cardPresent {
-            guard let handle = try? open(presence.name) else { continue }
-            defer { handle.close() }
-            let session = OpenPGPSession(connection: handle.connection)
-            let data = try? handle.exclusive { () throws -> ApplicationRelatedData in
-                try session.select()
-                return try session.applicationRelatedData()
-            }
-            if let data, CardProbe.serial(of: data.aid) == serial { return presence.name }
+            guard let connection = try? open(presence.name) else { continue }
+            defer { connection.close() }
+            let token = try? openTokenApplication(kind, connection: connection, reader: presence.name)
+            if token?.identity == serial { return presence.name }
         }
         return nil
     }

@@ -86,6 +86,12 @@ enum Options {
             "Replace the card's decryption key with a new cv25519 key (admin PIN); without it, the key is used as it is."
     )
     static let yes = Option.flag("--yes", help: "Confirm that --generate-key replaces the card's decryption key.")
+    static let app = Option.value(
+        "--app", valueName: "app", allowedValues: TokenApplicationKind.allCases.map(\.rawValue),
+        help: "The card application to bind or manage: openpgp or piv (default: OpenPGP where the card has it).")
+    static let slot = Option.value(
+        "--slot", valueName: "slot",
+        help: "PIV: the slot whose key to bind (9d by default; 9a, 9c, 9e, 82-95), or to generate into.")
     static let admin = Option.flag("--admin", help: "Unblock with the admin PIN instead of the Reset Code.")
     static let iterations = Option.value("--iterations", valueName: "n", help: "Verifications to time (default 5).")
     static let token = Option.flag(
@@ -132,13 +138,16 @@ extension Program {
                         label: "<type>"),
                     Positional("state", values: .oneOf(["on", "off"])),
                 ],
-                options: [Options.generateKey, Options.yes, Options.toggleMethod, Options.toggleMode]),
+                options: [
+                    Options.generateKey, Options.yes, Options.toggleMethod, Options.toggleMode, Options.app,
+                    Options.slot,
+                ]),
             Subcommand("readers", abstract: "List the card readers and the card in each."),
             Subcommand(
                 "token", abstract: "Change or unblock the card's own PIN.",
                 discussion: "Prompts: card PIN (or Reset Code / admin PIN), new card PIN, new card PIN again.",
                 arguments: [Positional("action", values: .oneOf(["change-pin", "unblock"]))],
-                options: [Options.admin]),
+                options: [Options.admin, Options.app]),
             Subcommand("status", abstract: "Show enrolment, tries left, lock, delay and key derivation."),
             Subcommand(
                 "reset", abstract: "Set a new PIN with the recovery key and clear the lock.",

@@ -473,6 +473,8 @@ struct ToggleCommand: Command {
     var method: VerificationMethod?
     /// `toggle token on`: the mode to bind in; `both` re-binds a card bound in `either`.
     var mode: VerificationMode?
+    /// `toggle token on --app piv`: the slot whose key to bind or to generate into.
+    var slot: String?
 
     func run(_ context: Context) -> ExitCode {
         switch (type, on) {
@@ -495,7 +497,7 @@ struct ToggleCommand: Command {
                     && ((try? context.backend.types())?.contains { $0.type == .token && $0.enabled } ?? false)
                 let report = try context.backend.enableToken(
                     context.interaction, generateKey: generateKey,
-                    assumeYes: assumeYes, mode: mode)
+                    assumeYes: assumeYes, mode: mode, slot: slot)
                 let serial = (try? context.backend.types())?.first { $0.type == .token }?.serial
                 let card = serial.map { cardLabel(serial: $0) } ?? "?"
                 return context.finish(

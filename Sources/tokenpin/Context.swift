@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenpinArguments
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinReaders
@@ -58,7 +59,9 @@ struct Context {
         // PC/SC reader or a glob, as the `reader` setting does.
         let readerOption = options.global.reader ?? environment["TOKENPIN_READER"].flatMap { $0.isEmpty ? nil : $0 }
         let cards: (any CardReaders)?
-        var selection = CardSelection(reader: readerOption ?? configuration.reader, serial: options.global.serial)
+        var selection = CardSelection(
+            reader: readerOption ?? configuration.reader, serial: options.global.serial,
+            application: options.values.value(Options.app).flatMap(TokenApplicationKind.init(rawValue:)))
         if readerOption == "sim" {
             cards = SimulatorCards.shared(stateFile: store.directory + "/sim-card.json")
             selection.reader = nil

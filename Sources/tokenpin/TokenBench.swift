@@ -13,25 +13,11 @@ struct CountingReaders: CardReaders {
 
     func list() throws(ServiceError) -> [ReaderPresence] { try inner.list() }
 
-    func open(_ reader: String) throws(ServiceError) -> any CardHandle {
-        CountingHandle(try inner.open(reader), counter: counter)
+    func open(_ reader: String) throws(ServiceError) -> any CardConnection {
+        CountingConnection(try inner.open(reader), counter: counter)
     }
 
     func describe(_ transportError: any Error) -> ServiceError { inner.describe(transportError) }
-}
-
-final class CountingHandle: CardHandle {
-    let inner: any CardHandle
-    let connection: any CardConnection
-
-    init(_ inner: any CardHandle, counter: APDUCounter) {
-        self.inner = inner
-        self.connection = CountingConnection(inner.connection, counter: counter)
-    }
-
-    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R { try inner.exclusive(body) }
-    var needsReselect: Bool { inner.needsReselect }
-    func close() { inner.close() }
 }
 
 /// Answers the benchmark's prompts: its own PIN for the scratch record, and the card's PINs asked once from the
@@ -153,23 +139,23 @@ extension BenchCommand {
                 }
                 defer { secureZero(&verifyCommand) }
                 let start = time.monotonicNanoseconds
-                let handle = try cards.open(reader)
+                let connection = try cards.open(reader)
                 var inner: UInt64 = 0
-                let statuses = try handle.exclusive { () throws -> [UInt8] in
+                let statuses = try connection.exclusive { () throws -> [UInt8] in
                     let transmitStart = time.monotonicNanoseconds
                     var last: [UInt8] = []
                     for command in readsKDF
                         ? [select, getData, getKDF, verifyCommand, decipher]
                         : [select, getData, verifyCommand, decipher]
                     {
-                        var answer = try handle.connection.transmit(command)
+                        var answer = try connection.transmit(command)
                         last.append(answer.count >= 2 ? answer[answer.count - 2] : 0)
                         secureZero(&answer)
                     }
                     inner = time.monotonicNanoseconds - transmitStart
                     return last
                 }
-                handle.close()
+                connection.close()
                 guard statuses.allSatisfy({ $0 == 0x90 }) else { return nil }
                 return (Double(time.monotonicNanoseconds - start) / 1e6, Double(inner) / 1e6)
             }
@@ -274,11 +260,8 @@ extension BenchCommand {
 /// The card's KDF-DO (`F9`) as tokenpin's session reads it, or nil when it is off: the bench's bare VERIFY must
 /// send what the card expects, as tokenpin does.
 func kdfOfCard(in reader: String, cards: any CardReaders) throws -> KeyDerivation? {
-    let handle = try cards.open(reader)
-    defer { handle.close() }
-    return try handle.exclusive { () throws -> KeyDerivation? in
-        let session = OpenPGPSession(connection: handle.connection)
-        try session.select()
-        return try session.keyDerivation(try session.applicationRelatedData())
-    }
+    let connection = try cards.open(reader)
+    defer { connection.close() }
+    let card = try OpenPGPCard.open(connection)
+    return try card.transaction { session throws(OpenPGPError) in try card.keyDerivation(session) }
 }

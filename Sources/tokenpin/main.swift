@@ -38,13 +38,25 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
         if values.isSet(Options.toggleMethod) && (type != .token || on) {
             throw UsageError(message: "--method applies to `toggle token off`", command: name)
         }
-        if values.isSet(Options.toggleMode) && (type != .token || !on) {
-            throw UsageError(message: "--mode applies to `toggle token on`", command: name)
+        for option in [Options.toggleMode, Options.app, Options.slot]
+        where values.isSet(option) && (type != .token || !on) {
+            throw UsageError(message: "\(option.names[0]) applies to `toggle token on`", command: name)
+        }
+        let slot = values.value(Options.slot).map { $0.lowercased() }
+        if let slot {
+            guard PIVSlotName.all.contains(slot) else {
+                throw UsageError(
+                    message: "--slot takes a PIV slot: \(PIVSlotName.all.joined(separator: ", ")), not '\(slot)'",
+                    command: name)
+            }
+            guard values.value(Options.app) == TokenApplicationKind.piv.rawValue else {
+                throw UsageError(message: "--slot applies to PIV: add --app piv", command: name)
+            }
         }
         return ToggleCommand(
             type: type, on: on, generateKey: values.isSet(Options.generateKey),
             assumeYes: values.isSet(Options.yes), method: method(Options.toggleMethod),
-            mode: values.value(Options.toggleMode).flatMap(VerificationMode.init(rawValue:)))
+            mode: values.value(Options.toggleMode).flatMap(VerificationMode.init(rawValue:)), slot: slot)
     case "readers":
         return ReadersCommand()
     case "import":

@@ -51,7 +51,9 @@ func cardWithForeignDecryptionKey(serial: UInt32 = 0x0000_2222) throws -> Simula
 
     /// The decryption slot's fingerprint as the card reports it, or nil when the slot has none.
     func decryptionFingerprint(_ service: PINService) throws -> [UInt8]? {
-        try service.probeCards().first?.data?.fingerprints[.decryption]
+        let card = try service.openCard(reader: "Reader A", kind: .openpgp)
+        defer { card.close() }
+        return (card as? OpenPGPToken)?.data.fingerprints[.decryption]
     }
 
     @Test func theKeyIsShownAndMustBeTypedAway() throws {

@@ -1,0 +1,198 @@
+import TokenpinAPDU
+import TokenpinCore
+import TokenpinOpenPGP
+
+/// The OpenPGP card application as a token: its decryption key (cv25519, RSA, NIST or brainpool ECDH) answers
+/// PSO:DECIPHER after VERIFY PW1, its PW status gives the tries left, and the Reset Code or the admin PIN
+/// unblock it.
+final class OpenPGPToken: TokenApplication {
+    let card: OpenPGPCard
+    let reader: String
+
+    private init(card: OpenPGPCard, reader: String) {
+        self.card = card
+        self.reader = reader
+    }
+
+    /// Selects the OpenPGP application on `connection` and reads its data (2 APDUs, one transaction).
+    static func open(connection: any CardConnection, reader: String) throws(TokenCardError) -> OpenPGPToken {
+        do {
+            return OpenPGPToken(card: try OpenPGPCard.open(connection), reader: reader)
+        } catch {
+            throw Self.cardError(error)
+        }
+    }
+
+    var kind: TokenApplicationKind { .openpgp }
+
+    var data: ApplicationRelatedData { card.data }
+
+    var identity: String { Self.serial(of: data.aid) }
+
+    /// `0006:12345678 (Yubico)`.
+    var label: String {
+        let serial = identity
+        let name = data.aid.manufacturerName.map { " (\($0))" } ?? ""
+        return String(serial.prefix(4)) + ":" + String(serial.dropFirst(4)) + name
+    }
+
+    var pinTriesLeft: Int { data.passwordStatus.retriesPW1 }
+
+    var pinMaxLength: Int { data.passwordStatus.maxLengthPW1 }
+
+    /// No key, or an algorithm tokenpin does not support (named, with the list of those it does).
+    var unusableReason: String? {
+        guard let attributes = data.algorithmAttributes[.decryption] else {
+            return "the card does not say which algorithm its decryption key uses"
+        }
+        guard let algorithm = TokenKeyAlgorithm(attributes: attributes) else {
+            return
+                "the decryption key is \(attributes), which tokenpin cannot use (it supports \(TokenKeyAlgorithm.supportedList))"
+        }
+        if !data.hasDecryptionKey { return "the decryption key slot is set to \(algorithm) but holds no key" }
+        return nil
+    }
+
+    /// The card's serial as tokenpin records it: manufacturer and serial number, 12 hex digits.
+    static func serial(of aid: ApplicationIdentifier) -> String {
+        Hex.encode([UInt8(aid.manufacturer >> 8), UInt8(aid.manufacturer & 0xFF)]) + aid.serialString
+    }
+
+    /// The decryption key as it is on the card (GET PUBLIC KEY; nothing is changed). OpenPGP has no slots.
+    func bindableKey(slot: String?) throws(TokenCardError) -> TokenCardKey {
+        guard slot == nil else { throw .unusable("an OpenPGP card has no key slots to choose (--slot is for PIV)") }
+        if let reason = unusableReason { throw .unusable(reason) }
+        guard let algorithm = data.algorithmAttributes[.decryption].flatMap(TokenKeyAlgorithm.init(attributes:))
+        else { throw .unusable("the card has no usable decryption key") }
+        let publicKey = try run { session throws(OpenPGPError) in try session.publicKey(for: .decryption) }
+        return try Self.key(algorithm, publicKey)
+    }
+
+    /// The binding's form of a public key the card returned, checked against its attributes.
+    private static func key(_ algorithm: TokenKeyAlgorithm, _ publicKey: CardPublicKey) throws(TokenCardError)
+        -> TokenCardKey
+    {
+        do {
+            let checked = try algorithm.bindingKey(from: publicKey)
+            return TokenCardKey(slot: nil, algorithm: algorithm, publicKey: checked.key, exponent: checked.exponent)
+        } catch {
+            throw .unusable(error.description)
+        }
+    }
+
+    /// VERIFY PW1 (hashed as the KDF-DO asks) and PSO:DECIPHER of the binding's challenge, in one transaction.
+    func answer(pin: borrowing SecretBytes, binding: TokenBinding, algorithm: TokenKeyAlgorithm)
+        throws(TokenCardError) -> SecretBytes
+    {
+        let challenge = [UInt8](binding.ephemeralPublicKey)
+        return try run { session throws(OpenPGPError) -> SecretBytes in
+            try session.verify(.pw1, pin: pin, keyDerivation: card.keyDerivation(session))
+            switch algorithm {
+            case .cv25519: return try session.decipher(ephemeralPublicKey: challenge)
+            case .ecdh: return try session.decipher(ecdhPoint: challenge)
+            case .rsa: return try session.decipher(rsaCryptogram: challenge)
+            }
+        }
+    }
+
+    /// The card PIN's tries left, read now (an empty VERIFY, or the PW status).
+    func pinTriesNow() -> Int? {
+        try? card.transaction { session throws(OpenPGPError) in try session.retriesLeft(.pw1) }
+    }
+
+    /// A new cv25519 decryption key, after showing the key it replaces and asking (`replace` typed, or
+    /// `assumeYes`), with the admin PIN.
+    func generateKey(slot: String?, assumeYes: Bool, _ interaction: some Interaction) throws -> TokenCardKey {
+        guard slot == nil else {
+            throw TokenCardError.unusable("an OpenPGP card has no key slots to choose (--slot is for PIV)")
+        }
+        try confirmReplacement(assumeYes: assumeYes, interaction)
+        let adminPIN = try interaction.readSecret(
+            .adminPIN(card: label, triesLeft: data.passwordStatus.retriesPW3))
+        let publicKey = try run { session throws(OpenPGPError) -> CardPublicKey in
+            try session.verify(.pw3, pin: adminPIN, keyDerivation: card.keyDerivation(session))
+            try session.setAlgorithmAttributes(.cv25519, for: .decryption)
+            return try session.generateKey(for: .decryption)
+        }
+        return try Self.key(.cv25519, publicKey)
+    }
+
+    /// Shows the decryption key `--generate-key` would replace (algorithm, fingerprint, creation date) and asks
+    /// for `replace` to be typed. An empty slot asks nothing; `assumeYes` (`--yes`) is the only way past a key
+    /// without a person. A refusal throws `.cancelled`.
+    private func confirmReplacement(assumeYes: Bool, _ interaction: some Interaction) throws {
+        var current = CardKeyDescription(.decryption, in: data)
+        if !current.isPresent && data.keyStatus[.decryption] == nil {
+            // No key information (cards before OpenPGP 3.3) and no fingerprint or date: a key generated without
+            // them (as tokenpin generates one) may still be there; its public key says so.
+            let publicKey = try? run { session throws(OpenPGPError) in try session.publicKey(for: .decryption) }
+            current.isPresent = publicKey != nil
+        }
+        guard current.isPresent else { return }
+        if assumeYes { return }
+        let question =
+            "Card \(label) holds a decryption key (\(current)). --generate-key replaces it with a "
+            + "new cv25519 key: messages encrypted to the old key can no longer be decrypted with this card."
+        guard try interaction.confirmTyped(question, word: PINService.replaceWord) else { throw ServiceError.cancelled }
+    }
+
+    func changePIN(current: borrowing SecretBytes, new: borrowing SecretBytes) throws(TokenCardError) {
+        try run { session throws(OpenPGPError) in
+            try session.changeReferenceData(
+                .pw1, current: current, new: new, keyDerivation: card.keyDerivation(session))
+        }
+    }
+
+    var unblockCredentials: [UnblockCredential] { [.resetCode, .adminPIN] }
+
+    func triesLeft(_ credential: UnblockCredential) -> Int {
+        switch credential {
+        case .resetCode: data.passwordStatus.retriesResetCode
+        case .adminPIN: data.passwordStatus.retriesPW3
+        case .puk: 0
+        }
+    }
+
+    func unblock(with credential: UnblockCredential, secret: borrowing SecretBytes, newPIN: borrowing SecretBytes)
+        throws(TokenCardError)
+    {
+        switch credential {
+        case .resetCode:
+            try run { session throws(OpenPGPError) in
+                try session.resetRetryCounter(
+                    resetCode: secret, newPIN: newPIN, keyDerivation: card.keyDerivation(session))
+            }
+        case .adminPIN:
+            try run { session throws(OpenPGPError) in
+                let kdf = try card.keyDerivation(session)
+                try session.verify(.pw3, pin: secret, keyDerivation: kdf)
+                try session.resetRetryCounter(newPIN: newPIN, keyDerivation: kdf)
+            }
+        case .puk:
+            throw .unusable("an OpenPGP card has no PUK; unblock with the Reset Code or the admin PIN")
+        }
+    }
+
+    func close() { card.session.connection.close() }
+
+    /// One transaction of the card, with OpenPGP's errors in the token's terms.
+    private func run<R: ~Copyable>(_ body: (OpenPGPSession) throws(OpenPGPError) -> R) throws(TokenCardError) -> R {
+        do {
+            return try card.transaction(body)
+        } catch {
+            throw Self.cardError(error)
+        }
+    }
+
+    /// An OpenPGP error in the token's terms.
+    static func cardError(_ error: OpenPGPError) -> TokenCardError {
+        switch error {
+        case .wrongPIN(let retries): .wrongPIN(triesLeft: retries)
+        case .blocked: .blocked
+        case .applicationNotFound: .applicationNotFound
+        case .transport(let inner): .transport(inner)
+        case .malformed(let detail): .malformed(detail.detail)
+        default: .refused(error.description)
+        }
+    }
+}
