@@ -29,6 +29,8 @@ public final class PIVCard {
     public private(set) var pinStatus: PIVPINStatus
     /// The connection's reset count when the application was last selected.
     private var selectedAtResets: Int
+    /// Whether `close()` ended the session: no command goes out after it.
+    private var isClosed = false
 
     private init(
         connection: any CardConnection, session: PIVSession, applicationTemplate: [UInt8], pinStatus: PIVPINStatus
@@ -128,6 +130,7 @@ public final class PIVCard {
     ///
     /// - Throws: what `body` throws; `.transport` when the transaction itself fails (the card went away).
     public func transaction<R: ~Copyable>(_ body: (PIVSession) throws(PIVError) -> R) throws(PIVError) -> R {
+        guard !isClosed else { throw .transport(PIVCardClosed()) }
         let session = self.session
         return try Self.exclusive(connection) { () throws(PIVError) -> R in
             if connection.resets != selectedAtResets {
@@ -153,8 +156,16 @@ public final class PIVCard {
 
     /// Ends the session: the connection closes, dropping any PIN still verified.
     public func close() {
+        isClosed = true
         connection.close()
     }
+}
+
+/// A transaction on a `PIVCard` that was closed: the connection is gone, and with it the selection.
+public struct PIVCardClosed: Error, CustomStringConvertible {
+    /// Creates the error.
+    public init() {}
+    public var description: String { "the PIV session was closed" }
 }
 
 /// What a key slot holds, as far as the card says.

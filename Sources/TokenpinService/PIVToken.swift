@@ -66,6 +66,16 @@ final class PIVToken: TokenApplication {
         }
     }
 
+    /// The card PIN's tries left, read now with VERIFY without data (which spends none); verified counts as 3.
+    func pinTriesNow() -> Int? {
+        let status = try? card.transaction { session throws(PIVError) in try session.pinStatus() }
+        switch status {
+        case .retriesLeft(let tries): return tries
+        case .verified: return 3
+        case nil: return nil
+        }
+    }
+
     /// Read once, when asked: whether the default slot holds a key a binding can use.
     private lazy var defaultSlotProblem: String? = {
         if let identityProblem { return identityProblem }

@@ -131,14 +131,21 @@ func openTokenApplication(_ kind: TokenApplicationKind, connection: any CardConn
 {
     switch kind {
     case .openpgp: return try OpenPGPToken.open(connection: connection, reader: reader)
-    case .piv: throw .applicationNotFound  // PIV: PIVToken.open(connection:reader:) plugs in here.
+    case .piv: return try PIVToken.open(connection: connection, reader: reader)
     }
 }
 
 extension TokenBinding {
     /// The application the binding was made through; OpenPGP for bindings that name none.
-    var applicationKind: TokenApplicationKind { TokenApplicationKind(identity: serial) }
+    var applicationKind: TokenApplicationKind {
+        if let application, let kind = TokenApplicationKind(rawValue: application) { return kind }
+        return TokenApplicationKind(identity: serial)
+    }
 
-    /// Records the application and the slot (PIV) the binding is made through.
-    mutating func setApplication(_ kind: TokenApplicationKind, slot: String?) {}
+    /// Records the application and the slot (PIV) the binding is made through; OpenPGP records neither, so its
+    /// bindings stay as they were.
+    mutating func setApplication(_ kind: TokenApplicationKind, slot: String?) {
+        application = kind == .openpgp ? nil : kind.rawValue
+        self.slot = kind == .openpgp ? nil : slot
+    }
 }

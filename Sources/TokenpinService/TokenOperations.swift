@@ -140,8 +140,9 @@ extension PINService {
             }
             do {
                 let card = try openCard(reader: reader.name)
-                card.close()
+                // Read before the close: a PIV card reads what its default slot holds only when asked.
                 probes.append(CardProbe(card))
+                card.close()
             } catch {
                 if error.kind == .service { throw error.serviceError }
                 probes.append(CardProbe(reader: reader.name, problem: error.reason))
@@ -777,7 +778,8 @@ extension PINService {
                         + "run `tokenpin token unblock` without --admin")
             }
             let tries = card.triesLeft(credential)
-            guard tries > 0 else { throw ServiceError.cardRefused(blockedCredential(credential, card: card)) }
+            // Negative: the card cannot tell without spending a try (a PIV card's PUK outside YubiKey metadata).
+            guard tries != 0 else { throw ServiceError.cardRefused(blockedCredential(credential, card: card)) }
             let secret = try interaction.readSecret(unblockPrompt(credential, card: card, triesLeft: tries))
             let new = try readNewCardPIN(interaction, maximum: card.pinMaxLength)
             do throws(TokenCardError) {
@@ -795,7 +797,7 @@ extension PINService {
         switch credential {
         case .resetCode: .resetCode(card: card.label, triesLeft: triesLeft)
         case .adminPIN: .adminPIN(card: card.label, triesLeft: triesLeft)
-        case .puk: .resetCode(card: card.label, triesLeft: triesLeft)  // PIV: its own prompt comes with PIVToken.
+        case .puk: .puk(card: card.label, triesLeft: triesLeft >= 0 ? triesLeft : nil)
         }
     }
 

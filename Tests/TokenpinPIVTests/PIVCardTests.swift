@@ -132,6 +132,18 @@ struct PIVCardTests {
         #expect(card.trace.filter { $0.hasPrefix("> 00 A4") }.count == 1)
     }
 
+    @Test("no command goes out after close")
+    func closed() throws {
+        let card = try Card(profile: .pivCard)
+        let piv = try PIVCard.open(card.connection)
+        piv.close()
+        let before = card.card.processedCount
+        #expect(throws: PIVError.transport(PIVCardClosed())) {
+            _ = try piv.transaction { session throws(PIVError) in try session.pinStatus() }
+        }
+        #expect(card.card.processedCount == before)
+    }
+
     @Test("a card pulled mid-session is a transport error")
     func pulled() throws {
         let card = try Card(profile: .pivCard)

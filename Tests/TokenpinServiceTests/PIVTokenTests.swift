@@ -11,7 +11,7 @@ import TokenpinTestSupport
 
 /// A simulated card with PIV, set up as yubico-piv-tool would (default management key, a key generated in a
 /// slot, its certificate written), and the token opened on it.
-private final class PIVFixture {
+final class PIVFixture {
     let card: SimulatedCard
     let connection: SimulatedCardConnection
 
@@ -376,4 +376,110 @@ struct PIVTokenTests {
 private struct Failure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The service with a PIV card in a reader: bound through PIV, verified with the card, its PIN managed.
+@Suite("PIV through the service")
+struct PIVServiceTests {
+    struct Setup {
+        var service: PINService
+        var fixture: PIVFixture
+    }
+
+    fileprivate static func setup(
+        _ profile: SimulatedProfile, mode: VerificationMode = .either, algorithm: PIVAlgorithm? = .eccP256
+    ) throws -> (PINService, PIVFixture) {
+        let fixture = try PIVFixture(profile)
+        if let algorithm { try fixture.generate(.keyManagement, algorithm) }
+        var service = makeService()
+        var configuration = service.configuration
+        configuration.mode = mode
+        service = PINService(
+            store: service.store, configuration: configuration, user: "alice", time: ManualTime(),
+            cards: readers([("Reader P", fixture.card)]))
+        try enrol(service)
+        service.selection = CardSelection(application: .piv)
+        return (service, fixture)
+    }
+
+    @Test("bind to the 9D key, verify with the card, fall back on a wrong card PIN, pulled card falls back", arguments: [SimulatedProfile.pivCard, .yubikey])
+    func bindAndVerify(profile: SimulatedProfile) throws {
+        let (service, fixture) = try Self.setup(profile)
+        let bind = ScriptedInteraction(["482916", "123456"])
+        #expect(try service.enableToken(bind).outcome == .verified(method: .pin))
+        #expect(bind.prompts.map(\.name) == ["pin", "card-pin"])
+        let record = try #require(try service.store.load(user: "alice"))
+        let binding = try #require(record.slot(.token)?.token)
+        #expect(binding.application == "piv")
+        #expect(binding.slot == "9d")
+        #expect(binding.algorithm == "nistp256")
+        #expect(binding.serial.hasPrefix(profile == .yubikey ? "piv-serial:" : "piv-guid:"))
+
+        #expect(try service.verify(ScriptedInteraction(["123456"])).outcome == .verified(method: .token))
+        // The challenge rotated after the verify, and still opens.
+        let rotated = try #require(try service.store.load(user: "alice")?.slot(.token)?.token)
+        #expect(rotated.ephemeralPublicKey != binding.ephemeralPublicKey)
+        #expect(rotated.slot == "9d")
+        #expect(try service.verify(ScriptedInteraction(["123456"])).outcome == .verified(method: .token))
+
+        let wrong = try service.verify(ScriptedInteraction(["654321", "482916"]))
+        #expect(wrong.outcome == .verified(method: .pin))
+        #expect(wrong.tokenFailure?.contains("2 tries left") == true)
+
+        // A PIN the card cannot take costs no card try and falls back.
+        let long = try service.verify(ScriptedInteraction(["123456789", "482916"]))
+        #expect(long.outcome == .verified(method: .pin))
+        #expect(long.tokenFailure?.contains("1 to 8 bytes") == true)
+        #expect(try PIVToken.open(connection: fixture.connection, reader: "sim").pinTriesLeft == 2)
+
+        fixture.card.remove()
+        let pulled = ScriptedInteraction(["482916"])
+        #expect(try service.verify(pulled).outcome == .verified(method: .pin))
+        #expect(pulled.prompts == [.pin])
+    }
+
+    @Test("change the card PIN, block it, unblock with the PUK")
+    func changeAndUnblock() throws {
+        let (service, _) = try Self.setup(.yubikey)
+        _ = try service.enableToken(ScriptedInteraction(["482916", "123456"]))
+        let change = ScriptedInteraction(["123456", "246813", "246813"])
+        try service.changeCardPIN(change)
+        #expect(change.prompts.map(\.name) == ["card-pin", "new-card-pin", "confirm-card-pin"])
+        #expect(try service.verify(ScriptedInteraction(["246813"])).outcome == .verified(method: .token))
+        for _ in 0..<3 { _ = try service.verify(ScriptedInteraction(["000000", "482916"])) }
+        let unblock = ScriptedInteraction(["12345678", "135792", "135792"])
+        try service.unblockCardPIN(unblock, admin: false)
+        #expect(unblock.prompts.first == .puk(card: "YubiKey PIV \(0x00C0_FFEE)", triesLeft: 3))
+        #expect(try service.verify(ScriptedInteraction(["135792"])).outcome == .verified(method: .token))
+    }
+
+    @Test("a PIV card's PUK tries are unknown: the prompt says none, and unblocking still works")
+    func unblockWithoutMetadata() throws {
+        let (service, _) = try Self.setup(.pivCard)
+        _ = try service.enableToken(ScriptedInteraction(["482916", "123456"]))
+        let unblock = ScriptedInteraction(["12345678", "135792", "135792"])
+        try service.unblockCardPIN(unblock, admin: false)
+        guard case .puk(_, let tries) = unblock.prompts.first else { throw Failure("no PUK prompt") }
+        #expect(tries == nil)
+        #expect(try service.verify(ScriptedInteraction(["135792"])).outcome == .verified(method: .token))
+    }
+
+    @Test("mode both: the PIN and the PIV card together")
+    func bothMode() throws {
+        let (service, _) = try Self.setup(.pivCard, mode: .both, algorithm: .rsa2048)
+        _ = try service.enableToken(ScriptedInteraction(["482916", "123456"]))
+        let record = try #require(try service.store.load(user: "alice"))
+        #expect(record.slots.map(\.kind) == [.recovery, .composite])
+        #expect(try service.verify(ScriptedInteraction(["482916", "123456"])).outcome == .verified(method: .both))
+    }
+
+    @Test("--generate-key with the factory management key and --yes binds a new key in 82")
+    func generate() throws {
+        let (service, _) = try Self.setup(.yubikey, algorithm: nil)
+        let script = ScriptedInteraction(["482916", Hex.encode(PIVToken.defaultManagementKey), "123456"])
+        _ = try service.enableToken(script, generateKey: true, assumeYes: true)
+        #expect(script.prompts.map(\.name) == ["pin", "management-key", "card-pin"])
+        #expect(try service.store.load(user: "alice")?.slot(.token)?.token?.slot == "82")
+        #expect(try service.verify(ScriptedInteraction(["123456"])).outcome == .verified(method: .token))
+    }
 }
