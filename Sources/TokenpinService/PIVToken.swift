@@ -240,8 +240,8 @@ final class PIVToken: TokenApplication {
         let isDefault = Self.defaultManagementKey.withUnsafeBytes { key.isEqual(to: $0) }
         if isDefault && !assumeYes {
             throw TokenCardError.refused(
-                "card \(label) still has the factory management key (010203...08 three times), which anyone can use "
-                    + "to replace its keys; set your own (yubico-piv-tool -a set-mgm-key) or add --yes to use it")
+                "the card still has the factory management key (010203...08 three times), which anyone can use to "
+                    + "replace its keys; set your own (yubico-piv-tool -a set-mgm-key) or add --yes to use it")
         }
         let publicKey = try Self.map { () throws(PIVError) -> PIVPublicKey in
             try card.transaction { session throws(PIVError) in

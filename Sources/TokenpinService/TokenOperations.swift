@@ -704,7 +704,10 @@ extension PINService {
     public func tokenStatus(binding: TokenBinding?) -> TokenStatus {
         guard cards != nil else { return TokenStatus(readers: [], problem: "no card readers configured") }
         do {
-            let readers = try listReaders()
+            // A card bound through one application is looked at through it (a YubiKey bound through PIV).
+            var scoped = self
+            if scoped.selection.application == nil, let binding { scoped.selection.application = binding.applicationKind }
+            let readers = try scoped.listReaders()
             let matching = binding.flatMap { binding in readers.first { $0.serial == binding.serial } }
             return TokenStatus(
                 readers: readers, matchingReader: matching?.name, cardPINTriesLeft: matching?.cardPINTriesLeft)

@@ -483,3 +483,17 @@ struct PIVServiceTests {
         #expect(try service.verify(ScriptedInteraction(["123456"])).outcome == .verified(method: .token))
     }
 }
+
+extension PIVServiceTests {
+    @Test("status finds a YubiKey bound through PIV and reads its PIV PIN's tries")
+    func statusOfAPIVBoundYubiKey() throws {
+        var (service, _) = try Self.setup(.yubikey)
+        _ = try service.enableToken(ScriptedInteraction(["482916", "123456"]))
+        _ = try service.verify(ScriptedInteraction(["000000", "482916"]))
+        service.selection = CardSelection()
+        let binding = try #require(try service.boundCard())
+        let status = service.tokenStatus(binding: binding)
+        #expect(status.matchingReader == "Reader P")
+        #expect(status.cardPINTriesLeft == 2)
+    }
+}
