@@ -4,10 +4,12 @@ import TokenpinCardCrypto
 /// The PIV application of one card, opened: selected once, with what a token needs to know about the card read
 /// in the same transaction and kept.
 ///
-/// `open(_:)` selects the application and reads the CHUID (for its GUID), the YubiKey serial where the card is a
-/// YubiKey, and the PIN's tries left (VERIFY with no data, which spends no try). The YubiKey instructions are
-/// sent only after GET VERSION (`FD`, answered `6D00` by other cards, as OpenSC sends it to unknown cards too)
-/// named firmware that has them, so a plain PIV card sees no instruction that could count against it.
+/// `open(_:)` selects the application and reads the CHUID (for its GUID) and the PIN's tries left (VERIFY with no
+/// data, which spends no try); only a card without a GUID is asked for a YubiKey serial then, so a card named by
+/// its GUID opens in 3 APDUs and verifies in 5. The YubiKey instructions are sent only after GET VERSION (`FD`,
+/// answered `6D00` by other cards, as OpenSC sends it to unknown cards too) named firmware that has them, so a
+/// plain PIV card sees no instruction that could count against it; GET VERSION itself is sent once, when first
+/// needed (at open without a GUID, else when a slot or the PUK's tries are read).
 ///
 /// Every later exchange runs in `transaction(_:)`: one `connection.exclusive` transaction, selecting the
 /// application again first when the connection reset the card since the last selection (a reset drops the
@@ -21,8 +23,8 @@ public final class PIVCard {
     public private(set) var applicationTemplate: [UInt8]
     /// The CHUID, when the card has one (YubiKeys ship without; issued PIV cards carry one).
     public private(set) var chuid: PIVCHUID?
-    /// The YubiKey firmware version (major, minor, patch), nil on other cards.
-    public private(set) var firmwareVersion: [UInt8]?
+    /// GET VERSION's answer once asked: the YubiKey firmware (major, minor, patch), or nil for another card.
+    private var probedVersion: [UInt8]??
     /// The YubiKey serial number (firmware 5 and later), nil on other cards.
     public private(set) var yubiKeySerial: UInt32?
     /// The PIN's state when the card was opened: verified, or its tries left.
@@ -56,8 +58,7 @@ public final class PIVCard {
             let card = PIVCard(
                 connection: connection, session: session, applicationTemplate: template, pinStatus: .retriesLeft(0))
             card.chuid = try Self.chuid(session)
-            card.firmwareVersion = try Self.yubiKeyVersion(session)
-            if let version = card.firmwareVersion, version[0] >= 5 {
+            if card.guid == nil, let version = try card.firmware(session), version[0] >= 5 {
                 card.yubiKeySerial = try session.serial()
             }
             card.pinStatus = try session.pinStatus()
@@ -83,9 +84,19 @@ public final class PIVCard {
         }
     }
 
+    /// The YubiKey firmware version (major, minor, patch), nil on other cards; GET VERSION the first time only.
+    ///
+    /// Runs in the caller's transaction (`session` is the one `transaction(_:)` passed).
+    public func firmware(_ session: PIVSession) throws(PIVError) -> [UInt8]? {
+        if let probedVersion { return probedVersion }
+        let version = try Self.yubiKeyVersion(session)
+        probedVersion = .some(version)
+        return version
+    }
+
     /// Whether the card answers the YubiKey metadata instruction (`F7`, firmware 5.3 and later).
-    public var hasMetadata: Bool {
-        guard let version = firmwareVersion else { return false }
+    public func hasMetadata(_ session: PIVSession) throws(PIVError) -> Bool {
+        guard let version = try firmware(session) else { return false }
         return version[0] > 5 || (version[0] == 5 && version[1] >= 3)
     }
 
@@ -183,7 +194,7 @@ extension PIVCard {
     ///
     /// Runs in the caller's transaction (`session` is the one `transaction(_:)` passed).
     public func content(of slot: PIVSlot, _ session: PIVSession) throws(PIVError) -> PIVSlotContent {
-        if hasMetadata {
+        if try hasMetadata(session) {
             let raw: [UInt8]
             do {
                 raw = try session.rawMetadata(for: slot)

@@ -213,7 +213,7 @@ final class PIVToken: TokenApplication {
             () throws(PIVError) -> (PIVSlot?, PIVSlotContent, BlockCiphers.Algorithm) in
             try card.transaction { session throws(PIVError) in
                 var algorithm = BlockCiphers.Algorithm.tripleDES
-                if card.hasMetadata { algorithm = try session.managementKeyMetadata().algorithm }
+                if try card.hasMetadata(session) { algorithm = try session.managementKeyMetadata().algorithm }
                 if let named { return (named, try card.content(of: named, session), algorithm) }
                 for number in 1...20 {
                     guard let retired = PIVSlot.retired(number) else { continue }
@@ -314,9 +314,12 @@ final class PIVToken: TokenApplication {
     /// The PUK's tries, read when first asked: from YubiKey metadata; nil on other cards, which have no way to
     /// tell them without spending one (no VERIFY of the PUK, `81`, is defined by any client).
     private(set) lazy var pukTriesLeft: Int? = {
-        guard card.hasMetadata else { return nil }
         let card = self.card
-        return try? card.transaction { session throws(PIVError) in try session.retries(puk: true).left }
+        let tries = try? card.transaction { session throws(PIVError) -> Int? in
+            guard try card.hasMetadata(session) else { return nil }
+            return try session.retries(puk: true).left
+        }
+        return tries ?? nil
     }()
 
     /// What `triesLeft(_:)` answers when the card cannot tell without spending a try.

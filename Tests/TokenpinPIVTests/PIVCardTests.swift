@@ -43,13 +43,15 @@ struct PIVCardTests {
     func yubiKey() throws {
         let card = try Card(profile: .yubikey)
         let piv = try PIVCard.open(card.connection, trace: { card.log.lines.append($0) })
-        #expect(piv.firmwareVersion == PIVProfile.firmwareVersion)
+        #expect(try piv.transaction { session throws(PIVError) in try piv.firmware(session) } == PIVProfile.firmwareVersion)
         #expect(piv.yubiKeySerial == 0x00C0_FFEE)
         #expect(piv.chuid == nil)
         #expect(piv.identity == "piv-serial:\(0x00C0_FFEE)")
         #expect(piv.label == "YubiKey PIV \(0x00C0_FFEE)")
         #expect(piv.pinStatus == .retriesLeft(3))
-        #expect(piv.hasMetadata)
+        #expect(try piv.transaction { session throws(PIVError) in try piv.hasMetadata(session) })
+        // SELECT, CHUID (none), GET VERSION, GET SERIAL, tries query; the version is not asked again.
+        #expect(card.trace.filter { $0.hasPrefix(">") }.count == 5)
     }
 
     @Test("a PIV card is named by its CHUID GUID and is sent no YubiKey instruction beyond GET VERSION")
@@ -60,13 +62,32 @@ struct PIVCardTests {
         #expect(piv.identity == "piv-guid:" + Hex.encode(guid).lowercased())
         let hex = Hex.encode(guid).lowercased()
         #expect(piv.label == "PIV card \(hex.prefix(4))…\(hex.suffix(4))")
-        #expect(piv.firmwareVersion == nil)
         #expect(piv.yubiKeySerial == nil)
-        #expect(!piv.hasMetadata)
-        // SELECT, CHUID, GET VERSION (6D00), tries query: no GET SERIAL or GET METADATA.
-        let commands = card.trace.filter { $0.hasPrefix(">") }
-        #expect(commands.count == 4)
+        // The GUID names the card: open is SELECT, CHUID and the tries query, nothing YubiKey.
+        var commands = card.trace.filter { $0.hasPrefix(">") }
+        #expect(commands.count == 3)
+        #expect(!commands.contains { $0.contains("00 FD") })
+        // What a slot holds: GET VERSION first (6D00), then the certificate; never GET SERIAL or GET METADATA.
+        let content = try piv.transaction { session throws(PIVError) in try piv.content(of: .keyManagement, session) }
+        #expect(content == .empty)
+        #expect(try piv.transaction { session throws(PIVError) in try piv.firmware(session) } == nil)
+        commands = card.trace.filter { $0.hasPrefix(">") }
+        #expect(commands.filter { $0.contains("00 FD") }.count == 1, "GET VERSION asked once")
         #expect(!commands.contains { $0.contains("00 F8") || $0.contains("00 F7") })
+    }
+
+    @Test("a YubiKey with a CHUID opens in 3 APDUs; its version is asked when a slot is read")
+    func yubiKeyWithCHUID() throws {
+        let card = try Card(profile: .yubikey)
+        let guid = SecureRandom.bytes(16)
+        try card.putObject(
+            [0x5F, 0xC1, 0x02],
+            TLV(tag: 0x30, value: [UInt8](repeating: 0xD4, count: 25)).encoded + TLV(tag: 0x34, value: guid).encoded)
+        let piv = try PIVCard.open(card.connection, trace: { card.log.lines.append($0) })
+        #expect(card.trace.filter { $0.hasPrefix(">") }.count == 3)
+        #expect(piv.identity == "piv-guid:" + Hex.encode(guid).lowercased())
+        #expect(try piv.transaction { session throws(PIVError) in try piv.firmware(session) } == PIVProfile.firmwareVersion)
+        #expect(try piv.transaction { session throws(PIVError) in try piv.hasMetadata(session) })
     }
 
     @Test("an all-zero GUID does not name a card; the key's fingerprint does")

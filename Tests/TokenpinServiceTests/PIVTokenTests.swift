@@ -243,8 +243,8 @@ struct PIVTokenTests {
     @Test("a malformed GENERAL AUTHENTICATE answer is malformed")
     func malformedAnswer() throws {
         let guid = String(repeating: "11", count: 16)
-        // SELECT, CHUID (a GUID), GET VERSION (not a YubiKey), tries; then VERIFY and a 1-byte "shared secret".
-        let scripted = ScriptedConnection(["9000", "53123410" + guid + "9000", "6D00", "63C3", "9000", "7C038201FF9000"])
+        // SELECT, CHUID (a GUID), tries; then VERIFY and a 1-byte "shared secret".
+        let scripted = ScriptedConnection(["9000", "53123410" + guid + "9000", "63C3", "9000", "7C038201FF9000"])
         let token = try PIVToken.open(connection: scripted, reader: "scripted")
         #expect(token.identity == "piv-guid:" + guid)
         #expect(token.label == "PIV card 1111…1111")
@@ -495,5 +495,20 @@ extension PIVServiceTests {
         let status = service.tokenStatus(binding: binding)
         #expect(status.matchingReader == "Reader P")
         #expect(status.cardPINTriesLeft == 2)
+    }
+}
+
+extension PIVServiceTests {
+    @Test(
+        "APDUs per PIV token verify: 5 for ECDH on a card named by its GUID (RSA 2048: 7, a chained command and GET RESPONSE), 7 for a YubiKey without a CHUID",
+        arguments: [(SimulatedProfile.pivCard, PIVAlgorithm.eccP256, 5), (.pivCard, .rsa2048, 7), (.yubikey, .eccP256, 7)])
+    func apdusPerVerify(profile: SimulatedProfile, algorithm: PIVAlgorithm, expected: Int) throws {
+        let (service, fixture) = try Self.setup(profile, algorithm: algorithm)
+        _ = try service.enableToken(ScriptedInteraction(["482916", "123456"]))
+        let before = fixture.card.processedCount
+        #expect(try service.verify(ScriptedInteraction(["123456"])).outcome == .verified(method: .token))
+        // SELECT, GET DATA CHUID, [GET VERSION, GET SERIAL,] VERIFY (tries), VERIFY, GENERAL AUTHENTICATE (RSA: 2
+        // parts, and GET RESPONSE for the 256-byte answer).
+        #expect(fixture.card.processedCount - before == expected)
     }
 }
