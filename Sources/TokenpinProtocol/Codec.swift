@@ -355,7 +355,7 @@ extension ReaderInfo {
         .object([
             JSONMember("name", .text(name)), JSONMember("cardPresent", .bool(cardPresent)),
             JSONMember("serial", serial.map(JSONValue.text) ?? .null), JSONMember("openpgp", .bool(isOpenPGP)),
-            JSONMember("usable", .bool(usable)),
+            JSONMember("application", application.map(JSONValue.text) ?? .null), JSONMember("usable", .bool(usable)),
             JSONMember("unusableReason", unusableReason.map(JSONValue.text) ?? .null),
             JSONMember("cardTriesLeft", cardPINTriesLeft.map(JSONValue.int) ?? .null),
         ])
@@ -368,7 +368,9 @@ extension ReaderInfo {
         }
         self.init(
             name: name, cardPresent: present, serial: value["serial"]?.stringValue,
-            isOpenPGP: value["openpgp"]?.boolValue ?? false, usable: value["usable"]?.boolValue ?? false,
+            isOpenPGP: value["openpgp"]?.boolValue ?? false,
+            application: value["application"]?.stringValue.flatMap(TokenApplicationKind.init(rawValue:))?.rawValue,
+            usable: value["usable"]?.boolValue ?? false,
             unusableReason: value["unusableReason"]?.stringValue,
             cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries))
     }

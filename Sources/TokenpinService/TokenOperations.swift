@@ -23,6 +23,9 @@ public struct CardSelection: Sendable, Equatable {
     func accepts(serial candidate: String?) -> Bool {
         guard let serial else { return true }
         guard let candidate else { return false }
+        if TokenApplicationKind(identity: serial.lowercased()) == .piv {
+            return candidate.lowercased() == serial.lowercased()
+        }
         let wanted = serial.replacing(":", with: "").uppercased()
         return candidate == wanted || candidate.hasSuffix(wanted) && wanted.count == 8
     }

@@ -185,6 +185,21 @@ extension Program {
 /// tokenpin's command line through the one parser: global options anywhere, `--opt value` or `--opt=value`,
 /// `--` ends options. PINs are never options: there is no flag that takes one.
 enum ArgumentParser {
+    /// An OpenPGP serial (8 hex digits, or 12 with the manufacturer, colons allowed) or a PIV identity:
+    /// `piv-guid:` and 32 hex digits, `piv-serial:` and a decimal serial, `piv-key:` and 16 hex digits.
+    static func isCardIdentity(_ text: String) -> Bool {
+        let lowered = text.lowercased()
+        for (prefix, lengths, isDigit) in [
+            ("piv-guid:", 32...32, \Character.isHexDigit), ("piv-serial:", 1...10, \Character.isWholeNumber),
+            ("piv-key:", 16...16, \Character.isHexDigit),
+        ] where lowered.hasPrefix(prefix) {
+            let rest = lowered.dropFirst(prefix.count)
+            return lengths.contains(rest.count) && rest.allSatisfy { $0.isASCII && $0[keyPath: isDigit] }
+        }
+        let digits = text.filter { $0 != ":" }
+        return [8, 12].contains(digits.count) && digits.allSatisfy(\.isHexDigit)
+    }
+
     static func parse(_ argv: [String]) throws(UsageError) -> ParsedCommandLine {
         let values: ParsedArguments
         do {
@@ -206,11 +221,11 @@ enum ArgumentParser {
         result.global.socket = values.value(Options.socket)
         result.global.local = values.isSet(Options.local)
         if let serial = values.value(Options.serial) {
-            let digits = serial.filter { $0 != ":" }
-            guard [8, 12].contains(digits.count), digits.allSatisfy(\.isHexDigit) else {
+            guard Self.isCardIdentity(serial) else {
                 throw UsageError(
-                    message: "--serial takes 8 hex digits, or 12 with the manufacturer "
-                        + "(FFFE:0000AAAA), not '\(serial)'", command: result.command)
+                    message: "--serial takes 8 hex digits, or 12 with the manufacturer (FFFE:0000AAAA), "
+                        + "or a PIV card's identity as `readers` shows it (piv-guid:…, piv-serial:…, piv-key:…), "
+                        + "not '\(serial)'", command: result.command)
             }
             result.global.serial = serial
         }

@@ -367,7 +367,8 @@ struct TypesCommand: Command {
 func readerJSON(_ reader: ReaderInfo, enrolledSerial: String?) -> JSONValue {
     .object([
         ("name", .string(reader.name)), ("cardPresent", .bool(reader.cardPresent)),
-        ("serial", .optional(reader.serial)), ("openpgp", .bool(reader.isOpenPGP)), ("usable", .bool(reader.usable)),
+        ("serial", .optional(reader.serial)), ("openpgp", .bool(reader.isOpenPGP)),
+        ("application", .optional(reader.application)), ("usable", .bool(reader.usable)),
         ("unusableReason", .optional(reader.unusableReason)),
         ("matches", .bool(enrolledSerial != nil && reader.serial == enrolledSerial)),
         ("cardTriesLeft", .optional(reader.cardPINTriesLeft)),
@@ -395,14 +396,15 @@ func describeReaders(_ token: TokenStatus, context: Context, enrolledSerial: Str
         if !reader.cardPresent {
             line += "no card"
         } else if let serial = reader.serial {
-            line += "OpenPGP card \(cardLabel(serial: serial))"
+            let application = reader.application.flatMap(TokenApplicationKind.init(rawValue:))?.displayName ?? "OpenPGP"
+            line += "\(application) card \(cardLabel(serial: serial))"
             line += reader.usable ? ", usable" : ", not usable (\(reader.unusableReason ?? "unknown"))"
             if let tries = reader.cardPINTriesLeft {
                 line += ", card PIN \(tries) \(tries == 1 ? "try" : "tries") left"
             }
             if serial == enrolledSerial { line += context.console.out.success(" [enrolled]") }
         } else {
-            line += reader.unusableReason ?? "not an OpenPGP card"
+            line += reader.unusableReason ?? "no OpenPGP or PIV application"
         }
         context.console.say(line)
     }
