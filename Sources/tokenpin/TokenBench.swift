@@ -132,11 +132,14 @@ extension BenchCommand {
             var readsKDF = false
             // With the KDF-DO on, the card takes the PIN's digest: computed once here, as tokenpin's share of the work.
             var verifyData = interaction.cardPIN.duplicate()
+            // A PIV binding: its own APDUs (PIVBench.swift).
+            let piv = PIVBench.commands(for: binding)
             /// One bare round: returns (total ms, transmits ms), or nil when an APDU failed.
             func bareRound() throws -> (Double, Double)? {
-                var verifyCommand = verifyData.withUnsafeBytes {
-                    [0x00, 0x20, 0x00, 0x82, UInt8($0.count)] + Array($0)
-                }
+                var verifyCommand =
+                    piv != nil
+                    ? PIVBench.verifyCommand(verifyData)
+                    : verifyData.withUnsafeBytes { [0x00, 0x20, 0x00, 0x82, UInt8($0.count)] + Array($0) }
                 defer { secureZero(&verifyCommand) }
                 let start = time.monotonicNanoseconds
                 let connection = try cards.open(reader)
@@ -144,12 +147,21 @@ extension BenchCommand {
                 let statuses = try connection.exclusive { () throws -> [UInt8] in
                     let transmitStart = time.monotonicNanoseconds
                     var last: [UInt8] = []
-                    for command in readsKDF
-                        ? [select, getData, getKDF, verifyCommand, decipher]
-                        : [select, getData, verifyCommand, decipher]
-                    {
+                    let commands =
+                        piv.map { $0.beforeVerify + [verifyCommand] + $0.afterVerify }
+                        ?? (readsKDF
+                            ? [select, getData, getKDF, verifyCommand, decipher]
+                            : [select, getData, verifyCommand, decipher])
+                    for command in commands {
                         var answer = try connection.transmit(command)
-                        last.append(answer.count >= 2 ? answer[answer.count - 2] : 0)
+                        // The rest of a long answer (a PIV RSA decryption), as the session fetches it.
+                        while answer.count >= 2, answer[answer.count - 2] == 0x61 {
+                            secureZero(&answer)
+                            answer = try connection.transmit([command[0] & 0xEF, 0xC0, 0x00, 0x00, answer[answer.count - 1]])
+                        }
+                        // The PIV tries query answers 63Cx: a success for the round.
+                        let sw1 = answer.count >= 2 ? answer[answer.count - 2] : 0
+                        last.append(sw1 == 0x63 && command.count == 4 ? 0x90 : sw1)
                         secureZero(&answer)
                     }
                     inner = time.monotonicNanoseconds - transmitStart
@@ -162,7 +174,7 @@ extension BenchCommand {
             // Warm up both, then interleave them (alternating which goes first) so drift hits both alike.
             let warmUp = counter.count
             _ = try service.verify(interaction, method: .token)
-            readsKDF = counter.count - warmUp > 4
+            readsKDF = piv == nil && counter.count - warmUp > 4
             if readsKDF, let derivation = try kdfOfCard(in: reader, cards: cards) {
                 verifyData = try derivation.digest(of: interaction.cardPIN, for: .userPIN)
             }
@@ -206,7 +218,8 @@ extension BenchCommand {
             context.console.say("  APDUs per verify:   \(apdus.max() ?? 0)")
             context.console.say("  tokenpin verify:    \(fixed(verify, 2)) ms")
             context.console.say(
-                "  bare, same APDUs:   \(fixed(bare, 2)) ms (open, transaction, \(readsKDF ? 5 : 4) x "
+                "  bare, same APDUs:   \(fixed(bare, 2)) ms (open, transaction, "
+                    + "\(piv.map { $0.beforeVerify.count + 1 + $0.afterVerify.count } ?? (readsKDF ? 5 : 4)) x "
                     + "SCardTransmit, close); transmits alone \(fixed(transmits, 2)) ms")
             context.console.say("  ratio:              \(fixed(ratio, 2)) (target: within 1.20)")
             context.console.say(
@@ -231,13 +244,18 @@ extension BenchCommand {
     /// (never a new key), or the simulated card. Any other card is refused before anything is asked.
     func benchCard(_ context: Context) throws(ServiceError) -> (CardSelection, generateKey: Bool) {
         let bound = (try? context.backend.types())?.first { $0.type == .token && $0.enabled }?.serial
-        let readers = try context.service.listReaders().filter { $0.serial != nil }
+        var service = context.service
+        // A card bound through PIV is looked at through PIV (a YubiKey carries OpenPGP too).
+        if let bound, bound.hasPrefix("piv-"), service.selection.application == nil {
+            service.selection.application = .piv
+        }
+        let readers = try service.listReaders().filter { $0.serial != nil }
         if let bound {
             guard readers.contains(where: { $0.serial == bound }) else {
                 throw .tokenUnavailable(
                     "card \(cardLabel(serial: bound)), bound to \(context.user), is not in any reader")
             }
-            var selection = context.selection
+            var selection = service.selection
             selection.serial = bound
             return (selection, false)
         }

@@ -7,7 +7,8 @@
 # factory management key, into the first empty retired slot, 82. Then, for both: `toggle token on --app piv`,
 # verify with the card, a wrong card PIN falls back to the PIN (counted on the card), a 9-byte card PIN is
 # refused without costing a try, `token change-pin`, `token unblock` with the PUK after blocking the PIN, the
-# card pulled (token unavailable, the PIN still verifies), and `mode = both`.
+# card pulled (token unavailable, the PIN still verifies), and `mode = both`. On the YubiKey `tokenpin bench
+# --token` prints the APDUs per verify and the time against the same APDUs bare.
 . "$(dirname "$0")/lib.sh"
 
 SIM=${TOKENPIN_SIM_BIN:-$BIN/tokenpin-sim}
@@ -109,6 +110,15 @@ run_profile() {
     expect_code "$name: the blocked card PIN is refused" 1 tp verify --method token --pin-stdin <<<24681357
     expect_code "$name: token unblock with the PUK" 0 tp token unblock --app piv --pin-stdin < <(printf '12345678\n13572468\n13572468\n')
     expect_code "$name: verify with the card PIN the PUK set" 0 tp verify --method token --pin-stdin <<<13572468
+
+    if [ "$setup" = 9d ]; then
+        echo "# $name: tokenpin bench --token"
+        printf '13572468\n' | tp bench --token --iterations "${BENCH_RUNS:-20}" --pin-stdin 2>&1 | sed 's/^/#   /' \
+            | tee "$WORK/bench"
+        check "$name: bench --token: APDUs per verify as counted (5 with a CHUID GUID)" \
+            grep -qE 'APDUs per verify: +5$' "$WORK/bench"
+        check "$name: bench --token times the same APDUs bare" grep -q 'bare, same APDUs: .*5 x SCardTransmit' "$WORK/bench"
+    fi
 
     stop_sim
     expect_code "$name: the card pulled: the token is unavailable" 6 tp verify --method token --pin-stdin <<<13572468
