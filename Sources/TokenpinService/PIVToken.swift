@@ -194,7 +194,8 @@ final class PIVToken: TokenApplication {
         }
         if pivAlgorithm == .rsa2048, secret.count != TokenKeyAlgorithm.rsaSecretLength {
             throw .malformed(
-                "the card decrypted \(secret.count) bytes, not the \(TokenKeyAlgorithm.rsaSecretLength) of the slot's secret")
+                "the card decrypted \(secret.count) bytes, not the \(TokenKeyAlgorithm.rsaSecretLength) of the slot's secret"
+            )
         }
         return secret
     }

@@ -709,7 +709,9 @@ extension PINService {
         do {
             // A card bound through one application is looked at through it (a YubiKey bound through PIV).
             var scoped = self
-            if scoped.selection.application == nil, let binding { scoped.selection.application = binding.applicationKind }
+            if scoped.selection.application == nil, let binding {
+                scoped.selection.application = binding.applicationKind
+            }
             let readers = try scoped.listReaders()
             let matching = binding.flatMap { binding in readers.first { $0.serial == binding.serial } }
             return TokenStatus(

@@ -157,7 +157,9 @@ extension BenchCommand {
                         // The rest of a long answer (a PIV RSA decryption), as the session fetches it.
                         while answer.count >= 2, answer[answer.count - 2] == 0x61 {
                             secureZero(&answer)
-                            answer = try connection.transmit([command[0] & 0xEF, 0xC0, 0x00, 0x00, answer[answer.count - 1]])
+                            answer = try connection.transmit([
+                                command[0] & 0xEF, 0xC0, 0x00, 0x00, answer[answer.count - 1],
+                            ])
                         }
                         // The PIV tries query answers 63Cx: a success for the round.
                         let sw1 = answer.count >= 2 ? answer[answer.count - 2] : 0

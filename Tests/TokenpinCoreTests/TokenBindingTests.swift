@@ -107,7 +107,10 @@ import TokenpinCore
             (Self.pivBinding(slot: nil), "token.slot is missing for a piv key"),
             (Self.pivBinding(application: "gids"), "token.application gids is unknown"),
             (Self.pivBinding(application: nil), "token.slot is set for an OpenPGP key"),
-            (Self.pivBinding(algorithm: "brainpoolP256r1"), "token.algorithm brainpoolP256r1 is not one a PIV key is bound with"),
+            (
+                Self.pivBinding(algorithm: "brainpoolP256r1"),
+                "token.algorithm brainpoolP256r1 is not one a PIV key is bound with"
+            ),
         ] as [(TokenBinding, String)])
     func badPIVBindingRefused(binding: TokenBinding, problem: String) {
         #expect(binding.problem == problem)

@@ -43,7 +43,8 @@ struct PIVCardTests {
     func yubiKey() throws {
         let card = try Card(profile: .yubikey)
         let piv = try PIVCard.open(card.connection, trace: { card.log.lines.append($0) })
-        #expect(try piv.transaction { session throws(PIVError) in try piv.firmware(session) } == PIVProfile.firmwareVersion)
+        #expect(
+            try piv.transaction { session throws(PIVError) in try piv.firmware(session) } == PIVProfile.firmwareVersion)
         #expect(piv.yubiKeySerial == 0x00C0_FFEE)
         #expect(piv.chuid == nil)
         #expect(piv.identity == "piv-serial:\(0x00C0_FFEE)")
@@ -86,7 +87,8 @@ struct PIVCardTests {
         let piv = try PIVCard.open(card.connection, trace: { card.log.lines.append($0) })
         #expect(card.trace.filter { $0.hasPrefix(">") }.count == 3)
         #expect(piv.identity == "piv-guid:" + Hex.encode(guid).lowercased())
-        #expect(try piv.transaction { session throws(PIVError) in try piv.firmware(session) } == PIVProfile.firmwareVersion)
+        #expect(
+            try piv.transaction { session throws(PIVError) in try piv.firmware(session) } == PIVProfile.firmwareVersion)
         #expect(try piv.transaction { session throws(PIVError) in try piv.hasMetadata(session) })
     }
 
@@ -110,7 +112,8 @@ struct PIVCardTests {
         let modulus: [UInt8] = [0x00] + [UInt8](repeating: 0xC1, count: 256)
         #expect(
             try PIVCard.keyIdentity(.rsa(modulus: modulus, exponent: [1, 0, 1]))
-                == "piv-key:" + Hex.encode(Array(try PublicDigest.sha256(Array(modulus.dropFirst())).prefix(8)))
+                == "piv-key:"
+                + Hex.encode(Array(try PublicDigest.sha256(Array(modulus.dropFirst())).prefix(8)))
                 .lowercased())
     }
 
@@ -120,7 +123,9 @@ struct PIVCardTests {
         let first = try PIVCard.open(card.connection)
         #expect(
             throws: PIVError.wrongPIN(retriesLeft: 2),
-            performing: { try first.transaction { session throws(PIVError) in try session.verify(pin: secret("654321")) } })
+            performing: {
+                try first.transaction { session throws(PIVError) in try session.verify(pin: secret("654321")) }
+            })
         let second = try PIVCard.open(card.connection)
         #expect(second.pinStatus == .retriesLeft(2))
         let third = try PIVCard.open(card.connection)

@@ -142,7 +142,8 @@ extension PIVThroughPCSCTests {
         }
         try setup.disconnect()
         let host = try EllipticCurveDH.generateKeyPair(on: .nistP256)
-        let expected = try EllipticCurveDH.sharedSecret(privateKey: host.privateKey, peerPoint: cardPoint, on: .nistP256)
+        let expected = try EllipticCurveDH.sharedSecret(
+            privateKey: host.privateKey, peerPoint: cardPoint, on: .nistP256)
 
         // A transaction after the reset that ended the verified one selects the application again by itself.
         let connection = try PCSCCardConnection(reader: PIVSandbox.reader)
@@ -175,7 +176,8 @@ extension PIVThroughPCSCTests {
                 #expect(card.guid == guid)
                 let shared = try card.transaction { session throws(PIVError) -> SecretBytes in
                     try session.verify(pin: pivSecret(Array("123456".utf8)))
-                    return try session.sharedSecret(slot: .keyManagement, algorithm: .eccP256, peerPoint: host.publicPoint)
+                    return try session.sharedSecret(
+                        slot: .keyManagement, algorithm: .eccP256, peerPoint: host.publicPoint)
                 }
                 if round == 0 {
                     let equal = shared.isEqual(to: expected)

@@ -97,7 +97,8 @@ private func certificate(for key: PIVPublicKey) -> [UInt8] {
                     TLV(
                         tag: 0x30,
                         children: [
-                            TLV(tag: 0x06, value: [0x55, 0x04, 0x03]), TLV(tag: 0x0C, value: Array("tokenpin test".utf8)),
+                            TLV(tag: 0x06, value: [0x55, 0x04, 0x03]),
+                            TLV(tag: 0x0C, value: Array("tokenpin test".utf8)),
                         ])
                 ])
         ])
@@ -147,7 +148,9 @@ struct PIVTokenTests {
         (.pivCard, .eccP384, .ecdh(.nistP384)), (.pivCard, .rsa2048, .rsa(bits: 2048)),
     ]
 
-    @Test("the key in 9D binds (metadata on a YubiKey, the certificate on a PIV card) and answers its challenge", arguments: cases)
+    @Test(
+        "the key in 9D binds (metadata on a YubiKey, the certificate on a PIV card) and answers its challenge",
+        arguments: cases)
     func bindAndAnswer(profile: SimulatedProfile, algorithm: PIVAlgorithm, expected: TokenKeyAlgorithm) throws {
         let fixture = try PIVFixture(profile)
         let generated = try fixture.generate(.keyManagement, algorithm)
@@ -183,7 +186,8 @@ struct PIVTokenTests {
         else { throw Failure("9c was not unusable") }
         #expect(
             signature
-                == "slot 9c holds a P-256 key for signing or authentication; keys that agree secrets live in 9d or 82-95")
+                == "slot 9c holds a P-256 key for signing or authentication; keys that agree secrets live in 9d or 82-95"
+        )
 
         guard case .unusable(let bad) = caught({ () throws(TokenCardError) in try token.bindableKey(slot: "9b") })
         else { throw Failure("9b was not refused") }
@@ -194,7 +198,8 @@ struct PIVTokenTests {
             "9000", "6A82", "0507009000", "00C0FFEE9000", "63C3", "0101E0" + "02020201" + "030101" + "9000",
         ])
         let yubiKey57 = try PIVToken.open(connection: scripted, reader: "scripted")
-        guard case .unusable(let ed25519) = caught({ () throws(TokenCardError) in try yubiKey57.bindableKey(slot: nil) })
+        guard
+            case .unusable(let ed25519) = caught({ () throws(TokenCardError) in try yubiKey57.bindableKey(slot: nil) })
         else { throw Failure("Ed25519 was not unusable") }
         #expect(ed25519 == "slot 9d holds a key tokenpin cannot use: Ed25519; supported: P-256, P-384 (ECDH), RSA 2048")
     }
@@ -331,7 +336,11 @@ struct PIVTokenTests {
             let key = try token.bindableKey(slot: nil)
             let bound = try Bound(token, key)
             let binding = bound.binding
-            for _ in 0..<2 { _ = caught { () throws(TokenCardError) in try token.changePIN(current: text("000000"), new: text("111111")) } }
+            for _ in 0..<2 {
+                _ = caught { () throws(TokenCardError) in
+                    try token.changePIN(current: text("000000"), new: text("111111"))
+                }
+            }
             guard
                 case .blocked = caught({ () throws(TokenCardError) in
                     try token.answer(pin: text("24681357"), binding: binding, algorithm: key.algorithm)
@@ -402,7 +411,9 @@ struct PIVServiceTests {
         return (service, fixture)
     }
 
-    @Test("bind to the 9D key, verify with the card, fall back on a wrong card PIN, pulled card falls back", arguments: [SimulatedProfile.pivCard, .yubikey])
+    @Test(
+        "bind to the 9D key, verify with the card, fall back on a wrong card PIN, pulled card falls back",
+        arguments: [SimulatedProfile.pivCard, .yubikey])
     func bindAndVerify(profile: SimulatedProfile) throws {
         let (service, fixture) = try Self.setup(profile)
         let bind = ScriptedInteraction(["482916", "123456"])
@@ -501,7 +512,9 @@ extension PIVServiceTests {
 extension PIVServiceTests {
     @Test(
         "APDUs per PIV token verify: 5 for ECDH on a card named by its GUID (RSA 2048: 7, a chained command and GET RESPONSE), 7 for a YubiKey without a CHUID",
-        arguments: [(SimulatedProfile.pivCard, PIVAlgorithm.eccP256, 5), (.pivCard, .rsa2048, 7), (.yubikey, .eccP256, 7)])
+        arguments: [
+            (SimulatedProfile.pivCard, PIVAlgorithm.eccP256, 5), (.pivCard, .rsa2048, 7), (.yubikey, .eccP256, 7),
+        ])
     func apdusPerVerify(profile: SimulatedProfile, algorithm: PIVAlgorithm, expected: Int) throws {
         let (service, fixture) = try Self.setup(profile, algorithm: algorithm)
         _ = try service.enableToken(ScriptedInteraction(["482916", "123456"]))
