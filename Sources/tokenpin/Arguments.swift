@@ -83,7 +83,8 @@ enum Options {
     static let generateKey = Option.flag(
         "--generate-key",
         help:
-            "Replace the card's decryption key with a new cv25519 key (admin PIN); without it, the key is used as it is."
+            "Replace the card's decryption key with a new cv25519 key (admin PIN; PIV: a new P-256 key in an empty "
+            + "retired slot, management key); without it, the key is used as it is."
     )
     static let yes = Option.flag("--yes", help: "Confirm that --generate-key replaces the card's decryption key.")
     static let app = Option.value(
@@ -127,7 +128,7 @@ extension Program {
             Subcommand(
                 "toggle", abstract: "Switch an authentication type on or off.",
                 discussion: "Types: pin (always enabled; `toggle pin off` is refused), token.\n"
-                    + "Prompts for `token on`: PIN, admin PIN (only with --generate-key), card PIN.\n"
+                    + "Prompts for `token on`: PIN, admin PIN (only with --generate-key; PIV: management key), card PIN.\n"
                     + "`token on --mode both` on a card bound in either re-binds it in both (prompts: PIN, card PIN): "
                     + "one composite slot that no copy of the record opens without the card.\n"
                     + "Prompts for `token off`: PIN (a wrong one counts), or card PIN with --method token; "

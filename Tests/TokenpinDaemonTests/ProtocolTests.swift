@@ -245,6 +245,8 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
             .pin, .currentPIN, .newPIN, .confirmPIN, .recoveryKey,
             .cardPIN(card: "0006 1234", triesLeft: 3), .newCardPIN, .confirmCardPIN,
             .adminPIN(card: "x", triesLeft: 2), .resetCode(card: "y", triesLeft: 1),
+            .puk(card: "YubiKey PIV 12345678", triesLeft: 3), .puk(card: "PIV card 1234…abcd", triesLeft: nil),
+            .managementKey(card: "z"),
         ]
         for prompt in prompts {
             guard
