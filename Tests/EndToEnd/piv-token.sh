@@ -7,7 +7,8 @@
 # factory management key, into the first empty retired slot, 82. Then, for both: `toggle token on --app piv`,
 # verify with the card, a wrong card PIN falls back to the PIN (counted on the card), a 9-byte card PIN is
 # refused without costing a try, `token change-pin`, `token unblock` with the PUK after blocking the PIN, the
-# card pulled (token unavailable, the PIN still verifies), and `mode = both`. On the YubiKey `tokenpin bench
+# card pulled (token unavailable, the PIN still verifies), and `mode = both`; a fake card with the same identity
+# replaying captured GENERAL AUTHENTICATE answers opens nothing; a card without PIV is refused. On the YubiKey `tokenpin bench
 # --token` prints the APDUs per verify and the time against the same APDUs bare.
 . "$(dirname "$0")/lib.sh"
 
@@ -70,7 +71,8 @@ card_tries() {
 run_profile() {
     local name=$1 setup=$2 state=$WORK/$1.json store=$WORK/store-$1 slot=9d
     tp() { "$BIN/tokenpin" --local --store "$store" --config "$CONFIG" --reader "$READER" "$@"; }
-    start_sim "$state" --reset --profile "$name" || { not_ok "$name: the card is inserted"; return; }
+    local tap=$WORK/$name.tap
+    start_sim "$state" --reset --profile "$name" --tap "$tap" || { not_ok "$name: the card is inserted"; return; }
     printf '482916\n482916\n' | tp enrol --pin-stdin >/dev/null 2>&1
     if [ "$setup" = 9d ]; then
         piv_setup "$name"
@@ -92,6 +94,23 @@ run_profile() {
     expect_code "$name: verify with the card" 0 tp --json verify --method token --pin-stdin <<<123456
     check "$name: verified by the token" grep -q '"method":"token"' "$WORK/out"
     expect_code "$name: verify with the card again (the challenge rotated)" 0 tp verify --method token --pin-stdin <<<123456
+
+    # A fake card with the same identity that takes any PIN and replays each GENERAL AUTHENTICATE answer the
+    # line carried: the challenge rotated after each verify, so none opens the slot.
+    local answers answer replayed=0
+    mapfile -t answers <"$tap"
+    check "$name: the tap saw the bind's and the verifies' answers" test "${#answers[@]}" -ge 3
+    for answer in "${answers[@]}"; do
+        stop_sim
+        start_sim "$state" --profile "$name" --fault sw:9000@20 --fault "answer:$answer@87" || continue
+        tp verify --method token --pin-stdin <<<000000 >"$WORK/out" 2>"$WORK/err"
+        local code=$?
+        if [ "$code" = 1 ] && grep -q "does not open the token slot" "$WORK/err"; then replayed=$((replayed + 1)); fi
+    done
+    check "$name: every replayed card answer is refused (${replayed}/${#answers[@]})" test "$replayed" = "${#answers[@]}"
+    stop_sim
+    start_sim "$state" --profile "$name" || { not_ok "$name: the real card is back"; return; }
+    expect_code "$name: the real card still verifies after the replays" 0 tp verify --method token --pin-stdin <<<123456
 
     # The fallback is for a person at the terminal (scripts must name --method): typed on a pseudo-terminal.
     python3 "$ROOT/Tests/TokenpinCLITests/Support/keyboard.py" 'wait:Card PIN|000000\r|wait:falling back|wait:PIN|482916\r' \
@@ -148,5 +167,14 @@ run_profile() {
 
 run_profile yubikey 9d
 run_profile piv-card generate
+
+# A card without the PIV application: refused by name before any PIN reaches a card.
+start_sim "$WORK/openpgp.json" --reset --profile openpgp || not_ok "openpgp: the card is inserted"
+store=$WORK/store-openpgp
+printf '482916\n482916\n' | "$BIN/tokenpin" --local --store "$store" --config "$CONFIG" enrol --pin-stdin >/dev/null 2>&1
+expect_code "a card without PIV: toggle token on --app piv is refused" 6 "$BIN/tokenpin" --local --store "$store" \
+    --config "$CONFIG" --reader "$READER" toggle token on --app piv --pin-stdin < <(printf '482916\n123456\n')
+check "a card without PIV: ... naming what is missing" grep -q "PIV" "$WORK/err"
+stop_sim
 
 finish
