@@ -60,7 +60,9 @@ struct Context {
         let cards: (any CardReaders)?
         var selection = CardSelection(reader: readerOption ?? configuration.reader, serial: options.global.serial)
         if readerOption == "sim" {
-            cards = SimulatorCards.shared(stateFile: store.directory + "/sim-card.json")
+            cards = SimulatorCards.shared(
+                stateFile: store.directory + "/sim-card.json",
+                profile: try SimulatorCards.requestedProfile(environment: environment))
             selection.reader = nil
         } else {
             cards = PCSCReaders()

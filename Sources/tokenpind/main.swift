@@ -77,7 +77,12 @@ let simulatedCard = parsed.value(Options.reader) == "sim"
 // Token operations: the PC/SC readers through pcscd and their events, or the simulated card (which has no reader
 // events).
 if simulatedCard {
-    options.cards = SimulatorCards.shared(stateFile: options.stateDirectory + "/sim-card.json")
+    do {
+        let profile = try SimulatorCards.requestedProfile(environment: ProcessInfo.processInfo.environment)
+        options.cards = SimulatorCards.shared(stateFile: options.stateDirectory + "/sim-card.json", profile: profile)
+    } catch {
+        fail(error.description, code: 78)
+    }
 } else {
     options.cards = PCSCReaders()
     if !parsed.isSet(Options.noReaders) { options.readerEvents = PCSCReaderEvents() }
