@@ -109,4 +109,19 @@ import TokenpinSimulator
         #expect(broken.status == 6, "\(broken.stderr)")
         #expect(broken.stderr.contains("names no profile"), "\(broken.stderr)")
     }
+
+    @Test(
+        "bench --token runs on the simulated card of every OpenPGP profile",
+        arguments: [
+            "openpgp", "yubikey5", "nitrokey3", "gnuk",
+        ])
+    func benchTokenOnEveryProfile(profile: String) throws {
+        let cli = CLI()
+        // A Gnuk takes no extended APDUs: the bare round must send GET DATA short, as the session does.
+        let result = try cli.run(
+            ["--reader", "sim", "--json", "bench", "--token", "--iterations", "1", "--pin-stdin"],
+            input: "12345678\n123456\n", environment: ["TOKENPIN_SIM_PROFILE": profile])
+        #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
+        #expect((4...5).contains(result.json["apdusPerVerify"] as? Int ?? 0), "\(result.stdout)")
+    }
 }
