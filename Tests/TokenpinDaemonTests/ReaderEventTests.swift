@@ -98,9 +98,9 @@ final class Watcher: Sendable {
     }
 }
 
-/// Waits up to five seconds for `condition`.
+/// Waits up to ten seconds for `condition` (the machine may be busy; a pass takes milliseconds).
 func eventually(_ condition: () -> Bool) -> Bool {
-    for _ in 0..<1000 {
+    for _ in 0..<2000 {
         if condition() { return true }
         usleep(5_000)
     }
