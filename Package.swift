@@ -126,7 +126,7 @@ let package = Package(
         .target(
             name: "TokenpinDaemon",
             dependencies: [
-                "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinPCSC", "TokenpinSystem",
+                "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinSystem",
                 "CTokenpinShims",
                 "CTokenpinPAM",
             ],
@@ -220,7 +220,8 @@ let package = Package(
         ),
         .testTarget(
             name: "TokenpinCLITests",
-            dependencies: ["tokenpin", "TokenpinTestSupport"],
+            // The simulator and the OpenPGP session put a key on a simulated card as gpg would, between CLI runs.
+            dependencies: ["tokenpin", "TokenpinTestSupport", "TokenpinSimulator", "TokenpinOpenPGP", "TokenpinCore"],
             exclude: ["Support/keyboard.py"],
             swiftSettings: strictSettings
         ),

@@ -63,7 +63,9 @@ struct Context {
             reader: readerOption ?? configuration.reader, serial: options.global.serial,
             application: options.values.value(Options.app).flatMap(TokenApplicationKind.init(rawValue:)))
         if readerOption == "sim" {
-            cards = SimulatorCards.shared(stateFile: store.directory + "/sim-card.json")
+            cards = SimulatorCards.shared(
+                stateFile: store.directory + "/sim-card.json",
+                profile: try SimulatorCards.requestedProfile(environment: environment))
             selection.reader = nil
         } else {
             cards = PCSCReaders()

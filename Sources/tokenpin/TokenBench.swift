@@ -109,11 +109,19 @@ extension BenchCommand {
             else {
                 return context.fail(.tokenUnavailable("the bound card went away"))
             }
-            // The same APDUs, bare, through the same readers: open, one transaction, close with a reset.
+            // The same APDUs, bare, through the same readers: open, one transaction, close with a reset. Encoded as
+            // the session sends them: GET DATA with an extended Le, or a short one (00) to a card that announces no
+            // extended length (Gnuk).
+            // A PIV binding: its own APDUs (PIVBench.swift), and no OpenPGP traits to read.
+            let piv = PIVBench.commands(for: binding)
+            let card =
+                piv == nil
+                ? try openPGPTraitsOfCard(in: reader, cards: cards) : (keyDerivation: nil, extendedLength: false)
             let select = CommandAPDU(ins: 0xA4, p1: 0x04, p2: 0x00, data: [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01])
                 .encoded()
-            let getData = CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0x6E, le: 65536).encoded(extended: true)
-            let getKDF = CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0xF9, le: 65536).encoded(extended: true)
+            let getLe = card.extendedLength ? 65536 : 256
+            let getData = CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0x6E, le: getLe).encoded(extended: card.extendedLength)
+            let getKDF = CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0xF9, le: getLe).encoded(extended: card.extendedLength)
             let decipher: [UInt8]
             if binding.algorithm?.hasPrefix("rsa") ?? false {
                 // RSA: the padding indicator and the cryptogram, one extended APDU (as the session sends it).
@@ -132,8 +140,6 @@ extension BenchCommand {
             var readsKDF = false
             // With the KDF-DO on, the card takes the PIN's digest: computed once here, as tokenpin's share of the work.
             var verifyData = interaction.cardPIN.duplicate()
-            // A PIV binding: its own APDUs (PIVBench.swift).
-            let piv = PIVBench.commands(for: binding)
             /// One bare round: returns (total ms, transmits ms), or nil when an APDU failed.
             func bareRound() throws -> (Double, Double)? {
                 var verifyCommand =
@@ -177,7 +183,7 @@ extension BenchCommand {
             let warmUp = counter.count
             _ = try service.verify(interaction, method: .token)
             readsKDF = piv == nil && counter.count - warmUp > 4
-            if readsKDF, let derivation = try kdfOfCard(in: reader, cards: cards) {
+            if readsKDF, let derivation = card.keyDerivation {
                 verifyData = try derivation.digest(of: interaction.cardPIN, for: .userPIN)
             }
             _ = try bareRound()
@@ -277,11 +283,14 @@ extension BenchCommand {
     }
 }
 
-/// The card's KDF-DO (`F9`) as tokenpin's session reads it, or nil when it is off: the bench's bare VERIFY must
-/// send what the card expects, as tokenpin does.
-func kdfOfCard(in reader: String, cards: any CardReaders) throws -> KeyDerivation? {
+/// What the bench's bare round must know of the card, as tokenpin's session reads it: the KDF-DO (`F9`, nil when
+/// it is off), since the bare VERIFY must send what the card expects, and whether the card takes extended APDUs.
+func openPGPTraitsOfCard(
+    in reader: String, cards: any CardReaders
+) throws -> (keyDerivation: KeyDerivation?, extendedLength: Bool) {
     let connection = try cards.open(reader)
     defer { connection.close() }
     let card = try OpenPGPCard.open(connection)
-    return try card.transaction { session throws(OpenPGPError) in try card.keyDerivation(session) }
+    let keyDerivation = try card.transaction { session throws(OpenPGPError) in try card.keyDerivation(session) }
+    return (keyDerivation, connection.lengthCapabilities.extendedLength)
 }
