@@ -525,3 +525,34 @@ extension PIVServiceTests {
         #expect(fixture.card.processedCount - before == expected)
     }
 }
+
+extension PIVServiceTests {
+    @Test("a YubiKey bound through OpenPGP in one record and through PIV in another: each verifies, in any order")
+    func bothApplicationsOfOneCard() throws {
+        let fixture = try PIVFixture(.yubikey)
+        try fixture.generate(.keyManagement, .eccP256)
+        func service(_ application: TokenApplicationKind) throws -> PINService {
+            let base = makeService()
+            var service = PINService(
+                store: base.store, configuration: base.configuration, user: "alice", time: ManualTime(),
+                cards: readers([("Reader Y", fixture.card)]))
+            try enrol(service)
+            service.selection = CardSelection(application: application)
+            return service
+        }
+        let openpgp = try service(.openpgp)
+        _ = try openpgp.enableToken(
+            ScriptedInteraction(["482916", adminPIN, "123456"]), generateKey: true, assumeYes: true)
+        let piv = try service(.piv)
+        _ = try piv.enableToken(ScriptedInteraction(["482916", "123456"]))
+        let openpgpBinding = try #require(try openpgp.store.load(user: "alice")?.slot(.token)?.token)
+        let pivBinding = try #require(try piv.store.load(user: "alice")?.slot(.token)?.token)
+        #expect(openpgpBinding.application == nil)
+        #expect(pivBinding.application == "piv")
+        for service in [openpgp, piv, piv, openpgp] {
+            var unscoped = service
+            unscoped.selection = CardSelection()  // the binding says which application to use
+            #expect(try unscoped.verify(ScriptedInteraction(["123456"])).outcome == .verified(method: .token))
+        }
+    }
+}
