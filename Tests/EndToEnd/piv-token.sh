@@ -8,7 +8,8 @@
 # verify with the card, a wrong card PIN falls back to the PIN (counted on the card), a 9-byte card PIN is
 # refused without costing a try, `token change-pin`, `token unblock` with the PUK after blocking the PIN, the
 # card pulled (token unavailable, the PIN still verifies), and `mode = both`; a fake card with the same identity
-# replaying captured GENERAL AUTHENTICATE answers opens nothing; a card without PIV is refused. On the YubiKey `tokenpin bench
+# replaying captured GENERAL AUTHENTICATE answers opens nothing; a card without PIV is refused. RSA 2048 in 82 and
+# P-384 in 83, made by yubico-piv-tool, bind with --slot and verify. On the YubiKey `tokenpin bench
 # --token` prints the APDUs per verify and the time against the same APDUs bare.
 . "$(dirname "$0")/lib.sh"
 
@@ -167,6 +168,34 @@ run_profile() {
 
 run_profile yubikey 9d
 run_profile piv-card generate
+
+# run_slot ALGORITHM SLOT NAME: yubico-piv-tool's ALGORITHM key in SLOT of a fresh YubiKey (a certificate from the
+# software CA), bound with --slot, verified, a wrong card PIN refused and counted.
+run_slot() {
+    local algorithm=$1 slot=$2 name=$3 store=$WORK/store-$3
+    tp() { "$BIN/tokenpin" --local --store "$store" --config "$CONFIG" --reader "$READER" "$@"; }
+    start_sim "$WORK/$name.json" --reset --profile yubikey || { not_ok "$name: the card is inserted"; return; }
+    ykpiv -a generate -s "$slot" -A "$algorithm" -o "$WORK/$name.pem" >"$WORK/out"
+    [ -s "$WORK/ca.key" ] || openssl req -new -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+        -keyout "$WORK/ca.key" -subj "/CN=test CA" -out "$WORK/ca.pem" >/dev/null 2>&1
+    openssl req -new -key "$WORK/ca.key" -subj "/CN=$name" -out "$WORK/$name.csr" 2>/dev/null
+    openssl x509 -req -in "$WORK/$name.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" -force_pubkey "$WORK/$name.pem" \
+        -set_serial 3 -days 30 -out "$WORK/$name-cert.pem" 2>/dev/null
+    ykpiv -a import-certificate -s "$slot" -i "$WORK/$name-cert.pem" >"$WORK/out"
+    check "$name: yubico-piv-tool made $algorithm in $slot with its certificate" grep -q "Successfully imported" "$WORK/out"
+    printf '482916\n482916\n' | tp enrol --pin-stdin >/dev/null 2>&1
+    expect_code "$name: bind the key in $slot with --slot $slot" 0 \
+        tp toggle token on --app piv --slot "$slot" --pin-stdin < <(printf '482916\n123456\n')
+    check "$name: the binding names slot $slot and $name" \
+        bash -c "grep -rqE '\"slot\" ?: ?\"$slot\"' '$store' && grep -rqE '\"algorithm\" ?: ?\"$name\"' '$store'"
+    expect_code "$name: verify with the card" 0 tp verify --method token --pin-stdin <<<123456
+    expect_code "$name: verify with the card again" 0 tp verify --method token --pin-stdin <<<123456
+    expect_code "$name: a wrong card PIN is refused" 1 tp verify --method token --pin-stdin <<<000000
+    check "$name: ... and counted on the card" test "$(card_tries "$store")" = 2
+    stop_sim
+}
+run_slot RSA2048 82 rsa2048
+run_slot ECCP384 83 nistp384
 
 # A card without the PIV application: refused by name before any PIN reaches a card.
 start_sim "$WORK/openpgp.json" --reset --profile openpgp || not_ok "openpgp: the card is inserted"
