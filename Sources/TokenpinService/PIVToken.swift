@@ -79,8 +79,28 @@ final class PIVToken: TokenApplication {
     /// Read once, when asked: whether the default slot holds a key a binding can use.
     private lazy var defaultSlotProblem: String? = {
         if let identityProblem { return identityProblem }
-        return Self.problem { () throws(TokenCardError) in _ = try bindableKey(slot: nil) }
+        guard let problem = Self.problem({ () throws(TokenCardError) in _ = try bindableKey(slot: nil) }) else {
+            return nil
+        }
+        // Point at a retired slot whose key could be bound instead (a key tokenpin generated, for one).
+        guard let other = retiredKey(), let slot = other.slot else { return problem }
+        return problem + "; slot \(slot) holds a \(other.algorithm) key (bind it with --slot \(slot))"
     }()
+
+    /// The first retired key management slot (`82`-`95`) holding a key a binding can use, read in one transaction.
+    private func retiredKey() -> TokenCardKey? {
+        let card = self.card
+        let found = try? card.transaction { session throws(PIVError) -> (PIVSlot, PIVSlotContent)? in
+            for number in 1...20 {
+                guard let slot = PIVSlot.retired(number) else { continue }
+                let content = try card.content(of: slot, session)
+                if case .key = content { return (slot, content) }
+            }
+            return nil
+        }
+        guard let (slot, content) = found ?? nil else { return nil }
+        return try? Self.cardKey(content, in: slot)
+    }
 
     /// Why `body` failed, or nil.
     private static func problem(_ body: () throws(TokenCardError) -> Void) -> String? {

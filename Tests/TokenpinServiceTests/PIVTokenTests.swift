@@ -556,3 +556,18 @@ extension PIVServiceTests {
         }
     }
 }
+
+extension PIVTokenTests {
+    @Test("a card with no key in 9D but one in a retired slot says which slot to name")
+    func unusableReasonPointsAtARetiredKey() throws {
+        let fixture = try PIVFixture(.yubikey)
+        try fixture.generate(.retired(3)!, .eccP384)
+        let token = try fixture.open()
+        #expect(
+            token.unusableReason
+                == "slot 9d holds no key (or no certificate naming one); slot 84 holds a nistp384 key "
+                + "(bind it with --slot 84)")
+        let empty = try PIVFixture(.pivCard).open()
+        #expect(empty.unusableReason == "slot 9d holds no key (or no certificate naming one)")
+    }
+}
