@@ -358,6 +358,7 @@ extension ReaderInfo {
             JSONMember("application", application.map(JSONValue.text) ?? .null), JSONMember("usable", .bool(usable)),
             JSONMember("unusableReason", unusableReason.map(JSONValue.text) ?? .null),
             JSONMember("cardTriesLeft", cardPINTriesLeft.map(JSONValue.int) ?? .null),
+            JSONMember("key", key.map(JSONValue.text) ?? .null),
         ])
     }
 
@@ -372,7 +373,8 @@ extension ReaderInfo {
             application: value["application"]?.stringValue.flatMap(TokenApplicationKind.init(rawValue:))?.rawValue,
             usable: value["usable"]?.boolValue ?? false,
             unusableReason: value["unusableReason"]?.stringValue,
-            cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries))
+            cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries),
+            key: value["key"]?.stringValue)
     }
 
     /// A list of readers from an array.
@@ -392,6 +394,9 @@ extension TokenStatus {
             JSONMember("problem", problem.map(JSONValue.text) ?? .null),
             JSONMember("reader", matchingReader.map(JSONValue.text) ?? .null),
             JSONMember("cardTriesLeft", cardPINTriesLeft.map(JSONValue.int) ?? .null),
+            JSONMember("application", application.map(JSONValue.text) ?? .null),
+            JSONMember("slot", slot.map(JSONValue.text) ?? .null),
+            JSONMember("algorithm", algorithm.map(JSONValue.text) ?? .null),
         ])
     }
 
@@ -400,7 +405,9 @@ extension TokenStatus {
         self.init(
             readers: try ReaderInfo.list(protocolValue: value["readers"]), problem: value["problem"]?.stringValue,
             matchingReader: value["reader"]?.stringValue,
-            cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries))
+            cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries),
+            application: value["application"]?.stringValue.flatMap(TokenApplicationKind.init(rawValue:))?.rawValue,
+            slot: value["slot"]?.stringValue, algorithm: value["algorithm"]?.stringValue)
     }
 }
 

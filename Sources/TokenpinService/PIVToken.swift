@@ -76,12 +76,26 @@ final class PIVToken: TokenApplication {
         }
     }
 
+    /// Read once, when asked: the key in the default slot a binding can use, or why there is none.
+    private lazy var defaultSlotKey: Result<TokenCardKey, TokenCardError> = {
+        do throws(TokenCardError) {
+            return .success(try bindableKey(slot: nil))
+        } catch {
+            return .failure(error)
+        }
+    }()
+
+    /// `nistp256 in 9d`: the default slot's key, when a binding can use it.
+    var keyDescription: String? {
+        guard identityProblem == nil, case .success(let key) = defaultSlotKey else { return nil }
+        return "\(key.algorithm) in \(key.slot ?? Self.slotName(Self.defaultSlot))"
+    }
+
     /// Read once, when asked: whether the default slot holds a key a binding can use.
     private lazy var defaultSlotProblem: String? = {
         if let identityProblem { return identityProblem }
-        guard let problem = Self.problem({ () throws(TokenCardError) in _ = try bindableKey(slot: nil) }) else {
-            return nil
-        }
+        guard case .failure(let error) = defaultSlotKey else { return nil }
+        let problem = Self.describe(error)
         // Point at a retired slot whose key could be bound instead (a key tokenpin generated, for one).
         guard let other = retiredKey(), let slot = other.slot else { return problem }
         return problem + "; slot \(slot) holds a \(other.algorithm) key (bind it with --slot \(slot))"
@@ -100,16 +114,6 @@ final class PIVToken: TokenApplication {
         }
         guard let (slot, content) = found ?? nil else { return nil }
         return try? Self.cardKey(content, in: slot)
-    }
-
-    /// Why `body` failed, or nil.
-    private static func problem(_ body: () throws(TokenCardError) -> Void) -> String? {
-        do {
-            try body()
-            return nil
-        } catch {
-            return describe(error)
-        }
     }
 
     var unusableReason: String? { defaultSlotProblem }
@@ -260,7 +264,7 @@ final class PIVToken: TokenApplication {
         let key = try Self.managementKey(fromHex: text, algorithm: managementAlgorithm)
         let isDefault = Self.defaultManagementKey.withUnsafeBytes { key.isEqual(to: $0) }
         if isDefault && !assumeYes {
-            throw TokenCardError.refused(
+            throw ServiceError.usage(
                 "the card still has the factory management key (010203...08 three times), which anyone can use to "
                     + "replace its keys; set your own (yubico-piv-tool -a set-mgm-key) or add --yes to use it")
         }
@@ -343,12 +347,9 @@ final class PIVToken: TokenApplication {
         return tries ?? nil
     }()
 
-    /// What `triesLeft(_:)` answers when the card cannot tell without spending a try.
-    static let unknownTries = -1
-
-    func triesLeft(_ credential: UnblockCredential) -> Int {
+    func triesLeft(_ credential: UnblockCredential) -> Int? {
         switch credential {
-        case .puk: pukTriesLeft ?? Self.unknownTries
+        case .puk: pukTriesLeft
         case .resetCode, .adminPIN: 0
         }
     }

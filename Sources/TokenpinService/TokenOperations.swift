@@ -714,10 +714,14 @@ extension PINService {
             }
             let readers = try scoped.listReaders()
             let matching = binding.flatMap { binding in readers.first { $0.serial == binding.serial } }
-            return TokenStatus(
+            var status = TokenStatus(
                 readers: readers, matchingReader: matching?.name, cardPINTriesLeft: matching?.cardPINTriesLeft)
+            status.describe(binding)
+            return status
         } catch {
-            return TokenStatus(readers: [], problem: error.message)
+            var status = TokenStatus(readers: [], problem: error.message)
+            status.describe(binding)
+            return status
         }
     }
 
@@ -786,7 +790,7 @@ extension PINService {
                         + "run `tokenpin token unblock` without --admin")
             }
             let tries = card.triesLeft(credential)
-            // Negative: the card cannot tell without spending a try (a PIV card's PUK outside YubiKey metadata).
+            // nil: the card cannot tell without spending a try (a PIV card's PUK outside YubiKey metadata).
             guard tries != 0 else { throw ServiceError.cardRefused(blockedCredential(credential, card: card)) }
             let secret = try interaction.readSecret(unblockPrompt(credential, card: card, triesLeft: tries))
             let new = try readNewCardPIN(interaction, maximum: card.pinMaxLength)
@@ -801,11 +805,11 @@ extension PINService {
     }
 
     /// The prompt for an unblocking credential.
-    func unblockPrompt(_ credential: UnblockCredential, card: any TokenApplication, triesLeft: Int) -> SecretPrompt {
+    func unblockPrompt(_ credential: UnblockCredential, card: any TokenApplication, triesLeft: Int?) -> SecretPrompt {
         switch credential {
-        case .resetCode: .resetCode(card: card.label, triesLeft: triesLeft)
-        case .adminPIN: .adminPIN(card: card.label, triesLeft: triesLeft)
-        case .puk: .puk(card: card.label, triesLeft: triesLeft >= 0 ? triesLeft : nil)
+        case .resetCode: .resetCode(card: card.label, triesLeft: triesLeft ?? 0)
+        case .adminPIN: .adminPIN(card: card.label, triesLeft: triesLeft ?? 0)
+        case .puk: .puk(card: card.label, triesLeft: triesLeft)
         }
     }
 
@@ -856,5 +860,15 @@ extension CardReaders {
             if token?.identity == serial { return presence.name }
         }
         return nil
+    }
+}
+
+extension TokenStatus {
+    /// Adds what the record says of the binding: the application, the PIV slot and the key's algorithm.
+    mutating func describe(_ binding: TokenBinding?) {
+        guard let binding else { return }
+        application = binding.applicationKind.rawValue
+        slot = binding.slot
+        algorithm = TokenKeyAlgorithm(bindingName: binding.algorithm)?.description ?? binding.algorithm
     }
 }

@@ -143,7 +143,8 @@ extension Program {
                     Options.generateKey, Options.yes, Options.toggleMethod, Options.toggleMode, Options.app,
                     Options.slot,
                 ]),
-            Subcommand("readers", abstract: "List the card readers and the card in each."),
+            Subcommand(
+                "readers", abstract: "List the card readers and the card in each.", options: [Options.app]),
             Subcommand(
                 "token", abstract: "Change or unblock the card's own PIN.",
                 discussion: "Prompts: card PIN (or Reset Code / admin PIN), new card PIN, new card PIN again.",

@@ -81,7 +81,7 @@ run_profile() {
             tp toggle token on --app piv --pin-stdin < <(printf '482916\n123456\n')
     else
         slot=82
-        expect_code "$name: --generate-key without --yes refuses the factory management key" 1 \
+        expect_code "$name: --generate-key without --yes refuses the factory management key" 2 \
             tp toggle token on --app piv --generate-key --pin-stdin \
             < <(printf '482916\n010203040506070801020304050607080102030405060708\n123456\n')
         check "$name: ... saying why" grep -q "factory management key" "$WORK/err"

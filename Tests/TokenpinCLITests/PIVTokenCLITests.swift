@@ -15,7 +15,7 @@ import Testing
         let refused = try cli.run(
             sim + ["toggle", "token", "on", "--app", "piv", "--generate-key", "--pin-stdin"],
             input: "482916\n\(Self.factoryKey)\n123456\n", environment: Self.pivCard)
-        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.status == 2, "\(refused.stderr)")
         #expect(refused.stderr.contains("factory management key"), "\(refused.stderr)")
 
         let bind = try cli.run(
@@ -27,6 +27,18 @@ import Testing
         #expect(binding["application"] as? String == "piv")
         #expect(binding["slot"] as? String == "82")
         #expect((binding["serial"] as? String)?.hasPrefix("piv-guid:") == true)
+
+        // status says which application, slot and algorithm the card is bound through; readers which application
+        // it found and the key a new binding would use.
+        let status = try cli.run(sim + ["--json", "status"], environment: Self.pivCard)
+        let token = try #require(status.json["token"] as? [String: Any], "\(status.stdout)")
+        #expect(token["application"] as? String == "piv")
+        #expect(token["slot"] as? String == "82")
+        #expect(token["algorithm"] as? String == "nistp256")
+        #expect(try cli.run(sim + ["status"]).stdout.contains("Binding:    PIV slot 82, nistp256"))
+        let readers = try cli.run(sim + ["--json", "readers", "--app", "piv"], environment: Self.pivCard)
+        let reader = try #require((readers.json["readers"] as? [[String: Any]])?.first, "\(readers.stdout)")
+        #expect(reader["application"] as? String == "piv", "\(reader)")
 
         let verify = try cli.run(sim + ["--json", "verify", "--method", "token", "--pin-stdin"], input: "123456\n")
         #expect(verify.status == 0 && verify.json["method"] as? String == "token", "\(verify.stdout)")
