@@ -65,6 +65,25 @@ struct ApplicationSwitchTests {
     }
 }
 
+@Suite("finding a card by the identity a binding recorded (the daemon's card-removal check)")
+struct ReaderHoldingTests {
+    @Test("an OpenPGP serial and a PIV identity each find the YubiKey's reader, and nothing else does")
+    func identitiesFindTheirReader() throws {
+        let yubikey = try SimulatedCard(stateFile: nil, serial: 0x00C0_FFEE, profile: .yubikey)
+        let other = try SimulatedCard(stateFile: nil, serial: 0x0000_2222)
+        let cards = readers([("Reader A", other), ("Reader B", yubikey)])
+        let connection = SimulatedCardConnection(card: yubikey, sleep: { _ in })
+        let openpgp = try OpenPGPToken.open(connection: connection, reader: "Reader B").identity
+        let piv = try PIVToken.open(connection: connection, reader: "Reader B").identity
+        #expect(piv.hasPrefix("piv-"))
+        #expect(cards.reader(holding: openpgp) == "Reader B")
+        #expect(cards.reader(holding: piv) == "Reader B")
+        #expect(cards.reader(holding: "piv-serial:1") == nil)
+        yubikey.remove()
+        #expect(cards.reader(holding: piv) == nil)
+    }
+}
+
 private func caughtError(_ body: () throws(TokenCardError) -> Void) -> TokenCardError? {
     do {
         try body()
