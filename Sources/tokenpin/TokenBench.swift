@@ -200,10 +200,10 @@ extension BenchCommand {
             var recordTimes: [Double] = []
             var saveTimes: [Double] = []
             for _ in 0..<iterations {
+                // A store of its own each time: a first read of the record, decoded, as a verify's first read is.
+                let store = RecordStore(directory: service.store.directory)
                 let start = time.monotonicNanoseconds
-                let loaded = try service.store.withLock(user: context.user) {
-                    try service.store.load(user: context.user)
-                }
+                let loaded = try store.withLock(user: context.user) { try store.load(user: context.user) }
                 recordTimes.append(Double(time.monotonicNanoseconds - start) / 1e6)
                 guard let loaded else { return context.fail(.tokenUnavailable("the scratch record went away")) }
                 let saveStart = time.monotonicNanoseconds

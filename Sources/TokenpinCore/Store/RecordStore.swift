@@ -21,6 +21,8 @@ public struct RecordStore: Sendable {
     /// The longest `withLock` waits for another process's lock (nil: as long as it takes, as local mode's
     /// processes queue behind each other's key derivations). tokenpind bounds it by `daemon-wait-timeout`.
     public var lockWaitSeconds: Double?
+    /// The record decoded last and its bytes, so that reading the same bytes again does not decode them again.
+    let recent = RecentRecord()
 
     /// A store in `directory`, owned by the effective user.
     public init(directory: String, owner: uid_t = geteuid()) {
@@ -193,7 +195,10 @@ public struct RecordStore: Sendable {
             }
             throw storeError(error, path, "cannot read the record")
         }
-        return try Self.decode(data, path: path, user: user)
+        if let record = recent.record(path: path, user: user, bytes: data) { return record }
+        let record = try Self.decode(data, path: path, user: user)
+        recent.remember(record, path: path, user: user, bytes: data)
+        return record
     }
 
     /// Decodes and checks a record's bytes.
