@@ -206,7 +206,7 @@ public struct RecordStore: Sendable {
         guard !data.isEmpty else { throw StoreError(.corrupt, path: path, "the record is empty (truncated?)") }
         struct Header: Decodable { var version: Int }
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
+        decoder.dateDecodingStrategy = RecordDate.decoding
         // One decoding pass in the common case; the header alone is read only to explain a failure.
         guard let record = try? decoder.decode(EnrolmentRecord.self, from: data) else {
             guard let header = try? decoder.decode(Header.self, from: data) else {
@@ -235,7 +235,7 @@ public struct RecordStore: Sendable {
     public static func encode(_ record: EnrolmentRecord) throws(StoreError) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        encoder.dateEncodingStrategy = .iso8601
+        encoder.dateEncodingStrategy = RecordDate.encoding
         do {
             return try encoder.encode(record)
         } catch {
