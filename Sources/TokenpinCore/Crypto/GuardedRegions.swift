@@ -60,9 +60,10 @@ final class GuardedRegions: Sendable {
     /// (for tests: a kept region must hold no secret).
     func withNextKept<R>(_ size: Int, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
         kept.withLock { regions in
-            body(regions[size]?.last.flatMap { UnsafeRawPointer(bitPattern: $0) }.map {
-                UnsafeRawBufferPointer(start: $0, count: size)
-            })
+            body(
+                regions[size]?.last.flatMap { UnsafeRawPointer(bitPattern: $0) }.map {
+                    UnsafeRawBufferPointer(start: $0, count: size)
+                })
         }
     }
 }
