@@ -103,7 +103,7 @@ let package = Package(
         // The operations joining core and token.
         .target(
             name: "TokenpinService",
-            dependencies: ["TokenpinCore", "TokenpinAPDU", "TokenpinOpenPGP", "TokenpinCardCrypto"],
+            dependencies: ["TokenpinCore", "TokenpinAPDU", "TokenpinOpenPGP", "TokenpinCardCrypto", "TokenpinPIV"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -126,7 +126,7 @@ let package = Package(
         .target(
             name: "TokenpinDaemon",
             dependencies: [
-                "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinPCSC", "TokenpinSystem",
+                "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinSystem",
                 "CTokenpinShims",
                 "CTokenpinPAM",
             ],
@@ -214,13 +214,14 @@ let package = Package(
             name: "TokenpinServiceTests",
             dependencies: [
                 "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinSimulator", "TokenpinOpenPGP",
-                "TokenpinCardCrypto", "TokenpinTestSupport",
+                "TokenpinCardCrypto", "TokenpinPIV", "TokenpinTestSupport",
             ],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "TokenpinCLITests",
-            dependencies: ["tokenpin", "TokenpinTestSupport"],
+            // The simulator and the OpenPGP session put a key on a simulated card as gpg would, between CLI runs.
+            dependencies: ["tokenpin", "TokenpinTestSupport", "TokenpinSimulator", "TokenpinOpenPGP", "TokenpinCore"],
             exclude: ["Support/keyboard.py"],
             swiftSettings: strictSettings
         ),

@@ -23,8 +23,11 @@ public struct DaemonOptions: Sendable {
     public var maximumConnections = 512
     /// The most connections one uid may hold.
     public var maximumConnectionsPerUID = 128
-    /// Whether to watch PC/SC readers and cards for `watch` subscribers and `on-card-removal`.
-    public var watchReaders = true
+    /// Where reader and card events come from for `watch` subscribers and `on-card-removal` (tokenpind hands
+    /// over the PC/SC readers' events); nil: none are watched (`--no-readers`, the simulated card, tests).
+    public var readerEvents: (any ReaderEventSource)?
+    /// Seconds between attempts to start `readerEvents` while it cannot start (pcscd not running).
+    public var readerRetrySeconds: Double = 5
     /// Where cards come from for token operations (PC/SC readers, or the simulated card); nil: no token.
     public var cards: (any CardReaders)?
     /// The loginctl binary `on-card-removal = lock` runs.

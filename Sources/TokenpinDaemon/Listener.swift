@@ -65,8 +65,11 @@ extension Daemon {
 
     /// Accepts connections until `beginShutdown`, starting a thread for each (and the reader watcher).
     public func serve() {
-        if options.watchReaders {
-            ReaderWatcher(hub: hub, cardRemoval: cardRemoval, logger: logger) { [self] in isDraining }.start()
+        if let source = options.readerEvents {
+            ReaderWatcher(
+                source: source, hub: hub, cardRemoval: cardRemoval, logger: logger,
+                retrySeconds: options.readerRetrySeconds
+            ) { [self] in isDraining }.start()
         }
         let fd = listenFD.load(ordering: .acquiring)
         while !isDraining {

@@ -1,14 +1,16 @@
 import Foundation
 import TokenpinCore
-import TokenpinPCSC
 import TokenpinProtocol
+import TokenpinService
 
-/// Watches PC/SC readers and cards on a thread of its own and publishes `readerAdded`, `readerRemoved`,
-/// `cardInserted` and `cardRemoved` to `watch` subscribers.
+/// Watches readers and cards on a thread of its own and publishes `readerAdded`, `readerRemoved`,
+/// `cardInserted` and `cardRemoved` to `watch` subscribers, and tells `on-card-removal` what left.
 ///
-/// When pcscd is not running it tries again every `retrySeconds`, logging the outage once. Reader events concern
-/// no user, so every subscriber sees them.
+/// Where the events come from is the `ReaderEventSource` tokenpind hands over (PC/SC through pcscd). When the
+/// source cannot start (pcscd is not running) the watcher tries again every `retrySeconds`, logging the outage
+/// once; when a stream fails it starts a new one. Reader events concern no user, so every subscriber sees them.
 final class ReaderWatcher: Sendable {
+    let source: any ReaderEventSource
     let hub: EventHub
     let cardRemoval: CardRemovalPolicy?
     let logger: Logger
@@ -16,9 +18,10 @@ final class ReaderWatcher: Sendable {
     let retrySeconds: Double
 
     init(
-        hub: EventHub, cardRemoval: CardRemovalPolicy? = nil, logger: Logger, retrySeconds: Double = 5,
-        stopped: @escaping @Sendable () -> Bool
+        source: any ReaderEventSource, hub: EventHub, cardRemoval: CardRemovalPolicy? = nil, logger: Logger,
+        retrySeconds: Double = 5, stopped: @escaping @Sendable () -> Bool
     ) {
+        self.source = source
         self.hub = hub
         self.cardRemoval = cardRemoval
         self.logger = logger
@@ -26,7 +29,7 @@ final class ReaderWatcher: Sendable {
         self.stopped = stopped
     }
 
-    /// The `watch` event for a PC/SC event.
+    /// The `watch` event for a reader event.
     static func message(for event: ReaderEvent) -> (name: String, fields: [JSONMember]) {
         (event.kind.rawValue, [JSONMember("reader", .text(event.reader))])
     }
@@ -41,28 +44,30 @@ final class ReaderWatcher: Sendable {
     private func run() {
         var reportedOutage = false
         while !stopped() {
-            let monitor: ReaderMonitor
+            let stream: any ReaderEventStream
             do {
-                monitor = try ReaderMonitor()
+                stream = try source.start()
             } catch {
                 if !reportedOutage {
-                    logger.info("pcscd not reachable; reader events wait for it", [("error", error.description)])
+                    logger.info(
+                        "reader service not reachable; reader events wait for it", [("error", error.description)])
                     reportedOutage = true
                 }
                 sleep(seconds: retrySeconds)
                 continue
             }
             reportedOutage = false
-            logger.info("watching readers", [("readers", String(monitor.readers.count))])
-            cardRemoval?.setPresent(monitor.readers.filter(\.isCardPresent).map(\.name))
-            watch(monitor)
+            let readers = stream.readers
+            logger.info("watching readers", [("readers", String(readers.count))])
+            cardRemoval?.setPresent(readers.filter(\.cardPresent).map(\.name))
+            watch(stream)
         }
     }
 
-    private func watch(_ monitor: consuming ReaderMonitor) {
+    private func watch(_ stream: any ReaderEventStream) {
         while !stopped() {
             do {
-                for event in try monitor.waitForEvents(timeout: .seconds(1)) {
+                for event in try stream.next(timeout: .seconds(1)) {
                     let (name, fields) = Self.message(for: event)
                     logger.debug("reader event", [("event", name), ("reader", event.reader)])
                     hub.publish(user: nil, name: name, fields: fields)
@@ -78,8 +83,9 @@ final class ReaderWatcher: Sendable {
     private func sleep(seconds: Double) {
         var left = seconds
         while left > 0 && !stopped() {
-            usleep(200_000)
-            left -= 0.2
+            let step = min(left, 0.2)
+            usleep(UInt32(step * 1_000_000))
+            left -= step
         }
     }
 }

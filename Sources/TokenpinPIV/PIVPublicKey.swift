@@ -58,6 +58,23 @@ public enum PIVPublicKey: Sendable, Hashable {
         try self.init(subjectPublicKeyInfo: fields[5].value)
     }
 
+    /// The common name (`CN`, 2.5.4.3) of an X.509 certificate's subject, nil when it has none or does not parse.
+    public static func subjectCommonName(certificate der: [UInt8]) -> String? {
+        guard let certificate = try? TLV.parseOne(der), let tbs = try? certificate.children().first,
+            var fields = try? tbs.children()
+        else { return nil }
+        if fields.first?.tag == 0xA0 { fields.removeFirst() }
+        guard fields.count >= 5, fields[4].tag == 0x30, let names = try? fields[4].children() else { return nil }
+        for set in names {
+            for attribute in (try? set.children()) ?? [] {
+                guard let parts = try? attribute.children(), parts.count == 2, parts[0].value == [0x55, 0x04, 0x03]
+                else { continue }
+                return String(decoding: parts[1].value, as: UTF8.self)
+            }
+        }
+        return nil
+    }
+
     /// The key in the content of a SubjectPublicKeyInfo: `SEQUENCE { algorithm, BIT STRING key }`.
     init(subjectPublicKeyInfo content: [UInt8]) throws(APDUError) {
         let parts = try TLV.parseAll(content)

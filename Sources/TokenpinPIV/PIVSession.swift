@@ -205,11 +205,9 @@ public struct PIVSession {
         apdu[4] = UInt8(apdu.count - 5)
         defer { secureZero(&apdu) }
         trace?("> \(Hex.encode(Array(apdu.prefix(4)), separator: " ")) [sensitive]")
-        var raw = try transmitRaw(apdu)
-        let statusWord = try Self.statusWord(of: &raw)
-        secureZero(&raw)
-        trace?("< \(statusWord)")
-        try check(statusWord)
+        let response = try parse(transmitRaw(apdu))
+        trace?("< \(response)")
+        try check(response.statusWord)
     }
 
     // MARK: Keys
@@ -278,15 +276,15 @@ public struct PIVSession {
     {
         let header: [UInt8] = [PIVCommand.generalAuthenticate, algorithm.rawValue, slot.rawValue]
         var offset = 0
+        // The leading parts carry public data (a point, a cryptogram) and answer nothing: sent as any command.
         while template.count - offset > CommandAPDU.shortMaxData {
-            let part = [0x10] + header + [0xFF] + template[offset..<(offset + CommandAPDU.shortMaxData)]
-            trace?("> \(Hex.encode(part, separator: " "))")
-            var raw = try transmitRaw(part)
-            let statusWord = try Self.statusWord(of: &raw)
-            trace?("< \(statusWord)")
-            try check(statusWord)
+            let part = CommandAPDU(
+                cla: CommandAPDU.chainingBit, ins: PIVCommand.generalAuthenticate, p1: algorithm.rawValue,
+                p2: slot.rawValue, data: Array(template[offset..<(offset + CommandAPDU.shortMaxData)]))
+            try check(send(part).statusWord)
             offset += CommandAPDU.shortMaxData
         }
+        // The last part's answer is the secret: raw bytes, every copy wiped.
         let last = [0x00] + header + [UInt8(template.count - offset)] + template[offset...] + [0x00]
         trace?("> \(Hex.encode(last, separator: " "))")
         var raw = try transmitRaw(last)
@@ -368,9 +366,29 @@ public struct PIVSession {
     /// A slot's key metadata: YubiKey GET METADATA `00 F7 00 slot` (firmware 5.3+). Throws `.unsupported` on
     /// other cards and `.referencedDataNotFound` for an empty slot.
     public func metadata(for slot: PIVSlot) throws(PIVError) -> PIVSlotMetadata {
+        let raw = try rawMetadata(for: slot)
+        do { return try PIVSlotMetadata(parsing: raw) } catch { throw .malformed(error) }
+    }
+
+    /// A slot's metadata as the card answers it, unparsed (for keys `PIVSlotMetadata` does not read).
+    public func rawMetadata(for slot: PIVSlot) throws(PIVError) -> [UInt8] {
         let response = try send(CommandAPDU(ins: PIVCommand.getMetadata, p1: 0x00, p2: slot.rawValue, le: 256))
         try check(response.statusWord)
-        do { return try PIVSlotMetadata(parsing: response.data) } catch { throw .malformed(error) }
+        return response.data
+    }
+
+    /// The PIN's (`80`) or PUK's (`81`) tries, total and left, from YubiKey metadata (firmware 5.3+); the only
+    /// way to learn the PUK's without spending one. Throws `.unsupported` on other cards.
+    public func retries(puk: Bool) throws(PIVError) -> (total: Int, left: Int) {
+        let response = try send(CommandAPDU(ins: PIVCommand.getMetadata, p1: 0x00, p2: puk ? 0x81 : 0x80, le: 256))
+        try check(response.statusWord)
+        do throws(APDUError) {
+            guard let tries = try TLV.parseAll(response.data).first(where: { $0.tag == 0x06 })?.value, tries.count == 2
+            else { throw APDUError(.invalidStructure, "PIN metadata without its tries (06)") }
+            return (Int(tries[0]), Int(tries[1]))
+        } catch {
+            throw .malformed(error)
+        }
     }
 
     // MARK: Transport
@@ -408,6 +426,12 @@ public struct PIVSession {
         }
     }
 
+    /// A raw answer without secret data (a PIN command's) as a response.
+    private func parse(_ raw: [UInt8]) throws(PIVError) -> ResponseAPDU {
+        do { return try ResponseAPDU(parsing: raw) } catch { throw .malformed(error) }
+    }
+
+    /// The status word at the end of a raw answer holding a secret; wipes the answer and throws when there is none.
     private static func statusWord(of raw: inout [UInt8]) throws(PIVError) -> StatusWord {
         guard raw.count >= 2 else {
             let count = raw.count

@@ -11,6 +11,10 @@ extension SecretPrompt {
         switch self {
         case .cardPIN(let card, let tries), .adminPIN(let card, let tries), .resetCode(let card, let tries):
             .prompt(name: name, card: card, triesLeft: tries)
+        case .puk(let card, let tries):
+            .prompt(name: name, card: card, triesLeft: tries)
+        case .managementKey(let card):
+            .prompt(name: name, card: card, triesLeft: nil)
         default:
             .prompt(name: name, card: nil, triesLeft: nil)
         }
@@ -29,6 +33,8 @@ extension SecretPrompt {
         case "confirm-card-pin": self = .confirmCardPIN
         case "admin-pin": self = .adminPIN(card: card ?? "", triesLeft: triesLeft ?? 0)
         case "reset-code": self = .resetCode(card: card ?? "", triesLeft: triesLeft ?? 0)
+        case "puk": self = .puk(card: card ?? "", triesLeft: triesLeft)
+        case "management-key": self = .managementKey(card: card ?? "")
         case "password": self = .loginPassword
         default: return nil
         }
@@ -349,9 +355,10 @@ extension ReaderInfo {
         .object([
             JSONMember("name", .text(name)), JSONMember("cardPresent", .bool(cardPresent)),
             JSONMember("serial", serial.map(JSONValue.text) ?? .null), JSONMember("openpgp", .bool(isOpenPGP)),
-            JSONMember("usable", .bool(usable)),
+            JSONMember("application", application.map(JSONValue.text) ?? .null), JSONMember("usable", .bool(usable)),
             JSONMember("unusableReason", unusableReason.map(JSONValue.text) ?? .null),
             JSONMember("cardTriesLeft", cardPINTriesLeft.map(JSONValue.int) ?? .null),
+            JSONMember("key", key.map(JSONValue.text) ?? .null),
         ])
     }
 
@@ -362,9 +369,12 @@ extension ReaderInfo {
         }
         self.init(
             name: name, cardPresent: present, serial: value["serial"]?.stringValue,
-            isOpenPGP: value["openpgp"]?.boolValue ?? false, usable: value["usable"]?.boolValue ?? false,
+            isOpenPGP: value["openpgp"]?.boolValue ?? false,
+            application: value["application"]?.stringValue.flatMap(TokenApplicationKind.init(rawValue:))?.rawValue,
+            usable: value["usable"]?.boolValue ?? false,
             unusableReason: value["unusableReason"]?.stringValue,
-            cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries))
+            cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries),
+            key: value["key"]?.stringValue)
     }
 
     /// A list of readers from an array.
@@ -384,6 +394,9 @@ extension TokenStatus {
             JSONMember("problem", problem.map(JSONValue.text) ?? .null),
             JSONMember("reader", matchingReader.map(JSONValue.text) ?? .null),
             JSONMember("cardTriesLeft", cardPINTriesLeft.map(JSONValue.int) ?? .null),
+            JSONMember("application", application.map(JSONValue.text) ?? .null),
+            JSONMember("slot", slot.map(JSONValue.text) ?? .null),
+            JSONMember("algorithm", algorithm.map(JSONValue.text) ?? .null),
         ])
     }
 
@@ -392,7 +405,9 @@ extension TokenStatus {
         self.init(
             readers: try ReaderInfo.list(protocolValue: value["readers"]), problem: value["problem"]?.stringValue,
             matchingReader: value["reader"]?.stringValue,
-            cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries))
+            cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries),
+            application: value["application"]?.stringValue.flatMap(TokenApplicationKind.init(rawValue:))?.rawValue,
+            slot: value["slot"]?.stringValue, algorithm: value["algorithm"]?.stringValue)
     }
 }
 

@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Synchronization
 import TokenpinAPDU
 import TokenpinPCSC
 public import TokenpinService
@@ -62,39 +61,11 @@ public enum SimulatorReaders {
                 connect: { SimulatedCardConnection(card: card) }, reset: { card.reset() })
         ])
     }
-
-    /// Opens (or creates) the simulated card whose state is in `stateFile`.
-    public static func open(stateFile: String) throws(ServiceError) -> InProcessReaders {
-        let directory = Paths.parent(of: stateFile)
-        try? FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700])
-        do {
-            return readers(try SimulatedCard(stateFile: stateFile))
-        } catch {
-            throw .tokenUnavailable("the simulated card cannot start: \(error)")
-        }
-    }
 }
 
-/// One simulated card per process and state file, so that every command of a run sees the same card.
-public enum SimulatorCards {
-    private static let cards = Mutex<[String: InProcessReaders]>([:])
-
-    /// The simulated card whose state is in `stateFile`, opened once per process.
-    public static func shared(stateFile: String) -> any CardReaders {
-        cards.withLock { cards -> any CardReaders in
-            if let existing = cards[stateFile] { return existing }
-            do {
-                let made = try SimulatorReaders.open(stateFile: stateFile)
-                cards[stateFile] = made
-                return made
-            } catch {
-                return UnavailableReaders(error: error as? ServiceError ?? .tokenUnavailable("\(error)"))
-            }
-        }
-    }
-}
+/// One simulated card per process and state file, so that every command of a run sees the same card
+/// (SimulatorProfiles.swift: `shared(stateFile:profile:)`).
+public enum SimulatorCards {}
 
 /// Readers that could not be set up; every use reports why.
 public struct UnavailableReaders: CardReaders {

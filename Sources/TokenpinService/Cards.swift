@@ -41,6 +41,8 @@ struct CardProbe {
     var pinTriesLeft: Int?
     /// Why tokenpin cannot bind to the card as it is (no key, an unsupported algorithm), named.
     var unusableReason: String?
+    /// The key a binding would use as the card is (`rsa2048`, `nistp256 in 9d`).
+    var keyDescription: String?
     /// Why no application could be read (no card, not a token card, a transport failure).
     var problem: String?
 
@@ -52,6 +54,7 @@ struct CardProbe {
         label = token.label
         pinTriesLeft = token.pinTriesLeft
         unusableReason = token.unusableReason
+        keyDescription = token.keyDescription
     }
 
     /// A reader where no token application was found.
@@ -67,7 +70,7 @@ struct CardProbe {
         ReaderInfo(
             name: reader, cardPresent: true, serial: serial, isOpenPGP: kind == .openpgp,
             application: kind?.rawValue, usable: usable, unusableReason: unusableReason ?? problem,
-            cardPINTriesLeft: pinTriesLeft)
+            cardPINTriesLeft: pinTriesLeft, key: keyDescription)
     }
 }
 

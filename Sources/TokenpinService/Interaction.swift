@@ -22,6 +22,10 @@ public enum SecretPrompt: Sendable, Equatable {
     case adminPIN(card: String, triesLeft: Int)
     /// The card's Reset Code, naming the card and its tries left.
     case resetCode(card: String, triesLeft: Int)
+    /// A PIV card's PUK, naming the card and its tries left (nil: the card cannot tell without spending one).
+    case puk(card: String, triesLeft: Int?)
+    /// A PIV card's management key, as hex, naming the card.
+    case managementKey(card: String)
     /// The user's login password, which tokenpind checks through PAM before a first way in (`enrol`, `import`).
     case loginPassword
 
@@ -38,6 +42,8 @@ public enum SecretPrompt: Sendable, Equatable {
         case .confirmCardPIN: "confirm-card-pin"
         case .adminPIN: "admin-pin"
         case .resetCode: "reset-code"
+        case .puk: "puk"
+        case .managementKey: "management-key"
         case .loginPassword: "password"
         }
     }

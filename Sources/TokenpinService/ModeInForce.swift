@@ -1,5 +1,4 @@
 import TokenpinCore
-import TokenpinOpenPGP
 
 /// The verification mode in force for a record with the token bound, and where it comes from.
 ///

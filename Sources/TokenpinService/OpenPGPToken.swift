@@ -53,6 +53,12 @@ final class OpenPGPToken: TokenApplication {
         return nil
     }
 
+    /// The decryption key's algorithm, read from the attributes at open, when a binding can use the key as it is.
+    var keyDescription: String? {
+        guard unusableReason == nil else { return nil }
+        return data.algorithmAttributes[.decryption].flatMap(TokenKeyAlgorithm.init(attributes:))?.description
+    }
+
     /// The card's serial as tokenpin records it: manufacturer and serial number, 12 hex digits.
     static func serial(of aid: ApplicationIdentifier) -> String {
         Hex.encode([UInt8(aid.manufacturer >> 8), UInt8(aid.manufacturer & 0xFF)]) + aid.serialString
@@ -145,7 +151,7 @@ final class OpenPGPToken: TokenApplication {
 
     var unblockCredentials: [UnblockCredential] { [.resetCode, .adminPIN] }
 
-    func triesLeft(_ credential: UnblockCredential) -> Int {
+    func triesLeft(_ credential: UnblockCredential) -> Int? {
         switch credential {
         case .resetCode: data.passwordStatus.retriesResetCode
         case .adminPIN: data.passwordStatus.retriesPW3

@@ -158,15 +158,25 @@ public struct TokenStatus: Sendable, Equatable {
     public var matchingReader: String?
     /// The enrolled card's PIN tries left, when the card is present.
     public var cardPINTriesLeft: Int?
+    /// The application the card is bound through (`openpgp`, `piv`), from the record.
+    public var application: String?
+    /// The PIV slot of the bound key, from the record.
+    public var slot: String?
+    /// The bound key's algorithm (`cv25519`, `rsa2048`, `nistp256`...), from the record.
+    public var algorithm: String?
 
     /// Creates a status.
     public init(
-        readers: [ReaderInfo], problem: String? = nil, matchingReader: String? = nil, cardPINTriesLeft: Int? = nil
+        readers: [ReaderInfo], problem: String? = nil, matchingReader: String? = nil, cardPINTriesLeft: Int? = nil,
+        application: String? = nil, slot: String? = nil, algorithm: String? = nil
     ) {
         self.readers = readers
         self.problem = problem
         self.matchingReader = matchingReader
         self.cardPINTriesLeft = cardPINTriesLeft
+        self.application = application
+        self.slot = slot
+        self.algorithm = algorithm
     }
 }
 
@@ -188,12 +198,15 @@ public struct ReaderInfo: Sendable, Equatable {
     public var unusableReason: String?
     /// The card PIN's tries left.
     public var cardPINTriesLeft: Int?
+    /// The key a binding would use as the card is: `rsa2048`, `nistp256 in 9d`.
+    public var key: String?
 
     /// Creates a reader description.
     public init(
         name: String, cardPresent: Bool, serial: String? = nil, isOpenPGP: Bool = false, application: String? = nil,
-        usable: Bool = false, unusableReason: String? = nil, cardPINTriesLeft: Int? = nil
+        usable: Bool = false, unusableReason: String? = nil, cardPINTriesLeft: Int? = nil, key: String? = nil
     ) {
+        self.key = key
         self.name = name
         self.cardPresent = cardPresent
         self.serial = serial

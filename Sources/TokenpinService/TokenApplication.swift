@@ -91,6 +91,8 @@ protocol TokenApplication: AnyObject {
     var pinMaxLength: Int { get }
     /// Why the card cannot be bound as it is (no key, an unsupported algorithm), or nil.
     var unusableReason: String? { get }
+    /// The key a binding would use as the card is, for lists: `rsa2048`, `nistp256 in 9d`; nil when none.
+    var keyDescription: String? { get }
 
     /// The key a binding uses: the one in `slot` where the application has slots (nil: its default).
     func bindableKey(slot: String?) throws(TokenCardError) -> TokenCardKey
@@ -112,8 +114,9 @@ protocol TokenApplication: AnyObject {
 
     /// The ways this application unblocks its PIN, the preferred first.
     var unblockCredentials: [UnblockCredential] { get }
-    /// The tries left of an unblocking credential, as read at open.
-    func triesLeft(_ credential: UnblockCredential) -> Int
+    /// The tries left of an unblocking credential, as read at open; nil when the card cannot tell without
+    /// spending one (a PIV card's PUK outside YubiKey metadata).
+    func triesLeft(_ credential: UnblockCredential) -> Int?
     /// Sets a new card PIN with `credential`, resetting its counter.
     func unblock(with credential: UnblockCredential, secret: borrowing SecretBytes, newPIN: borrowing SecretBytes)
         throws(TokenCardError)
@@ -131,14 +134,21 @@ func openTokenApplication(_ kind: TokenApplicationKind, connection: any CardConn
 {
     switch kind {
     case .openpgp: return try OpenPGPToken.open(connection: connection, reader: reader)
-    case .piv: throw .applicationNotFound  // PIV: PIVToken.open(connection:reader:) plugs in here.
+    case .piv: return try PIVToken.open(connection: connection, reader: reader)
     }
 }
 
 extension TokenBinding {
     /// The application the binding was made through; OpenPGP for bindings that name none.
-    var applicationKind: TokenApplicationKind { TokenApplicationKind(identity: serial) }
+    var applicationKind: TokenApplicationKind {
+        if let application, let kind = TokenApplicationKind(rawValue: application) { return kind }
+        return TokenApplicationKind(identity: serial)
+    }
 
-    /// Records the application and the slot (PIV) the binding is made through.
-    mutating func setApplication(_ kind: TokenApplicationKind, slot: String?) {}
+    /// Records the application and the slot (PIV) the binding is made through; OpenPGP records neither, so its
+    /// bindings stay as they were.
+    mutating func setApplication(_ kind: TokenApplicationKind, slot: String?) {
+        application = kind == .openpgp ? nil : kind.rawValue
+        self.slot = kind == .openpgp ? nil : slot
+    }
 }

@@ -23,6 +23,9 @@ public struct CardSelection: Sendable, Equatable {
     func accepts(serial candidate: String?) -> Bool {
         guard let serial else { return true }
         guard let candidate else { return false }
+        if TokenApplicationKind(identity: serial.lowercased()) == .piv {
+            return candidate.lowercased() == serial.lowercased()
+        }
         let wanted = serial.replacing(":", with: "").uppercased()
         return candidate == wanted || candidate.hasSuffix(wanted) && wanted.count == 8
     }
@@ -140,8 +143,9 @@ extension PINService {
             }
             do {
                 let card = try openCard(reader: reader.name)
-                card.close()
+                // Read before the close: a PIV card reads what its default slot holds only when asked.
                 probes.append(CardProbe(card))
+                card.close()
             } catch {
                 if error.kind == .service { throw error.serviceError }
                 probes.append(CardProbe(reader: reader.name, problem: error.reason))
@@ -703,12 +707,21 @@ extension PINService {
     public func tokenStatus(binding: TokenBinding?) -> TokenStatus {
         guard cards != nil else { return TokenStatus(readers: [], problem: "no card readers configured") }
         do {
-            let readers = try listReaders()
+            // A card bound through one application is looked at through it (a YubiKey bound through PIV).
+            var scoped = self
+            if scoped.selection.application == nil, let binding {
+                scoped.selection.application = binding.applicationKind
+            }
+            let readers = try scoped.listReaders()
             let matching = binding.flatMap { binding in readers.first { $0.serial == binding.serial } }
-            return TokenStatus(
+            var status = TokenStatus(
                 readers: readers, matchingReader: matching?.name, cardPINTriesLeft: matching?.cardPINTriesLeft)
+            status.describe(binding)
+            return status
         } catch {
-            return TokenStatus(readers: [], problem: error.message)
+            var status = TokenStatus(readers: [], problem: error.message)
+            status.describe(binding)
+            return status
         }
     }
 
@@ -777,7 +790,8 @@ extension PINService {
                         + "run `tokenpin token unblock` without --admin")
             }
             let tries = card.triesLeft(credential)
-            guard tries > 0 else { throw ServiceError.cardRefused(blockedCredential(credential, card: card)) }
+            // nil: the card cannot tell without spending a try (a PIV card's PUK outside YubiKey metadata).
+            guard tries != 0 else { throw ServiceError.cardRefused(blockedCredential(credential, card: card)) }
             let secret = try interaction.readSecret(unblockPrompt(credential, card: card, triesLeft: tries))
             let new = try readNewCardPIN(interaction, maximum: card.pinMaxLength)
             do throws(TokenCardError) {
@@ -791,11 +805,11 @@ extension PINService {
     }
 
     /// The prompt for an unblocking credential.
-    func unblockPrompt(_ credential: UnblockCredential, card: any TokenApplication, triesLeft: Int) -> SecretPrompt {
+    func unblockPrompt(_ credential: UnblockCredential, card: any TokenApplication, triesLeft: Int?) -> SecretPrompt {
         switch credential {
-        case .resetCode: .resetCode(card: card.label, triesLeft: triesLeft)
-        case .adminPIN: .adminPIN(card: card.label, triesLeft: triesLeft)
-        case .puk: .resetCode(card: card.label, triesLeft: triesLeft)  // PIV: its own prompt comes with PIVToken.
+        case .resetCode: .resetCode(card: card.label, triesLeft: triesLeft ?? 0)
+        case .adminPIN: .adminPIN(card: card.label, triesLeft: triesLeft ?? 0)
+        case .puk: .puk(card: card.label, triesLeft: triesLeft)
         }
     }
 
@@ -846,5 +860,15 @@ extension CardReaders {
             if token?.identity == serial { return presence.name }
         }
         return nil
+    }
+}
+
+extension TokenStatus {
+    /// Adds what the record says of the binding: the application, the PIV slot and the key's algorithm.
+    mutating func describe(_ binding: TokenBinding?) {
+        guard let binding else { return }
+        application = binding.applicationKind.rawValue
+        slot = binding.slot
+        algorithm = TokenKeyAlgorithm(bindingName: binding.algorithm)?.description ?? binding.algorithm
     }
 }

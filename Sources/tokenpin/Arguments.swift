@@ -83,7 +83,8 @@ enum Options {
     static let generateKey = Option.flag(
         "--generate-key",
         help:
-            "Replace the card's decryption key with a new cv25519 key (admin PIN); without it, the key is used as it is."
+            "Replace the card's decryption key with a new cv25519 key (admin PIN; PIV: a new P-256 key in an empty "
+            + "retired slot, management key); without it, the key is used as it is."
     )
     static let yes = Option.flag("--yes", help: "Confirm that --generate-key replaces the card's decryption key.")
     static let app = Option.value(
@@ -127,7 +128,7 @@ extension Program {
             Subcommand(
                 "toggle", abstract: "Switch an authentication type on or off.",
                 discussion: "Types: pin (always enabled; `toggle pin off` is refused), token.\n"
-                    + "Prompts for `token on`: PIN, admin PIN (only with --generate-key), card PIN.\n"
+                    + "Prompts for `token on`: PIN, admin PIN (only with --generate-key; PIV: management key), card PIN.\n"
                     + "`token on --mode both` on a card bound in either re-binds it in both (prompts: PIN, card PIN): "
                     + "one composite slot that no copy of the record opens without the card.\n"
                     + "Prompts for `token off`: PIN (a wrong one counts), or card PIN with --method token; "
@@ -142,7 +143,8 @@ extension Program {
                     Options.generateKey, Options.yes, Options.toggleMethod, Options.toggleMode, Options.app,
                     Options.slot,
                 ]),
-            Subcommand("readers", abstract: "List the card readers and the card in each."),
+            Subcommand(
+                "readers", abstract: "List the card readers and the card in each.", options: [Options.app]),
             Subcommand(
                 "token", abstract: "Change or unblock the card's own PIN.",
                 discussion: "Prompts: card PIN (or Reset Code / admin PIN), new card PIN, new card PIN again.",
@@ -185,6 +187,21 @@ extension Program {
 /// tokenpin's command line through the one parser: global options anywhere, `--opt value` or `--opt=value`,
 /// `--` ends options. PINs are never options: there is no flag that takes one.
 enum ArgumentParser {
+    /// An OpenPGP serial (8 hex digits, or 12 with the manufacturer, colons allowed) or a PIV identity:
+    /// `piv-guid:` and 32 hex digits, `piv-serial:` and a decimal serial, `piv-key:` and 16 hex digits.
+    static func isCardIdentity(_ text: String) -> Bool {
+        let lowered = text.lowercased()
+        for (prefix, lengths, isDigit) in [
+            ("piv-guid:", 32...32, \Character.isHexDigit), ("piv-serial:", 1...10, \Character.isWholeNumber),
+            ("piv-key:", 16...16, \Character.isHexDigit),
+        ] where lowered.hasPrefix(prefix) {
+            let rest = lowered.dropFirst(prefix.count)
+            return lengths.contains(rest.count) && rest.allSatisfy { $0.isASCII && $0[keyPath: isDigit] }
+        }
+        let digits = text.filter { $0 != ":" }
+        return [8, 12].contains(digits.count) && digits.allSatisfy(\.isHexDigit)
+    }
+
     static func parse(_ argv: [String]) throws(UsageError) -> ParsedCommandLine {
         let values: ParsedArguments
         do {
@@ -206,11 +223,11 @@ enum ArgumentParser {
         result.global.socket = values.value(Options.socket)
         result.global.local = values.isSet(Options.local)
         if let serial = values.value(Options.serial) {
-            let digits = serial.filter { $0 != ":" }
-            guard [8, 12].contains(digits.count), digits.allSatisfy(\.isHexDigit) else {
+            guard Self.isCardIdentity(serial) else {
                 throw UsageError(
-                    message: "--serial takes 8 hex digits, or 12 with the manufacturer "
-                        + "(FFFE:0000AAAA), not '\(serial)'", command: result.command)
+                    message: "--serial takes 8 hex digits, or 12 with the manufacturer (FFFE:0000AAAA), "
+                        + "or a PIV card's identity as `readers` shows it (piv-guid:…, piv-serial:…, piv-key:…), "
+                        + "not '\(serial)'", command: result.command)
             }
             result.global.serial = serial
         }

@@ -367,10 +367,11 @@ struct TypesCommand: Command {
 func readerJSON(_ reader: ReaderInfo, enrolledSerial: String?) -> JSONValue {
     .object([
         ("name", .string(reader.name)), ("cardPresent", .bool(reader.cardPresent)),
-        ("serial", .optional(reader.serial)), ("openpgp", .bool(reader.isOpenPGP)), ("usable", .bool(reader.usable)),
+        ("serial", .optional(reader.serial)), ("openpgp", .bool(reader.isOpenPGP)),
+        ("application", .optional(reader.application)), ("usable", .bool(reader.usable)),
         ("unusableReason", .optional(reader.unusableReason)),
         ("matches", .bool(enrolledSerial != nil && reader.serial == enrolledSerial)),
-        ("cardTriesLeft", .optional(reader.cardPINTriesLeft)),
+        ("cardTriesLeft", .optional(reader.cardPINTriesLeft)), ("key", .optional(reader.key)),
     ])
 }
 
@@ -378,6 +379,8 @@ func tokenJSON(_ token: TokenStatus, enrolledSerial: String?) -> JSONValue {
     .object([
         ("serial", .optional(enrolledSerial)), ("present", .bool(token.matchingReader != nil)),
         ("reader", .optional(token.matchingReader)), ("cardTriesLeft", .optional(token.cardPINTriesLeft)),
+        ("application", .optional(token.application)), ("slot", .optional(token.slot)),
+        ("algorithm", .optional(token.algorithm)),
         ("problem", .optional(token.problem)),
         ("readers", .array(token.readers.map { readerJSON($0, enrolledSerial: enrolledSerial) })),
     ])
@@ -395,14 +398,16 @@ func describeReaders(_ token: TokenStatus, context: Context, enrolledSerial: Str
         if !reader.cardPresent {
             line += "no card"
         } else if let serial = reader.serial {
-            line += "OpenPGP card \(cardLabel(serial: serial))"
+            let application = reader.application.flatMap(TokenApplicationKind.init(rawValue:))?.displayName ?? "OpenPGP"
+            line += "\(application) card \(cardLabel(serial: serial))"
             line += reader.usable ? ", usable" : ", not usable (\(reader.unusableReason ?? "unknown"))"
+            if let key = reader.key { line += ", key \(key)" }
             if let tries = reader.cardPINTriesLeft {
                 line += ", card PIN \(tries) \(tries == 1 ? "try" : "tries") left"
             }
             if serial == enrolledSerial { line += context.console.out.success(" [enrolled]") }
         } else {
-            line += reader.unusableReason ?? "not an OpenPGP card"
+            line += reader.unusableReason ?? "no OpenPGP or PIV application"
         }
         context.console.say(line)
     }
@@ -569,6 +574,11 @@ struct StatusCommand: Command {
                 say(
                     "Type:       \(type.type.rawValue) \(type.enabled ? "enabled" : "disabled")\(type.serial.map { " (card \(cardLabel(serial: $0)))" } ?? "")"
                 )
+            }
+            if let token = report.token, let application = token.application.flatMap(TokenApplicationKind.init) {
+                let key =
+                    application == .piv ? "PIV slot \(token.slot ?? "9d")" : "the OpenPGP decryption key"
+                say("Binding:    \(key), \(token.algorithm ?? "cv25519")")
             }
             if let mode = report.mode, report.types.contains(where: { $0.type == .token && $0.enabled }) {
                 let source =

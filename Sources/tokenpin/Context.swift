@@ -63,7 +63,9 @@ struct Context {
             reader: readerOption ?? configuration.reader, serial: options.global.serial,
             application: options.values.value(Options.app).flatMap(TokenApplicationKind.init(rawValue:)))
         if readerOption == "sim" {
-            cards = SimulatorCards.shared(stateFile: store.directory + "/sim-card.json")
+            cards = SimulatorCards.shared(
+                stateFile: store.directory + "/sim-card.json",
+                profile: try SimulatorCards.requestedProfile(environment: environment))
             selection.reader = nil
         } else {
             cards = PCSCReaders()
@@ -149,6 +151,9 @@ final class CLIInteraction: Interaction {
             "Admin PIN for card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"
         case .resetCode(let card, let tries):
             "Reset Code for card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"
+        case .puk(let card, let tries):
+            "PUK for card \(card)" + (tries.map { " (\($0) \($0 == 1 ? "try" : "tries") left)" } ?? "")
+        case .managementKey(let card): "Management key for card \(card) (hex)"
         case .loginPassword: "Login password (tokenpind checks it before a first PIN)"
         }
     }
@@ -184,8 +189,8 @@ final class CLIInteraction: Interaction {
                 ? "Calibrating the key derivation for this machine, then deriving the key..."
                 : "Deriving the key for the new PIN..."
         case .recoveryKey: "Checking the recovery key..."
-        case .adminPIN: "Working on the card (generating a key on a card can take a while)..."
-        case .cardPIN, .resetCode: "Waiting for the card..."
+        case .adminPIN, .managementKey: "Working on the card (generating a key on a card can take a while)..."
+        case .cardPIN, .resetCode, .puk: "Waiting for the card..."
         default: "Working..."
         }
     }
@@ -259,6 +264,8 @@ extension SecretPrompt {
         case .confirmCardPIN: "new card PIN again"
         case .adminPIN: "admin PIN"
         case .resetCode: "Reset Code"
+        case .puk: "PUK"
+        case .managementKey: "management key"
         case .loginPassword: "login password"
         }
     }

@@ -111,11 +111,19 @@ extension BenchCommand {
             else {
                 return context.fail(.tokenUnavailable("the bound card went away"))
             }
-            // The same APDUs, bare, through the same readers: open, one transaction, close with a reset.
+            // The same APDUs, bare, through the same readers: open, one transaction, close with a reset. Encoded as
+            // the session sends them: GET DATA with an extended Le, or a short one (00) to a card that announces no
+            // extended length (Gnuk).
+            // A PIV binding: its own APDUs (PIVBench.swift), and no OpenPGP traits to read.
+            let piv = PIVBench.commands(for: binding)
+            let card =
+                piv == nil
+                ? try openPGPTraitsOfCard(in: reader, cards: cards) : (keyDerivation: nil, extendedLength: false)
             let select = CommandAPDU(ins: 0xA4, p1: 0x04, p2: 0x00, data: [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01])
                 .encoded()
-            let getData = CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0x6E, le: 65536).encoded(extended: true)
-            let getKDF = CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0xF9, le: 65536).encoded(extended: true)
+            let getLe = card.extendedLength ? 65536 : 256
+            let getData = CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0x6E, le: getLe).encoded(extended: card.extendedLength)
+            let getKDF = CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0xF9, le: getLe).encoded(extended: card.extendedLength)
             let decipher: [UInt8]
             if binding.algorithm?.hasPrefix("rsa") ?? false {
                 // RSA: the padding indicator and the cryptogram, one extended APDU (as the session sends it).
@@ -137,11 +145,13 @@ extension BenchCommand {
             /// One bare round: returns (total ms, transmits ms), or nil when an APDU failed.
             ///
             /// Two transactions, as tokenpin's verify has: the card PIN is asked between reading the tries left
-            /// (SELECT, GET DATA) and VERIFY, and no transaction is held while a person types.
+            /// (OpenPGP: SELECT, GET DATA; PIV: SELECT, the CHUID, the tries query) and VERIFY, and no transaction
+            /// is held while a person types.
             func bareRound() throws -> (Double, Double)? {
-                var verifyCommand = verifyData.withUnsafeBytes {
-                    [0x00, 0x20, 0x00, 0x82, UInt8($0.count)] + Array($0)
-                }
+                var verifyCommand =
+                    piv != nil
+                    ? PIVBench.verifyCommand(verifyData)
+                    : verifyData.withUnsafeBytes { [0x00, 0x20, 0x00, 0x82, UInt8($0.count)] + Array($0) }
                 defer { secureZero(&verifyCommand) }
                 let start = time.monotonicNanoseconds
                 let connection = try cards.open(reader)
@@ -152,14 +162,25 @@ extension BenchCommand {
                         let transmitStart = time.monotonicNanoseconds
                         for command in commands {
                             var answer = try connection.transmit(command)
-                            statuses.append(answer.count >= 2 ? answer[answer.count - 2] : 0)
+                            // The rest of a long answer (a PIV RSA decryption), as the session fetches it.
+                            while answer.count >= 2, answer[answer.count - 2] == 0x61 {
+                                secureZero(&answer)
+                                answer = try connection.transmit([
+                                    command[0] & 0xEF, 0xC0, 0x00, 0x00, answer[answer.count - 1],
+                                ])
+                            }
+                            // The PIV tries query answers 63Cx: a success for the round.
+                            let sw1 = answer.count >= 2 ? answer[answer.count - 2] : 0
+                            statuses.append(sw1 == 0x63 && command.count == 4 ? 0x90 : sw1)
                             secureZero(&answer)
                         }
                         inner += time.monotonicNanoseconds - transmitStart
                     }
                 }
-                try send([select, getData])
-                try send(readsKDF ? [getKDF, verifyCommand, decipher] : [verifyCommand, decipher])
+                let transactions: [[[UInt8]]] =
+                    piv.map { [$0.beforeVerify, [verifyCommand] + $0.afterVerify] }
+                    ?? [[select, getData], readsKDF ? [getKDF, verifyCommand, decipher] : [verifyCommand, decipher]]
+                for commands in transactions { try send(commands) }
                 connection.close()
                 guard statuses.allSatisfy({ $0 == 0x90 }) else { return nil }
                 return (Double(time.monotonicNanoseconds - start) / 1e6, Double(inner) / 1e6)
@@ -167,8 +188,8 @@ extension BenchCommand {
             // Warm up both, then interleave them (alternating which goes first) so drift hits both alike.
             let warmUp = counter.count
             _ = try service.verify(interaction, method: .token)
-            readsKDF = counter.count - warmUp > 4
-            if readsKDF, let derivation = try kdfOfCard(in: reader, cards: cards) {
+            readsKDF = piv == nil && counter.count - warmUp > 4
+            if readsKDF, let derivation = card.keyDerivation {
                 verifyData = try derivation.digest(of: interaction.cardPIN, for: .userPIN)
             }
             _ = try bareRound()
@@ -220,7 +241,8 @@ extension BenchCommand {
             context.console.say("  APDUs per verify:   \(apdus.max() ?? 0)")
             context.console.say("  tokenpin verify:    \(fixed(verify, 2)) ms")
             context.console.say(
-                "  bare, same APDUs:   \(fixed(bare, 2)) ms (open, 2 transactions, \(readsKDF ? 5 : 4) x "
+                "  bare, same APDUs:   \(fixed(bare, 2)) ms (open, 2 transactions, "
+                    + "\(piv.map { $0.beforeVerify.count + 1 + $0.afterVerify.count } ?? (readsKDF ? 5 : 4)) x "
                     + "SCardTransmit, close); transmits alone \(fixed(transmits, 2)) ms")
             context.console.say("  ratio:              \(fixed(ratio, 2)) (target: within 1.20)")
             context.console.say(
@@ -244,13 +266,18 @@ extension BenchCommand {
     /// (never a new key), or the simulated card. Any other card is refused before anything is asked.
     func benchCard(_ context: Context) throws(ServiceError) -> (CardSelection, generateKey: Bool) {
         let bound = (try? context.backend.types())?.first { $0.type == .token && $0.enabled }?.serial
-        let readers = try context.service.listReaders().filter { $0.serial != nil }
+        var service = context.service
+        // A card bound through PIV is looked at through PIV (a YubiKey carries OpenPGP too).
+        if let bound, bound.hasPrefix("piv-"), service.selection.application == nil {
+            service.selection.application = .piv
+        }
+        let readers = try service.listReaders().filter { $0.serial != nil }
         if let bound {
             guard readers.contains(where: { $0.serial == bound }) else {
                 throw .tokenUnavailable(
                     "card \(cardLabel(serial: bound)), bound to \(context.user), is not in any reader")
             }
-            var selection = context.selection
+            var selection = service.selection
             selection.serial = bound
             return (selection, false)
         }
@@ -270,11 +297,14 @@ extension BenchCommand {
     }
 }
 
-/// The card's KDF-DO (`F9`) as tokenpin's session reads it, or nil when it is off: the bench's bare VERIFY must
-/// send what the card expects, as tokenpin does.
-func kdfOfCard(in reader: String, cards: any CardReaders) throws -> KeyDerivation? {
+/// What the bench's bare round must know of the card, as tokenpin's session reads it: the KDF-DO (`F9`, nil when
+/// it is off), since the bare VERIFY must send what the card expects, and whether the card takes extended APDUs.
+func openPGPTraitsOfCard(
+    in reader: String, cards: any CardReaders
+) throws -> (keyDerivation: KeyDerivation?, extendedLength: Bool) {
     let connection = try cards.open(reader)
     defer { connection.close() }
     let card = try OpenPGPCard.open(connection)
-    return try card.transaction { session throws(OpenPGPError) in try card.keyDerivation(session) }
+    let keyDerivation = try card.transaction { session throws(OpenPGPError) in try card.keyDerivation(session) }
+    return (keyDerivation, connection.lengthCapabilities.extendedLength)
 }

@@ -71,16 +71,21 @@ var options = DaemonOptions()
 if let socket = parsed.value(Options.socket) { options.socketPath = socket }
 if let directory = parsed.value(Options.stateDirectory) { options.stateDirectory = directory }
 if let config = parsed.value(Options.config) { options.configFile = config }
-if parsed.isSet(Options.noReaders) { options.watchReaders = false }
 let level: Logger.Level = parsed.isSet(Options.debug) ? .debug : .info
 let simulatedCard = parsed.value(Options.reader) == "sim"
 
-// Token operations: the PC/SC readers through pcscd, or the simulated card (which has no reader events).
+// Token operations: the PC/SC readers through pcscd and their events, or the simulated card (which has no reader
+// events).
 if simulatedCard {
-    options.cards = SimulatorCards.shared(stateFile: options.stateDirectory + "/sim-card.json")
-    options.watchReaders = false
+    do {
+        let profile = try SimulatorCards.requestedProfile(environment: ProcessInfo.processInfo.environment)
+        options.cards = SimulatorCards.shared(stateFile: options.stateDirectory + "/sim-card.json", profile: profile)
+    } catch {
+        fail(error.description, code: 78)
+    }
 } else {
     options.cards = PCSCReaders()
+    if !parsed.isSet(Options.noReaders) { options.readerEvents = PCSCReaderEvents() }
 }
 
 let logger = Logger(label: "tokenpind", minimumLevel: level) { record in

@@ -103,11 +103,23 @@ import Testing
         #expect(cli.remaining == 5, "nothing was asked")
     }
 
-    @Test(arguments: ["xyz", "1234", "FFFE:0000AAAAA", "GGGG0000"])
+    @Test(arguments: [
+        "xyz", "1234", "FFFE:0000AAAAA", "GGGG0000", "piv-guid:1234", "piv-serial:", "piv-serial:12a",
+        "piv-key:0123456789abcdeg", "piv-serial:12345678901", "piv-", "piv-guid:" + String(repeating: "٣", count: 32),
+    ])
     func aSerialThatIsNotHexIsUsage(serial: String) throws {
         let result = try CLI().run(["--serial", serial, "readers"])
         #expect(result.status == 2)
         #expect(result.stderr.contains("--serial takes 8 hex digits"), "\(result.stderr)")
+    }
+
+    @Test(arguments: [
+        "0BADCAFE", "FFFE:0BADCAFE", "piv-guid:0123456789ABCDEF0123456789abcdef", "piv-serial:12345678",
+        "PIV-KEY:0123456789abcdef",
+    ])
+    func aSerialOrAPIVIdentityIsAccepted(serial: String) throws {
+        let result = try CLI().run(["--serial", serial, "--reader", "sim", "--json", "readers"])
+        #expect(result.status == 0, "\(result.stderr)")
     }
 
     @Test func serialIsAppliedByReadersAndVerify() throws {

@@ -77,4 +77,20 @@ import Testing
         let bad = try cli.run(["toggle", "token", "on", "--mode", "all"])
         #expect(bad.status == 2 && bad.stderr.contains("--mode must be either or both"), "\(bad.stderr)")
     }
+
+    @Test func appAndSlotAreCheckedBeforeAnythingHappens() throws {
+        let cli = CLI()
+        for (arguments, message) in [
+            (["toggle", "token", "off", "--app", "piv"], "--app applies to `toggle token on`"),
+            (["toggle", "pin", "on", "--slot", "9d"], "--slot applies to `toggle token on`"),
+            (["toggle", "token", "on", "--slot", "9d"], "--slot applies to PIV: add --app piv"),
+            (["toggle", "token", "on", "--app", "piv", "--slot", "9b"], "--slot takes a PIV slot"),
+            (["toggle", "token", "on", "--app", "piv", "--slot", "96"], "--slot takes a PIV slot"),
+            (["toggle", "token", "on", "--app", "fido"], "--app must be openpgp or piv"),
+            (["token", "unblock", "--app", "x"], "--app must be openpgp or piv"),
+        ] {
+            let result = try cli.run(arguments)
+            #expect(result.status == 2 && result.stderr.contains(message), "\(arguments): \(result.stderr)")
+        }
+    }
 }

@@ -66,4 +66,81 @@ import TokenpinCore
             salt: salt)
         #expect(long.count == 32)
     }
+
+    static func pivBinding(slot: String? = "9d", application: String? = "piv", algorithm: String? = "nistp256")
+        -> TokenBinding
+    {
+        TokenBinding(
+            serial: "piv-serial:12648430", cardPublicKey: Data(repeating: 1, count: 65),
+            ephemeralPublicKey: Data(repeating: 2, count: 65), algorithm: algorithm, application: application,
+            slot: slot)
+    }
+
+    @Test func oldBindingJSONStaysByteForByte() throws {
+        let json = Data(
+            #"{"algorithm":"rsa2048","cardPublicExponent":"AQAB","cardPublicKey":"AQ==","ephemeralPublicKey":"Ag==","serial":"000612345678"}"#
+                .utf8)
+        let binding = try JSONDecoder().decode(TokenBinding.self, from: json)
+        #expect(binding.application == nil)
+        #expect(binding.slot == nil)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        #expect(try encoder.encode(binding) == json)
+    }
+
+    @Test func pivBindingRoundTrips() throws {
+        let binding = Self.pivBinding(slot: "82")
+        #expect(binding.problem == nil)
+        let encoded = try JSONEncoder().encode(binding)
+        let decoded = try JSONDecoder().decode(TokenBinding.self, from: encoded)
+        #expect(decoded == binding)
+        #expect(decoded.application == "piv")
+        #expect(decoded.slot == "82")
+        for slot in ["9a", "9c", "9d", "9e", "82", "95"] { #expect(Self.pivBinding(slot: slot).problem == nil) }
+    }
+
+    @Test(
+        arguments: [
+            (Self.pivBinding(slot: "9b"), "token.slot 9b is not a PIV key slot (9a, 9c, 9d, 9e, 82-95)"),
+            (Self.pivBinding(slot: "96"), "token.slot 96 is not a PIV key slot (9a, 9c, 9d, 9e, 82-95)"),
+            (Self.pivBinding(slot: "9D"), "token.slot 9D is not a PIV key slot (9a, 9c, 9d, 9e, 82-95)"),
+            (Self.pivBinding(slot: nil), "token.slot is missing for a piv key"),
+            (Self.pivBinding(application: "gids"), "token.application gids is unknown"),
+            (Self.pivBinding(application: nil), "token.slot is set for an OpenPGP key"),
+            (
+                Self.pivBinding(algorithm: "brainpoolP256r1"),
+                "token.algorithm brainpoolP256r1 is not one a PIV key is bound with"
+            ),
+        ] as [(TokenBinding, String)])
+    func badPIVBindingRefused(binding: TokenBinding, problem: String) {
+        #expect(binding.problem == problem)
+    }
+
+    @Test func tokenKeysDependOnApplicationAndSlot() throws {
+        let secret = SecureRandom.secret(32)
+        let salt = [UInt8](repeating: 5, count: 16)
+        let key = { (binding: TokenBinding) throws -> String in
+            base64(try TokenKeys.tokenKey(sharedSecret: secret, binding: binding, salt: salt))
+        }
+        let nineD = try key(Self.pivBinding(slot: "9d"))
+        #expect(try key(Self.pivBinding(slot: "82")) != nineD)
+        #expect(try key(Self.pivBinding(slot: nil, application: nil)) != nineD)
+        #expect(try key(Self.pivBinding(slot: "9d")) == nineD)
+    }
+
+    @Test func applicationAndSlotAreAuthenticated() throws {
+        let vaultKey = Vault.newKey()
+        let kek = SecureRandom.secret(32)
+        let slot = try VaultSlot.seal(
+            vaultKey, keyEncryptionKey: kek, kind: .token, kdf: KDFParameters(algorithm: .blake2b),
+            token: Self.pivBinding(), user: "alice", created: Date(timeIntervalSince1970: 0))
+        #expect(opened(slot, kek, "alice") != nil)
+        var edited = slot
+        edited.token?.slot = "82"
+        #expect(opened(edited, kek, "alice") == nil, "slot changed")
+        edited = slot
+        edited.token?.application = nil
+        edited.token?.slot = nil
+        #expect(opened(edited, kek, "alice") == nil, "application dropped")
+    }
 }

@@ -155,7 +155,6 @@ final class TestDaemon: Sendable {
         options.socketPath = directory + "/socket"
         options.stateDirectory = directory + "/state"
         options.configFile = file
-        options.watchReaders = false
         adjust(&options)
         socket = options.socketPath
         daemon = try Daemon(options: options, logger: logs.logger(label: "tokenpind", level: .debug))

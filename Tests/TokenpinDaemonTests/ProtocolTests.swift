@@ -182,6 +182,42 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         #expect { _ = try ClientMessage.parse(Array(bad.utf8)) } throws: { ($0 as? ProtocolError)?.code == .badField }
     }
 
+    @Test func requestsCarryTheApplicationAndTheSlot() throws {
+        var request = Request(.toggle, authenticationType: .token, on: true)
+        request.application = .piv
+        request.slot = "82"
+        guard case .request(let parsed) = try ClientMessage.parse(Array(ClientMessage.request(request).line.dropLast()))
+        else {
+            Issue.record("not a request")
+            return
+        }
+        #expect(parsed.application == .piv && parsed.slot == "82")
+        var unblock = Request(.cardUnblock)
+        unblock.application = .openpgp
+        guard
+            case .request(let parsedUnblock) = try ClientMessage.parse(
+                Array(ClientMessage.request(unblock).line.dropLast()))
+        else {
+            Issue.record("not a request")
+            return
+        }
+        #expect(parsedUnblock.application == .openpgp)
+        for (line, code) in [
+            (
+                #"{"v":2,"type":"request","op":"toggle","authType":"token","on":true,"app":"fido"}"#,
+                ProtocolError.Code.badField
+            ),
+            (#"{"v":2,"type":"request","op":"toggle","authType":"token","on":true,"app":7}"#, .badField),
+            (#"{"v":2,"type":"request","op":"toggle","authType":"token","on":true,"slot":""}"#, .badField),
+            (#"{"v":2,"type":"request","op":"toggle","authType":"token","on":true,"slot":"9d9d9d9d9"}"#, .badField),
+            (#"{"v":2,"type":"request","op":"verify","slot":"9d"}"#, .unknownField),
+        ] {
+            #expect("\(line)") { _ = try ClientMessage.parse(Array(line.utf8)) } throws: {
+                ($0 as? ProtocolError)?.code == code
+            }
+        }
+    }
+
     @Test func serviceErrorsRoundTrip() throws {
         let errors: [ServiceError] = [
             .notEnrolled(user: "a", path: "/p"), .alreadyEnrolled(user: "a", path: "/p"), .policyViolation(.sequence),
@@ -209,6 +245,8 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
             .pin, .currentPIN, .newPIN, .confirmPIN, .recoveryKey,
             .cardPIN(card: "0006 1234", triesLeft: 3), .newCardPIN, .confirmCardPIN,
             .adminPIN(card: "x", triesLeft: 2), .resetCode(card: "y", triesLeft: 1),
+            .puk(card: "YubiKey PIV 12345678", triesLeft: 3), .puk(card: "PIV card 1234…abcd", triesLeft: nil),
+            .managementKey(card: "z"),
         ]
         for prompt in prompts {
             guard

@@ -7,8 +7,8 @@
 /// guarded memory.
 public enum TokenKeys {
     /// The token slot's key-encryption key: keyed BLAKE2b over the shared secret, with a context naming the
-    /// slot's salt, the card serial and both public keys, so a secret agreed with another card or another
-    /// ephemeral key derives a different key.
+    /// slot's salt, the card's identity (`serial`), both public keys and, for PIV, the application and slot, so
+    /// a secret agreed with another card, slot or ephemeral key derives a different key.
     ///
     /// A secret longer than a BLAKE2b key (64 bytes: the 66-byte P-521 x coordinate) is first hashed whole into
     /// 64 bytes, keyed with its first 32.
@@ -54,6 +54,11 @@ public enum TokenKeys {
         if let algorithm = binding.algorithm {
             field(Array(algorithm.utf8))
             field(binding.cardPublicExponent.map { [UInt8]($0) } ?? [])
+        }
+        // The application and slot only for bindings that name an application: OpenPGP contexts are unchanged.
+        if let application = binding.application {
+            field(Array(application.utf8))
+            field(Array((binding.slot ?? "").utf8))
         }
         return out
     }

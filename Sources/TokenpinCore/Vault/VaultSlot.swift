@@ -14,7 +14,9 @@ public enum SlotKind: String, Codable, Sendable, CaseIterable {
 
 /// Which card a token or composite slot is bound to, and the public half of the key agreement.
 public struct TokenBinding: Codable, Sendable, Equatable {
-    /// The card's serial number as printed by `gpg --card-status` (manufacturer and serial, hex).
+    /// The card's identity. OpenPGP: its serial number as printed by `gpg --card-status` (manufacturer and
+    /// serial, hex). PIV: `piv-guid:<32 hex>` (the CHUID's GUID), else `piv-serial:<decimal>` (a YubiKey's
+    /// serial), else `piv-key:<16 hex>` (the start of the SHA-256 of the bound public key).
     public var serial: String
     /// The card's decryption public key: 32 raw bytes for cv25519, the uncompressed point `04 || x || y` for
     /// the NIST and brainpool curves, the modulus n for RSA.
@@ -30,11 +32,16 @@ public struct TokenBinding: Codable, Sendable, Equatable {
     public var algorithm: String?
     /// RSA only: the card's public exponent e.
     public var cardPublicExponent: Data?
+    /// The card application holding the key (`piv`); absent for OpenPGP, the only application of records made
+    /// before there were others, so those stay byte for byte what they were.
+    public var application: String?
+    /// PIV only: the key's slot, two lower-case hex digits (`9d`, `82`...).
+    public var slot: String?
 
     /// Creates a binding.
     public init(
         serial: String, cardPublicKey: Data, ephemeralPublicKey: Data, reader: String? = nil,
-        algorithm: String? = nil, cardPublicExponent: Data? = nil
+        algorithm: String? = nil, cardPublicExponent: Data? = nil, application: String? = nil, slot: String? = nil
     ) {
         self.serial = serial
         self.cardPublicKey = cardPublicKey
@@ -42,7 +49,17 @@ public struct TokenBinding: Codable, Sendable, Equatable {
         self.reader = reader
         self.algorithm = algorithm
         self.cardPublicExponent = cardPublicExponent
+        self.application = application
+        self.slot = slot
     }
+
+    /// The applications a binding may name; OpenPGP is the binding without one.
+    public static let applications: Set<String> = ["piv"]
+    /// The algorithms a PIV key may have for a binding.
+    public static let pivAlgorithms: Set<String> = ["nistp256", "nistp384", "rsa2048"]
+    /// The PIV slots a key may be bound in: `9a`, `9c`, `9d`, `9e` and the retired key management slots `82`–`95`.
+    public static let pivSlots: [String] =
+        ["9a", "9c", "9d", "9e"] + (0x82...0x95).map { String($0, radix: 16) }
 
     /// The algorithms a binding may name, with the sizes of the card's key and of the ephemeral key (or
     /// cryptogram) in bytes. cv25519 is the binding without a name.
@@ -76,6 +93,18 @@ public struct TokenBinding: Codable, Sendable, Equatable {
             }
         } else if cardPublicExponent != nil {
             return "token.cardPublicExponent is set for a key that is not RSA"
+        }
+        if let application {
+            guard Self.applications.contains(application) else { return "token.application \(application) is unknown" }
+            guard let slot else { return "token.slot is missing for a \(application) key" }
+            guard Self.pivSlots.contains(slot) else {
+                return "token.slot \(slot) is not a PIV key slot (9a, 9c, 9d, 9e, 82-95)"
+            }
+            guard let algorithm, Self.pivAlgorithms.contains(algorithm) else {
+                return "token.algorithm \(algorithm ?? "cv25519") is not one a PIV key is bound with"
+            }
+        } else if slot != nil {
+            return "token.slot is set for an OpenPGP key"
         }
         guard (1...Self.maximumSerialLength).contains(serial.utf8.count) else {
             return "token.serial must be 1 to \(Self.maximumSerialLength) bytes, not \(serial.utf8.count)"
@@ -177,6 +206,11 @@ public struct VaultSlot: Codable, Sendable, Equatable {
             if let algorithm = token.algorithm {
                 field(Array(algorithm.utf8))
                 field(token.cardPublicExponent ?? Data())
+            }
+            // Likewise only bindings that name an application: OpenPGP slots keep their header.
+            if let application = token.application {
+                field(Array(application.utf8))
+                field(Array((token.slot ?? "").utf8))
             }
         }
         return out

@@ -1,0 +1,59 @@
+import TokenpinPCSC
+public import TokenpinService
+
+// Reader and card events from pcscd, as the daemon's watcher reads them: `ReaderMonitor` behind the service's
+// `ReaderEventSource`, so that the daemon never imports PC/SC.
+
+/// The PC/SC readers' events through pcscd: what tokenpind watches unless `--no-readers` or `--reader sim`.
+public struct PCSCReaderEvents: ReaderEventSource {
+    /// Events from the readers pcscd knows.
+    public init() {}
+
+    /// Opens a PC/SC context of its own and takes a snapshot of the readers and their cards.
+    ///
+    /// Throws when pcscd is not running (or refuses the context).
+    public func start() throws(ReaderEventError) -> any ReaderEventStream {
+        do {
+            return PCSCReaderEventStream(monitor: try ReaderMonitor())
+        } catch {
+            throw Self.eventError(error)
+        }
+    }
+
+    static func eventError(_ error: PCSCError) -> ReaderEventError {
+        ReaderEventError(error.hint.map { "\($0) (\(error.description))" } ?? error.description)
+    }
+}
+
+/// One `ReaderMonitor`, owned by the watcher thread that reads it; its PC/SC context is released with it.
+final class PCSCReaderEventStream: ReaderEventStream {
+    private var monitor: ReaderMonitor
+
+    init(monitor: consuming ReaderMonitor) {
+        self.monitor = monitor
+    }
+
+    var readers: [ReaderPresence] {
+        monitor.readers.map { ReaderPresence(name: $0.name, cardPresent: $0.isCardPresent) }
+    }
+
+    func next(timeout: Duration) throws(ReaderEventError) -> [TokenpinService.ReaderEvent] {
+        let events: [TokenpinPCSC.ReaderEvent]
+        do {
+            events = try monitor.waitForEvents(timeout: timeout)
+        } catch {
+            throw PCSCReaderEvents.eventError(error)
+        }
+        return events.map { TokenpinService.ReaderEvent(Self.kind($0.kind), reader: $0.reader) }
+    }
+
+    /// The service's name for a PC/SC event kind.
+    static func kind(_ kind: TokenpinPCSC.ReaderEvent.Kind) -> TokenpinService.ReaderEvent.Kind {
+        switch kind {
+        case .readerAdded: .readerAdded
+        case .readerRemoved: .readerRemoved
+        case .cardInserted: .cardInserted
+        case .cardRemoved: .cardRemoved
+        }
+    }
+}

@@ -1,0 +1,418 @@
+import FoundationEssentials
+import TokenpinAPDU
+import TokenpinCardCrypto
+import TokenpinCore
+import TokenpinPIV
+
+/// The PIV application (SP 800-73-4: PIV and CAC cards, YubiKeys) as a token: a key management key (`9D` or a
+/// retired slot `82`–`95`) agreeing a secret by ECDH on P-256/P-384, or decrypting with RSA 2048.
+///
+/// Opening reads the card's identity and PIN tries through `PIVCard` (SELECT, CHUID, the YubiKey version and
+/// serial, the tries query); everything else is read when asked. Every method runs its commands in one
+/// transaction. PINs are checked for length before any APDU, so a PIN the card cannot take costs no try.
+final class PIVToken: TokenApplication {
+    let kind = TokenApplicationKind.piv
+    let reader: String
+    let card: PIVCard
+    let identity: String
+    let label: String
+    let pinMaxLength = PIVSession.maxPINLength
+    /// Why the card cannot be named, when it has no GUID, no serial and no key in `9D` (then it cannot be bound).
+    private let identityProblem: String?
+
+    /// The slot a binding uses when none is named: key management, `9D`.
+    static let defaultSlot = PIVSlot.keyManagement
+    /// The factory management key: `01 02 … 08` three times.
+    static let defaultManagementKey: [UInt8] = Array(1...8) + Array(1...8) + Array(1...8)
+    /// The algorithm `--generate-key` makes.
+    static let generatedAlgorithm = PIVAlgorithm.eccP256
+    /// The key algorithms a PIV token binds to, as messages list them.
+    static let supportedList = "P-256, P-384 (ECDH), RSA 2048"
+
+    private init(card: PIVCard, reader: String, identity: String, identityProblem: String?) {
+        self.card = card
+        self.reader = reader
+        self.identity = identity
+        self.identityProblem = identityProblem
+        label = card.label
+    }
+
+    /// Opens the PIV application on `connection`.
+    ///
+    /// - Throws: `.applicationNotFound` for a card without PIV, `.transport` when the card went away,
+    ///   `.malformed` for answers that do not parse.
+    static func open(connection: any CardConnection, reader: String) throws(TokenCardError) -> PIVToken {
+        let card = try map { () throws(PIVError) in try PIVCard.open(connection) }
+        if let identity = card.identity {
+            return PIVToken(card: card, reader: reader, identity: identity, identityProblem: nil)
+        }
+        // Neither GUID nor serial: the key in 9D names the card.
+        let content = try map { () throws(PIVError) in
+            try card.transaction { session throws(PIVError) in try card.content(of: defaultSlot, session) }
+        }
+        if case .key(let publicKey, _) = content, let identity = try? PIVCard.keyIdentity(publicKey) {
+            return PIVToken(card: card, reader: reader, identity: identity, identityProblem: nil)
+        }
+        return PIVToken(
+            card: card, reader: reader, identity: "piv-key:none",
+            identityProblem: "the card has no CHUID GUID, no serial and no key in slot 9d to name it by")
+    }
+
+    var pinTriesLeft: Int {
+        switch card.pinStatus {
+        case .retriesLeft(let tries): tries
+        // Verified: the last VERIFY succeeded and reset the counter to its maximum, 3 on the cards tokenpin knows.
+        case .verified: 3
+        }
+    }
+
+    /// The card PIN's tries left, read now with VERIFY without data (which spends none); verified counts as 3.
+    func pinTriesNow() -> Int? {
+        let status = try? card.transaction { session throws(PIVError) in try session.pinStatus() }
+        switch status {
+        case .retriesLeft(let tries): return tries
+        case .verified: return 3
+        case nil: return nil
+        }
+    }
+
+    /// Read once, when asked: the key in the default slot a binding can use, or why there is none.
+    private lazy var defaultSlotKey: Result<TokenCardKey, TokenCardError> = {
+        do throws(TokenCardError) {
+            return .success(try bindableKey(slot: nil))
+        } catch {
+            return .failure(error)
+        }
+    }()
+
+    /// `nistp256 in 9d`: the default slot's key, when a binding can use it.
+    var keyDescription: String? {
+        guard identityProblem == nil, case .success(let key) = defaultSlotKey else { return nil }
+        return "\(key.algorithm) in \(key.slot ?? Self.slotName(Self.defaultSlot))"
+    }
+
+    /// Read once, when asked: whether the default slot holds a key a binding can use.
+    private lazy var defaultSlotProblem: String? = {
+        if let identityProblem { return identityProblem }
+        guard case .failure(let error) = defaultSlotKey else { return nil }
+        let problem = Self.describe(error)
+        // Point at a retired slot whose key could be bound instead (a key tokenpin generated, for one).
+        guard let other = retiredKey(), let slot = other.slot else { return problem }
+        return problem + "; slot \(slot) holds a \(other.algorithm) key (bind it with --slot \(slot))"
+    }()
+
+    /// The first retired key management slot (`82`-`95`) holding a key a binding can use, read in one transaction.
+    private func retiredKey() -> TokenCardKey? {
+        let card = self.card
+        let found = try? card.transaction { session throws(PIVError) -> (PIVSlot, PIVSlotContent)? in
+            for number in 1...20 {
+                guard let slot = PIVSlot.retired(number) else { continue }
+                let content = try card.content(of: slot, session)
+                if case .key = content { return (slot, content) }
+            }
+            return nil
+        }
+        guard let (slot, content) = found ?? nil else { return nil }
+        return try? Self.cardKey(content, in: slot)
+    }
+
+    var unusableReason: String? { defaultSlotProblem }
+
+    // MARK: Keys
+
+    /// The slot a binding names: `9d`, `82`...; nil names `9D`.
+    static func slot(_ name: String?) throws(TokenCardError) -> PIVSlot {
+        guard let name else { return defaultSlot }
+        guard name.count == 2, let byte = UInt8(name, radix: 16), let slot = PIVSlot(rawValue: byte) else {
+            throw .unusable("\(name) is not a PIV key slot (9a, 9c, 9d, 9e, 82-95)")
+        }
+        return slot
+    }
+
+    /// The slot's name as a binding records it: two lower-case hex digits.
+    static func slotName(_ slot: PIVSlot) -> String { slot.description.lowercased() }
+
+    func bindableKey(slot name: String?) throws(TokenCardError) -> TokenCardKey {
+        let slot = try Self.slot(name)
+        let card = self.card
+        let content = try Self.map { () throws(PIVError) in
+            try card.transaction { session throws(PIVError) in try card.content(of: slot, session) }
+        }
+        return try Self.cardKey(content, in: slot)
+    }
+
+    /// The key a binding keeps for what `slot` holds, or why it cannot be bound.
+    static func cardKey(_ content: PIVSlotContent, in slot: PIVSlot) throws(TokenCardError) -> TokenCardKey {
+        let name = slotName(slot)
+        switch content {
+        case .empty:
+            throw .unusable("slot \(name) holds no key (or no certificate naming one)")
+        case .unsupported(let what):
+            throw .unusable("slot \(name) holds a key tokenpin cannot use: \(what); supported: \(supportedList)")
+        case .key(let publicKey, _):
+            guard slot.isKeyManagement else {
+                throw .unusable(
+                    "slot \(name) holds a \(publicKey.algorithm?.name ?? "") key for signing or authentication; "
+                        + "keys that agree secrets live in 9d or 82-95")
+            }
+            switch publicKey {
+            case .ecc(let algorithm, let point):
+                let curve: WeierstrassCurve = algorithm == .eccP384 ? .nistP384 : .nistP256
+                do {
+                    try EllipticCurveDH.validate(point: point, on: curve)
+                } catch {
+                    throw .malformed("the \(algorithm.name) key in slot \(name) is not a point of the curve")
+                }
+                return TokenCardKey(slot: name, algorithm: .ecdh(curve), publicKey: point, exponent: nil)
+            case .rsa(let modulus, let exponent):
+                let trimmed = Array(modulus.drop { $0 == 0 })
+                let e = Array(exponent.drop { $0 == 0 })
+                guard trimmed.count == 256, trimmed[0] & 0x80 != 0 else {
+                    throw .unusable(
+                        "slot \(name) holds an RSA \(trimmed.count * 8) key; supported: \(supportedList)")
+                }
+                guard (1...8).contains(e.count) else {
+                    throw .unusable("slot \(name) holds an RSA key with a \(e.count)-byte exponent")
+                }
+                return TokenCardKey(slot: name, algorithm: .rsa(bits: 2048), publicKey: trimmed, exponent: e)
+            }
+        }
+    }
+
+    // MARK: Verification
+
+    /// Refuses, before any APDU, a PIN the card cannot take: the PIN's counter stays as it is.
+    static func checkPIN(_ pin: borrowing SecretBytes, _ name: String) throws(TokenCardError) {
+        guard (1...PIVSession.maxPINLength).contains(pin.count) else {
+            throw .refused(
+                "a PIV \(name) has 1 to \(PIVSession.maxPINLength) bytes, this one has \(pin.count); "
+                    + "nothing was sent to the card")
+        }
+        guard !pin.withUnsafeBytes({ $0.contains(0xFF) }) else {
+            throw .refused("a PIV \(name) cannot contain the byte FF; nothing was sent to the card")
+        }
+    }
+
+    func answer(pin: borrowing SecretBytes, binding: TokenBinding, algorithm: TokenKeyAlgorithm)
+        throws(TokenCardError) -> SecretBytes
+    {
+        try Self.checkPIN(pin, "PIN")
+        let slot = try Self.slot(binding.slot)
+        let challenge = [UInt8](binding.ephemeralPublicKey)
+        let pivAlgorithm: PIVAlgorithm
+        switch algorithm {
+        case .ecdh(.nistP256): pivAlgorithm = .eccP256
+        case .ecdh(.nistP384): pivAlgorithm = .eccP384
+        case .rsa(bits: 2048): pivAlgorithm = .rsa2048
+        default: throw .unusable("a PIV token does not use \(algorithm); supported: \(Self.supportedList)")
+        }
+        let card = self.card
+        let secret = try Self.map { () throws(PIVError) -> SecretBytes in
+            try card.transaction { session throws(PIVError) -> SecretBytes in
+                try session.verify(pin: pin)
+                if pivAlgorithm == .rsa2048 {
+                    return try session.decrypt(slot: slot, algorithm: .rsa2048, cryptogram: challenge)
+                }
+                return try session.sharedSecret(slot: slot, algorithm: pivAlgorithm, peerPoint: challenge)
+            }
+        }
+        if pivAlgorithm == .rsa2048, secret.count != TokenKeyAlgorithm.rsaSecretLength {
+            throw .malformed(
+                "the card decrypted \(secret.count) bytes, not the \(TokenKeyAlgorithm.rsaSecretLength) of the slot's secret"
+            )
+        }
+        return secret
+    }
+
+    // MARK: Key generation
+
+    func generateKey(slot name: String?, assumeYes: Bool, _ interaction: some Interaction) throws -> TokenCardKey {
+        let card = self.card
+        let named = try name.map { (name) throws(TokenCardError) in try Self.slot(name) }
+        if let named, !named.isKeyManagement {
+            throw TokenCardError.unusable(
+                "slot \(Self.slotName(named)) is not for key management; generate into 9d or 82-95")
+        }
+        // The target slot and what it holds now; the management key's algorithm and whether it is the factory one.
+        let (slot, current, managementAlgorithm) = try Self.map {
+            () throws(PIVError) -> (PIVSlot?, PIVSlotContent, BlockCiphers.Algorithm) in
+            try card.transaction { session throws(PIVError) in
+                var algorithm = BlockCiphers.Algorithm.tripleDES
+                if try card.hasMetadata(session) { algorithm = try session.managementKeyMetadata().algorithm }
+                if let named { return (named, try card.content(of: named, session), algorithm) }
+                for number in 1...20 {
+                    guard let retired = PIVSlot.retired(number) else { continue }
+                    if try card.content(of: retired, session) == .empty { return (retired, .empty, algorithm) }
+                }
+                return (nil, .empty, algorithm)
+            }
+        }
+        guard let slot else {
+            throw TokenCardError.unusable("every retired key slot (82-95) holds a key; name one with --slot")
+        }
+        let slotName = Self.slotName(slot)
+        if current != .empty, !assumeYes {
+            let question =
+                "Card \(label) holds a key in slot \(slotName) (\(Self.describe(current))). --generate-key replaces "
+                + "it with a new P-256 key: whatever used the old key (certificates, encrypted files) can no longer "
+                + "use this card."
+            guard try interaction.confirmTyped(question, word: PINService.replaceWord) else {
+                throw ServiceError.cancelled
+            }
+        }
+        let text = try interaction.readSecret(.managementKey(card: label))
+        let key = try Self.managementKey(fromHex: text, algorithm: managementAlgorithm)
+        let isDefault = Self.defaultManagementKey.withUnsafeBytes { key.isEqual(to: $0) }
+        if isDefault && !assumeYes {
+            throw ServiceError.usage(
+                "the card still has the factory management key (010203...08 three times), which anyone can use to "
+                    + "replace its keys; set your own (yubico-piv-tool -a set-mgm-key) or add --yes to use it")
+        }
+        let publicKey = try Self.map { () throws(PIVError) -> PIVPublicKey in
+            try card.transaction { session throws(PIVError) in
+                try session.authenticate(managementKey: key, algorithm: managementAlgorithm)
+                return try session.generateKey(in: slot, algorithm: Self.generatedAlgorithm)
+            }
+        }
+        return try Self.cardKey(.key(publicKey, subject: nil), in: slot)
+    }
+
+    /// A management key typed as hex (spaces and colons allowed) in guarded memory, of `algorithm`'s length.
+    static func managementKey(fromHex text: borrowing SecretBytes, algorithm: BlockCiphers.Algorithm)
+        throws(TokenCardError) -> SecretBytes
+    {
+        func value(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        let separators: Set<UInt8> = [UInt8(ascii: " "), UInt8(ascii: ":")]
+        let digits: Int? = text.withUnsafeBytes { bytes in
+            var count = 0
+            for byte in bytes where !separators.contains(byte) {
+                guard value(byte) != nil else { return nil }
+                count += 1
+            }
+            return count
+        }
+        guard let digits, digits == 2 * algorithm.keyLength else {
+            throw .refused(
+                "a \(algorithm.name) management key is \(2 * algorithm.keyLength) hex digits "
+                    + "(\(algorithm.keyLength) bytes); nothing was sent to the card")
+        }
+        return SecretBytes(count: algorithm.keyLength) { out in
+            text.withUnsafeBytes { bytes in
+                var index = 0
+                var high: UInt8?
+                for byte in bytes where !separators.contains(byte) {
+                    let nibble = value(byte) ?? 0
+                    if let first = high {
+                        out[index] = first << 4 | nibble
+                        index += 1
+                        high = nil
+                    } else {
+                        high = nibble
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: PIN and PUK
+
+    func changePIN(current: borrowing SecretBytes, new: borrowing SecretBytes) throws(TokenCardError) {
+        try Self.checkPIN(current, "PIN")
+        try Self.checkPIN(new, "new PIN")
+        let card = self.card
+        try Self.map { () throws(PIVError) in
+            try card.transaction { session throws(PIVError) in
+                try session.changeReferenceData(current: current, new: new)
+            }
+        }
+    }
+
+    let unblockCredentials: [UnblockCredential] = [.puk]
+
+    /// The PUK's tries, read when first asked: from YubiKey metadata; nil on other cards, which have no way to
+    /// tell them without spending one (no VERIFY of the PUK, `81`, is defined by any client).
+    private(set) lazy var pukTriesLeft: Int? = {
+        let card = self.card
+        let tries = try? card.transaction { session throws(PIVError) -> Int? in
+            guard try card.hasMetadata(session) else { return nil }
+            return try session.retries(puk: true).left
+        }
+        return tries ?? nil
+    }()
+
+    func triesLeft(_ credential: UnblockCredential) -> Int? {
+        switch credential {
+        case .puk: pukTriesLeft
+        case .resetCode, .adminPIN: 0
+        }
+    }
+
+    func unblock(with credential: UnblockCredential, secret: borrowing SecretBytes, newPIN: borrowing SecretBytes)
+        throws(TokenCardError)
+    {
+        guard credential == .puk else {
+            throw .unusable("a PIV card unblocks its PIN with the PUK, not a \(credential)")
+        }
+        try Self.checkPIN(secret, "PUK")
+        try Self.checkPIN(newPIN, "new PIN")
+        let card = self.card
+        try Self.map { () throws(PIVError) in
+            try card.transaction { session throws(PIVError) in try session.unblockPIN(puk: secret, newPIN: newPIN) }
+        }
+    }
+
+    func close() { card.close() }
+
+    // MARK: Errors
+
+    /// Runs `body`, its `PIVError` as the service's `TokenCardError`.
+    static func map<R: ~Copyable>(_ body: () throws(PIVError) -> R) throws(TokenCardError) -> R {
+        do {
+            return try body()
+        } catch {
+            throw tokenCardError(error)
+        }
+    }
+
+    /// The service's view of a PIV error.
+    static func tokenCardError(_ error: PIVError) -> TokenCardError {
+        switch error {
+        case .wrongPIN(let tries): .wrongPIN(triesLeft: tries)
+        case .blocked: .blocked
+        case .applicationNotFound: .applicationNotFound
+        case .transport(let inner): .transport(inner)
+        case .malformed: .malformed(error.description)
+        case .referencedDataNotFound: .unusable(error.description)
+        case .invalidArgument(let detail): .refused(detail)
+        default: .refused(error.description)
+        }
+    }
+
+    /// A short description of what a slot holds, for questions.
+    static func describe(_ content: PIVSlotContent) -> String {
+        switch content {
+        case .empty: "empty"
+        case .unsupported(let what): what
+        case .key(let key, let subject):
+            (key.algorithm?.name ?? "a key") + (subject.map { ", certificate for \($0)" } ?? "")
+        }
+    }
+
+    /// A token card error as a reason, for `unusableReason`.
+    static func describe(_ error: TokenCardError) -> String {
+        switch error {
+        case .applicationNotFound: "the card has no PIV application"
+        case .wrongPIN(let tries): "wrong PIN, \(tries) tries left"
+        case .blocked: "the PIV PIN is blocked"
+        case .transport(let inner): "the card connection failed: \(inner)"
+        case .malformed(let why), .unusable(let why), .refused(let why): why
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import Testing
+import TokenpinAPDU
+import TokenpinCore
+import TokenpinOpenPGP
+import TokenpinSimulator
+import TokenpinTestSupport
+
+/// A connection that behaves as a PC/SC one does after a verified PIN: when a transaction in which a VERIFY
+/// succeeded ends, the card is reset (its applications deselected, its PINs forgotten) and `resets` grows.
+final class ResettingConnection: CardConnection {
+    let card: SimulatedCard
+    let inner: SimulatedCardConnection
+    let counter = APDUCounter()
+    private(set) var resets = 0
+    private(set) var transactions = 0
+    private var verifiedInTransaction = false
+
+    init(card: SimulatedCard) {
+        self.card = card
+        inner = SimulatedCardConnection(card: card, sleep: { _ in })
+    }
+
+    var atr: [UInt8] { inner.atr }
+
+    var lengthCapabilities: LengthCapabilities {
+        get { inner.lengthCapabilities }
+        set { inner.lengthCapabilities = newValue }
+    }
+
+    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+        counter.record(command)
+        let answer = try inner.transmit(command)
+        if command.count > 1, command[1] == 0x20, answer.suffix(2) == [0x90, 0x00] { verifiedInTransaction = true }
+        return answer
+    }
+
+    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R {
+        transactions += 1
+        let result = try body()
+        if verifiedInTransaction {
+            card.reset()
+            resets += 1
+            verifiedInTransaction = false
+        }
+        return result
+    }
+}
+
+@Suite("OpenPGPCard: the application opened once, re-selected after a reset")
+struct OpenPGPCardTests {
+    static let select: UInt8 = 0xA4
+
+    @Test("open selects and reads the application related data in one transaction")
+    func openReadsOnce() throws {
+        let connection = ResettingConnection(card: try SimulatedCard(stateFile: nil, serial: 0x0BAD_CAFE))
+        let card = try OpenPGPCard.open(connection)
+        #expect(connection.transactions == 1)
+        #expect(connection.counter.instructions == [Self.select, 0xCA])
+        #expect(card.data.aid.serialString == "0BADCAFE")
+    }
+
+    @Test("a transaction after one that left nothing verified does not select again")
+    func noResetNoSelect() throws {
+        let connection = ResettingConnection(card: try SimulatedCard(stateFile: nil))
+        let card = try OpenPGPCard.open(connection)
+        let tries = try card.transaction { session throws(OpenPGPError) in try session.retriesLeft(.pw1) }
+        #expect(tries == 3)
+        #expect(connection.counter.instructions.filter { $0 == Self.select }.count == 1)
+    }
+
+    @Test("after a transaction that verified a PIN (and so reset the card), the next one selects first")
+    func resetMeansSelectAgain() throws {
+        let connection = ResettingConnection(card: try SimulatedCard(stateFile: nil))
+        let card = try OpenPGPCard.open(connection)
+        try card.transaction { session throws(OpenPGPError) in try session.verify(.pw1, pin: secret("123456")) }
+        #expect(connection.resets == 1)
+        let before = connection.counter.count
+        // Without the SELECT the reset card would refuse GET DATA: no application is selected after a reset.
+        let status = try card.transaction { session throws(OpenPGPError) in try session.passwordStatus() }
+        #expect(status.retriesPW1 == 3)
+        #expect(Array(connection.counter.instructions.dropFirst(before)) == [Self.select, 0xCA])
+        // And only once: the selection holds until the next reset.
+        _ = try card.transaction { session throws(OpenPGPError) in try session.passwordStatus() }
+        #expect(connection.counter.instructions.filter { $0 == Self.select }.count == 2)
+    }
+
+    @Test("a card without the OpenPGP application is applicationNotFound; a transport failure is transport")
+    func openErrors() throws {
+        let missing = ScriptedConnection(["6A82"])
+        #expect {
+            _ = try OpenPGPCard.open(missing)
+        } throws: {
+            ($0 as? OpenPGPError) == .applicationNotFound
+        }
+        #expect {
+            _ = try OpenPGPCard.open(PulledCardConnection())
+        } throws: { error in
+            guard case .transport(let inner) = error as? OpenPGPError else { return false }
+            return inner is PulledCardConnection.Pulled
+        }
+    }
+}
+
+/// A reader whose card is gone: every command fails in the transport.
+final class PulledCardConnection: CardConnection {
+    struct Pulled: Error {}
+    var atr: [UInt8] { [] }
+    var lengthCapabilities = LengthCapabilities.shortOnly
+    func transmit(_ command: [UInt8]) throws -> [UInt8] { throw Pulled() }
+}
