@@ -116,6 +116,44 @@ public enum EllipticCurveDH {
     ) throws(CardCryptoError) -> SecretBytes {
         let peer = try publicKeyObject(peerPoint, curve: curve)
         let key = try privateKeyObject(privateKey, curve: curve)
+        return try derive(key, peer, curve: curve)
+    }
+
+    /// A fresh key agreement with `peerPoint`: a new ephemeral key pair's public point and the shared secret.
+    public struct EphemeralAgreement: ~Copyable, Sendable {
+        /// The ephemeral public point, `04 || x || y`.
+        public let publicPoint: [UInt8]
+        /// The shared secret (the x coordinate), `coordinateLength` bytes of guarded memory.
+        public let secret: SecretBytes
+
+        /// The shared secret, moved out (the agreement ends).
+        public consuming func takeSecret() -> SecretBytes { secret }
+    }
+
+    /// A new ephemeral key pair on `curve` and its shared secret with `peerPoint`, the private key never leaving
+    /// libcrypto (it is cleared when freed): what the owner of `peerPoint` will compute from the public point.
+    ///
+    /// The same as `generateKeyPair` then `sharedSecret`, without taking the scalar out and building the key
+    /// again (a second multiplication by the generator, a group built and the key pair checked): a third of
+    /// the work. Throws `.invalidLength` or `.pointNotOnCurve` for a bad peer point.
+    /// The corresponding C functions are `EVP_PKEY_generate` and `EVP_PKEY_derive`.
+    public static func ephemeralAgreement(
+        peerPoint: [UInt8], on curve: WeierstrassCurve
+    ) throws(CardCryptoError) -> EphemeralAgreement {
+        let peer = try publicKeyObject(peerPoint, curve: curve)
+        let context = try PKeyContext(algorithm: "EC")
+        guard EVP_PKEY_keygen_init(context.pointer) == 1,
+            EVP_PKEY_CTX_set_group_name(context.pointer, curve.groupName) == 1
+        else { throw libcryptoError("EC key generation setup") }
+        let key = try context.generate()
+        return EphemeralAgreement(
+            publicPoint: try uncompressedPoint(of: key, curve: curve), secret: try derive(key, peer, curve: curve))
+    }
+
+    /// The x coordinate of `key`'s scalar times `peer`'s point, in guarded memory.
+    private static func derive(
+        _ key: borrowing PKey, _ peer: borrowing PKey, curve: WeierstrassCurve
+    ) throws(CardCryptoError) -> SecretBytes {
         let context = try PKeyContext(key: key)
         guard EVP_PKEY_derive_init(context.pointer) == 1 else { throw libcryptoError("EVP_PKEY_derive_init") }
         guard EVP_PKEY_derive_set_peer(context.pointer, peer.pointer) == 1 else {

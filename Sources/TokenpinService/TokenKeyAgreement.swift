@@ -101,10 +101,9 @@ enum TokenKeyAlgorithm: Equatable, CustomStringConvertible {
             let secret = try X25519.sharedSecret(secretKey: ephemeral.secretKey, peerPublicKey: cardKey)
             return TokenChallenge(challenge: ephemeral.publicKey, secret: secret)
         case .ecdh(let curve):
-            let ephemeral = try EllipticCurveDH.generateKeyPair(on: curve)
-            let secret = try EllipticCurveDH.sharedSecret(
-                privateKey: ephemeral.privateKey, peerPoint: cardKey, on: curve)
-            return TokenChallenge(challenge: ephemeral.publicPoint, secret: secret)
+            let agreement = try EllipticCurveDH.ephemeralAgreement(peerPoint: cardKey, on: curve)
+            let challenge = agreement.publicPoint
+            return TokenChallenge(challenge: challenge, secret: agreement.takeSecret())
         case .rsa:
             guard let exponent = binding.cardPublicExponent else {
                 throw TokenKeyError("RSA binding without an exponent")

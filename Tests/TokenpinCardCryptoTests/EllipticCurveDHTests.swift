@@ -47,6 +47,36 @@ enum P256Vector {
         #expect(ephemeral.publicPoint != card.publicPoint)
     }
 
+    @Test(
+        "an ephemeral agreement gives the point the card answers for and the secret it answers",
+        arguments: WeierstrassCurve.allCases)
+    func ephemeralAgreementMatchesTheCardsAnswer(curve: WeierstrassCurve) throws {
+        let card = try EllipticCurveDH.generateKeyPair(on: curve)
+        let agreement = try EllipticCurveDH.ephemeralAgreement(peerPoint: card.publicPoint, on: curve)
+        #expect(agreement.publicPoint.count == curve.pointLength)
+        #expect(agreement.publicPoint.first == 0x04)
+        try EllipticCurveDH.validate(point: agreement.publicPoint, on: curve)
+        let answer = try EllipticCurveDH.sharedSecret(
+            privateKey: card.privateKey, peerPoint: agreement.publicPoint, on: curve)
+        #expect(agreement.secret.count == curve.coordinateLength)
+        #expect(agreement.secret.isEqual(to: answer) == true)
+        let again = try EllipticCurveDH.ephemeralAgreement(peerPoint: card.publicPoint, on: curve)
+        #expect(again.publicPoint != agreement.publicPoint)
+    }
+
+    @Test func ephemeralAgreementRefusesAPointOffTheCurve() throws {
+        var point = P256Vector.responderPublic
+        point[point.count - 1] ^= 0x01
+        let error = #expect(throws: CardCryptoError.self) {
+            _ = try EllipticCurveDH.ephemeralAgreement(peerPoint: point, on: .nistP256)
+        }
+        #expect(error?.code == .pointNotOnCurve)
+        let short = #expect(throws: CardCryptoError.self) {
+            _ = try EllipticCurveDH.ephemeralAgreement(peerPoint: Array(point.prefix(33)), on: .nistP256)
+        }
+        #expect(short?.code == .invalidLength)
+    }
+
     @Test func pointOffTheCurveIsRefused() throws {
         var point = P256Vector.responderPublic
         point[point.count - 1] ^= 0x01

@@ -3,7 +3,8 @@ internal import CSodium
 /// Secret bytes (a PIN, a key, a shared secret) in libsodium guarded memory.
 ///
 /// The bytes live in `sodium_malloc` memory: page-guarded, locked out of swap (`mlock`) and excluded
-/// from core dumps where the kernel allows (`MADV_DONTDUMP`). They are wiped when the value is released.
+/// from core dumps where the kernel allows (`MADV_DONTDUMP`). They are wiped when the value is released; the
+/// wiped region, still guarded, may then hold the next secret of the same length (`GuardedRegions`).
 /// The type is non-copyable, so a secret has one owner, cannot be captured by accident and cannot be
 /// interpolated into a string; it is not `Codable` and its `description` is a redaction. The bytes are
 /// reached only through borrowing closures; comparisons take constant time.
@@ -16,16 +17,12 @@ public struct SecretBytes: ~Copyable, @unchecked Sendable {
 
     /// Allocates `count` zero bytes of guarded memory.
     ///
-    /// The corresponding C function is `sodium_malloc`. Allocation failure (address space or `mlock`
-    /// limits exhausted) stops the process: a secret must never fall back to ordinary memory.
+    /// The corresponding C function is `sodium_malloc` (or a wiped region a secret of the same length
+    /// released). Allocation failure (address space or `mlock` limits exhausted) stops the process: a secret
+    /// must never fall back to ordinary memory.
     public init(count: Int) {
-        Sodium.ensureReady()
         precondition(count >= 0, "negative secret length")
-        guard let memory = sodium_malloc(max(count, 1)) else {
-            fatalError("sodium_malloc(\(count)) failed: guarded memory exhausted")
-        }
-        memory.initializeMemory(as: UInt8.self, repeating: 0, count: max(count, 1))
-        pointer = memory
+        pointer = GuardedRegions.shared.allocate(max(count, 1))
         self.count = count
     }
 
@@ -58,8 +55,8 @@ public struct SecretBytes: ~Copyable, @unchecked Sendable {
     }
 
     deinit {
-        // sodium_free zeroes the memory before it unmaps it.
-        sodium_free(pointer)
+        // Wiped now; kept for the next secret of this length or freed (sodium_free).
+        GuardedRegions.shared.release(pointer, size: max(count, 1))
     }
 
     /// Calls `body` with the bytes; the buffer is valid only inside the call.

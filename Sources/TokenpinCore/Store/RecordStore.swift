@@ -21,6 +21,8 @@ public struct RecordStore: Sendable {
     /// The longest `withLock` waits for another process's lock (nil: as long as it takes, as local mode's
     /// processes queue behind each other's key derivations). tokenpind bounds it by `daemon-wait-timeout`.
     public var lockWaitSeconds: Double?
+    /// The record decoded last and its bytes, so that reading the same bytes again does not decode them again.
+    let recent = RecentRecord()
 
     /// A store in `directory`, owned by the effective user.
     public init(directory: String, owner: uid_t = geteuid()) {
@@ -193,7 +195,10 @@ public struct RecordStore: Sendable {
             }
             throw storeError(error, path, "cannot read the record")
         }
-        return try Self.decode(data, path: path, user: user)
+        if let record = recent.record(path: path, user: user, bytes: data) { return record }
+        let record = try Self.decode(data, path: path, user: user)
+        recent.remember(record, path: path, user: user, bytes: data)
+        return record
     }
 
     /// Decodes and checks a record's bytes.
@@ -201,7 +206,7 @@ public struct RecordStore: Sendable {
         guard !data.isEmpty else { throw StoreError(.corrupt, path: path, "the record is empty (truncated?)") }
         struct Header: Decodable { var version: Int }
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
+        decoder.dateDecodingStrategy = RecordDate.decoding
         // One decoding pass in the common case; the header alone is read only to explain a failure.
         guard let record = try? decoder.decode(EnrolmentRecord.self, from: data) else {
             guard let header = try? decoder.decode(Header.self, from: data) else {
@@ -230,7 +235,7 @@ public struct RecordStore: Sendable {
     public static func encode(_ record: EnrolmentRecord) throws(StoreError) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        encoder.dateEncodingStrategy = .iso8601
+        encoder.dateEncodingStrategy = RecordDate.encoding
         do {
             return try encoder.encode(record)
         } catch {

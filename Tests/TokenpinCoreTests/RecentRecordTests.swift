@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+import TokenpinTestSupport
+
+@testable import TokenpinCore
+
+/// A record read again with the same bytes is not decoded again; any change of the file is read as it is.
+@Suite struct RecentRecordTests {
+    func makeRecord(user: String = "alice", remaining: Int = 5) throws -> EnrolmentRecord {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let vaultKey = Vault.newKey()
+        let pinSlot = try VaultSlot.seal(
+            vaultKey, keyEncryptionKey: try testKDF.deriveKey(from: secret("482916")), kind: .pin,
+            kdf: testKDF, user: user, created: now)
+        let recoveryKDF = KDFParameters(algorithm: .blake2b)
+        let recoverySlot = try VaultSlot.seal(
+            vaultKey, keyEncryptionKey: try recoveryKDF.deriveKey(from: SecureRandom.secret(16)),
+            kind: .recovery, kdf: recoveryKDF, user: user, created: now)
+        var counter = RetryCounter(max: 5)
+        counter.remaining = remaining
+        return EnrolmentRecord(user: user, created: now, counter: counter, slots: [pinSlot, recoverySlot])
+    }
+
+    @Test("the same bytes read twice are decoded once")
+    func unchangedBytesAreDecodedOnce() throws {
+        let store = RecordStore(directory: temporaryDirectory())
+        let record = try makeRecord()
+        try store.save(record)
+        #expect(try store.load(user: "alice") == record)
+        #expect(store.recent.reuses == 0)
+        #expect(try store.load(user: "alice") == record)
+        #expect(store.recent.reuses == 1)
+    }
+
+    @Test("a record rewritten, by tokenpin or by hand, is decoded from the new bytes")
+    func changedBytesAreDecodedAgain() throws {
+        let store = RecordStore(directory: temporaryDirectory())
+        try store.save(try makeRecord(remaining: 5))
+        _ = try store.load(user: "alice")
+        let changed = try makeRecord(remaining: 4)
+        try store.save(changed)
+        #expect(try store.load(user: "alice") == changed)
+        #expect(store.recent.reuses == 0)
+        // The same length, one byte different, written in place: still read as it is now.
+        let path = store.recordPath(for: "alice")
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        let text = try #require(String(data: bytes, encoding: .utf8))
+        bytes = Data(text.replacingOccurrences(of: "\"remaining\" : 4", with: "\"remaining\" : 3").utf8)
+        try bytes.write(to: URL(fileURLWithPath: path))
+        #expect(try store.load(user: "alice")?.counter.remaining == 3)
+        #expect(store.recent.reuses == 0)
+    }
+
+    @Test("a damaged record is refused every time, never served from what was read before")
+    func damagedRecordIsRefused() throws {
+        let store = RecordStore(directory: temporaryDirectory())
+        try store.save(try makeRecord())
+        _ = try store.load(user: "alice")
+        let path = store.recordPath(for: "alice")
+        try Data("{\"version\": 1".utf8).write(to: URL(fileURLWithPath: path))
+        for _ in 0..<2 {
+            #expect {
+                _ = try store.load(user: "alice")
+            } throws: { ($0 as? StoreError)?.code == .corrupt }
+        }
+    }
+
+    @Test("what one user's record decoded to is never returned for another user")
+    func otherUsersAreNotServed() throws {
+        let store = RecordStore(directory: temporaryDirectory())
+        try store.save(try makeRecord(user: "alice"))
+        _ = try store.load(user: "alice")
+        // bob's file holds alice's bytes (copied by hand): refused as alice's record, not served from memory.
+        let alice = try #require(FileManager.default.contents(atPath: store.recordPath(for: "alice")))
+        _ = FileManager.default.createFile(
+            atPath: store.recordPath(for: "bob"), contents: alice, attributes: [.posixPermissions: 0o600])
+        #expect {
+            _ = try store.load(user: "bob")
+        } throws: { ($0 as? StoreError)?.code == .corrupt }
+        #expect(store.recent.reuses == 0)
+    }
+}
