@@ -28,8 +28,11 @@ gpg_dialog() {
     local pair index
     for pair in "$@"; do keys+=("${pair%%=*}"); values+=("${pair#*=}"); used+=(0); done
     coproc GPG { gpg --no-tty --pinentry-mode loopback --command-fd 0 --status-fd 1 "${command[@]}" 2>&1; }
-    local pid=$GPG_PID prompts=0 line keyword answer
-    while IFS= read -r -t 60 line <&"${GPG[0]}"; do
+    # Our own copies of the coprocess's pipes: bash unsets GPG (and closes its descriptors) as soon as gpg
+    # exits, and reading ${GPG[0]} then would abort the script under `set -u`.
+    local pid=$GPG_PID prompts=0 line keyword answer from_gpg to_gpg
+    exec {from_gpg}<&"${GPG[0]}" {to_gpg}>&"${GPG[1]}"
+    while IFS= read -r -t 60 line <&"$from_gpg"; do
         echo "$line"
         [[ "$line" =~ ^\[GNUPG:\]\ GET_(LINE|HIDDEN|BOOL)\ (.*)$ ]] || continue
         keyword=${BASH_REMATCH[2]}
@@ -47,7 +50,8 @@ gpg_dialog() {
                 break
             fi
         done
-        echo "$answer" >&"${GPG[1]}"
+        echo "$answer" >&"$to_gpg"
     done
+    exec {from_gpg}<&- {to_gpg}>&-
     wait "$pid" 2>/dev/null
 }
