@@ -126,7 +126,7 @@ let package = Package(
         .target(
             name: "TokenpinDaemon",
             dependencies: [
-                "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinSystem",
+                "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinSystem", "TokenpinAPDU",
                 "CTokenpinShims",
                 "CTokenpinPAM",
             ],

@@ -1,4 +1,5 @@
 import Foundation
+import TokenpinAPDU
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService

@@ -1,30 +1,4 @@
-/// Something that happened to a reader or its card.
-public struct ReaderEvent: Sendable, Hashable, CustomStringConvertible {
-    /// What happened.
-    public enum Kind: String, Sendable, Hashable {
-        /// A reader was plugged in (a USB token counts as a reader with its card inside).
-        case readerAdded
-        /// A reader was unplugged.
-        case readerRemoved
-        /// A card was inserted into a reader (or a virtual card attached).
-        case cardInserted
-        /// A card was removed from a reader.
-        case cardRemoved
-    }
-
-    /// What happened.
-    public var kind: Kind
-    /// The reader it happened to.
-    public var reader: String
-
-    /// Creates an event.
-    public init(_ kind: Kind, reader: String) {
-        self.kind = kind
-        self.reader = reader
-    }
-
-    public var description: String { "\(kind.rawValue) \(reader)" }
-}
+public import TokenpinAPDU
 
 /// Watches readers and cards come and go.
 ///

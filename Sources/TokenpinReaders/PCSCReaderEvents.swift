@@ -1,3 +1,4 @@
+import TokenpinAPDU
 import TokenpinPCSC
 public import TokenpinService
 
@@ -37,23 +38,11 @@ final class PCSCReaderEventStream: ReaderEventStream {
         monitor.readers.map { ReaderPresence(name: $0.name, cardPresent: $0.isCardPresent) }
     }
 
-    func next(timeout: Duration) throws(ReaderEventError) -> [TokenpinService.ReaderEvent] {
-        let events: [TokenpinPCSC.ReaderEvent]
+    func next(timeout: Duration) throws(ReaderEventError) -> [ReaderEvent] {
         do {
-            events = try monitor.waitForEvents(timeout: timeout)
+            return try monitor.waitForEvents(timeout: timeout)
         } catch {
             throw PCSCReaderEvents.eventError(error)
-        }
-        return events.map { TokenpinService.ReaderEvent(Self.kind($0.kind), reader: $0.reader) }
-    }
-
-    /// The service's name for a PC/SC event kind.
-    static func kind(_ kind: TokenpinPCSC.ReaderEvent.Kind) -> TokenpinService.ReaderEvent.Kind {
-        switch kind {
-        case .readerAdded: .readerAdded
-        case .readerRemoved: .readerRemoved
-        case .cardInserted: .cardInserted
-        case .cardRemoved: .cardRemoved
         }
     }
 }

@@ -1,34 +1,8 @@
+public import TokenpinAPDU
+
 // Readers and cards coming and going, as the daemon sees them: a source it starts, and a stream it reads on a
 // thread of its own. The concrete source (PC/SC through pcscd) lives in TokenpinReaders; the daemon knows only
 // these protocols, so it neither imports PC/SC nor decides how readers are found.
-
-/// Something that happened to a reader or its card.
-public struct ReaderEvent: Sendable, Hashable, CustomStringConvertible {
-    /// What happened; the raw value is the `watch` event's name.
-    public enum Kind: String, Sendable, Hashable, CaseIterable {
-        /// A reader was plugged in (a USB token counts as a reader with its card inside).
-        case readerAdded
-        /// A reader was unplugged.
-        case readerRemoved
-        /// A card was inserted into a reader (or a virtual card attached).
-        case cardInserted
-        /// A card was removed from a reader.
-        case cardRemoved
-    }
-
-    /// What happened.
-    public var kind: Kind
-    /// The reader it happened to.
-    public var reader: String
-
-    /// Creates an event.
-    public init(_ kind: Kind, reader: String) {
-        self.kind = kind
-        self.reader = reader
-    }
-
-    public var description: String { "\(kind.rawValue) \(reader)" }
-}
 
 /// Why reader events stopped or could not start (the reader service is not running, it went away, ...).
 public struct ReaderEventError: Error, Sendable, CustomStringConvertible {

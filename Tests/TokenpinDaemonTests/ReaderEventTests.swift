@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TokenpinAPDU
 import TokenpinCore
 import TokenpinDaemon
 import TokenpinProtocol

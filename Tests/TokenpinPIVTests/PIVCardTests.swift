@@ -5,6 +5,7 @@ import TokenpinCardCrypto
 import TokenpinCore
 import TokenpinPIV
 import TokenpinSimulator
+import TokenpinTestSupport
 
 /// A connection to a simulated card whose transactions end in a card reset, as a PC/SC connection ends one that
 /// verified a PIN: the reset drops the selection, and `resets` counts it.

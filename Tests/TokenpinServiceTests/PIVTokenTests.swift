@@ -54,66 +54,14 @@ private func caught<R: ~Copyable>(_ body: () throws(TokenCardError) -> R) -> Tok
 
 /// A minimal X.509 certificate (DER) for `key`, subject `CN=tokenpin test`; its signature is not checked.
 private func certificate(for key: PIVPublicKey) -> [UInt8] {
-    let spki: TLV
     switch key {
     case .ecc(let algorithm, let point):
         let curve: [UInt8] =
             algorithm == .eccP256 ? [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07] : [0x2B, 0x81, 0x04, 0x00, 0x22]
-        spki = TLV(
-            tag: 0x30,
-            children: [
-                TLV(
-                    tag: 0x30,
-                    children: [
-                        TLV(tag: 0x06, value: [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01]), TLV(tag: 0x06, value: curve),
-                    ]),
-                TLV(tag: 0x03, value: [0x00] + point),
-            ])
+        return certificate(spki: ecSPKI(point, curveOID: curve))
     case .rsa(let modulus, let exponent):
-        let integer = { (value: [UInt8]) in
-            TLV(tag: 0x02, value: value.first.map { $0 & 0x80 != 0 } ?? false ? [0x00] + value : value)
-        }
-        let rsaKey = TLV(tag: 0x30, children: [integer(modulus), integer(exponent)])
-        spki = TLV(
-            tag: 0x30,
-            children: [
-                TLV(
-                    tag: 0x30,
-                    children: [
-                        TLV(tag: 0x06, value: [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]),
-                        TLV(tag: 0x05, value: []),
-                    ]),
-                TLV(tag: 0x03, value: [0x00] + rsaKey.encoded),
-            ])
+        return certificate(spki: rsaSPKI(modulus: modulus, exponent: exponent))
     }
-    let signatureAlgorithm = TLV(
-        tag: 0x30, children: [TLV(tag: 0x06, value: [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x04, 0x03, 0x02])])
-    let name = TLV(
-        tag: 0x30,
-        children: [
-            TLV(
-                tag: 0x31,
-                children: [
-                    TLV(
-                        tag: 0x30,
-                        children: [
-                            TLV(tag: 0x06, value: [0x55, 0x04, 0x03]),
-                            TLV(tag: 0x0C, value: Array("tokenpin test".utf8)),
-                        ])
-                ])
-        ])
-    let validity = TLV(
-        tag: 0x30,
-        children: [
-            TLV(tag: 0x17, value: Array("260101000000Z".utf8)), TLV(tag: 0x17, value: Array("360101000000Z".utf8)),
-        ])
-    let tbs = TLV(
-        tag: 0x30,
-        children: [
-            TLV(tag: 0xA0, children: [TLV(tag: 0x02, value: [0x02])]), TLV(tag: 0x02, value: [0x01]),
-            signatureAlgorithm, name, validity, name, spki,
-        ])
-    return TLV(tag: 0x30, children: [tbs, signatureAlgorithm, TLV(tag: 0x03, value: [0x00, 0x30, 0x00])]).encoded
 }
 
 /// A binding to a card key with a fresh challenge, and the secret the card must answer.
