@@ -5,44 +5,10 @@ import TokenpinOpenPGP
 import TokenpinSimulator
 import TokenpinTestSupport
 
-/// A connection that behaves as a PC/SC one does after a verified PIN: when a transaction in which a VERIFY
-/// succeeded ends, the card is reset (its applications deselected, its PINs forgotten) and `resets` grows.
-final class ResettingConnection: CardConnection {
-    let card: SimulatedCard
-    let inner: SimulatedCardConnection
-    let counter = APDUCounter()
-    private(set) var resets = 0
-    private(set) var transactions = 0
-    private var verifiedInTransaction = false
-
-    init(card: SimulatedCard) {
-        self.card = card
-        inner = SimulatedCardConnection(card: card, sleep: { _ in })
-    }
-
-    var atr: [UInt8] { inner.atr }
-
-    var lengthCapabilities: LengthCapabilities {
-        get { inner.lengthCapabilities }
-        set { inner.lengthCapabilities = newValue }
-    }
-
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
-        counter.record(command)
-        let answer = try inner.transmit(command)
-        if command.count > 1, command[1] == 0x20, answer.suffix(2) == [0x90, 0x00] { verifiedInTransaction = true }
-        return answer
-    }
-
-    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R {
-        transactions += 1
-        let result = try body()
-        if verifiedInTransaction {
-            card.reset()
-            resets += 1
-            verifiedInTransaction = false
-        }
-        return result
+extension ResettingConnection {
+    /// A connection to `card` that resets it after a transaction that verified a PIN.
+    convenience init(card: SimulatedCard) {
+        self.init(SimulatedCardConnection(card: card, sleep: { _ in }), reset: { card.reset() })
     }
 }
 
@@ -55,7 +21,7 @@ struct OpenPGPCardTests {
         let connection = ResettingConnection(card: try SimulatedCard(stateFile: nil, serial: 0x0BAD_CAFE))
         let card = try OpenPGPCard.open(connection)
         #expect(connection.transactions == 1)
-        #expect(connection.counter.instructions == [Self.select, 0xCA])
+        #expect(connection.instructions == [Self.select, 0xCA])
         #expect(card.data.aid.serialString == "0BADCAFE")
     }
 
@@ -65,7 +31,7 @@ struct OpenPGPCardTests {
         let card = try OpenPGPCard.open(connection)
         let tries = try card.transaction { session throws(OpenPGPError) in try session.retriesLeft(.pw1) }
         #expect(tries == 3)
-        #expect(connection.counter.instructions.filter { $0 == Self.select }.count == 1)
+        #expect(connection.instructions.filter { $0 == Self.select }.count == 1)
     }
 
     @Test("after a transaction that verified a PIN (and so reset the card), the next one selects first")
@@ -74,14 +40,14 @@ struct OpenPGPCardTests {
         let card = try OpenPGPCard.open(connection)
         try card.transaction { session throws(OpenPGPError) in try session.verify(.pw1, pin: secret("123456")) }
         #expect(connection.resets == 1)
-        let before = connection.counter.count
+        let before = connection.transmitted.count
         // Without the SELECT the reset card would refuse GET DATA: no application is selected after a reset.
         let status = try card.transaction { session throws(OpenPGPError) in try session.passwordStatus() }
         #expect(status.retriesPW1 == 3)
-        #expect(Array(connection.counter.instructions.dropFirst(before)) == [Self.select, 0xCA])
+        #expect(Array(connection.instructions.dropFirst(before)) == [Self.select, 0xCA])
         // And only once: the selection holds until the next reset.
         _ = try card.transaction { session throws(OpenPGPError) in try session.passwordStatus() }
-        #expect(connection.counter.instructions.filter { $0 == Self.select }.count == 2)
+        #expect(connection.instructions.filter { $0 == Self.select }.count == 2)
     }
 
     @Test("a card without the OpenPGP application is applicationNotFound; a transport failure is transport")

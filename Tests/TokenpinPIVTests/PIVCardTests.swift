@@ -7,37 +7,6 @@ import TokenpinPIV
 import TokenpinSimulator
 import TokenpinTestSupport
 
-/// A connection to a simulated card whose transactions end in a card reset, as a PC/SC connection ends one that
-/// verified a PIN: the reset drops the selection, and `resets` counts it.
-final class ResettingConnection: CardConnection {
-    let inner: SimulatedCardConnection
-    private(set) var resets = 0
-    var transmitted: [[UInt8]] = []
-
-    init(card: SimulatedCard) {
-        inner = SimulatedCardConnection(card: card, sleep: { _ in })
-    }
-
-    var atr: [UInt8] { inner.atr }
-    var lengthCapabilities: LengthCapabilities {
-        get { inner.lengthCapabilities }
-        set { inner.lengthCapabilities = newValue }
-    }
-
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
-        transmitted.append(command)
-        return try inner.transmit(command)
-    }
-
-    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R {
-        defer {
-            inner.card.reset()
-            resets += 1
-        }
-        return try body()
-    }
-}
-
 @Suite("PIVCard")
 struct PIVCardTests {
     @Test("a YubiKey opens with its serial as identity, its version, and the PIN's tries; no CHUID needed")
@@ -142,7 +111,9 @@ struct PIVCardTests {
     @Test("a transaction after a reset selects the application again; without one it does not")
     func reselectAfterReset() throws {
         let simulated = try SimulatedCard(stateFile: nil, serial: 7, profile: .pivCard)
-        let connection = ResettingConnection(card: simulated)
+        let connection = ResettingConnection(
+            SimulatedCardConnection(card: simulated, sleep: { _ in }), policy: .afterEveryTransaction,
+            reset: { simulated.reset() })
         let piv = try PIVCard.open(connection)
         #expect(connection.resets == 1)
         let selects = { connection.transmitted.filter { $0.count > 1 && $0[1] == 0xA4 }.count }
