@@ -94,6 +94,26 @@ pam_service() {
     printf -v "$var" '%s' "$name"
 }
 
+# The simulated card in the sandbox's first reader, for suites that re-executed themselves inside
+# Simulator/pcscd-sandbox (READER and PORT come from its TOKENPIN_READERS and TOKENPIN_VPCD_PORTS).
+READER=${TOKENPIN_READERS:-}; READER=${READER%%|*}
+PORT=${TOKENPIN_VPCD_PORTS:-}; PORT=${PORT%%,*}
+SIM_PID=
+card_present() { opensc-tool --list-readers 2>/dev/null | grep -q "Yes .*$READER"; }
+# start_sim STATE SERIAL [ARGS...]: tokenpin-sim with STATE attached to the first reader, once pcscd sees it.
+start_sim() {
+    "$SIM" --state "$1" --port "$PORT" --serial "$2" "${@:3}" 2>>"$WORK/sim.log" &
+    SIM_PID=$!
+    for _ in $(seq 100); do card_present && return 0; sleep 0.05; done
+    return 1
+}
+# stop_sim: the card goes (SIGTERM), and pcscd has seen it go.
+stop_sim() {
+    if [ -n "$SIM_PID" ]; then kill -TERM "$SIM_PID" 2>/dev/null; wait "$SIM_PID" 2>/dev/null; fi
+    SIM_PID=
+    for _ in $(seq 100); do card_present || return 0; sleep 0.05; done
+}
+
 cleanup() {
     stop_daemon
     for user in "${CLEANUP_USERS[@]}"; do userdel "$user" 2>/dev/null; done

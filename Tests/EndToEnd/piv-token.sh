@@ -23,23 +23,7 @@ if [ "${TOKENPIN_SANDBOX:-}" != 1 ]; then
     exec "$ROOT/Simulator/pcscd-sandbox" -- bash "$0"
 fi
 
-READER=${TOKENPIN_READERS%%|*}
-PORT=${TOKENPIN_VPCD_PORTS%%,*}
-SIM_PID=
-stop_sim() {
-    if [ -n "$SIM_PID" ]; then kill -TERM "$SIM_PID" 2>/dev/null; wait "$SIM_PID" 2>/dev/null; fi
-    SIM_PID=
-    for _ in $(seq 100); do card_present || return 0; sleep 0.05; done
-}
 trap 'stop_sim; cleanup' EXIT
-card_present() { opensc-tool --list-readers 2>/dev/null | grep -q "Yes .*$READER"; }
-# start_sim STATE [ARGS...]: the card in the sandbox's first reader.
-start_sim() {
-    "$SIM" --state "$1" --port "$PORT" --serial 0C0FFEE5 "${@:2}" 2>>"$WORK/sim.log" &
-    SIM_PID=$!
-    for _ in $(seq 100); do card_present && return 0; sleep 0.05; done
-    return 1
-}
 ykpiv() { yubico-piv-tool --reader "$READER" "$@" 2>&1; }
 
 # piv_setup NAME: a P-256 key in 9D made by yubico-piv-tool with the default management key, and a certificate
@@ -73,7 +57,7 @@ run_profile() {
     local name=$1 setup=$2 state=$WORK/$1.json store=$WORK/store-$1 slot=9d
     tp() { "$BIN/tokenpin" --local --store "$store" --config "$CONFIG" --reader "$READER" "$@"; }
     local tap=$WORK/$name.tap
-    start_sim "$state" --reset --profile "$name" --tap "$tap" || { not_ok "$name: the card is inserted"; return; }
+    start_sim "$state" 0C0FFEE5 --reset --profile "$name" --tap "$tap" || { not_ok "$name: the card is inserted"; return; }
     printf '482916\n482916\n' | tp enrol --pin-stdin >/dev/null 2>&1
     if [ "$setup" = 9d ]; then
         piv_setup "$name"
@@ -103,14 +87,14 @@ run_profile() {
     check "$name: the tap saw the bind's and the verifies' answers" test "${#answers[@]}" -ge 3
     for answer in "${answers[@]}"; do
         stop_sim
-        start_sim "$state" --profile "$name" --fault sw:9000@20 --fault "answer:$answer@87" || continue
+        start_sim "$state" 0C0FFEE5 --profile "$name" --fault sw:9000@20 --fault "answer:$answer@87" || continue
         tp verify --method token --pin-stdin <<<000000 >"$WORK/out" 2>"$WORK/err"
         local code=$?
         if [ "$code" = 1 ] && grep -q "does not open the token slot" "$WORK/err"; then replayed=$((replayed + 1)); fi
     done
     check "$name: every replayed card answer is refused (${replayed}/${#answers[@]})" test "$replayed" = "${#answers[@]}"
     stop_sim
-    start_sim "$state" --profile "$name" || { not_ok "$name: the real card is back"; return; }
+    start_sim "$state" 0C0FFEE5 --profile "$name" || { not_ok "$name: the real card is back"; return; }
     expect_code "$name: the real card still verifies after the replays" 0 tp verify --method token --pin-stdin <<<123456
 
     # The fallback is for a person at the terminal (scripts must name --method): typed on a pseudo-terminal.
@@ -145,7 +129,7 @@ run_profile() {
     expect_code "$name: the card pulled: the PIN still verifies" 0 tp verify --method pin --pin-stdin <<<482916
 
     # mode = both, on a fresh record: the PIN and the card together.
-    start_sim "$state" --profile "$name" || { not_ok "$name: the card is back"; return; }
+    start_sim "$state" 0C0FFEE5 --profile "$name" || { not_ok "$name: the card is back"; return; }
     local both=$WORK/store-$name-both
     tpb() { "$BIN/tokenpin" --local --store "$both" --config "$CONFIG" --reader "$READER" "$@"; }
     printf '482916\n482916\n' | tpb enrol --pin-stdin >/dev/null 2>&1
@@ -174,7 +158,7 @@ run_profile piv-card generate
 run_slot() {
     local algorithm=$1 slot=$2 name=$3 store=$WORK/store-$3
     tp() { "$BIN/tokenpin" --local --store "$store" --config "$CONFIG" --reader "$READER" "$@"; }
-    start_sim "$WORK/$name.json" --reset --profile yubikey || { not_ok "$name: the card is inserted"; return; }
+    start_sim "$WORK/$name.json" 0C0FFEE5 --reset --profile yubikey || { not_ok "$name: the card is inserted"; return; }
     ykpiv -a generate -s "$slot" -A "$algorithm" -o "$WORK/$name.pem" >"$WORK/out"
     [ -s "$WORK/ca.key" ] || openssl req -new -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
         -keyout "$WORK/ca.key" -subj "/CN=test CA" -out "$WORK/ca.pem" >/dev/null 2>&1
@@ -198,7 +182,7 @@ run_slot RSA2048 82 rsa2048
 run_slot ECCP384 83 nistp384
 
 # A card without the PIV application: refused by name before any PIN reaches a card.
-start_sim "$WORK/openpgp.json" --reset --profile openpgp || not_ok "openpgp: the card is inserted"
+start_sim "$WORK/openpgp.json" 0C0FFEE5 --reset --profile openpgp || not_ok "openpgp: the card is inserted"
 store=$WORK/store-openpgp
 printf '482916\n482916\n' | "$BIN/tokenpin" --local --store "$store" --config "$CONFIG" enrol --pin-stdin >/dev/null 2>&1
 expect_code "a card without PIV: toggle token on --app piv is refused" 6 "$BIN/tokenpin" --local --store "$store" \

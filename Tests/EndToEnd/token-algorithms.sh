@@ -20,23 +20,7 @@ if [ "${TOKENPIN_SANDBOX:-}" != 1 ]; then
 fi
 
 . "$ROOT/Simulator/Tests/EndToEnd/gpg-card.sh"
-READER=${TOKENPIN_READERS%%|*}
-PORT=${TOKENPIN_VPCD_PORTS%%,*}
-SIM_PID=
-stop_sim() {
-    if [ -n "$SIM_PID" ]; then kill -TERM "$SIM_PID" 2>/dev/null; wait "$SIM_PID" 2>/dev/null; fi
-    SIM_PID=
-    for _ in $(seq 100); do card_present || return 0; sleep 0.05; done
-}
 trap 'gpgconf --kill all 2>/dev/null; stop_sim; cleanup' EXIT
-card_present() { opensc-tool --list-readers 2>/dev/null | grep -q "Yes .*$READER"; }
-# start_sim STATE SERIAL [ARGS...]: the card in the sandbox's first reader.
-start_sim() {
-    "$SIM" --state "$1" --port "$PORT" --serial "$2" "${@:3}" 2>>"$WORK/sim.log" &
-    SIM_PID=$!
-    for _ in $(seq 100); do card_present && return 0; sleep 0.05; done
-    return 1
-}
 gpg_batch=(gpg --batch --no-tty --pinentry-mode loopback)
 
 # run_algorithm NAME SERIAL ATTRIBUTES KEY-ATTR-COMMAND...: the whole flow for one algorithm; the command sets
