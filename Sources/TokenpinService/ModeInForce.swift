@@ -74,13 +74,7 @@ extension PINService {
         let record = try loadRecord()
         if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
         guard let slot = record.slot(.token), let binding = slot.token else { throw ServiceError.tokenNotEnabled }
-        let card: any TokenApplication
-        do {
-            card = try openEnrolledCard(binding)
-        } catch {
-            interaction.report(.tokenFailed(reason: error.reason, fallback: false))
-            throw error.serviceError
-        }
+        let card = try openCardForBoth(binding, interaction)
         defer { card.close() }
         let pin = PIN(try interaction.readPIN(.pin, remaining: record.counter.remaining))
         return try finishBoth(card: card, counter: record.counter, interaction) { () throws -> VerifyReport in

@@ -379,13 +379,7 @@ extension PINService {
         let record = try loadRecord()
         if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
         guard let slot = record.slot(.composite), let binding = slot.token else { throw ServiceError.tokenNotEnabled }
-        let card: any TokenApplication
-        do {
-            card = try openEnrolledCard(binding)
-        } catch {
-            interaction.report(.tokenFailed(reason: error.reason, fallback: false))
-            throw error.serviceError
-        }
+        let card = try openCardForBoth(binding, interaction)
         defer { card.close() }
         let pin = PIN(try interaction.readPIN(prompt, remaining: record.counter.remaining))
         return try finishBoth(card: card, counter: record.counter, interaction) { () throws -> VerifyReport in
@@ -422,6 +416,17 @@ extension PINService {
                         binding: renewed.binding)
                     try onSuccess(&record, vaultKey, renewed.secret, pin)
                 })
+        }
+    }
+
+    /// The bound card for a verification that needs the card and the PIN: a card that cannot be opened is
+    /// reported as a token failure without fallback (there is none in `mode = both`) and thrown.
+    func openCardForBoth(_ binding: TokenBinding, _ interaction: some Interaction) throws -> any TokenApplication {
+        do {
+            return try openEnrolledCard(binding)
+        } catch {
+            interaction.report(.tokenFailed(reason: error.reason, fallback: false))
+            throw error.serviceError
         }
     }
 

@@ -61,4 +61,27 @@ import Testing
         #expect(after.status == 0, "\(after.stderr)")
         #expect(cli.remaining == 5, "no PIN try was spent")
     }
+
+    @Test("unblocking a PIV card with --admin is a usage error, and a card without PIV cannot be bound through it")
+    func wrongCredentialOrApplication() throws {
+        let cli = CLI()
+        try cli.enrol()
+        let sim = ["--reader", "sim", "--json"]
+        let admin = try cli.run(
+            sim + ["token", "unblock", "--admin", "--pin-stdin"], input: "12345678\n13572468\n13572468\n",
+            environment: Self.pivCard)
+        #expect(admin.status == 2, "\(admin.stdout)")
+        let message = (admin.json["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(message.contains("has no admin PIN to unblock with"), "\(admin.stdout)")
+
+        let other = CLI()
+        try other.enrol()
+        let noPIV = try other.run(
+            sim + ["toggle", "token", "on", "--app", "piv", "--pin-stdin"], input: "482916\n123456\n",
+            environment: ["TOKENPIN_SIM_PROFILE": "openpgp"])
+        #expect(noPIV.status == 6, "\(noPIV.stdout)")
+        let why = (noPIV.json["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(why.contains("no PIV card is present"), "\(noPIV.stdout)")
+        #expect(other.remaining == 5, "no PIN try was spent")
+    }
 }

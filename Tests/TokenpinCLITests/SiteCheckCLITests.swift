@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenpinTestSupport
 
 /// `pin-check = PROGRAM` through the built binary: the refusal shown once, bad programs exit 78, and through
 /// tokenpind only the daemon's own configuration names the program.
@@ -10,17 +11,7 @@ import Testing
     /// Writes an executable script into `cli`'s directory: by default the one that refuses PINs ending in the
     /// current year.
     static func script(in cli: CLI, _ body: String? = nil) throws -> String {
-        let path = cli.directory + "/pin-check-\(UUID().uuidString)"
-        let text =
-            body ?? """
-                read -r pin
-                year=$(date +%Y)
-                case "$pin" in *"$year") echo "ends in the current year ($year)"; exit 1 ;; esac
-                exit 0
-                """
-        try ("#!/bin/sh\n" + text + "\n").write(toFile: path, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
-        return path
+        try executableScript(body ?? currentYearPINCheck, in: cli.directory, prefix: "pin-check")
     }
 
     /// A sandbox whose configuration names a `pin-check` script with `body`.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TokenpinCore
+import TokenpinTestSupport
 
 @testable import TokenpinService
 
@@ -19,16 +20,7 @@ import TokenpinCore
 
     /// A service whose `pin-check` is a script with `body` (by default: refuse PINs ending in the current year).
     func service(_ body: String? = nil, timeoutSeconds: Int = 5) throws -> PINService {
-        let script = directory + "/check-\(UUID().uuidString)"
-        let text =
-            body ?? """
-                read -r pin
-                year=$(date +%Y)
-                case "$pin" in *"$year") echo "ends in the current year ($year)"; exit 1 ;; esac
-                exit 0
-                """
-        try ("#!/bin/sh\n" + text + "\n").write(toFile: script, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
+        let script = try executableScript(body ?? currentYearPINCheck, in: directory, prefix: "check")
         var service = makeService()
         var configuration = service.configuration
         configuration.pinCheckProgram = script

@@ -24,47 +24,9 @@ if [[ "${TOKENPIN_SANDBOX:-}" != 1 ]]; then
     exec "$script_dir/../../pcscd-sandbox" -- "$0" "$@"
 fi
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "ok - $1"; }
-fail() { failed=$((failed + 1)); echo "not ok - $1"; [[ -n "${2:-}" ]] && sed 's/^/    # /' <<<"$2"; }
-check() {  # check NAME OUTPUT PATTERN: passes when OUTPUT matches the extended regex PATTERN
-    if grep -Eq -- "$3" <<<"$2"; then pass "$1"; else fail "$1" "$2"; fi
-}
-
-work=$(mktemp -d /tmp/tokenpin-piv-clients.XXXXXX)
-sim_pid=""
-stop_card() {
-    if [[ -n "$sim_pid" ]]; then kill -TERM "$sim_pid" 2>/dev/null; wait "$sim_pid" 2>/dev/null; sim_pid=""; fi
-}
-wait_for_removal() {
-    for _ in $(seq 50); do
-        opensc-tool --list-readers 2>/dev/null | grep -q "Yes .*$reader" || return 0
-        sleep 0.1
-    done
-    return 1
-}
-cleanup() {
-    stop_card
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-port=${TOKENPIN_VPCD_PORTS%%,*}
-reader=${TOKENPIN_READERS%%|*}
-serial=${TOKENPIN_TEST_SERIAL:-0C0FFEE5}
-state=$work/card.json
+suite=piv-clients
+. "$script_dir/client-lib.sh"
 module=${TOKENPIN_PKCS11_MODULE:-$(ls /usr/lib/*/opensc-pkcs11.so /usr/lib/opensc-pkcs11.so 2>/dev/null | head -1)}
-
-insert_card() {
-    "$TOKENPIN_SIM_BIN" --state "$state" --port "$port" --serial "$serial" "$@" 2>>"$work/tokenpin-sim.log" &
-    sim_pid=$!
-    for _ in $(seq 50); do
-        opensc-tool --list-readers 2>/dev/null | grep -q "Yes .*$reader" && return 0
-        sleep 0.1
-    done
-    return 1
-}
 
 ykpiv() { yubico-piv-tool --reader "$reader" "$@" 2>&1; }
 p11() { pkcs11-tool --module "$module" "$@" 2>&1; }
@@ -219,5 +181,4 @@ check "piv-tool reads the serial from the CHUID the PIV card was issued with" "$
 out=$(opensc-tool --reader 0 --send-apdu 00A4040006D27600012401 2>&1)
 check "the PIV-only card has no OpenPGP application" "$out" "SW1=0x6A, SW2=0x82"
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

@@ -21,48 +21,9 @@ if [[ "${TOKENPIN_SANDBOX:-}" != 1 ]]; then
     exec "$script_dir/../../pcscd-sandbox" -- "$0" "$@"
 fi
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "ok - $1"; }
-fail() { failed=$((failed + 1)); echo "not ok - $1"; [[ -n "${2:-}" ]] && sed 's/^/    # /' <<<"$2"; }
-check() {  # check NAME OUTPUT PATTERN: passes when OUTPUT matches the extended regex PATTERN
-    if grep -Eq -- "$3" <<<"$2"; then pass "$1"; else fail "$1" "$2"; fi
-}
-
-work=$(mktemp -d /tmp/tokenpin-real-clients.XXXXXX)
-sim_pid=""
-stop_card() {
-    if [[ -n "$sim_pid" ]]; then kill -TERM "$sim_pid" 2>/dev/null; wait "$sim_pid" 2>/dev/null; sim_pid=""; fi
-}
-# pcscd notices a pulled card at its next presence poll; wait for that so a later "Yes" is the new card.
-wait_for_removal() {
-    for _ in $(seq 50); do
-        opensc-tool --list-readers 2>/dev/null | grep -q "Yes .*$reader" || return 0
-        sleep 0.1
-    done
-    return 1
-}
-cleanup() {
-    GNUPGHOME=$work/gnupg gpgconf --kill all 2>/dev/null
-    stop_card
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-port=${TOKENPIN_VPCD_PORTS%%,*}
-reader=${TOKENPIN_READERS%%|*}
-serial=${TOKENPIN_TEST_SERIAL:-0C0FFEE5}
-state=$work/card.json
-
-insert_card() {
-    "$TOKENPIN_SIM_BIN" --state "$state" --port "$port" --serial "$serial" "$@" 2>>"$work/tokenpin-sim.log" &
-    sim_pid=$!
-    for _ in $(seq 50); do
-        opensc-tool --list-readers 2>/dev/null | grep -q "Yes .*$reader" && return 0
-        sleep 0.1
-    done
-    return 1
-}
+suite=real-clients
+. "$script_dir/client-lib.sh"
+suite_cleanup() { GNUPGHOME=$work/gnupg gpgconf --kill all 2>/dev/null; }
 
 if insert_card --reset; then pass "tokenpin-sim inserted a card into '$reader'"; else
     fail "tokenpin-sim inserted a card into '$reader'" "$(cat "$work/tokenpin-sim.log")"
@@ -226,5 +187,4 @@ check "gpg decrypts a message to the card's NIST P-256 key" "$out" "^a message f
 out=$(echo "signed text" | "${gpg_batch[@]}" --passphrase 112233 -u nist@example.org -s 2>/dev/null | gpg --batch --verify 2>&1)
 check "gpg signs with the card's ECDSA P-256 key and the signature verifies" "$out" "Good signature"
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish
