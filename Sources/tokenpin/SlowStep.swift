@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import Synchronization
 import TokenpinSystem
 
@@ -16,8 +17,21 @@ final class SlowStepNotice: Sendable {
 
     private let state = Mutex(State())
 
+    /// How long a step runs before its line is printed: a second. Debug builds (the tests) take another delay
+    /// from `TOKENPIN_SLOW_STEP_MS`, so a test can make a step slow for certain without racing the clock.
+    static let delay: Int = {
+        #if DEBUG
+            if let value = getenv("TOKENPIN_SLOW_STEP_MS").map({ String(cString: $0) }), let milliseconds = Int(value),
+                (0...60_000).contains(milliseconds)
+            {
+                return milliseconds
+            }
+        #endif
+        return 1000
+    }()
+
     /// Prints `message` on stderr after `milliseconds` unless something cancels it first.
-    func arm(_ message: String, milliseconds: Int = 1000) {
+    func arm(_ message: String, milliseconds: Int = SlowStepNotice.delay) {
         let generation = state.withLock { state -> Int in
             state.generation += 1
             state.message = message

@@ -8,9 +8,13 @@ struct TerminalTests {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Support/keyboard.py").path
     }
 
-    /// Types `keys` into `tokenpin ARGS` on a pseudo-terminal; returns what the terminal showed and the exit status.
-    func type(_ keys: [String], _ cli: CLI, _ arguments: [String]) throws -> (screen: String, status: Int32) {
+    /// Types `keys` into `tokenpin ARGS` on a pseudo-terminal, with `environment` added to the runner's; returns
+    /// what the terminal showed and the exit status.
+    func type(
+        _ keys: [String], _ cli: CLI, _ arguments: [String], environment: [String: String] = [:]
+    ) throws -> (screen: String, status: Int32) {
         let process = Process()
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments =
             [
