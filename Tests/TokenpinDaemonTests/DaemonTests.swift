@@ -97,7 +97,11 @@ import TokenpinTestSupport
                     $0.now += 1
                     $0.peak = max($0.peak, $0.now)
                 }
-                usleep(5000)
+                // Each holder stays until a second one is in (or 2 s pass), so the peak never hangs on how the
+                // threads happen to be scheduled.
+                let deadline = Date(timeIntervalSinceNow: 2)
+                while inside.withLock({ $0.peak }) < 2 && Date() < deadline { usleep(1000) }
+                usleep(1000)
                 inside.withLock { $0.now -= 1 }
                 budget.release(10)
                 done.leave()

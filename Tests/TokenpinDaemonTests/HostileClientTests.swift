@@ -228,7 +228,11 @@ private func elapsed(since start: Date) -> Double { Date().timeIntervalSince(sta
         #expect(budget.acquire(100, waitingAtMost: 1))
         let gaveUp = Atomic<Bool>(false)
         let served = Atomic<Bool>(false)
-        let first = Thread { gaveUp.store(!budget.acquire(50, waitingAtMost: 0.2), ordering: .releasing) }
+        let firstDone = DispatchSemaphore(value: 0)
+        let first = Thread {
+            gaveUp.store(!budget.acquire(50, waitingAtMost: 0.2), ordering: .releasing)
+            firstDone.signal()
+        }
         first.start()
         while budget.usage.waiting < 1 { usleep(1000) }
         let second = Thread {
@@ -237,7 +241,8 @@ private func elapsed(since start: Date) -> Double { Date().timeIntervalSince(sta
             if granted { budget.release(50) }
         }
         second.start()
-        Thread.sleep(forTimeInterval: 0.5)
+        // The first waiter's 0.2 s run out while the budget is still full: it gave up, and the second waits on.
+        #expect(firstDone.wait(timeout: .now() + 10) == .success)
         let timedOut = gaveUp.load(ordering: .acquiring)
         #expect(timedOut)
         budget.release(100)

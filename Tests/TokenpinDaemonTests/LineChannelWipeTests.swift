@@ -16,16 +16,19 @@ import TokenpinCore
         return (fds[0], LineChannel(fd: fds[1], maximumLineLength: 1000))
     }
 
-    /// Sends `chunks` one at a time with a pause between, so the reader sees each in its own `recv`.
-    func trickle(_ chunks: [[UInt8]], to fd: Int32) -> Thread {
+    /// Sends `chunks` one at a time with a pause between, so the reader sees each in its own `recv`; the
+    /// semaphore is signalled once the last one is sent.
+    func trickle(_ chunks: [[UInt8]], to fd: Int32) -> DispatchSemaphore {
+        let sent = DispatchSemaphore(value: 0)
         let thread = Thread {
-            for chunk in chunks {
+            for (index, chunk) in chunks.enumerated() {
+                if index > 0 { usleep(30_000) }
                 _ = chunk.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                usleep(30_000)
             }
+            sent.signal()
         }
         thread.start()
-        return thread
+        return sent
     }
 
     static let secretLine = Array(#"{"v":1,"type":"secret","prompt":"pin","value":"739164-SECRET-739164"}"#.utf8)
@@ -38,11 +41,14 @@ import TokenpinCore
 
     @Test func aLineSpanningReadsLeavesTheBufferZero() throws {
         let (writer, reader) = pair()
-        defer { close(writer) }
         let line = Self.secretLine
         let chunks = stride(from: 0, to: line.count, by: 9).map { Array(line[$0..<min($0 + 9, line.count)]) } + [[0x0A]]
         #expect(chunks.count > 5)
-        _ = trickle(chunks, to: writer)
+        let sent = trickle(chunks, to: writer)
+        defer {
+            _ = sent.wait(timeout: .now() + 10)
+            close(writer)
+        }
         var received = try reader.readLine(timeoutMilliseconds: 5000)
         #expect(received == line)
         for index in received.indices { received[index] = 0 }
@@ -59,9 +65,10 @@ import TokenpinCore
         let next = Array(#"{"v":1,"type":"cancel"#.utf8)
         let all = Self.secretLine + [0x0A] + next
         let chunks = stride(from: 0, to: all.count, by: 13).map { Array(all[$0..<min($0 + 13, all.count)]) }
-        _ = trickle(chunks, to: writer)
-        // The last chunk holds the end of the secret line and the start of the next: wait for it.
-        usleep(UInt32(30_000 * chunks.count + 100_000))
+        // The line ends inside one chunk and the next message goes on after it: read once everything is sent,
+        // so that what follows the line is in the buffer too.
+        let sent = trickle(chunks, to: writer)
+        #expect(sent.wait(timeout: .now() + 10) == .success)
         #expect(try reader.readLine(timeoutMilliseconds: 5000) == Self.secretLine)
         let (bytes, buffered) = reader.receiveBufferSnapshot
         #expect(buffered == next.count)
