@@ -2,7 +2,8 @@
 """Runs a command on a pseudo-terminal and types into it, as a person at the keyboard would.
 
 Usage: keyboard.py KEYS -- COMMAND [ARG...]
-KEYS is a list of steps separated by '|': 'wait:TEXT' waits until TEXT appeared on the terminal, any other step is
+KEYS is a list of steps separated by '|': 'wait:TEXT' waits until TEXT appears on the terminal after what the
+previous 'wait:' matched (so a prompt shown twice is waited for twice), any other step is
 typed (escapes: \\x7f Backspace, \\x15 Ctrl-U, \\x03 Ctrl-C, \\x04 Ctrl-D, \\r Enter), 'kill:N' sends signal N
 to the command. Prints everything the command wrote to the terminal, then the terminal's modes once it ended
 ('TERMIOS echo=1 icanon=1') and 'EXIT <status>' on lines of their own.
@@ -26,6 +27,7 @@ def main():
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         os.execvp(command[0], command)
     seen = b""
+    matched = 0  # where the text the last 'wait:' found ends
     deadline = time.time() + 30
 
     def pump(timeout):
@@ -44,9 +46,12 @@ def main():
     for step in steps:
         if step.startswith("wait:"):
             text = step[5:].encode()
-            while text not in seen and time.time() < deadline:
+            while seen.find(text, matched) < 0 and time.time() < deadline:
                 if not pump(0.1):
                     break
+            found = seen.find(text, matched)
+            if found >= 0:
+                matched = found + len(text)
         elif step.startswith("kill:"):
             time.sleep(0.05)
             os.kill(pid, int(step[5:]))
