@@ -13,6 +13,14 @@ new_user VICTIM && new_user MALLORY && new_user NEWBIE || { echo "cannot create 
 client --user "$VICTIM" enrol < <(printf '482916\n482916\n') >/dev/null || not_ok "enrol the victim"
 client --user "$MALLORY" enrol < <(printf '739154\n739154\n') >/dev/null || not_ok "enrol the attacker"
 as_mallory() { runuser -u "$MALLORY" -- "$@"; }
+# Waits (up to 10 s) until the attack.py park writing to FILE sits at its operation's first prompt.
+wait_parked() {
+    local waited=0
+    until grep -q '"parked"' "$1" 2>/dev/null; do
+        ((waited++ < 100)) || return 1
+        sleep 0.1
+    done
+}
 remaining() { client --user "$1" status | json_field remaining; }
 
 # victim_ok NAME: root verifies the victim now; it must succeed within STALL_LIMIT seconds.
@@ -89,9 +97,9 @@ alive "stop reading"
 
 # 3. Two operations of one user at once: the second waits a bounded time and says busy, nothing counted;
 #    a prompt left unanswered holds no memory and blocks no one else.
-as_mallory $ATTACK "$SOCKET" park verify "$MALLORY" 6 >/dev/null 2>&1 &
+as_mallory $ATTACK "$SOCKET" park verify "$MALLORY" 6 >"$WORK/park" 2>&1 &
 attacker=$!
-sleep 0.5
+check "a verify parked at its prompt" wait_parked "$WORK/park"
 before=$(remaining "$MALLORY")
 as_mallory "$TOKENPIN" "${CLI_ARGS[@]}" verify <<<739154 >"$WORK/out" 2>&1
 check "a second verify of the same user: busy (69)" grep -q '"code":"busy"' "$WORK/out"
@@ -151,9 +159,9 @@ check "PAM: only the well-formed wrong PIN was counted ($before -> $after)" [ "$
 alive "PAM odd bytes"
 
 # 6. SIGTERM ends the daemon within its drain time, with clients parked at prompts.
-as_mallory $ATTACK "$SOCKET" park verify "$MALLORY" 20 >/dev/null 2>&1 &
+as_mallory $ATTACK "$SOCKET" park verify "$MALLORY" 20 >"$WORK/park" 2>&1 &
 attacker=$!
-sleep 0.5
+check "a verify parked at its prompt before SIGTERM" wait_parked "$WORK/park"
 start=$(date +%s)
 kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null
 took=$(( $(date +%s) - start ))
@@ -181,9 +189,9 @@ code=$?
 check "toggle token off without a PIN: refused (exit $code)" [ "$code" != 0 ]
 check "toggle token off without a PIN: the token stays on" bash -c "'$BIN/tokenpin' --socket '$SOCKET' --user '$VICTIM' types | grep -q 'token  enabled'"
 # A token verify parked at the card-PIN prompt, then a PIN verify of the same user: busy, bounded, nothing held.
-python3 "$ROOT/Tests/EndToEnd/attack.py" "$SOCKET" park verify-token "$VICTIM" 4 >"$WORK/park" 2>&1 &
+python3 "$ROOT/Tests/EndToEnd/attack.py" "$SOCKET" park verify-token "$VICTIM" 10 >"$WORK/park" 2>&1 &
 parked=$!
-sleep 0.5
+check "a token verify parked at the card-PIN prompt" wait_parked "$WORK/park"
 start=$(date +%s.%N)
 client --user "$VICTIM" verify --method pin <<<482916 >"$WORK/out" 2>&1  # scripts name the type once a token is on
 took=$(echo "$(date +%s.%N) - $start" | bc)

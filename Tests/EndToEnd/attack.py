@@ -5,14 +5,16 @@ Each subcommand is one attack; it prints one JSON line saying what it saw and ex
 itself could not be carried out. Run it as an unprivileged user (runuser) against a private socket.
 
   attack.py SOCKET pipeline PINGS USER PIN HOLD   pipeline PINGS pings, a verify and its PIN; never read; hold HOLD s
-  attack.py SOCKET park OP USER HOLD              start OP (verify-token: verify with the card) and sit at its
-                                                  first prompt for HOLD s
+  attack.py SOCKET park OP USER HOLD              start OP (verify-token: verify with the card), say "parked"
+                                                  at its first prompt and sit there for HOLD s (or until the
+                                                  daemon closes the connection)
   attack.py SOCKET garbage KIND                   send one kind of garbage and report the answer
   attack.py SOCKET flood COUNT HOLD               open COUNT connections and hold them HOLD s
   attack.py SOCKET trickle SECONDS                send a request one byte a second
   attack.py SOCKET numbers                        requests whose numbers are out of every range
 """
 import json
+import select
 import socket
 import sys
 import time
@@ -84,7 +86,18 @@ def park(path, op, user, hold):
         request.update(op="verify", method="token")
     s.sendall(line(request))
     first = read_line(s)
-    time.sleep(float(hold))
+    # Said at once, so the script acts while the operation is parked, not after a guessed pause.
+    print(json.dumps({"parked": op, "first": json.loads(first) if first else None}), flush=True)
+    # Sits for HOLD s, or until the daemon closes the connection (it is ending).
+    end = time.time() + float(hold)
+    while time.time() < end:
+        ready, _, _ = select.select([s], [], [], end - time.time())
+        if ready:
+            try:
+                if not s.recv(4096):
+                    break
+            except OSError:
+                break
     print(json.dumps({"attack": "park", "op": op, "first": json.loads(first) if first else None}))
 
 
