@@ -18,7 +18,7 @@ client watch >"$WORK/events" 2>&1 &
 WATCH=$!
 for _ in $(seq 50); do grep -q "watching readers" "$WORK/daemon.log" && break; sleep 0.1; done
 check "daemon watches the sandbox's readers" grep -q "watching readers" "$WORK/daemon.log"
-sleep 0.3
+sleep 1  # the watch client subscribes in about 10 ms; an event before that is not shown to it
 "$TOKENPIN_SIM_BIN" --state "$WORK/card.json" --port "$PORT" 2>"$WORK/sim.log" &
 SIMPID=$!
 for _ in $(seq 50); do grep -q cardInserted "$WORK/events" && break; sleep 0.1; done

@@ -30,7 +30,7 @@ expect_code "alice cannot write the state directory" 1 runuser -u "$ALICE" -- to
 # Alice's wrong PINs touch only her counter; her watcher sees only her events.
 runuser -u "$ALICE" -- "$TOKENPIN" "${CLI_ARGS[@]}" watch >"$WORK/alice-watch" 2>&1 &
 WATCH=$!
-sleep 0.5
+sleep 1  # the watch client subscribes in about 10 ms; an event before that is not shown to it
 expect_code "bob's wrong PIN (1)" 1 as_bob verify <<<000000
 expect_code "alice's wrong PIN (1)" 1 as_alice verify <<<000000
 for _ in $(seq 50); do [ -s "$WORK/alice-watch" ] && break; sleep 0.1; done

@@ -104,7 +104,7 @@ final class TestDaemon {
         let socket = ["--socket", daemon.socket]
         #expect(try cli.run(socket + ["enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
         let watch = cli.start(socket + ["watch"])
-        usleep(300_000)
+        usleep(1_000_000)  // watch subscribes in about 10 ms; the event is lost if it comes first
         #expect(try cli.run(socket + ["verify", "--pin-stdin"], input: "482916\n").status == 0)
         usleep(300_000)
         daemon.stop()
@@ -127,7 +127,7 @@ final class TestDaemon {
             input: "482916\n12345678\n123456\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         let watch = cli.start(socket + ["watch"])
-        usleep(300_000)
+        usleep(1_000_000)  // watch subscribes in about 10 ms; the event is lost if it comes first
         let wrong = try cli.run(socket + ["--json", "verify", "--method", "token", "--pin-stdin"], input: "000000\n")
         #expect(wrong.status == 1, "\(wrong.stdout) \(wrong.stderr)")
         #expect((wrong.json["tokenFailure"] as? [String: Any])?["cardTriesLeft"] as? Int == 2, "\(wrong.stdout)")
