@@ -151,13 +151,15 @@ extension AlgorithmAttributes.Kind {
         }
     }
 
-    /// PSO:DECIPHER with a stored secret. RSA takes `00 || cryptogram` and answers the message; the curves
-    /// take `A6 { 7F49 { 86 point } }` and answer the shared secret (the x coordinate for NIST and brainpool).
+    /// PSO:DECIPHER with a stored secret. RSA takes `00 || cryptogram`, the cryptogram exactly as long as the
+    /// modulus as cards take it (a client restores leading zeros it stripped), and answers the message; the
+    /// curves take `A6 { 7F49 { 86 point } }` and answer the shared secret (the x coordinate for NIST and
+    /// brainpool).
     func decipher(_ data: [UInt8], secret: [UInt8]) throws(KeyFailure) -> [UInt8] {
         switch self {
         case .rsa:
-            guard data.first == 0x00, data.count > 1, let stored = StoredRSAKey(stored: secret),
-                let key = try? stored.privateKey()
+            guard data.first == 0x00, let stored = StoredRSAKey(stored: secret),
+                let key = try? stored.privateKey(), data.count == 1 + (key.modulusBits + 7) / 8
             else { throw KeyFailure(.incorrectData) }
             guard let message = try? RSAKeys.decrypt(Array(data.dropFirst()), with: key) else {
                 throw KeyFailure(.incorrectData)

@@ -57,6 +57,32 @@ import TokenpinTestSupport
         #expect(try harness.decipher(SecureRandom.bytes(32)).statusWord == .incorrectData)
     }
 
+    /// The cryptogram after the padding indicator is exactly as long as the modulus, as on cards (a client such
+    /// as gpg restores the leading zeros it stripped). One that starts with `00` (about one in 256) sent without
+    /// its indicator is one byte short: 6A80, not deciphered as if the `00` were the indicator.
+    @Test func rsaCryptogramOfAnotherLengthIsRefused() throws {
+        let harness = try Harness()
+        let objects = try Self.generateDecryptionKey(harness, attributes: Self.rsaAttributes(2048))
+        let modulus = try #require(objects.first { $0.tag == 0x81 }).value
+        let exponent = try #require(objects.first { $0.tag == 0x82 }).value
+        var found: (message: [UInt8], cryptogram: [UInt8])?
+        while found == nil {
+            let message = SecureRandom.bytes(32)
+            let cryptogram = try RSAKeys.encrypt(guardedCopy(message), modulus: modulus, publicExponent: exponent)
+            if cryptogram[0] == 0x00 { found = (message, cryptogram) }
+        }
+        let (message, cryptogram) = try #require(found)
+        try requireSuccess(harness.verify(0x82, "123456"))
+        #expect(
+            try harness.send(CardInstruction.performSecurityOperation, 0x80, 0x86, cryptogram).statusWord
+                == .incorrectData)
+        #expect(try Self.rsaDecipher(harness, Array(cryptogram.dropFirst())).statusWord == .incorrectData)
+        #expect(try Self.rsaDecipher(harness, [0x00] + cryptogram).statusWord == .incorrectData)
+        let answer = try Self.rsaDecipher(harness, cryptogram)
+        #expect(answer.statusWord == .success)
+        #expect(answer.data == message)
+    }
+
     @Test("ECDH: generated key, the card answers the x coordinate", arguments: WeierstrassCurve.allCases)
     func ecdhDecipher(curve: WeierstrassCurve) throws {
         let harness = try Harness()
