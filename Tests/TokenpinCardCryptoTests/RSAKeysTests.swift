@@ -76,7 +76,9 @@ func secret(_ bytes: [UInt8]) -> SecretBytes {
         let key = try RSAKeys.privateKey(
             publicExponent: RSAKeys.defaultExponent, prime1: secret(RSAVector.prime1),
             prime2: secret(RSAVector.prime2))
-        for _ in 0..<64 {
+        // About one cryptogram in 256 starts with 00: search until one does (64 tries found none 3 runs in 4,
+        // and the test then checked nothing).
+        while true {
             let message = SecureRandom.secret(32)
             let cryptogram = try RSAKeys.encrypt(message, modulus: key.modulus, publicExponent: key.publicExponent)
             guard cryptogram[0] == 0 else { continue }
@@ -112,6 +114,16 @@ func secret(_ bytes: [UInt8]) -> SecretBytes {
         #expect(error?.code == .invalidLength)
     }
 
+    /// Whether `cryptogram` deciphers under `key` to a PKCS#1 v1.5 encryption block (`00 02`, eight or more
+    /// non-zero bytes, `00`); false for one not below the modulus.
+    static func unpadsAsPKCS1(_ cryptogram: [UInt8], with key: borrowing RSAKeys.PrivateKey) -> Bool {
+        guard let block = try? RSAKeys.rawPrivate(cryptogram, with: key) else { return false }
+        let bytes = block.withUnsafeBytes { Array($0) }
+        guard bytes.count > 11, bytes[0] == 0x00, bytes[1] == 0x02 else { return false }
+        guard let separator = bytes[2...].firstIndex(of: 0x00) else { return false }
+        return separator >= 10
+    }
+
     @Test func wrongCryptogramsAreRefused() throws {
         let key = try RSAKeys.privateKey(
             publicExponent: RSAKeys.defaultExponent, prime1: secret(RSAVector.prime1),
@@ -126,11 +138,14 @@ func secret(_ bytes: [UInt8]) -> SecretBytes {
         corrupted[100] ^= 0x01
         let garbled = #expect(throws: CardCryptoError.self) { _ = try RSAKeys.decrypt(corrupted, with: key) }
         #expect(garbled?.code == .decryptionFailed)
-        // Another key's cryptogram.
+        // Another key's cryptogram; about one in 100,000 deciphers to valid padding under this key by chance, so
+        // one that does not is chosen (the raw operation shows what decryption would unpad).
         let other = try RSAKeys.generate(bits: 2048)
-        let foreign = try RSAKeys.encrypt(
-            secret(RSAVector.message), modulus: other.modulus,
-            publicExponent: other.publicExponent)
+        var foreign: [UInt8]
+        repeat {
+            foreign = try RSAKeys.encrypt(
+                SecureRandom.secret(32), modulus: other.modulus, publicExponent: other.publicExponent)
+        } while Self.unpadsAsPKCS1(foreign, with: key)
         let wrongKey = #expect(throws: CardCryptoError.self) { _ = try RSAKeys.decrypt(foreign, with: key) }
         #expect(wrongKey?.code == .decryptionFailed)
     }
