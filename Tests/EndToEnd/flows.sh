@@ -45,7 +45,7 @@ check "oversized: protocol-oversized" grep -q protocol-oversized <(head -c 70000
 check "half-finished: protocol-truncated" grep -q protocol-truncated <(printf '{"v":1,"type":"request"' | raw eof)
 check "wrong version: protocol-unsupported-version" grep -q unsupported-version <(printf '{"v":9,"type":"request","op":"ping"}\n' | raw)
 check "unknown op: protocol-unknown-type" grep -q protocol-unknown-type <(printf '{"v":1,"type":"request","op":"rm"}\n' | raw)
-check "binary: protocol-malformed" grep -q protocol-malformed <(head -c 3000 /dev/urandom | tr '\n' x; echo | raw)
+check "binary: protocol-malformed" grep -q protocol-malformed <({ head -c 3000 /dev/urandom | tr '\n' x; echo; } | raw)
 expect_code "others are served meanwhile" 0 client verify <<<615283
 check "nothing above counted" [ "$(client status | json_field remaining)" = 5 ]
 kill "$STALL" 2>/dev/null; wait "$STALL" 2>/dev/null

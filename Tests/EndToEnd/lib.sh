@@ -75,7 +75,11 @@ print(value)' "$1"; }
 # new_user VAR: creates a temporary user (removed at exit) with the login password `password_of NAME`, and
 # stores its name in VAR.
 new_user() {
-    local name="tpt$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+    local name tries=0
+    # A random name, drawn again in the rare case it is taken.
+    until name="tpt$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')" && ! id "$name" >/dev/null 2>&1; do
+        ((++tries < 10)) || return 1
+    done
     useradd --no-create-home --shell /usr/sbin/nologin "$name" || return 1
     CLEANUP_USERS+=("$name")
     printf '%s:%s\n' "$name" "$(password_of "$name")" | chpasswd || return 1
@@ -88,8 +92,13 @@ password_of() { printf 'Pw-%s-7q' "$1"; }
 # pam_service VAR LINE...: writes a uniquely named /etc/pam.d file (removed at exit), its name in VAR.
 pam_service() {
     local var=$1; shift
-    local name="tokenpin-test-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
-    printf '%s\n' "$@" > "/etc/pam.d/$name"
+    local name tries=0
+    # Lower case (PAM lowers a service's name before it looks for its file), and created only if new (noclobber),
+    # drawn again in the rare case the name is taken.
+    until name="tokenpin-test-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')" \
+        && (set -C; printf '%s\n' "$@" >"/etc/pam.d/$name") 2>/dev/null; do
+        ((++tries < 10)) || return 1
+    done
     CLEANUP_FILES+=("/etc/pam.d/$name")
     printf -v "$var" '%s' "$name"
 }
