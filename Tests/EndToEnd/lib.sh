@@ -123,6 +123,27 @@ stop_sim() {
     for _ in $(seq 100); do card_present || return 0; sleep 0.05; done
 }
 
+# check_replays NAME TAP INS STATE SERIAL [ARGS...]: a fake card with the real one's identity (tokenpin-sim STATE
+# SERIAL ARGS) that takes any PIN and answers instruction INS with each card answer TAP recorded, one per verify
+# (the suite's `tp`); none may open the token slot, since the challenge rotated after each verify. The real card
+# then comes back and verifies again. Returns 1 when it does not come back.
+check_replays() {
+    local name=$1 tap=$2 ins=$3 state=$4 serial=$5 answers answer replayed=0
+    shift 5
+    mapfile -t answers <"$tap"
+    check "$name: the tap saw the bind's and the verifies' answers" test "${#answers[@]}" -ge 3
+    for answer in "${answers[@]}"; do
+        stop_sim
+        start_sim "$state" "$serial" "$@" --fault sw:9000@20 --fault "answer:$answer@$ins" || continue
+        tp verify --method token --pin-stdin <<<000000 >"$WORK/out" 2>"$WORK/err"
+        if [ $? = 1 ] && grep -q "does not open the token slot" "$WORK/err"; then replayed=$((replayed + 1)); fi
+    done
+    check "$name: every replayed card answer is refused (${replayed}/${#answers[@]})" test "$replayed" = "${#answers[@]}"
+    stop_sim
+    start_sim "$state" "$serial" "$@" || { not_ok "$name: the real card is back"; return 1; }
+    expect_code "$name: the real card still verifies after the replays" 0 tp verify --method token --pin-stdin <<<123456
+}
+
 cleanup() {
     stop_daemon
     for user in "${CLEANUP_USERS[@]}"; do userdel "$user" 2>/dev/null; done

@@ -66,23 +66,8 @@ run_algorithm() {
         --reader '$READER' --json status | grep -q '\"cardTriesLeft\":2'"
     expect_code "$name: the right card PIN verifies again" 0 tp verify --method token --pin-stdin <<<123456
 
-    # A fake card with the same serial that takes any PIN and replays each answer the line carried.
-    local answers
-    mapfile -t answers <"$tap"
-    check "$name: the tap saw the bind's and the verifies' answers" test "${#answers[@]}" -ge 3
-    local answer replayed=0 index=0
-    for answer in "${answers[@]}"; do
-        index=$((index + 1))
-        stop_sim
-        start_sim "$state" "$serial" --fault sw:9000@20 --fault "answer:$answer@2A" || continue
-        tp verify --method token --pin-stdin <<<000000 >"$WORK/out" 2>"$WORK/err"
-        local code=$?
-        if [ "$code" = 1 ] && grep -q "does not open the token slot" "$WORK/err"; then replayed=$((replayed + 1)); fi
-    done
-    check "$name: every replayed card answer is refused (${replayed}/${#answers[@]})" test "$replayed" = "${#answers[@]}"
-    stop_sim
-    start_sim "$state" "$serial" || { not_ok "$name: the real card is back"; return; }
-    expect_code "$name: the real card still verifies after the replays" 0 tp verify --method token --pin-stdin <<<123456
+    # Each PSO:DECIPHER (2A) answer the line carried, replayed by a fake card.
+    check_replays "$name" "$tap" 2A "$state" "$serial" || return
 
     local decrypted
     decrypted=$("${gpg_batch[@]}" --passphrase 123456 -d "$WORK/$name.asc" 2>/dev/null)

@@ -7,6 +7,23 @@ func pin(_ text: String) -> PIN { PIN(secret(text)) }
 
 let testKDF = KDFParameters.argon2id(memoryKiB: 8 * 1024, passes: 1)
 
+/// An enrolment record for `user` with PIN 482916 (under `testKDF`), a random recovery key and `remaining` tries
+/// of 5, created at a fixed time.
+func makeTestRecord(user: String = "alice", remaining: Int = 5) throws -> EnrolmentRecord {
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+    let vaultKey = Vault.newKey()
+    let pinSlot = try VaultSlot.seal(
+        vaultKey, keyEncryptionKey: try testKDF.deriveKey(from: secret("482916")), kind: .pin,
+        kdf: testKDF, user: user, created: now)
+    let recoveryKDF = KDFParameters(algorithm: .blake2b)
+    let recoverySlot = try VaultSlot.seal(
+        vaultKey, keyEncryptionKey: try recoveryKDF.deriveKey(from: SecureRandom.secret(16)),
+        kind: .recovery, kdf: recoveryKDF, user: user, created: now)
+    var counter = RetryCounter(max: 5)
+    counter.remaining = remaining
+    return EnrolmentRecord(user: user, created: now, counter: counter, slots: [pinSlot, recoverySlot])
+}
+
 /// Whether two secrets hold the same bytes (Swift Testing's macros need copyable operands).
 func same(_ a: borrowing SecretBytes, _ b: borrowing SecretBytes) -> Bool { a.isEqual(to: b) }
 

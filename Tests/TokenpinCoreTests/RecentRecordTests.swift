@@ -7,18 +7,7 @@ import TokenpinTestSupport
 /// A record read again with the same bytes is not decoded again; any change of the file is read as it is.
 @Suite struct RecentRecordTests {
     func makeRecord(user: String = "alice", remaining: Int = 5) throws -> EnrolmentRecord {
-        let now = Date(timeIntervalSince1970: 1_800_000_000)
-        let vaultKey = Vault.newKey()
-        let pinSlot = try VaultSlot.seal(
-            vaultKey, keyEncryptionKey: try testKDF.deriveKey(from: secret("482916")), kind: .pin,
-            kdf: testKDF, user: user, created: now)
-        let recoveryKDF = KDFParameters(algorithm: .blake2b)
-        let recoverySlot = try VaultSlot.seal(
-            vaultKey, keyEncryptionKey: try recoveryKDF.deriveKey(from: SecureRandom.secret(16)),
-            kind: .recovery, kdf: recoveryKDF, user: user, created: now)
-        var counter = RetryCounter(max: 5)
-        counter.remaining = remaining
-        return EnrolmentRecord(user: user, created: now, counter: counter, slots: [pinSlot, recoverySlot])
+        try makeTestRecord(user: user, remaining: remaining)
     }
 
     @Test("the same bytes read twice are decoded once")

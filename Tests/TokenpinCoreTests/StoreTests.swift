@@ -9,18 +9,7 @@ import TokenpinTestSupport
 #endif
 
 @Suite struct StoreTests {
-    func makeRecord(user: String = "alice") throws -> EnrolmentRecord {
-        let now = Date(timeIntervalSince1970: 1_800_000_000)
-        let vaultKey = Vault.newKey()
-        let pinSlot = try VaultSlot.seal(
-            vaultKey, keyEncryptionKey: try testKDF.deriveKey(from: secret("482916")), kind: .pin,
-            kdf: testKDF, user: user, created: now)
-        let recoveryKDF = KDFParameters(algorithm: .blake2b)
-        let recoverySlot = try VaultSlot.seal(
-            vaultKey, keyEncryptionKey: try recoveryKDF.deriveKey(from: SecureRandom.secret(16)),
-            kind: .recovery, kdf: recoveryKDF, user: user, created: now)
-        return EnrolmentRecord(user: user, created: now, counter: RetryCounter(max: 5), slots: [pinSlot, recoverySlot])
-    }
+    func makeRecord(user: String = "alice") throws -> EnrolmentRecord { try makeTestRecord(user: user) }
 
     func mode(_ path: String) -> mode_t {
         var info = stat()
