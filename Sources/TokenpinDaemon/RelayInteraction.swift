@@ -71,6 +71,8 @@ final class RelayInteraction: Interaction {
         switch answer {
         case .secret(let name, var value) where name == prompt.name:
             answer = .cancel  // drop the enum's reference so `value` is the only one and is wiped in place
+            // An empty answer is never a try, whoever sends it: it cancels, as Enter alone does at every client.
+            guard !value.isEmpty else { throw .cancelled }
             return SecretBytes(consuming: &value)
         case .secret(_, var value):
             answer = .cancel

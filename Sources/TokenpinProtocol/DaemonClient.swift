@@ -56,6 +56,34 @@ public struct DaemonClient: Sendable {
         return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK
     }
 
+    /// Files whose presence says tokenpind is meant to run on this machine: its units (from the package or
+    /// `make install`, enabled or not) and the package's file list. Debug builds (the tests) read the list from
+    /// `TOKENPIN_DAEMON_MARKERS` (colon-separated), so that a test decides without touching the machine.
+    public static var daemonMarkers: [String] {
+        #if DEBUG
+            if let list = getenv("TOKENPIN_DAEMON_MARKERS").map({ String(cString: $0) }) {
+                return list.split(separator: ":").map(String.init)
+            }
+        #endif
+        var markers: [String] = []
+        for directory in [
+            "/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system", "/usr/lib/systemd/system",
+            "/lib/systemd/system",
+        ] {
+            markers += [directory + "/tokenpind.socket", directory + "/tokenpind.service"]
+        }
+        return markers + ["/var/lib/dpkg/info/tokenpin.list"]
+    }
+
+    /// The first marker present (`daemonMarkers`): why a missing socket means tokenpind is down, not absent;
+    /// nil when nothing says it should run here.
+    public static func expectedDaemonEvidence() -> String? {
+        daemonMarkers.first { path in
+            var info = stat()
+            return stat(path, &info) == 0
+        }
+    }
+
     // MARK: Operations
 
     /// Enrols a PIN; the recovery key comes back in guarded memory.
@@ -265,7 +293,12 @@ public struct DaemonClient: Sendable {
                     }
                     let secret: SecretBytes
                     do {
-                        secret = try interaction.readSecret(prompt)
+                        // The PIN prompts carry the tries left before this attempt: the person sees them.
+                        if let triesLeft, prompt == .pin || prompt == .currentPIN {
+                            secret = try interaction.readPIN(prompt, remaining: triesLeft)
+                        } else {
+                            secret = try interaction.readSecret(prompt)
+                        }
                     } catch {
                         localFailure = localFailure ?? error
                         try channel.send(ClientMessage.cancel)

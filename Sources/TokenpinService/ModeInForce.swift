@@ -76,7 +76,7 @@ extension PINService {
         guard let slot = record.slot(.token), let binding = slot.token else { throw ServiceError.tokenNotEnabled }
         let card = try openCardForBoth(binding, interaction)
         defer { card.close() }
-        let pin = PIN(try interaction.readPIN(.pin, remaining: record.counter.remaining))
+        let pin = try readAttemptPIN(interaction, .pin, record: record)
         return try finishBoth(card: card, counter: record.counter, interaction) { () throws -> VerifyReport in
             let shared = try cardSecret(card, binding: binding, interaction)
             let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))

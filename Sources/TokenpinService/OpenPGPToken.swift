@@ -36,6 +36,18 @@ final class OpenPGPToken: TokenApplication {
         return String(serial.prefix(4)) + ":" + String(serial.dropFirst(4)) + name
     }
 
+    /// `YubiKey 5 12345678` (a YubiKey's OpenPGP serial is its decimal serial, BCD-coded; 5 for the 3.x
+    /// application), `Nitrokey 1234ABCD`, `Gnuk 1234ABCD`, else `OpenPGP card FFFE:0000AAAA`.
+    var promptName: String {
+        let aid = data.aid
+        switch aid.manufacturer {
+        case 0x0006: return (aid.version.major >= 3 ? "YubiKey 5 " : "YubiKey ") + aid.serialString
+        case 0x000F: return "Nitrokey " + aid.serialString
+        case 0xF517: return "Gnuk " + aid.serialString
+        default: return "OpenPGP card " + cardLabel(serial: identity)
+        }
+    }
+
     var pinTriesLeft: Int { data.passwordStatus.retriesPW1 }
 
     var pinMaxLength: Int { data.passwordStatus.maxLengthPW1 }
@@ -114,7 +126,7 @@ final class OpenPGPToken: TokenApplication {
         }
         try confirmReplacement(assumeYes: assumeYes, interaction)
         let adminPIN = try interaction.readSecret(
-            .adminPIN(card: label, triesLeft: data.passwordStatus.retriesPW3))
+            .adminPIN(card: promptName, triesLeft: data.passwordStatus.retriesPW3))
         let publicKey = try run { session throws(OpenPGPError) -> CardPublicKey in
             try session.verify(.pw3, pin: adminPIN, keyDerivation: card.keyDerivation(session))
             try session.setAlgorithmAttributes(.cv25519, for: .decryption)

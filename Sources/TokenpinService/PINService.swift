@@ -121,8 +121,20 @@ public struct PINService: Sendable {
     /// `verifyPIN` on a record already read without the lock (the counted attempt reads it again under the lock).
     func verifyPIN(_ interaction: some Interaction, record: EnrolmentRecord) throws -> VerifyReport {
         if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
-        let pin = PIN(try interaction.readPIN(.pin, remaining: record.counter.remaining))
+        let pin = try readAttemptPIN(interaction, .pin, record: record)
         return try countedAttempt(pin: pin) { _, _ in }
+    }
+
+    /// Reads the PIN for a counted attempt (`prompt`: `pin` or `current-pin`), with its tries left; a secret that
+    /// cannot be the PIN under the policy (`PINPolicy.impossibility`) is refused here, before anything is counted or
+    /// a card is asked.
+    func readAttemptPIN(_ interaction: some Interaction, _ prompt: SecretPrompt, record: EnrolmentRecord) throws -> PIN {
+        let pin = PIN(try interaction.readPIN(prompt, remaining: record.counter.remaining))
+        if let rule = configuration.policy.impossibility(of: pin) {
+            logger.info("not a PIN: not tried, nothing counted", [("user", user), ("rule", rule.rawValue)])
+            throw ServiceError.notAPIN(configuration.policy.shape)
+        }
+        return pin
     }
 
     /// One counted PIN attempt under the user's lock; on success `onSuccess` runs with the record and the vault
@@ -192,7 +204,7 @@ public struct PINService: Sendable {
             let record = try loadRecord()
             if record.slot(.composite) != nil { return try changeBoth(interaction) }
             if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
-            let current = PIN(try interaction.readPIN(.currentPIN, remaining: record.counter.remaining))
+            let current = try readAttemptPIN(interaction, .currentPIN, record: record)
             return try countedAttempt(pin: current) { record, vaultKey in
                 // Save the restored counter first: the current PIN was right, whatever happens next.
                 try store.save(record)

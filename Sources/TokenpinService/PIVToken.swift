@@ -260,7 +260,7 @@ final class PIVToken: TokenApplication {
                 throw ServiceError.cancelled
             }
         }
-        let text = try interaction.readSecret(.managementKey(card: label))
+        let text = try interaction.readSecret(.managementKey(card: promptName))
         let key = try Self.managementKey(fromHex: text, algorithm: managementAlgorithm)
         let isDefault = Self.defaultManagementKey.withUnsafeBytes { key.isEqual(to: $0) }
         if isDefault && !assumeYes {

@@ -43,6 +43,9 @@ public enum ServiceError: Error, Sendable, Equatable {
     case busy(String)
     /// The login password asked before a first way in (`enrol`, `import` through the daemon) was wrong.
     case passwordRejected(String)
+    /// What was typed at a PIN prompt cannot be the PIN under the policy (`what`: the shape a PIN has here, "6 to
+    /// 32 digits"): a password, a paste. It was not tried and nothing was counted.
+    case notAPIN(String)
 
     /// A sentence for the user.
     public var message: String {
@@ -70,6 +73,8 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .usage(let why): why
         case .busy(let why): "busy: \(why); nothing was counted, try again"
         case .passwordRejected(let why): why
+        case .notAPIN(let shape):
+            "what was typed cannot be the PIN (a PIN here is \(shape)), so it was not tried; nothing was counted"
         }
     }
 
@@ -95,6 +100,7 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .usage: "usage"
         case .busy: "busy"
         case .passwordRejected: "password-rejected"
+        case .notAPIN: "not-a-pin"
         }
     }
 }
@@ -176,6 +182,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .usage: self = .usage
         case .busy: self = .serviceUnavailable
         case .passwordRejected: self = .notVerified
+        case .notAPIN: self = .notVerified
         }
     }
 }

@@ -83,8 +83,11 @@ protocol TokenApplication: AnyObject {
     /// The card's identity as a binding records it and `--serial` matches it. OpenPGP: manufacturer and
     /// serial number, 12 hex digits.
     var identity: String { get }
-    /// The card as prompts and lists show it: `0006:12345678 (Yubico)`.
+    /// The card as lists and messages show it: `0006:12345678 (Yubico)`.
     var label: String { get }
+    /// The card as a prompt for one of its secrets names it, the way its owner knows it: `YubiKey 5 12345678`,
+    /// `YubiKey PIV 12345678`, `OpenPGP card FFFE:0000AAAA`.
+    var promptName: String { get }
     /// The card PIN's tries left, as read at open.
     var pinTriesLeft: Int { get }
     /// The longest card PIN the card takes, in bytes.
@@ -151,4 +154,8 @@ extension TokenBinding {
         application = kind == .openpgp ? nil : kind.rawValue
         self.slot = kind == .openpgp ? nil : slot
     }
+}
+
+extension TokenApplication {
+    var promptName: String { label }
 }

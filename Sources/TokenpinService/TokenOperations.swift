@@ -349,7 +349,7 @@ extension PINService {
         let tries = card.pinTriesLeft
         guard tries > 0 else { throw failure(.blocked, card: card.label) }
         let algorithm = try bindingAlgorithm(binding)
-        let cardPIN = try interaction.readSecret(.cardPIN(card: card.label, triesLeft: tries))
+        let cardPIN = try interaction.readSecret(.cardPIN(card: card.promptName, triesLeft: tries))
         do {
             return try card.answer(pin: cardPIN, binding: binding, algorithm: algorithm)
         } catch {
@@ -381,7 +381,7 @@ extension PINService {
         guard let slot = record.slot(.composite), let binding = slot.token else { throw ServiceError.tokenNotEnabled }
         let card = try openCardForBoth(binding, interaction)
         defer { card.close() }
-        let pin = PIN(try interaction.readPIN(prompt, remaining: record.counter.remaining))
+        let pin = try readAttemptPIN(interaction, prompt, record: record)
         return try finishBoth(card: card, counter: record.counter, interaction) { () throws -> VerifyReport in
             let shared = try cardSecret(card, binding: binding, interaction)
             let pinKeyHolder = KeyHolder()
@@ -484,7 +484,7 @@ extension PINService {
                     "card \(probe.label) is not usable: \(probe.unusableReason ?? "unknown"); "
                         + "`tokenpin toggle token on --generate-key` \(generation)")
             }
-            let pin = PIN(try interaction.readSecret(.pin))
+            let pin = try readAttemptPIN(interaction, .pin, record: record)
             return try countedAttempt(pin: pin) { record, vaultKey in
                 try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
                 try bind(
@@ -646,7 +646,7 @@ extension PINService {
             }
             if method == .token { return try disableTokenWithCard(interaction) }
             if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
-            let pin = PIN(try interaction.readSecret(.pin))
+            let pin = try readAttemptPIN(interaction, .pin, record: record)
             return try countedAttempt(pin: pin) { record, _ in
                 record.setSlot(.token, nil)
                 logger.info("token disabled", [("user", user), ("method", "pin")])
@@ -771,7 +771,7 @@ extension PINService {
             defer { card.close() }
             let tries = card.pinTriesLeft
             guard tries > 0 else { throw ServiceError.cardRefused(failure(.blocked, card: card.label).reason) }
-            let current = try interaction.readSecret(.cardPIN(card: card.label, triesLeft: tries))
+            let current = try interaction.readSecret(.cardPIN(card: card.promptName, triesLeft: tries))
             let new = try readNewCardPIN(interaction, maximum: card.pinMaxLength)
             do throws(TokenCardError) {
                 try card.changePIN(current: current, new: new)
@@ -812,9 +812,9 @@ extension PINService {
     /// The prompt for an unblocking credential.
     func unblockPrompt(_ credential: UnblockCredential, card: any TokenApplication, triesLeft: Int?) -> SecretPrompt {
         switch credential {
-        case .resetCode: .resetCode(card: card.label, triesLeft: triesLeft ?? 0)
-        case .adminPIN: .adminPIN(card: card.label, triesLeft: triesLeft ?? 0)
-        case .puk: .puk(card: card.label, triesLeft: triesLeft)
+        case .resetCode: .resetCode(card: card.promptName, triesLeft: triesLeft ?? 0)
+        case .adminPIN: .adminPIN(card: card.promptName, triesLeft: triesLeft ?? 0)
+        case .puk: .puk(card: card.promptName, triesLeft: triesLeft)
         }
     }
 

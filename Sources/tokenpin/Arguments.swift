@@ -45,10 +45,13 @@ struct ParsedCommandLine {
 
 /// tokenpin's options, each declared once: parsing, `tokenpin help`, usage lines and completions read these.
 enum Options {
+    /// `--state-dir` is tokenpind's name for the same thing; either means local mode.
     static let store = Option.value(
-        "--store", valueName: "dir", help: "The record directory (default: $XDG_STATE_HOME/tokenpin).")
+        "--state-dir", "--store", valueName: "dir",
+        help: "Use the local record directory DIR, never tokenpind (default: $XDG_STATE_HOME/tokenpin).")
     static let config = Option.value(
-        "--config", valueName: "file", help: "A configuration file read after the standard ones.")
+        "--config", valueName: "file",
+        help: "A configuration file read after the standard ones (settings for a store need --local with tokenpind).")
     static let json = Option.flag("--json", help: "Print one JSON object instead of text.")
     static let noColor = Option.flag("--no-color", help: "Do not colour the output (NO_COLOR is honoured too).")
     static let pinStdin = Option.flag(
@@ -60,7 +63,8 @@ enum Options {
     static let socket = Option.value(
         "--socket", valueName: "path",
         help: "Talk to tokenpind on this socket (default: /run/tokenpin/socket when it exists).")
-    static let local = Option.flag("--local", help: "Do not use tokenpind: keep the record in the store directory.")
+    static let local = Option.flag(
+        "--local", help: "Do not use tokenpind: keep the record in the store directory (also implied by --store).")
     static let user = Option.value(
         "--user", valueName: "name", help: "Act on this user's record (root only, through tokenpind).")
     static let help = Option.flag("-h", "--help", help: "Show help information.", stopsValidation: true)

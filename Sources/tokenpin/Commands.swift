@@ -10,6 +10,16 @@ protocol Command {
 }
 
 extension Context {
+    /// Why a command that only tokenpind can run (`import`, `watch`) cannot run here.
+    var noDaemon: ServiceError {
+        if case .unreachable(let socket, let evidence) = mode {
+            return .serviceUnavailable(Backend.unreachableMessage(socket: socket, evidence: evidence))
+        }
+        return .serviceUnavailable(
+            "tokenpind is not running (no socket at \(DaemonClient.defaultSocketPath)); "
+                + "start it, or name its socket with --socket")
+    }
+
     /// Prints a service error and returns its exit code.
     func fail(_ error: ServiceError, extra: [(String, JSONValue)] = []) -> ExitCode {
         if case .notEnrolled = error, daemon != nil, (try? store.exists()) == true,
@@ -179,7 +189,7 @@ struct EnrolCommand: Command {
             showRecoveryKey(result.recoveryKeyText, fd: 2, context: context)
             shownOn = "stderr"
         } else {
-            Console.write(1, "PIN enrolled for \(context.user).\n")
+            Console.write(1, "PIN enrolled for \(context.user)\(context.daemon == nil ? "" : " through tokenpind").\n")
             showRecoveryKey(result.recoveryKeyText, fd: 1, context: context)
             context.console.say("Key derivation: \(result.kdf.summary). Record: \(result.recordPath)")
         }
@@ -563,6 +573,7 @@ struct StatusCommand: Command {
         }
         let say = context.console.say
         say("User:       \(report.user)")
+        say("Service:    \(context.mode.description)")
         say("Record:     \(report.recordPath)")
         if report.enrolled {
             say("PIN:        enrolled")
@@ -593,7 +604,9 @@ struct StatusCommand: Command {
         let enrolledSerial = report.types.first { $0.type == .token }?.serial
         if let token = report.token { describeReaders(token, context: context, enrolledSerial: enrolledSerial) }
         var object: [(String, JSONValue)] = [
-            ("ok", .bool(true)), ("user", .string(report.user)), ("record", .string(report.recordPath)),
+            ("ok", .bool(true)), ("user", .string(report.user)),
+            ("backend", .string(context.daemon == nil ? "local" : "tokenpind")),
+            ("socket", .optional(context.daemon?.socketPath)), ("record", .string(report.recordPath)),
             ("enrolled", .bool(report.enrolled)), ("remaining", .optional(report.remaining)),
             ("max", .optional(report.maximum)), ("lastTry", .bool(report.remaining == 1)),
             ("locked", .bool(report.locked)),
@@ -615,12 +628,7 @@ struct StatusCommand: Command {
 /// `tokenpin import`: moves the local record into tokenpind's store (the daemon refuses to overwrite one).
 struct ImportCommand: Command {
     func run(_ context: Context) -> ExitCode {
-        guard let daemon = context.daemon else {
-            return context.fail(
-                .serviceUnavailable(
-                    "tokenpind is not running (no socket at \(DaemonClient.defaultSocketPath)); "
-                        + "start it, or name its socket with --socket"))
-        }
+        guard let daemon = context.daemon else { return context.fail(context.noDaemon) }
         let path = context.store.recordPath(for: context.user)
         do {
             guard try context.store.exists(), try context.store.load(user: context.user) != nil,
@@ -659,12 +667,7 @@ struct ImportCommand: Command {
 /// `tokenpin watch`: tokenpind's events as JSON lines until interrupted.
 struct WatchCommand: Command {
     func run(_ context: Context) -> ExitCode {
-        guard let daemon = context.daemon else {
-            return context.fail(
-                .serviceUnavailable(
-                    "tokenpind is not running (no socket at \(DaemonClient.defaultSocketPath)); "
-                        + "start it, or name its socket with --socket"))
-        }
+        guard let daemon = context.daemon else { return context.fail(context.noDaemon) }
         do {
             try daemon.watch { event in
                 Console.write(1, Self.stamped(event, at: Date()) + "\n")

@@ -24,21 +24,28 @@ struct Context {
         PINService(store: store, configuration: configuration, user: user, cards: cards, selection: selection)
     }
 
-    /// tokenpind, when its socket exists (or `--socket` names one) and `--local` is not given.
+    /// Where operations run (`ModeSelection.decide`).
+    var mode: Backend = .local(reason: nil)
+
+    /// tokenpind, when the operations run there.
     var daemon: DaemonClient? {
-        if options.global.local { return nil }
-        let path = options.global.socket ?? DaemonClient.defaultSocketPath
-        guard options.global.socket != nil || DaemonClient.socketExists(at: path) else { return nil }
+        guard case .daemon(let path) = mode else { return nil }
         var client = DaemonClient(socketPath: path, user: options.global.user)
         client.selection = selection
         return client
     }
 
-    /// Where operations run: the daemon when there is one, else this process.
-    var backend: any PINOperations { daemon ?? service }
+    /// Where operations run: the daemon, this process, or nowhere when tokenpind should run and does not.
+    var backend: any PINOperations {
+        switch mode {
+        case .local: service
+        case .daemon: daemon ?? DaemonClient()
+        case .unreachable(let socket, let evidence): UnreachableDaemon(socket: socket, evidence: evidence)
+        }
+    }
 
     /// Builds the context: loads the configuration, picks the store and the user.
-    static func make(_ options: ParsedCommandLine) throws(ConfigError) -> Context {
+    static func make(_ options: ParsedCommandLine, mode: Backend) throws(ConfigError) -> Context {
         let environment = ProcessInfo.processInfo.environment
         let configuration = try Configuration.load(
             files: Configuration.standardFiles(environment: environment),
@@ -48,11 +55,12 @@ struct Context {
         let console = Console(json: options.global.json, quiet: options.global.quiet, out: out, err: err)
         let store = RecordStore(
             directory: options.global.store ?? RecordStore.defaultDirectory(environment: environment))
+        let user = options.global.user ?? currentUserName()
         let interaction = CLIInteraction(
             console: console, appearance: configuration.appearance,
-            pinStdin: options.global.pinStdin, style: err)
+            pinStdin: options.global.pinStdin, style: err, user: user)
         // Through tokenpind its own settings apply: the local ones say nothing about them.
-        let local = options.global.local || (options.global.socket == nil && !DaemonClient.socketExists())
+        let local = mode.isLocal
         interaction.calibrates = local && configuration.kdfMemoryMiB == nil
         if local { interaction.policy = configuration.policy }
         // `--reader sim` (or TOKENPIN_READER=sim) uses the in-process virtual card; anything else names a
@@ -72,8 +80,8 @@ struct Context {
         }
         return Context(
             options: options, configuration: configuration, store: store,
-            user: options.global.user ?? currentUserName(), console: console, interaction: interaction,
-            cards: cards, selection: selection, simulatedCard: readerOption == "sim")
+            user: user, console: console, interaction: interaction,
+            cards: cards, selection: selection, simulatedCard: readerOption == "sim", mode: mode)
     }
 
     /// The effective user's login name, or `uid<N>` when it has none.
@@ -92,11 +100,15 @@ final class CLIInteraction: Interaction {
     private var terminal: TerminalReader?
     private let stdin = StdinReader()
 
-    init(console: Console, appearance: Appearance, pinStdin: Bool, style: Style) {
+    /// Whose secrets are asked for (the prompts name them).
+    let user: String
+
+    init(console: Console, appearance: Appearance, pinStdin: Bool, style: Style, user: String) {
         self.console = console
         self.appearance = appearance
         self.pinStdin = pinStdin
         self.style = style
+        self.user = user
     }
 
     /// The PIN policy in force, when this process knows it (local mode; tokenpind applies its own).
@@ -105,14 +117,8 @@ final class CLIInteraction: Interaction {
     /// What the policy allows, for a refusal by `rule` ("6 to 32 digits"), when it is known here.
     func allowed(_ rule: PolicyRule) -> String? {
         guard let policy else { return nil }
-        let kind =
-            switch policy.charset {
-            case .digits: "digits"
-            case .alnum: "letters and digits"
-            case .any: "characters"
-            }
         switch rule {
-        case .minLength, .maxLength, .charset: return "\(policy.minLength) to \(policy.maxLength) \(kind)"
+        case .minLength, .maxLength, .charset: return policy.shape
         case .minUnique: return "at least \(policy.minUnique) different characters"
         default: return nil
         }
@@ -135,30 +141,46 @@ final class CLIInteraction: Interaction {
         return terminal != nil
     }
 
-    func promptText(_ prompt: SecretPrompt) -> String {
-        switch prompt {
-        case .pin: appearance.promptPIN
-        case .currentPIN: appearance.promptCurrentPIN
-        case .newPIN: appearance.promptNewPIN
-        case .confirmPIN: appearance.promptConfirmPIN
-        case .recoveryKey: appearance.promptRecoveryKey
+    /// What a prompt shows: what it wants and whose it is, with the tries left where they are known
+    /// (`tokenpin PIN for alice (4 tries left)`, `Card PIN for YubiKey 5 12345678 (3 tries left)`).
+    func promptText(_ prompt: SecretPrompt, remaining: Int? = nil) -> String {
+        func named(_ text: String) -> String { text.replacing("%u", with: user) }
+        let tries = remaining.map {
+            $0 == 1 ? " (1 try left: a wrong PIN locks it)" : " (\($0) \($0 == 1 ? "try" : "tries") left)"
+        }
+        return switch prompt {
+        case .pin: named(appearance.promptPIN) + (tries ?? "")
+        case .currentPIN: named(appearance.promptCurrentPIN) + (tries ?? "")
+        case .newPIN: named(appearance.promptNewPIN)
+        case .confirmPIN: named(appearance.promptConfirmPIN)
+        case .recoveryKey: named(appearance.promptRecoveryKey)
         case .cardPIN(let card, let tries):
             appearance.promptCardPIN.replacing(
-                "%s", with: "card \(card) (\(tries == 1 ? "last try before the card blocks" : "\(tries) tries left"))")
+                "%s", with: "\(card) (\(tries == 1 ? "last try before the card blocks" : "\(tries) tries left"))")
         case .newCardPIN: "New card PIN"
         case .confirmCardPIN: "New card PIN again"
         case .adminPIN(let card, let tries):
-            "Admin PIN for card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"
+            "Admin PIN for \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"
         case .resetCode(let card, let tries):
-            "Reset Code for card \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"
+            "Reset Code for \(card) (\(tries) \(tries == 1 ? "try" : "tries") left)"
         case .puk(let card, let tries):
-            "PUK for card \(card)" + (tries.map { " (\($0) \($0 == 1 ? "try" : "tries") left)" } ?? "")
-        case .managementKey(let card): "Management key for card \(card) (hex)"
-        case .loginPassword: "Login password (tokenpind checks it before a first PIN)"
+            "PUK for \(card)" + (tries.map { " (\($0) \($0 == 1 ? "try" : "tries") left)" } ?? "")
+        case .managementKey(let card): "Management key for \(card) (hex)"
+        case .loginPassword: "Login password of \(user) (tokenpind checks it before a first PIN)"
         }
     }
 
     func readSecret(_ prompt: SecretPrompt) throws(ServiceError) -> SecretBytes {
+        try read(prompt, remaining: nil)
+    }
+
+    /// The PIN prompt shows the tries left before this attempt.
+    func readPIN(_ prompt: SecretPrompt, remaining: Int) throws(ServiceError) -> SecretBytes {
+        try read(prompt, remaining: remaining)
+    }
+
+    /// Reads one secret. An empty entry is never a try: it cancels (exit 130) before anything is sent or counted.
+    private func read(_ prompt: SecretPrompt, remaining: Int?) throws(ServiceError) -> SecretBytes {
         SlowStepNotice.shared.cancel()
         let secret: SecretBytes
         if pinStdin {
@@ -168,7 +190,11 @@ final class CLIInteraction: Interaction {
             guard let terminal else {
                 throw .input("no terminal to ask for the \(prompt.spokenName) on; pipe the lines in with --pin-stdin")
             }
-            secret = try terminal.readSecret(prompt: promptText(prompt))
+            secret = try terminal.readSecret(prompt: promptText(prompt, remaining: remaining))
+        }
+        guard secret.count > 0 else {
+            console.note("Nothing entered for the \(prompt.spokenName): cancelled, nothing was tried or counted.")
+            throw .cancelled
         }
         if showsSlowSteps { SlowStepNotice.shared.arm(slowStep(after: prompt)) }
         return secret
@@ -196,6 +222,7 @@ final class CLIInteraction: Interaction {
     }
 
     func choose(_ question: String, options: [String]) throws(ServiceError) -> Int {
+        SlowStepNotice.shared.cancel()
         if pinStdin {
             throw .usage(
                 "several cards are present (\(options.joined(separator: "; "))); choose one with --reader or --serial")
@@ -208,6 +235,7 @@ final class CLIInteraction: Interaction {
     }
 
     func confirm(_ question: String) throws(ServiceError) -> Bool {
+        SlowStepNotice.shared.cancel()
         if pinStdin { return false }
         if terminal == nil { terminal = TerminalReader.open(style: style, dot: appearance.dot) }
         guard let terminal else { return false }
@@ -215,6 +243,8 @@ final class CLIInteraction: Interaction {
     }
 
     func confirmTyped(_ question: String, word: String) throws(ServiceError) -> Bool {
+        // A progress line armed by the answer before must not land on the question (`Type replace ...`).
+        SlowStepNotice.shared.cancel()
         if !pinStdin, terminal == nil { terminal = TerminalReader.open(style: style, dot: appearance.dot) }
         guard !pinStdin, let terminal else {
             throw .usage(question + " Without a terminal to confirm on, add --yes.")

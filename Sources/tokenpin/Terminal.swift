@@ -24,6 +24,8 @@ struct TerminalReader {
     static let capacity = 256
 
     func write(_ text: String) {
+        // Anything shown on the terminal supersedes a pending "still working" line.
+        SlowStepNotice.shared.cancel()
         try? terminal.write(Array(text.utf8))
     }
 

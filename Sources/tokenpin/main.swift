@@ -192,9 +192,19 @@ func runMain() -> ExitCode {
     // Help reads no configuration: it must work when the configuration is what is broken.
     if let help = command as? HelpCommand { return HelpCommand.print(help.topic, json: parsed.global.json) }
     if let completions = command as? CompletionsCommand { return CompletionsCommand.print(completions.shell) }
+    let mode: Backend
+    do {
+        mode = try ModeSelection.decide(parsed, environment: ProcessInfo.processInfo.environment)
+    } catch {
+        let console = Console(
+            json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+            err: Style(enabled: false, appearance: Appearance()))
+        return console.fail(
+            .usage, errorCode: "usage", message: error.message, hint: "usage: \(Help.usage(error.command)); see 'tokenpin help'")
+    }
     let context: Context
     do {
-        context = try Context.make(parsed)
+        context = try Context.make(parsed, mode: mode)
     } catch {
         let console = Console(
             json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
@@ -205,7 +215,7 @@ func runMain() -> ExitCode {
         }
         return console.fail(.configuration, errorCode: "configuration", message: message)
     }
-    if let user = parsed.global.user, context.daemon == nil {
+    if let user = parsed.global.user, mode.isLocal {
         // Another user's record lives only in tokenpind's store; without it, --user would name nothing.
         return context.console.fail(
             .usage, errorCode: "usage",

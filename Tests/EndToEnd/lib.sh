@@ -21,9 +21,11 @@ CLEANUP_USERS=()
 CLEANUP_FILES=()
 printf 'kdf-memory-mib = 8\nkdf-passes = 1\n' > "$CONFIG"
 # How the suites drive the daemon: the real CLI on the private socket, one JSON object on stdout, every secret a
-# line of standard input. Its local store is a directory that never exists, so no local record of whoever runs it
-# gets in the way (`tokenpin import` stages one, see stage_import).
-CLI_ARGS=(--socket "$SOCKET" --json --pin-stdin --store "$WORK/no-local-store")
+# line of standard input. Its local store is a directory that never exists (XDG_STATE_HOME: `--store` would mean
+# local mode), so no local record of whoever runs it gets in the way (`tokenpin import` stages one, see
+# stage_import).
+CLI_ARGS=(--socket "$SOCKET" --json --pin-stdin)
+export XDG_STATE_HOME=$WORK/no-local-state
 
 ok() { PASSED=$((PASSED + 1)); echo "ok - $1"; }
 not_ok() { FAILED=$((FAILED + 1)); echo "not ok - $1"; }

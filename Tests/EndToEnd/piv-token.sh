@@ -84,7 +84,7 @@ run_profile() {
     check_replays "$name" "$tap" 87 "$state" 0C0FFEE5 --profile "$name" || return
 
     # The fallback is for a person at the terminal (scripts must name --method): typed on a pseudo-terminal.
-    python3 "$ROOT/Tests/TokenpinCLITests/Support/keyboard.py" 'wait:Card PIN|000000\r|wait:falling back to the PIN|wait:PIN: |482916\r' \
+    python3 "$ROOT/Tests/TokenpinCLITests/Support/keyboard.py" 'wait:Card PIN|000000\r|wait:falling back to the PIN|wait:tokenpin PIN for |482916\r' \
         -- "$BIN/tokenpin" --local --store "$store" --config "$CONFIG" --reader "$READER" verify >"$WORK/out" 2>&1
     check "$name: a wrong card PIN falls back to the PIN, which verifies" grep -q "^EXIT 0" "$WORK/out"
     check "$name: the fallback says why" grep -q "wrong card PIN" "$WORK/out"

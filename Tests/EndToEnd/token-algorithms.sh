@@ -58,7 +58,7 @@ run_algorithm() {
     check "$name: verified by the token" grep -q '"method":"token"' "$WORK/out"
 
     # The fallback is for a person at the terminal (scripts must name --method): typed on a pseudo-terminal.
-    python3 "$ROOT/Tests/TokenpinCLITests/Support/keyboard.py" 'wait:Card PIN|000000\r|wait:falling back to the PIN|wait:PIN: |482916\r' \
+    python3 "$ROOT/Tests/TokenpinCLITests/Support/keyboard.py" 'wait:Card PIN|000000\r|wait:falling back to the PIN|wait:tokenpin PIN for |482916\r' \
         -- "$BIN/tokenpin" --local --store "$store" --config "$CONFIG" --reader "$READER" verify >"$WORK/out" 2>&1
     check "$name: a wrong card PIN falls back to the PIN, which verifies" grep -q "^EXIT 0" "$WORK/out"
     check "$name: the fallback says why" grep -q "wrong card PIN" "$WORK/out"

@@ -7,16 +7,22 @@ import TokenpinTestSupport
 #endif
 
 /// Runs the built `tokenpin` binary with a private HOME, store and config, as a user would.
+///
+/// The store and the configuration are the user's own, found through `XDG_STATE_HOME` and `XDG_CONFIG_HOME`, not
+/// named with `--store` and `--config`: those flags mean local mode, so a run through a test's tokenpind
+/// (`--socket`) must not carry them.
 struct CLI {
     let directory: String
-    var store: String { directory + "/store" }
-    var config: String { directory + "/tokenpin.conf" }
+    var store: String { directory + "/state/tokenpin" }
+    var config: String { directory + "/xdg/tokenpin/tokenpin.conf" }
 
     /// A fresh sandbox with a fast KDF (tests measure behaviour, not cost).
     init(config: String = "") {
         // Open to others: some tests run the CLI as another user (setpriv), and it must read the configuration.
         directory = temporaryDirectory("cli", mode: 0o755)
-        try! FileManager.default.createDirectory(atPath: directory + "/home", withIntermediateDirectories: true)
+        for path in ["/home", "/xdg/tokenpin", "/state"] {
+            try! FileManager.default.createDirectory(atPath: directory + path, withIntermediateDirectories: true)
+        }
         try! ("kdf-memory-mib = 8\nkdf-passes = 1\n" + config).write(
             toFile: self.config, atomically: true, encoding: .utf8)
     }
@@ -37,8 +43,8 @@ struct CLI {
         }
     }
 
-    /// Runs `tokenpin --store S --config C ARGS` with `input` on standard input (`executable`: `setsid`, to run it
-    /// without a controlling terminal).
+    /// Runs `tokenpin ARGS` with the sandbox's store and configuration (`plain`: without them) and `input` on
+    /// standard input (`executable`: `setsid`, to run it without a controlling terminal).
     @discardableResult
     func run(
         _ arguments: [String], input: String? = nil, plain: Bool = false, environment: [String: String] = [:],
@@ -53,7 +59,7 @@ struct CLI {
         executable: String? = nil
     ) -> Running {
         let process = Process()
-        var args = plain ? arguments : ["--store", store, "--config", config] + arguments
+        var args = arguments
         if let executable {
             process.executableURL = URL(fileURLWithPath: executable)
             args = ["--wait", CLI.binary] + args
@@ -62,8 +68,11 @@ struct CLI {
         }
         process.arguments = args
         var env = [
-            "HOME": directory + "/home", "XDG_CONFIG_HOME": directory + "/xdg", "PATH": "/usr/bin:/bin",
+            "HOME": directory + "/home", "XDG_CONFIG_HOME": directory + (plain ? "/plain-xdg" : "/xdg"),
+            "XDG_STATE_HOME": directory + (plain ? "/plain-state" : "/state"), "PATH": "/usr/bin:/bin",
             "LANG": "C.UTF-8",
+            // No unit or package on the test machine makes tokenpind expected (debug builds read this list).
+            "TOKENPIN_DAEMON_MARKERS": directory + "/no-daemon-marker",
         ]
         env.merge(environment) { $1 }
         process.environment = env

@@ -50,7 +50,7 @@ import Testing
         try Self.giveTheSimulatedCardAForeignKey(cli.store + "/sim-card.json", cli)
         let arguments = ["--reader", "sim", "toggle", "token", "on", "--generate-key"]
         let refused = try TerminalTests().type(
-            ["wait:PIN: ", "482916\\r", "wait:to go ahead", "yes\\r"], cli, arguments)
+            ["wait:tokenpin PIN for ", "482916\\r", "wait:to go ahead", "yes\\r"], cli, arguments)
         #expect(refused.status == 130, "\(refused.screen)")
         #expect(
             refused.screen.contains(Self.fingerprint) && refused.screen.contains("created 2023-09-12"),
@@ -59,7 +59,7 @@ import Testing
 
         let typed = try TerminalTests().type(
             [
-                "wait:PIN: ", "482916\\r", "wait:to go ahead", "replace\\r",
+                "wait:tokenpin PIN for ", "482916\\r", "wait:to go ahead", "replace\\r",
                 "wait:Admin PIN", "12345678\\r", "wait:Card PIN", "123456\\r",
             ], cli, arguments)
         #expect(typed.status == 0, "\(typed.screen)")
@@ -97,7 +97,7 @@ import Testing
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") {
             let typed = try TerminalTests().type(
                 [
-                    "wait:PIN: ", "482916\\r", "wait:to go ahead", "replace\\r",
+                    "wait:tokenpin PIN for ", "482916\\r", "wait:to go ahead", "replace\\r",
                     "wait:Admin PIN", "12345678\\r", "wait:Card PIN", "123456\\r",
                 ],
                 cli, socket + ["toggle", "token", "on", "--generate-key"])

@@ -14,9 +14,9 @@ struct TerminalKeysTests {
     func escapeSequencesAreIgnored(sequence: String) throws {
         let cli = CLI()
         try cli.enrol()
-        let (screen, status) = try terminal.type(["wait:PIN: ", "4829", sequence, "16", "\\r"], cli, ["verify"])
+        let (screen, status) = try terminal.type(["wait:tokenpin PIN for ", "4829", sequence, "16", "\\r"], cli, ["verify"])
         #expect(status == 0, "\(screen)")
-        #expect(screen.contains("PIN: ••••••\r\n") || screen.contains("PIN: ••••••\n"), "\(screen)")
+        #expect(screen.contains("left): ••••••\r\n") || screen.contains("left): ••••••\n"), "\(screen)")
         #expect(!screen.contains("16"), "nothing typed is echoed")
         #expect(screen.contains("PIN verified."))
         #expect(screen.contains("TERMIOS echo=1 icanon=1"))
@@ -25,7 +25,7 @@ struct TerminalKeysTests {
     @Test func escapeAloneStillCancelsAndTheRestIsDiscarded() throws {
         let cli = CLI()
         try cli.enrol()
-        let (screen, status) = try terminal.type(["wait:PIN: ", "4829", "\\x1b"], cli, ["verify"])
+        let (screen, status) = try terminal.type(["wait:tokenpin PIN for ", "4829", "\\x1b"], cli, ["verify"])
         #expect(status == 130, "\(screen)")
         #expect(screen.contains("TERMIOS echo=1 icanon=1"))
         #expect(cli.remaining == 5)
@@ -37,7 +37,7 @@ struct TerminalKeysTests {
     func signalsDuringAPromptRestoreTheTerminal(signal: Int32, status expected: Int32) throws {
         let cli = CLI()
         try cli.enrol()
-        let (screen, status) = try terminal.type(["wait:PIN: ", "4829", "kill:\(signal)"], cli, ["verify"])
+        let (screen, status) = try terminal.type(["wait:tokenpin PIN for ", "4829", "kill:\(signal)"], cli, ["verify"])
         #expect(status == expected, "\(screen)")
         #expect(screen.contains("TERMIOS echo=1 icanon=1"), "the terminal is back in its modes: \(screen)")
         #expect(cli.remaining == 5, "nothing was counted")
@@ -50,12 +50,12 @@ struct TerminalKeysTests {
         let cli = CLI(config: "kdf-memory-mib = 256\nkdf-passes = 8\n")
         try cli.enrol()
         let now = ["TOKENPIN_SLOW_STEP_MS": "0"]
-        let (screen, status) = try terminal.type(["wait:PIN: ", "482916\\r"], cli, ["verify"], environment: now)
+        let (screen, status) = try terminal.type(["wait:tokenpin PIN for ", "482916\\r"], cli, ["verify"], environment: now)
         #expect(status == 0, "\(screen)")
         #expect(screen.contains("Checking the PIN"), "\(screen)")
         for flag in ["--json", "--quiet"] {
             let (quiet, status) = try terminal.type(
-                ["wait:PIN: ", "482916\\r"], cli, [flag, "verify"], environment: now)
+                ["wait:tokenpin PIN for ", "482916\\r"], cli, [flag, "verify"], environment: now)
             #expect(status == 0, "\(quiet)")
             #expect(!quiet.contains("Checking the PIN"), "\(flag): \(quiet)")
         }

@@ -34,9 +34,9 @@ struct TerminalTests {
     @Test func dotsBackspaceAndEnter() throws {
         let cli = CLI()
         try cli.enrol()
-        let (screen, status) = try type(["wait:PIN: ", "48291X", "\\x7f", "6", "\\r"], cli, ["verify"])
+        let (screen, status) = try type(["wait:tokenpin PIN for ", "48291X", "\\x7f", "6", "\\r"], cli, ["verify"])
         #expect(status == 0, "\(screen)")
-        #expect(screen.contains("PIN: ••••••"))
+        #expect(screen.contains("left): ••••••"))
         #expect(screen.contains("\u{8} \u{8}"), "backspace erases a dot")
         #expect(!screen.contains("48291"), "the PIN is never echoed")
         #expect(screen.contains("PIN verified."))
@@ -45,7 +45,7 @@ struct TerminalTests {
     @Test func controlUClearsTheLine() throws {
         let cli = CLI()
         try cli.enrol()
-        let (screen, status) = try type(["wait:PIN: ", "999", "\\x15", "482916", "\\r"], cli, ["verify"])
+        let (screen, status) = try type(["wait:tokenpin PIN for ", "999", "\\x15", "482916", "\\r"], cli, ["verify"])
         #expect(status == 0, "\(screen)")
         #expect(cli.remaining == 5)
     }
@@ -54,7 +54,7 @@ struct TerminalTests {
     func cancellingExitsOneThirtyAndCountsNothing(key: String) throws {
         let cli = CLI()
         try cli.enrol()
-        let (screen, status) = try type(["wait:PIN: ", "4829", key], cli, ["verify"])
+        let (screen, status) = try type(["wait:tokenpin PIN for ", "4829", key], cli, ["verify"])
         #expect(status == 130, "\(screen)")
         #expect(screen.contains("cancelled"))
         #expect(cli.remaining == 5)
@@ -63,8 +63,8 @@ struct TerminalTests {
     @Test func enrolAsksTwiceAndReAsksAfterAPolicyRefusal() throws {
         let cli = CLI()
         let keys = [
-            "wait:New PIN: ", "123456\\r", "wait:rule sequence", "wait:New PIN: ", "482916\\r",
-            "wait:New PIN again: ", "482916\\r",
+            "wait:New tokenpin PIN for ", "123456\\r", "wait:rule sequence", "wait:New tokenpin PIN for ", "482916\\r",
+            "wait:New tokenpin PIN again: ", "482916\\r",
         ]
         let (screen, status) = try type(keys, cli, ["enrol"])
         #expect(status == 0, "\(screen)")

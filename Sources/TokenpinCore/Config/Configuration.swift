@@ -57,16 +57,16 @@ public struct Appearance: Sendable, Equatable {
     public var successColor: String = "green"
     /// The character echoed per typed PIN character.
     public var dot: String = "•"
-    /// Prompt: the PIN.
-    public var promptPIN: String = "PIN"
-    /// Prompt: a new PIN.
-    public var promptNewPIN: String = "New PIN"
-    /// Prompt: the new PIN again.
-    public var promptConfirmPIN: String = "New PIN again"
-    /// Prompt: the current PIN.
-    public var promptCurrentPIN: String = "Current PIN"
-    /// Prompt: the recovery key.
-    public var promptRecoveryKey: String = "Recovery key"
+    /// Prompt: the PIN (`%u` is replaced with the user; the tries left follow).
+    public var promptPIN: String = "tokenpin PIN for %u"
+    /// Prompt: a new PIN (`%u`: the user).
+    public var promptNewPIN: String = "New tokenpin PIN for %u"
+    /// Prompt: the new PIN again (`%u`: the user).
+    public var promptConfirmPIN: String = "New tokenpin PIN again"
+    /// Prompt: the current PIN (`%u`: the user; the tries left follow).
+    public var promptCurrentPIN: String = "Current tokenpin PIN for %u"
+    /// Prompt: the recovery key (`%u`: the user).
+    public var promptRecoveryKey: String = "Recovery key for %u"
     /// Prompt: the card PIN (`%s` is replaced with the card and its tries left).
     public var promptCardPIN: String = "Card PIN for %s"
 
@@ -222,19 +222,36 @@ public struct Configuration: Sendable, Equatable {
 
     /// Applies the settings in `file` over the current ones.
     public mutating func apply(file: String) throws(ConfigError) {
+        try apply(text: try Self.text(of: file), file: file)
+    }
+
+    /// The text of `file`, or the error that says why it cannot be read.
+    static func text(of file: String) throws(ConfigError) -> String {
         guard let data = FileManager.default.contents(atPath: file) else {
             throw ConfigError(file: file, line: 0, message: "cannot read the file")
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigError(file: file, line: 0, message: "the file is not UTF-8 text")
         }
-        try apply(text: text, file: file)
+        return text
     }
 
-    /// Applies `key = value` lines over the current settings.
-    public mutating func apply(text: String, file: String) throws(ConfigError) {
+    /// One `key = value` line of a file, before its value is checked.
+    public struct Entry: Sendable, Equatable {
+        /// The key as written.
+        public var key: String
+        /// The value, without surrounding blanks or double quotes.
+        public var value: String
+        /// The 1-based line.
+        public var line: Int
+    }
+
+    /// The `key = value` lines of `text` (LF or CRLF line endings, `#` comments), unchecked; a line without `=`
+    /// is an error naming `file` and the line.
+    public static func entries(text: String, file: String) throws(ConfigError) -> [Entry] {
+        var entries: [Entry] = []
         for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated()
-        {  // LF or CRLF
+        {
             let lineNumber = index + 1
             var line = Substring(rawLine)
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
@@ -248,13 +265,35 @@ public struct Configuration: Sendable, Equatable {
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
                 value = String(value.dropFirst().dropLast())
             }
+            entries.append(Entry(key: key, value: value, line: lineNumber))
+        }
+        return entries
+    }
+
+    /// The entries of `file`, or the error that says why it cannot be read.
+    public static func entries(file: String) throws(ConfigError) -> [Entry] {
+        try entries(text: try Self.text(of: file), file: file)
+    }
+
+    /// The keys that only the CLI itself uses (colours, prompts, the reader it asks for): everything else applies
+    /// to the record and its store, which tokenpind keeps under its own settings.
+    public static let clientKeys: Set<String> = [
+        "color", "color-prompt", "color-dots", "color-error", "color-warning", "color-success", "dot", "prompt-pin",
+        "prompt-new-pin", "prompt-confirm-pin", "prompt-current-pin", "prompt-recovery-key", "prompt-card-pin",
+        "reader",
+    ]
+
+    /// Applies `key = value` lines over the current settings.
+    public mutating func apply(text: String, file: String) throws(ConfigError) {
+        for entry in try Self.entries(text: text, file: file) {
             do {
-                try set(key: key, value: value)
+                try set(key: entry.key, value: entry.value)
             } catch let message {
-                throw ConfigError(file: file, line: lineNumber, message: message.text)
+                throw ConfigError(file: file, line: entry.line, message: message.text)
             }
-            if key == "pin-blocklist" { blocklistSetting = SettingSource(file: file, line: lineNumber) }
-            if key == "pin-check" { pinCheckSetting = SettingSource(file: file, line: lineNumber) }
+            let source = SettingSource(file: file, line: entry.line)
+            if entry.key == "pin-blocklist" { blocklistSetting = source }
+            if entry.key == "pin-check" { pinCheckSetting = source }
         }
         if policy.maxLength < policy.minLength {
             throw ConfigError(

@@ -113,6 +113,34 @@ public struct PINPolicy: Sendable, Equatable {
         }
     }
 
+    /// Why `secret` cannot be a PIN under this policy at all, or nil when it could be one: empty, not UTF-8, a
+    /// character outside `pin-charset`, or more characters than `pin-max-length`. Such a secret is never tried, so
+    /// it costs no try (a password typed at the PIN prompt, a stray paste). Only these rules, not the ones a PIN
+    /// chosen earlier may predate (length minimum, blocklist).
+    public func impossibility(of secret: borrowing PIN) -> PolicyRule? {
+        if secret.count == 0 { return .minLength }
+        return secret.secret.withUnsafeBytes { bytes in
+            let scratch = SecretBytes(count: max(1, bytes.count) * 4)
+            return scratch.withUnsafeMutableBytes { raw -> PolicyRule? in
+                let scalars = raw.bindMemory(to: UInt32.self)
+                guard let length = decodeUTF8(bytes, into: scalars) else { return .charset }
+                for scalar in scalars[0..<length] where !charset.allows(scalar) { return .charset }
+                return length > maxLength ? .maxLength : nil
+            }
+        }
+    }
+
+    /// What a PIN is under this policy, for messages: "6 to 32 digits".
+    public var shape: String {
+        let kind =
+            switch charset {
+            case .digits: "digits"
+            case .alnum: "letters and digits"
+            case .any: "characters"
+            }
+        return "\(minLength) to \(maxLength) \(kind)"
+    }
+
     /// The first rule the decoded characters break.
     func violation(scalars: UnsafeBufferPointer<UInt32>) -> PolicyRule? {
         for scalar in scalars where !charset.allows(scalar) { return .charset }
