@@ -6,9 +6,13 @@
  * newline-delimited JSON, of which it reads only flat objects (prompt, event, the verify/change result, error).
  *
  *   auth      asks for the PIN (and any relayed card PIN) through the conversation, shows tries left and
- *             "last try" as PAM_TEXT_INFO.
+ *             "last try" as PAM_TEXT_INFO. Enter alone is never a try: nothing is sent and the next module asks
+ *             (the password); a secret the daemon says cannot be a PIN (a password typed at the PIN prompt) is
+ *             not counted and is handed on as PAM_AUTHTOK, for pam_unix try_first_pass.
  *   setcred   PAM_SUCCESS.
- *   password  changes the PIN, passwd-style (current PIN, new PIN, new PIN again).
+ *   password  only when asked (the `pin` option, or the `tokenpin` service): changes the PIN, passwd-style
+ *             (current PIN, new PIN, new PIN again); Enter alone leaves it unchanged (PAM_IGNORE). Without `pin`
+ *             the module ignores the password stack, so `passwd` changes the password and nothing else.
  *
  * It never fails open (docs/pam.md has the whole table):
  *   - PAM_SUCCESS only for a `verified` result that answers a secret this module sent.
@@ -26,6 +30,7 @@
  * Buffers that held a secret are wiped with explicit_bzero. `debug` logs steps to syslog, never a secret.
  *
  * Options: mode=either|pin|token  fallback=allow|deny  socket=PATH  timeout=SECONDS  ignore_unavailable  debug
+ *          pin  prompt=TEXT (`%u` the user, `%r` the tries left)  no_password_hint
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -65,6 +70,9 @@ struct tp_options {
     int silent; /* PAM_SILENT: no information or error messages */
     int timeout_ms;
     const char *socket_path;
+    int change_pin;          /* `pin`, or the `tokenpin` service: the password stack changes the PIN */
+    int password_hint;       /* say before the first prompt that Enter alone goes on to the password */
+    const char *prompt;      /* the PIN prompt (`prompt=`; `%u` the user, `%r` the tries left), or NULL */
 };
 
 enum tp_kind { TP_STRING, TP_INT, TP_BOOL, TP_NULL };
@@ -107,9 +115,25 @@ static int tp_parse_options(pam_handle_t *pamh, int flags, int argc, const char 
     options->debug = 0;
     options->timeout_ms = 120000;
     options->socket_path = TP_DEFAULT_SOCKET;
+    options->change_pin = 0;
+    options->password_hint = 1;
+    options->prompt = NULL;
+    const void *service = NULL;
+    if (pam_get_item(pamh, PAM_SERVICE, &service) == PAM_SUCCESS && service != NULL &&
+        strcmp((const char *)service, "tokenpin") == 0)
+        options->change_pin = 1;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "debug") == 0) options->debug = 1;
+        else if (strcmp(arg, "pin") == 0) options->change_pin = 1;
+        else if (strcmp(arg, "no_password_hint") == 0) options->password_hint = 0;
+        else if (strncmp(arg, "prompt=", 7) == 0) {
+            if (arg[7] == '\0' || strlen(arg + 7) > 200) {
+                pam_syslog(pamh, LOG_ERR, "bad option %s (a prompt of 1 to 200 bytes)", arg);
+                return -1;
+            }
+            options->prompt = arg + 7;
+        }
         else if (strcmp(arg, "ignore_unavailable") == 0) options->ignore_unavailable = 1;
         else if (strcmp(arg, "mode=either") == 0) options->mode = TP_MODE_EITHER;
         else if (strcmp(arg, "mode=pin") == 0) options->mode = TP_MODE_PIN;
@@ -511,18 +535,53 @@ static long long tp_tries(const struct tp_message *message) {
     return tries >= 0 ? tries : tp_int(message, "triesLeft", -1);
 }
 
+/* "4 tries left", "1 try left", or "" when the daemon did not say. */
+static void tp_tries_text(long long tries, char *text, size_t size) {
+    if (tries < 0) snprintf(text, size, "%s", "");
+    else snprintf(text, size, "%lld %s left", tries, tries == 1 ? "try" : "tries");
+}
+
+/* Expands a prompt format: `%u` the user, `%r` the tries left ("4 tries left"), `%%` a percent sign; anything else
+   is copied as it is. The result is cut at `size`. */
+static void tp_expand(char *text, size_t size, const char *format, const char *user, long long tries) {
+    char tries_text[32];
+    tp_tries_text(tries, tries_text, sizeof(tries_text));
+    size_t n = 0;
+    for (const char *f = format; *f != '\0' && n + 1 < size; f++) {
+        const char *insert = NULL;
+        if (f[0] == '%' && f[1] == 'u') insert = user;
+        else if (f[0] == '%' && f[1] == 'r') insert = tries_text;
+        else if (f[0] == '%' && f[1] == '%') insert = "%";
+        if (insert == NULL) { text[n++] = *f; continue; }
+        f++;
+        size_t length = strlen(insert);
+        if (length > size - 1 - n) length = size - 1 - n;
+        memcpy(text + n, insert, length);
+        n += length;
+    }
+    text[n] = '\0';
+}
+
 /* The prompt text for a prompt `op` may ask (verify: pin, card-pin; change: current-pin, card-pin in
-   `mode = both`, new-pin, confirm-pin). -1 for a prompt the operation never asks: this module answers it with
-   nothing. */
-static int tp_prompt_text(const struct tp_message *message, const char *name, int changing, char *text, size_t size) {
+   `mode = both`, new-pin, confirm-pin): what it wants and whose it is. -1 for a prompt the operation never asks:
+   this module answers it with nothing. */
+static int tp_prompt_text(const struct tp_message *message, const char *name, int changing, const char *user,
+                          const struct tp_options *options, char *text, size_t size) {
     const char *card = tp_string(message, "card");
     long long tries = tp_tries(message);
+    char tries_text[32];
+    tp_tries_text(tries, tries_text, sizeof(tries_text));
     if (strcmp(name, "card-pin") == 0)
-        snprintf(text, size, "Card PIN for card %s (%lld %s left): ", card ? card : "?", tries, tries == 1 ? "try" : "tries");
-    else if (!changing && strcmp(name, "pin") == 0) snprintf(text, size, "PIN: ");
-    else if (changing && strcmp(name, "current-pin") == 0) snprintf(text, size, "Current PIN: ");
-    else if (changing && strcmp(name, "new-pin") == 0) snprintf(text, size, "New PIN: ");
-    else if (changing && strcmp(name, "confirm-pin") == 0) snprintf(text, size, "Retype new PIN: ");
+        snprintf(text, size, "Card PIN for %s (%s): ", card ? card : "the card", tries >= 0 ? tries_text : "tries unknown");
+    else if (!changing && strcmp(name, "pin") == 0) {
+        /* The default says the tries only when the daemon gave them; a custom prompt says what it says. */
+        const char *format = options->prompt != NULL ? options->prompt
+                             : tries < 0 ? "tokenpin PIN for %u: " : "tokenpin PIN for %u (%r): ";
+        tp_expand(text, size, format, user, tries);
+    } else if (changing && strcmp(name, "current-pin") == 0)
+        tp_expand(text, size, tries < 0 ? "Current tokenpin PIN for %u: " : "Current tokenpin PIN for %u (%r): ", user, tries);
+    else if (changing && strcmp(name, "new-pin") == 0) tp_expand(text, size, "New tokenpin PIN for %u: ", user, tries);
+    else if (changing && strcmp(name, "confirm-pin") == 0) snprintf(text, size, "Retype new tokenpin PIN: ");
     else return -1;
     return 0;
 }
@@ -535,31 +594,65 @@ struct tp_exchange {
     pam_handle_t *pamh;
     const struct tp_options *options;
     const char *op;
+    const char *user;
     int changing;
     struct tp_conn *conn;
     int secret_sent; /* the first byte of a secret went to the socket: from here on only `verified` succeeds */
     int verified;    /* the final answer was a `verified` result */
     int refusal_said; /* a `policyViolation` event told the person why the new PIN was refused */
+    int hinted;       /* the "Enter alone" line was shown (once, before the first prompt) */
+    int skipped;      /* nothing was tried: Enter alone, or a secret the daemon says cannot be a PIN */
+    char *kept;       /* auth: the secret typed at the PIN prompt, until the daemon's answer (for PAM_AUTHTOK) */
+    size_t kept_length;
 };
 
 /* The one place a result leaves the exchange: PAM_SUCCESS only for `verified` after a secret was sent; after a
-   secret, nothing but a failure (PAM_AUTH_ERR, PAM_MAXTRIES, PAM_AUTHTOK_ERR for a refused new PIN). */
+   secret, nothing but a failure (PAM_AUTH_ERR, PAM_MAXTRIES, PAM_AUTHTOK_ERR for a refused new PIN), or, for a PIN
+   change the person skipped, PAM_IGNORE (the PIN stays as it was). */
 static int tp_settle(const struct tp_exchange *x, int result) {
     if (result == PAM_SUCCESS && !(x->verified && x->secret_sent)) result = PAM_AUTH_ERR;
     if (x->secret_sent && result != PAM_SUCCESS && result != PAM_AUTH_ERR && result != PAM_MAXTRIES &&
-        !(x->changing && result == PAM_AUTHTOK_ERR))
+        !(x->changing && result == PAM_AUTHTOK_ERR) && !(x->changing && x->skipped && result == PAM_IGNORE))
         result = PAM_AUTH_ERR;
     return result;
+}
+
+/* Wipes and frees the kept secret. */
+static void tp_forget(struct tp_exchange *x) {
+    if (x->kept == NULL) return;
+    explicit_bzero(x->kept, x->kept_length);
+    free(x->kept);
+    x->kept = NULL;
+    x->kept_length = 0;
+}
+
+/* What a skip returns: the PIN change did not happen (PAM_IGNORE: the rest of the password stack goes on), or the
+   authentication did not (PAM_AUTH_ERR: never a success, and `default=ignore` moves on to the password). */
+static int tp_skip_result(struct tp_exchange *x) {
+    x->skipped = 1;
+    if (x->changing) {
+        tp_say(x->pamh, x->options, PAM_TEXT_INFO, "PIN unchanged.");
+        return PAM_IGNORE;
+    }
+    return PAM_AUTH_ERR;
 }
 
 /* A prompt: asks the person and sends the answer. 0 to go on, or the PAM code that ends the exchange. */
 static int tp_on_prompt(struct tp_exchange *x, const struct tp_message *message) {
     const char *name = tp_string(message, "prompt");
-    char text[256];
-    if (name == NULL || tp_prompt_text(message, name, x->changing, text, sizeof(text)) != 0) {
+    char text[512];
+    if (name == NULL || tp_prompt_text(message, name, x->changing, x->user, x->options, text, sizeof(text)) != 0) {
         pam_syslog(x->pamh, LOG_ERR, "tokenpind asked for a secret %s never asks; refused", x->op);
         tp_send_cancel(x->conn);
         return PAM_AUTH_ERR;
+    }
+    if (!x->hinted) {
+        /* Before the first prompt: what Enter alone does, so that nobody spends a try to get to the password. */
+        x->hinted = 1;
+        if (x->changing)
+            tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Press Enter to leave your tokenpin PIN unchanged.");
+        else if (x->options->password_hint)
+            tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Press Enter to use your password.");
     }
     long long tries = tp_tries(message);
     if ((strcmp(name, "pin") == 0 || strcmp(name, "current-pin") == 0) && tries == 1)
@@ -573,6 +666,13 @@ static int tp_on_prompt(struct tp_exchange *x, const struct tp_message *message)
         return PAM_CONV_ERR;
     }
     size_t length = strlen(answer);
+    if (length == 0) {
+        /* Enter alone is never a try: nothing is sent, the daemon is told to cancel, the next module asks. */
+        free(answer);
+        tp_send_cancel(x->conn);
+        tp_debug(x->pamh, x->options, "nothing entered for the %s: skipped", name);
+        return tp_skip_result(x);
+    }
     if (length > TP_MAX_SECRET || !tp_is_utf8(answer, length)) {
         /* The daemon would refuse the line as malformed; refuse it here, before a byte of it is sent. */
         explicit_bzero(answer, length);
@@ -583,6 +683,15 @@ static int tp_on_prompt(struct tp_exchange *x, const struct tp_message *message)
         return PAM_AUTH_ERR;
     }
     x->secret_sent = 1;
+    if (!x->changing && strcmp(name, "pin") == 0) {
+        /* Kept until the daemon answers: a secret that cannot be a PIN is handed on to the password module. */
+        tp_forget(x);
+        x->kept = malloc(length + 1);
+        if (x->kept != NULL) {
+            memcpy(x->kept, answer, length + 1);
+            x->kept_length = length;
+        }
+    }
     status = tp_send_secret(x->conn, name, answer);
     explicit_bzero(answer, length);
     free(answer);
@@ -645,6 +754,16 @@ static int tp_on_error(struct tp_exchange *x, const struct tp_message *message) 
     if (code == NULL) code = "?";
     tp_debug(x->pamh, x->options, "error %s", code);
     if (strcmp(code, "not-enrolled") == 0 && !x->secret_sent) return tp_unavailable(x->options);
+    if (strcmp(code, "not-a-pin") == 0 && x->secret_sent) {
+        /* Not counted: what was typed cannot be a PIN (a password, most likely). For auth it goes on as
+           PAM_AUTHTOK, so that `pam_unix try_first_pass` takes it without asking again. */
+        const void *item = NULL;
+        if (!x->changing && x->kept != NULL &&
+            (pam_get_item(x->pamh, PAM_AUTHTOK, &item) != PAM_SUCCESS || item == NULL))
+            (void)pam_set_item(x->pamh, PAM_AUTHTOK, x->kept);
+        tp_debug(x->pamh, x->options, "not a PIN: nothing counted, handed on");
+        return tp_skip_result(x);
+    }
     if (strcmp(code, "policy") == 0 && x->changing && x->secret_sent) {
         /* One message per refusal: the event already said why. */
         if (!x->refusal_said)
@@ -704,8 +823,8 @@ static int tp_run(pam_handle_t *pamh, const struct tp_options *options, const ch
         free(message);
         return PAM_BUF_ERR;
     }
-    struct tp_exchange x = {.pamh = pamh, .options = options, .op = op, .changing = strcmp(op, "change") == 0,
-                            .conn = conn, .secret_sent = 0, .verified = 0};
+    struct tp_exchange x = {.pamh = pamh, .options = options, .op = op, .user = user,
+                            .changing = strcmp(op, "change") == 0, .conn = conn, .secret_sent = 0, .verified = 0};
     int result;
     conn->fd = tp_open(options->socket_path, options->timeout_ms);
     if (conn->fd < 0) {
@@ -731,6 +850,7 @@ static int tp_run(pam_handle_t *pamh, const struct tp_options *options, const ch
     result = tp_converse(&x, line, message);
 done:
     result = tp_settle(&x, result);
+    tp_forget(&x);
     tp_close(conn);
     explicit_bzero(line, TP_MAX_LINE + 1);
     free(conn);
@@ -769,6 +889,8 @@ PAM_EXTERN int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const cha
 PAM_EXTERN int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const char **argv) {
     struct tp_options options;
     if (tp_parse_options(pamh, flags, argc, argv, &options) != 0) return PAM_SERVICE_ERR;
+    /* `passwd` changes the password; the PIN only where the admin asked for it. */
+    if (!options.change_pin) return PAM_IGNORE;
     const char *user = NULL;
     int status = tp_user(pamh, &user);
     if (status != PAM_SUCCESS) return status;

@@ -21,7 +21,7 @@ check "the binding is a PIV one" bash -c "'$BIN/tokenpin' --socket '$SOCKET' --u
 
 auth() { pamtester "$1" "$2" authenticate; }
 expect_code "PIV token: the card PIN authenticates" 0 auth "$EITHER" "$ERIN" <<<123456
-check "PIV token: the prompt names the card and its tries" grep -q "Card PIN for card PIV card" "$WORK/out" "$WORK/err"
+check "PIV token: the prompt names the card and its tries" grep -q "Card PIN for PIV card" "$WORK/out" "$WORK/err"
 expect_code "PIV token: a wrong card PIN falls back to the PIN" 0 auth "$EITHER" "$ERIN" < <(printf '000000\n482916\n')
 check "PIV token: the fallback is announced" grep -q "falling back\|Token not used" "$WORK/out" "$WORK/err"
 for _ in 1 2; do tokenpin verify --method token --pin-stdin <<<000000 >/dev/null 2>&1; done

@@ -22,7 +22,7 @@ check "types through the daemon: token enabled" bash -c "'$BIN/tokenpin' --socke
 
 auth() { pamtester "$1" "$2" authenticate; }
 expect_code "token: the card PIN authenticates" 0 auth "$EITHER" "$DAVE" <<<123456
-check "token: the prompt names the card and its tries" grep -q "Card PIN for card" "$WORK/out" "$WORK/err"
+check "token: the prompt names the card and its tries" grep -q "Card PIN for OpenPGP card" "$WORK/out" "$WORK/err"
 expect_code "a wrong card PIN falls back to the PIN" 0 auth "$EITHER" "$DAVE" < <(printf '000000\n482916\n')
 check "the fallback is announced" grep -q "falling back\|Token not used" "$WORK/out" "$WORK/err"
 expect_code "mode=token fallback=deny: a wrong card PIN fails" 1 auth "$TOKEN" "$DAVE" <<<000000

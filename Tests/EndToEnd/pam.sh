@@ -14,7 +14,7 @@ check "module exports the PAM entry points" bash -c "nm -D '$PAM_MODULE' | grep 
 start_daemon || exit 1
 new_user ALICE && new_user NOPIN || { echo "cannot create users"; exit 1; }
 MODULE="$PAM_MODULE socket=$SOCKET timeout=10 debug"
-pam_service SERVICE "auth required $MODULE" "account required pam_permit.so" "password required $MODULE"
+pam_service SERVICE "auth required $MODULE" "account required pam_permit.so" "password required $MODULE pin"
 pam_service IGNORING "auth [ignore=ignore default=die] $MODULE ignore_unavailable" "auth required pam_permit.so" \
     "account required pam_permit.so"
 pam_service TOKENONLY "auth required $MODULE mode=token fallback=deny" "account required pam_permit.so"
@@ -110,7 +110,7 @@ harness() { "$WORK/harness" "$@"; }
 expect_code "loud: a wrong PIN fails" 1 harness "$SERVICE" "$CAROL" auth loud <<<000000
 check "loud: the conversation shows tries left" grep -q "^info: Wrong PIN. 4 tries left." "$WORK/out"
 expect_code "PAM_SILENT: a wrong PIN fails" 1 harness "$SERVICE" "$CAROL" auth silent <<<000000
-check "PAM_SILENT: the PIN is still asked for" grep -q "^prompt: PIN: " "$WORK/out"
+check "PAM_SILENT: the PIN is still asked for" grep -q "^prompt: tokenpin PIN for $CAROL (4 tries left): " "$WORK/out"
 check "PAM_SILENT: no information or error message" bash -c "! grep -qE '^(info|error):' '$WORK/out'"
 check "PAM_SILENT: PAM_AUTH_ERR" grep -q "^result: 7 " "$WORK/out"
 expect_code "PAM_SILENT: the right PIN authenticates" 0 harness "$SERVICE" "$CAROL" auth silent <<<739154
@@ -119,7 +119,53 @@ expect_code "PAM_SILENT chauthtok: PIN changed" 0 harness "$SERVICE" "$CAROL" ch
 check "PAM_SILENT chauthtok: no 'PIN changed.' message" bash -c "! grep -qE '^(info|error):' '$WORK/out'"
 expect_code "not enrolled: PAM_AUTHINFO_UNAVAIL exactly" 1 harness "$SERVICE" "$NOPIN" auth loud <<<482916
 check "not enrolled: code 9" grep -q "^result: 9 " "$WORK/out"
+
+# Issue 25: Enter alone is never a try, a password typed at the PIN prompt is handed on, prompts say what and
+# whose, and the password stack changes the PIN only when asked.
+new_user DAVE
+client --user "$DAVE" enrol < <(printf '482916\n482916\n') >/dev/null
+DAVE_PASSWORD=$(password_of "$DAVE")
+pam_service EITHER "auth [success=2 default=ignore] $MODULE" "auth [success=1 default=ignore] pam_unix.so try_first_pass" \
+    "auth requisite pam_deny.so" "auth required pam_permit.so" "account required pam_permit.so"
+expect_code "the PIN prompt says what and whose" 0 harness "$EITHER" "$DAVE" auth loud <<<482916
+check "... tokenpin PIN for $DAVE (5 tries left)" grep -qx "prompt: tokenpin PIN for $DAVE (5 tries left): " "$WORK/out"
+check "... and that Enter alone goes on to the password, before it" bash -c \
+    "grep -n . '$WORK/out' | grep -B1 'prompt: tokenpin PIN' | head -1 | grep -q 'info: Press Enter to use your password.'"
+expect_code "Enter alone, then the password: logged in" 0 harness "$EITHER" "$DAVE" auth loud \
+    < <(printf '\n%s\n' "$DAVE_PASSWORD")
+check "Enter alone: pam_unix asked for the password" grep -q "^prompt: Password: " "$WORK/out"
+check "Enter alone: nothing was counted" test "$(remaining "$DAVE")" = 5
+expect_code "Enter alone with only pam_tokenpin: PAM_AUTH_ERR, never success" 1 harness "$SERVICE" "$DAVE" auth loud <<<""
+check "Enter alone alone: still nothing counted" test "$(remaining "$DAVE")" = 5
+expect_code "the password typed at the PIN prompt: logged in, asked once" 0 harness "$EITHER" "$DAVE" auth loud \
+    <<<"$DAVE_PASSWORD"
+check "... pam_unix took it (try_first_pass): no second prompt" test "$(grep -c '^prompt:' "$WORK/out")" = 1
+check "... and it was not counted as a wrong PIN" test "$(remaining "$DAVE")" = 5
+expect_code "a PIN longer than pin-max-length is not a try either" 1 auth "$SERVICE" "$DAVE" \
+    <<<"123456789012345678901234567890123"
+check "... nothing counted" test "$(remaining "$DAVE")" = 5
+expect_code "a wrong PIN that could be one still counts" 1 auth "$SERVICE" "$DAVE" <<<000000
+check "... counted" test "$(remaining "$DAVE")" = 4
+pam_service PROMPTED "auth required $MODULE [prompt=Badge PIN of %u, %r: ]" "account required pam_permit.so"
+expect_code "prompt= sets the PIN prompt" 0 harness "$PROMPTED" "$DAVE" auth loud <<<482916
+check "... with the user and the tries" grep -qx "prompt: Badge PIN of $DAVE, 4 tries left: " "$WORK/out"
+pam_service NOHINT "auth required $MODULE no_password_hint" "account required pam_permit.so"
+expect_code "no_password_hint: the PIN still verifies" 0 harness "$NOHINT" "$DAVE" auth loud <<<482916
+check "no_password_hint: no Enter line" bash -c "! grep -q 'Press Enter' '$WORK/out'"
+# passwd: without `pin` the module stays out of the password stack.
+pam_service PASSWD "password optional $MODULE" "password required pam_permit.so"
+expect_code "password stack without pin: passwd is not taken over" 0 harness "$PASSWD" "$DAVE" chauthtok loud </dev/null
+check "... no PIN prompt at all" bash -c "! grep -q '^prompt:' '$WORK/out'"
+pam_service PASSWDPIN "password optional $MODULE pin" "password required pam_permit.so"
+expect_code "password stack with pin: Enter at the current PIN leaves it unchanged" 0 harness "$PASSWDPIN" "$DAVE" \
+    chauthtok loud <<<""
+check "... the conversation said so" grep -q "^info: PIN unchanged." "$WORK/out"
+check "... and the old PIN still verifies" bash -c "pamtester '$SERVICE' '$DAVE' authenticate <<<482916 >/dev/null 2>&1"
+expect_code "password stack with pin: Enter at the new PIN leaves it unchanged" 0 harness "$PASSWDPIN" "$DAVE" \
+    chauthtok loud < <(printf '482916\n\n')
+check "... the old PIN still verifies" bash -c "pamtester '$SERVICE' '$DAVE' authenticate <<<482916 >/dev/null 2>&1"
 check "no PIN in the daemon log" bash -c "! grep -qE '482916|739154|264819|000000' '$WORK/daemon.log'"
+check "no password in the daemon log" bash -c "! grep -qF '$DAVE_PASSWORD' '$WORK/daemon.log'"
 
 stop_daemon
 expect_code "daemon down: PAM_AUTHINFO_UNAVAIL" 1 auth "$SERVICE" "$CAROL" <<<739154
@@ -198,7 +244,7 @@ FAKE_PID=
 FAKE_MODULE="$PAM_MODULE socket=$FAKE_SOCKET timeout=2"
 pam_service FAKE "auth [success=ok ignore=ignore default=die] $FAKE_MODULE ignore_unavailable" \
     "auth required pam_permit.so" "account required pam_permit.so" \
-    "password [success=ok ignore=ignore default=die] $FAKE_MODULE ignore_unavailable" \
+    "password [success=ok ignore=ignore default=die] $FAKE_MODULE ignore_unavailable pin" \
     "password required pam_permit.so"
 
 stop_fake() {
