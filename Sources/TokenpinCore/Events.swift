@@ -16,6 +16,8 @@ public enum VerificationMethod: String, Codable, Sendable {
     case both
     /// The recovery key (`reset`).
     case recovery
+    /// No secret of the user's: root, through tokenpind (`reset --user`, `unenrol --user`).
+    case administrator
 }
 
 /// Something that happened, reported by the CLI, the daemon and the PAM module alike.
@@ -47,6 +49,8 @@ public enum Event: Sendable, Equatable {
     case policyViolation(rule: String, reason: String? = nil)
     /// An authentication type was switched on or off.
     case typeChanged(type: AuthenticationType, enabled: Bool)
+    /// The record was removed (`unenrol`): the PIN, the recovery key and any token binding.
+    case unenrolled
 
     /// The stable name used in JSON output and logs.
     public var name: String {
@@ -62,6 +66,7 @@ public enum Event: Sendable, Equatable {
         case .cancelled: "cancelled"
         case .policyViolation: "policyViolation"
         case .typeChanged: "typeChanged"
+        case .unenrolled: "unenrolled"
         }
     }
 }

@@ -19,6 +19,8 @@ public struct DaemonOptions: Sendable {
     public var configFile: String?
     /// The system configuration directory (`tokenpin.conf` and `conf.d/`).
     public var systemConfigDirectory: String = "/etc/tokenpin"
+    /// The site's lists of revoked cards, one identity a line (read at start and on `SIGHUP`).
+    public var revokedDirectory: String = RevokedCards.defaultDirectory
     /// The most connections at once.
     public var maximumConnections = 512
     /// The most connections one uid may hold.
@@ -62,6 +64,8 @@ public final class Daemon: Sendable {
     let logger: Logger
     let store: RecordStore
     let configurationState: ConfigurationBox
+    /// The revoked cards in force (`revoked.d`), replaced on `SIGHUP`.
+    let revocations: Mutex<RevokedCards>
     /// The Argon2id memory budget.
     public let budget: MemoryBudget
     /// One operation per user.
@@ -83,6 +87,9 @@ public final class Daemon: Sendable {
         self.logger = logger
         let configuration = try Self.loadConfiguration(options)
         configurationState = ConfigurationBox(configuration)
+        let revoked = RevokedCards.load(directory: options.revokedDirectory)
+        revocations = Mutex(revoked.list)
+        for problem in revoked.problems { logger.error("revoked.d: a line revokes nothing", [("problem", problem)]) }
         budget = MemoryBudget(
             capacityKiB: Configuration.kibibytes(mebibytes: configuration.daemonKDFMemoryMiB),
             maximumHolders: options.maximumParallelKDF)
@@ -128,9 +135,17 @@ public final class Daemon: Sendable {
     /// Whether the daemon is shutting down.
     public var isDraining: Bool { draining.load(ordering: .acquiring) }
 
-    /// Reads the configuration again (`SIGHUP`); a broken file keeps the old settings.
+    /// The revoked cards in force.
+    public var revokedCards: RevokedCards { revocations.withLock { $0 } }
+
+    /// Reads the configuration again (`SIGHUP`); a broken file keeps the old settings. The revocation lists are
+    /// read again whatever the configuration says: a lost card must stop at the next reload.
     @discardableResult
     public func reload() -> Bool {
+        let revoked = RevokedCards.load(directory: options.revokedDirectory)
+        revocations.withLock { $0 = revoked.list }
+        for problem in revoked.problems { logger.error("revoked.d: a line revokes nothing", [("problem", problem)]) }
+        logger.info("revoked cards read", [("revoked.count", String(revoked.list.entries.count))])
         do {
             let fresh = try Self.loadConfiguration(options)
             configurationState.value.withLock { $0 = fresh }

@@ -37,6 +37,7 @@ extension Daemon {
             capacityMiB: configuration.daemonKDFMemoryMiB)
         // A root daemon must not lend its pcscd rights: a user reaches only the card bound to their own record.
         service.cardScope = peer.isRoot ? .any : .boundCardOnly
+        service.revokedCards = revokedCards
         logger.debug("request", [("peer.uid", String(peer.uid)), ("user", user), ("op", request.operation.rawValue)])
         var reply: Reply?
         var error: ServiceError?
@@ -51,7 +52,8 @@ extension Daemon {
                 }
                 locked = true
             }
-            reply = try execute(request, service: service, user: user, relay: relay, configuration: configuration)
+            reply = try execute(
+                request, service: service, user: user, peer: peer, relay: relay, configuration: configuration)
         } catch let caught {
             error = caught
         }
@@ -106,7 +108,7 @@ extension Daemon {
     /// This is the one place a decoded request becomes a call of `PINOperations`; `ping` and `import` are the
     /// daemon's own.
     func execute(
-        _ request: Request, service: some PINOperations, user: String, relay: RelayInteraction,
+        _ request: Request, service: some PINOperations, user: String, peer: Peer, relay: RelayInteraction,
         configuration: Configuration
     ) throws(ServiceError) -> Reply {
         switch request.operation {
@@ -123,6 +125,14 @@ extension Daemon {
             let report = try service.change(relay)
             publishOutcome(report, user: user, success: .changed)
             return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
+        case .reset where request.admin == true:
+            guard peer.isRoot else {
+                throw .permissionDenied("only root resets a PIN without the recovery key")
+            }
+            let result = try service.administratorReset(relay)
+            logger.warning("PIN reset by root without the recovery key", [("user", user), ("peer.uid", "0")])
+            hub.publish(user: user, name: Event.reset.name, fields: [JSONMember("method", .text("administrator"))])
+            return Reply.enrolment(result)
         case .reset:
             let report = try service.reset(relay)
             publishOutcome(report, user: user, success: .reset)
@@ -166,6 +176,13 @@ extension Daemon {
         case .cardUnblock:
             try service.unblockCardPIN(relay, admin: request.admin ?? false)
             return Reply(.result(exitCode: 0, fields: []))
+        case .unenrol:
+            if request.admin == true, !peer.isRoot {
+                throw .permissionDenied("only root removes a record without a verification")
+            }
+            let report = try service.unenrol(relay, method: request.method, administrator: request.admin == true)
+            publishOutcome(report, user: user, success: .unenrolled)
+            return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
         case .import:
             let path = try importRecord(request.record ?? [], user: user, configuration: configuration)
             return Reply(.result(exitCode: 0, fields: [JSONMember("record", .text(path))]))
@@ -198,7 +215,7 @@ extension TokenpinProtocol.Operation {
     /// Whether the operation reads and writes the user's record, so runs under the user's lock.
     var needsUserLock: Bool {
         switch self {
-        case .enrol, .verify, .change, .reset, .toggle, .import, .cardChangePIN, .cardUnblock: true
+        case .enrol, .verify, .change, .reset, .toggle, .import, .cardChangePIN, .cardUnblock, .unenrol: true
         case .ping, .status, .types, .readers, .watch: false
         }
     }

@@ -45,7 +45,7 @@ extension Event {
     /// The event's data fields (the name travels as `event`).
     public var protocolFields: [JSONMember] {
         switch self {
-        case .created, .changed, .reset, .locked, .cancelled: []
+        case .created, .changed, .reset, .locked, .cancelled, .unenrolled: []
         case .verified(let method): [JSONMember("method", .text(method.rawValue))]
         case .wrongPIN(let remaining, let lastTry):
             [JSONMember("remaining", .int(remaining)), JSONMember("lastTry", .bool(lastTry))]
@@ -71,6 +71,7 @@ extension Event {
         case "reset": self = .reset
         case "locked": self = .locked
         case "cancelled": self = .cancelled
+        case "unenrolled": self = .unenrolled
         case "verified":
             guard let method = value["method"]?.stringValue.flatMap(VerificationMethod.init(rawValue:)) else {
                 return nil
@@ -397,6 +398,7 @@ extension TokenStatus {
             JSONMember("application", application.map(JSONValue.text) ?? .null),
             JSONMember("slot", slot.map(JSONValue.text) ?? .null),
             JSONMember("algorithm", algorithm.map(JSONValue.text) ?? .null),
+            JSONMember("revoked", revoked.map(JSONValue.text) ?? .null),
         ])
     }
 
@@ -408,6 +410,7 @@ extension TokenStatus {
             cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries),
             application: value["application"]?.stringValue.flatMap(TokenApplicationKind.init(rawValue:))?.rawValue,
             slot: value["slot"]?.stringValue, algorithm: value["algorithm"]?.stringValue)
+        revoked = value["revoked"]?.stringValue
     }
 }
 

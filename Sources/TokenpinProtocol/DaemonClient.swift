@@ -88,7 +88,30 @@ public struct DaemonClient: Sendable {
 
     /// Enrols a PIN; the recovery key comes back in guarded memory.
     public func enrol(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult {
-        var fields = try run(Request(.enrol, user: user, newPINAttempts: Self.attempts(interaction)), interaction)
+        try enrolment(Request(.enrol, user: user, newPINAttempts: Self.attempts(interaction)), interaction)
+    }
+
+    /// Root's reset without the recovery key (`reset` with `admin`): a new record, its recovery key in guarded
+    /// memory.
+    public func administratorReset(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult {
+        var request = Request(.reset, user: user, newPINAttempts: Self.attempts(interaction))
+        request.admin = true
+        return try enrolment(request, interaction)
+    }
+
+    /// Removes the record after a verification, or as root (`administrator`) without one.
+    public func unenrol(_ interaction: some Interaction, method: VerificationMethod?, administrator: Bool)
+        throws(ServiceError) -> VerifyReport
+    {
+        var request = selected(Request(.unenrol, user: user))
+        request.method = method
+        if administrator { request.admin = true }
+        return try report(request, interaction)
+    }
+
+    /// Runs `request`, whose result carries a new record's recovery key (`enrol`, root's `reset`).
+    func enrolment(_ request: Request, _ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult {
+        var fields = try run(request, interaction)
         let kdf = KDFParameters(protocolValue: JSONValue.object(fields)["kdf"])
         let recordPath = JSONValue.object(fields)["record"]?.stringValue ?? ""
         guard let index = fields.firstIndex(where: { $0.key == "recoveryKey" }),

@@ -29,6 +29,8 @@ public enum Operation: String, Sendable, CaseIterable {
     case cardChangePIN = "card-change-pin"
     /// Unblock the card's PIN with the Reset Code, or the admin PIN (`admin`).
     case cardUnblock = "card-unblock"
+    /// Remove the record, after a verification (or, for root with `admin`, without one).
+    case unenrol
 }
 
 /// A request: the first message of an exchange.
@@ -53,7 +55,8 @@ public struct Request: Sendable, Equatable {
     public var assumeYes: Bool?
     /// `toggle token on`: the mode to bind in (`both` re-binds a card bound in `either`).
     public var mode: VerificationMode?
-    /// `card-unblock`: with the admin PIN instead of the Reset Code.
+    /// `card-unblock`: with the admin PIN instead of the Reset Code. `reset` and `unenrol`: root acting as the
+    /// administrator, without the user's secrets (a non-root peer is refused).
     public var admin: Bool?
     /// The reader to use (a name or a glob).
     public var reader: String?
@@ -170,9 +173,13 @@ extension ClientMessage {
             case .verify:
                 try fields.allow(common.union(["method"]))
                 request.method = try Self.method(fields)
-            case .cardUnblock:
+            case .cardUnblock, .reset:
                 try fields.allow(common.union(["admin"]))
                 request.admin = try fields.optionalBool("admin")
+            case .unenrol:
+                try fields.allow(common.union(["admin", "method"]))
+                request.admin = try fields.optionalBool("admin")
+                request.method = try Self.method(fields)
             case .import:
                 let text = try fields.string("record")
                 guard let data = Base64.decode(text), !data.isEmpty else {

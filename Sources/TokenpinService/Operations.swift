@@ -34,6 +34,11 @@ public protocol PINOperations {
     func changeCardPIN(_ interaction: some Interaction) throws(ServiceError)
     /// Unblocks the card's PIN with the reset code or, with `admin`, the admin PIN.
     func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError)
+    /// Removes the record after a verification, or without one for an administrator (root, `--user`).
+    func unenrol(_ interaction: some Interaction, method: VerificationMethod?, administrator: Bool)
+        throws(ServiceError) -> VerifyReport
+    /// Root's reset without the recovery key: a new PIN, a new record and recovery key (`reset --user`).
+    func administratorReset(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult
 }
 
 extension PINService: PINOperations {

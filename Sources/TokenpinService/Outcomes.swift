@@ -164,6 +164,8 @@ public struct TokenStatus: Sendable, Equatable {
     public var slot: String?
     /// The bound key's algorithm (`cv25519`, `rsa2048`, `nistp256`...), from the record.
     public var algorithm: String?
+    /// Where the site revoked the bound card (`FILE:LINE` of `/etc/tokenpin/revoked.d`), or nil.
+    public var revoked: String?
 
     /// Creates a status.
     public init(

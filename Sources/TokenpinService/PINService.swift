@@ -27,6 +27,8 @@ public struct PINService: Sendable {
     public var derivationGate: (any DerivationGate)?
     /// Which cards operations may reach: `.any` in local mode; the daemon sets `.boundCardOnly` for non-root peers.
     public var cardScope: CardScope = .any
+    /// Cards the site refuses (`/etc/tokenpin/revoked.d`): no PIN is sent to them and none is bound.
+    public var revokedCards = RevokedCards()
 
     /// Points where tests inject faults.
     public struct Hooks: Sendable {
@@ -71,27 +73,77 @@ public struct PINService: Sendable {
                 if try store.load(user: user) != nil {
                     throw ServiceError.alreadyEnrolled(user: user, path: recordPath)
                 }
-                let pin = try readNewPIN(interaction)
-                let kdf = try chooseKDF()
-                let vaultKey = Vault.newKey()
-                let now = time.now
-                let kek = try deriveKey(kdf, from: pin.secret)
-                let pinSlot = try VaultSlot.seal(
-                    vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: now)
-                let recovery = RecoveryKey.generate()
-                let recoveryKDF = KDFParameters(algorithm: .blake2b)
-                let recoveryKEK = try deriveKey(recoveryKDF, from: recovery)
-                let recoverySlot = try VaultSlot.seal(
-                    vaultKey, keyEncryptionKey: recoveryKEK, kind: .recovery,
-                    kdf: recoveryKDF, user: user, created: now)
-                let record = EnrolmentRecord(
-                    user: user, created: now,
-                    policy: .init(mode: configuration.mode, fallback: configuration.fallback),
-                    counter: RetryCounter(max: configuration.retriesMax), slots: [pinSlot, recoverySlot])
-                try store.save(record)
-                logger.info("enrolled", [("user", user), ("kdf", kdf.summary)])
+                let result = try writeNewRecord(interaction)
+                logger.info("enrolled", [("user", user), ("kdf", result.kdf.summary)])
                 interaction.report(.created)
-                return EnrolmentResult(recoveryKeyText: RecoveryKey.format(recovery), kdf: kdf, recordPath: recordPath)
+                return result
+            }
+        }
+    }
+
+    /// Asks for a new PIN twice and saves a new record for it under a new vault key and recovery key; call under
+    /// the user's lock. Returns the recovery key, shown once.
+    func writeNewRecord(_ interaction: some Interaction) throws -> EnrolmentResult {
+        let pin = try readNewPIN(interaction)
+        let kdf = try chooseKDF()
+        let vaultKey = Vault.newKey()
+        let now = time.now
+        let kek = try deriveKey(kdf, from: pin.secret)
+        let pinSlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: now)
+        let recovery = RecoveryKey.generate()
+        let recoveryKDF = KDFParameters(algorithm: .blake2b)
+        let recoveryKEK = try deriveKey(recoveryKDF, from: recovery)
+        let recoverySlot = try VaultSlot.seal(
+            vaultKey, keyEncryptionKey: recoveryKEK, kind: .recovery, kdf: recoveryKDF, user: user, created: now)
+        let record = EnrolmentRecord(
+            user: user, created: now, policy: .init(mode: configuration.mode, fallback: configuration.fallback),
+            counter: RetryCounter(max: configuration.retriesMax), slots: [pinSlot, recoverySlot])
+        try store.save(record)
+        return EnrolmentResult(recoveryKeyText: RecoveryKey.format(recovery), kdf: kdf, recordPath: recordPath)
+    }
+
+    // MARK: Unenrol, and the administrator's reset
+
+    /// Removes the user's record, after a verification as `verify` makes it (`method` forcing one type), or, for an
+    /// administrator (root naming the user through tokenpind), without one. The record goes whole: the PIN, the
+    /// recovery key and any token binding; what the vault key opened cannot be opened again.
+    ///
+    /// A wrong PIN counts as in `verify` and removes nothing; locked or delayed, nothing is asked.
+    public func unenrol(_ interaction: some Interaction, method: VerificationMethod?, administrator: Bool)
+        throws(ServiceError) -> VerifyReport
+    {
+        let report: VerifyReport
+        if administrator {
+            let record = try guarded { () throws -> EnrolmentRecord in try loadRecord() }
+            report = VerifyReport(outcome: .verified(method: .administrator), counter: record.counter)
+        } else {
+            report = try verify(interaction, method: method)
+        }
+        guard case .verified = report.outcome else { return report }
+        try guarded { () throws in
+            try store.withLock(user: user) { () throws in try store.remove(user: user) }
+        }
+        logger.warning("unenrolled", [("user", user), ("by", administrator ? "administrator" : "user")])
+        interaction.report(.unenrolled)
+        return report
+    }
+
+    /// Sets a new PIN without the recovery key, for an administrator (root through tokenpind), when the user lost
+    /// both: a new PIN twice under the policy. Nothing of the old record can open the vault key, so the result is a
+    /// new record: a new vault key and recovery key (shown once, to be handed to the user), a full counter, and no
+    /// token binding (the card must be bound again); what the old vault key opened cannot be opened again.
+    public func administratorReset(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult {
+        try guarded { () throws -> EnrolmentResult in
+            return try store.withLock(user: user) { () throws -> EnrolmentResult in
+                guard let old = try store.load(user: user) else {
+                    throw ServiceError.notEnrolled(user: user, path: recordPath)
+                }
+                let result = try writeNewRecord(interaction)
+                logger.warning(
+                    "PIN reset by an administrator without the recovery key",
+                    [("user", user), ("token.removed", old.tokenEnabled ? "yes" : "no")])
+                interaction.report(.reset)
+                return result
             }
         }
     }

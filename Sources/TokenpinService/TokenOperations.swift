@@ -144,7 +144,11 @@ extension PINService {
             do {
                 let card = try openCard(reader: reader.name)
                 // Read before the close: a PIV card reads what its default slot holds only when asked.
-                probes.append(CardProbe(card))
+                var probe = CardProbe(card)
+                if let revoked = revokedCards.entry(for: card.identity) {
+                    probe.unusableReason = "revoked by this site (\(revoked.source))"
+                }
+                probes.append(probe)
                 card.close()
             } catch {
                 if error.kind == .service { throw error.serviceError }
@@ -157,6 +161,8 @@ extension PINService {
     /// Opens the bound card's application in whichever reader holds the card, trying the reader it was bound in
     /// first; the card is recognised by the identity read from it. Never sends a PIN anywhere else.
     func openEnrolledCard(_ binding: TokenBinding) throws(TokenFailure) -> any TokenApplication {
+        // A card the site revoked is refused before any reader is touched: no PIN can reach it.
+        if let revoked = revokedCards.reason(for: binding.serial) { throw TokenFailure(kind: .unavailable, reason: revoked) }
         let serial = binding.serial
         let lastReader = binding.reader
         let kind = binding.applicationKind
@@ -191,7 +197,12 @@ extension PINService {
 
     /// The card to bind or manage: the only usable one, the one the selection names, or the person's choice.
     func chooseCard(_ interaction: some Interaction) throws(ServiceError) -> CardProbe {
-        let probes = try probeCards().filter { $0.kind != nil && selection.accepts(serial: $0.serial) }
+        let present = try probeCards().filter { $0.kind != nil && selection.accepts(serial: $0.serial) }
+        // A revoked card is never bound, nor managed without a binding: only a named one says why.
+        let probes = present.filter { revokedCards.entry(for: $0.serial ?? "") == nil }
+        if probes.isEmpty, let revoked = present.lazy.compactMap({ revokedCards.reason(for: $0.serial ?? "") }).first {
+            throw .tokenUnavailable(revoked)
+        }
         let cards = selection.application.map { "\($0.displayName) card" } ?? "OpenPGP or PIV card"
         guard !probes.isEmpty else {
             if selection.serial != nil {
@@ -722,10 +733,12 @@ extension PINService {
             var status = TokenStatus(
                 readers: readers, matchingReader: matching?.name, cardPINTriesLeft: matching?.cardPINTriesLeft)
             status.describe(binding)
+            status.revoked = binding.flatMap { revokedCards.entry(for: $0.serial)?.source }
             return status
         } catch {
             var status = TokenStatus(readers: [], problem: error.message)
             status.describe(binding)
+            status.revoked = binding.flatMap { revokedCards.entry(for: $0.serial)?.source }
             return status
         }
     }

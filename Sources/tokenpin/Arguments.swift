@@ -98,6 +98,11 @@ enum Options {
         "--slot", valueName: "slot",
         help: "PIV: the slot whose key to bind (9d by default; 9a, 9c, 9e, 82-95), or to generate into.")
     static let admin = Option.flag("--admin", help: "Unblock with the admin PIN instead of the Reset Code.")
+    static let unenrolMethod = Option.value(
+        "--method", valueName: "method", allowedValues: ["pin", "token"],
+        help: "Verify with this type before the record goes (the same as verify's).")
+    static let unenrolYes = Option.flag(
+        "--yes", help: "Root with --user: remove the record without the typed confirmation.")
     static let iterations = Option.value("--iterations", valueName: "n", help: "Verifications to time (default 5).")
     static let token = Option.flag(
         "--token", help: "Time token verifies against the same APDUs sent bare (prompts: card PIN, admin PIN).")
@@ -157,7 +162,16 @@ extension Program {
             Subcommand("status", abstract: "Show enrolment, tries left, lock, delay and key derivation."),
             Subcommand(
                 "reset", abstract: "Set a new PIN with the recovery key and clear the lock.",
-                discussion: "Prompts: recovery key, new PIN, new PIN again. A wrong recovery key is counted."),
+                discussion: "Prompts: recovery key, new PIN, new PIN again. A wrong recovery key is counted.\n"
+                    + "Root with --user NAME (through tokenpind): new PIN, new PIN again, without the recovery key; "
+                    + "the record is made anew (a new recovery key, shown once; the token binding goes) and "
+                    + "tokenpind logs it."),
+            Subcommand(
+                "unenrol", aliases: ["unenroll"], abstract: "Remove the record: the PIN, the recovery key, the token.",
+                discussion: "Prompts: as verify (the PIN, or the card PIN); a wrong PIN counts and removes nothing.\n"
+                    + "Root with --user NAME (through tokenpind): no verification; the user's name typed to go "
+                    + "ahead, or --yes.",
+                options: [Options.unenrolMethod, Options.unenrolYes]),
             Subcommand(
                 "bench", abstract: "Measure the key derivation and the verify latency on this machine.",
                 options: [Options.iterations, Options.token]),

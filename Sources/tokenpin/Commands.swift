@@ -276,7 +276,8 @@ struct VerifyCommand: Command {
                 .usage, errorCode: "usage",
                 message:
                     "the token is enabled: without a terminal, verify needs --method pin|token to know what the line is",
-                hint: "echo \"$PIN\" | tokenpin verify --method pin --pin-stdin (or --method token for the card PIN)")
+                hint: "echo \"$PIN\" | " + context.hints.command(adding: ["--method", "pin", "--pin-stdin"])
+                    + " (or --method token for the card PIN)")
         }
         if let wanted = context.selection.serial, method != .pin,
             let bound = (try? context.backend.types())?.first(where: { $0.type == .token && $0.enabled })?.serial,
@@ -391,7 +392,7 @@ func tokenJSON(_ token: TokenStatus, enrolledSerial: String?) -> JSONValue {
         ("reader", .optional(token.matchingReader)), ("cardTriesLeft", .optional(token.cardPINTriesLeft)),
         ("application", .optional(token.application)), ("slot", .optional(token.slot)),
         ("algorithm", .optional(token.algorithm)),
-        ("problem", .optional(token.problem)),
+        ("problem", .optional(token.problem)), ("revoked", .optional(token.revoked)),
         ("readers", .array(token.readers.map { readerJSON($0, enrolledSerial: enrolledSerial) })),
     ])
 }
@@ -586,6 +587,12 @@ struct StatusCommand: Command {
                     "Type:       \(type.type.rawValue) \(type.enabled ? "enabled" : "disabled")\(type.serial.map { " (card \(cardLabel(serial: $0)))" } ?? "")"
                 )
             }
+            if let token = report.token, let source = token.revoked, let serial = enrolledSerialOf(report) {
+                say(
+                    "Token:      " + context.console.out.warning(
+                        "card \(cardLabel(serial: serial)) is revoked by this site (\(source)): no PIN is sent to it")
+                        + (report.fallback == .allow ? "; verify asks the PIN" : ""))
+            }
             if let token = report.token, let application = token.application.flatMap(TokenApplicationKind.init) {
                 let key =
                     application == .piv ? "PIV slot \(token.slot ?? "9d")" : "the OpenPGP decryption key"
@@ -624,6 +631,9 @@ struct StatusCommand: Command {
         return .success
     }
 }
+
+/// The serial of the card bound to the record a status describes.
+func enrolledSerialOf(_ report: StatusReport) -> String? { report.types.first { $0.type == .token }?.serial }
 
 /// `tokenpin import`: moves the local record into tokenpind's store (the daemon refuses to overwrite one).
 struct ImportCommand: Command {

@@ -20,9 +20,18 @@ struct Context {
     /// Whether `cards` is the in-process simulated card (`--reader sim`).
     var simulatedCard = false
 
+    /// The cards the site revoked (`/etc/tokenpin/revoked.d`), for local mode (tokenpind reads its own).
+    var revokedCards = RevokedCards()
+
     var service: PINService {
-        PINService(store: store, configuration: configuration, user: user, cards: cards, selection: selection)
+        var service = PINService(
+            store: store, configuration: configuration, user: user, cards: cards, selection: selection)
+        service.revokedCards = revokedCards
+        return service
     }
+
+    /// Suggested commands completed with the flags of this command line.
+    var hints: CommandLineHints { console.hints }
 
     /// Where operations run (`ModeSelection.decide`).
     var mode: Backend = .local(reason: nil)
@@ -52,7 +61,8 @@ struct Context {
             explicitFile: options.global.config)
         let out = Style.resolve(appearance: configuration.appearance, noColor: options.global.noColor, fd: 1)
         let err = Style.resolve(appearance: configuration.appearance, noColor: options.global.noColor, fd: 2)
-        let console = Console(json: options.global.json, quiet: options.global.quiet, out: out, err: err)
+        var console = Console(json: options.global.json, quiet: options.global.quiet, out: out, err: err)
+        console.hints = CommandLineHints(options)
         let store = RecordStore(
             directory: options.global.store ?? RecordStore.defaultDirectory(environment: environment))
         let user = options.global.user ?? currentUserName()
@@ -78,10 +88,16 @@ struct Context {
         } else {
             cards = PCSCReaders()
         }
-        return Context(
+        var context = Context(
             options: options, configuration: configuration, store: store,
             user: user, console: console, interaction: interaction,
             cards: cards, selection: selection, simulatedCard: readerOption == "sim", mode: mode)
+        if mode.isLocal {
+            let revoked = RevokedCards.load(directory: SystemRoot.path(RevokedCards.defaultDirectory))
+            context.revokedCards = revoked.list
+            for problem in revoked.problems { console.note("warning: \(problem); it revokes nothing") }
+        }
+        return context
     }
 
     /// The effective user's login name, or `uid<N>` when it has none.

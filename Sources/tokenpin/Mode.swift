@@ -135,4 +135,8 @@ struct UnreachableDaemon: PINOperations {
     func listReaders() throws(ServiceError) -> [ReaderInfo] { throw error }
     func changeCardPIN(_ interaction: some Interaction) throws(ServiceError) { throw error }
     func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError) { throw error }
+    func unenrol(_ interaction: some Interaction, method: VerificationMethod?, administrator: Bool)
+        throws(ServiceError) -> VerifyReport
+    { throw error }
+    func administratorReset(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult { throw error }
 }

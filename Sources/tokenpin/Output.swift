@@ -17,17 +17,19 @@ struct Console {
     var quiet: Bool
     var out: Style
     var err: Style
+    /// Completes every suggested `tokenpin …` command with the flags of the command that was run.
+    var hints = CommandLineHints()
 
     /// Writes a line to standard output (human mode, not quiet).
     func say(_ text: String) {
         guard !json, !quiet else { return }
-        Self.write(1, text + "\n")
+        Self.write(1, hints.rewrite(text) + "\n")
     }
 
     /// Writes a line to standard error (human mode).
     func note(_ text: String) {
         guard !json else { return }
-        Self.write(2, text + "\n")
+        Self.write(2, hints.rewrite(text) + "\n")
     }
 
     /// Prints the command's JSON object.
@@ -41,6 +43,8 @@ struct Console {
         _ code: ExitCode, errorCode: String, message: String, hint: String? = nil,
         extra: [(String, JSONValue)] = []
     ) -> ExitCode {
+        let message = hints.rewrite(message)
+        let hint = hint.map(hints.rewrite)
         if json {
             var object: [(String, JSONValue)] = [("ok", .bool(false))]
             object += extra

@@ -22,7 +22,10 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
     case "change":
         return ChangeCommand()
     case "reset":
+        if parsed.global.user != nil && CurrentProcess.effectiveUserID == 0 { return AdministratorResetCommand() }
         return ResetCommand()
+    case "unenrol":
+        return UnenrolCommand(method: method(Options.unenrolMethod), assumeYes: values.isSet(Options.unenrolYes))
     case "types":
         return TypesCommand()
     case "status":

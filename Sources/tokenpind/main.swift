@@ -25,6 +25,9 @@ enum Options {
         "--reader", valueName: "reader", allowedValues: ["sim"],
         help: "Use the simulated card (state in DIR/sim-card.json) instead of PC/SC readers;\n"
             + "choose PC/SC readers with the `reader` setting.")
+    static let revokedDirectory = Option.value(
+        "--revoked-dir", valueName: "dir",
+        help: "Read the revoked cards from DIR instead of /etc/tokenpin/revoked.d (read again on SIGHUP).")
     static let debug = Option.flag("--debug", help: "Log requests at debug level (never a secret).")
     static let noReaders = Option.flag(
         "--no-readers", help: "Do not watch PC/SC readers and cards (no reader events for watchers).")
@@ -34,7 +37,7 @@ enum Options {
     static let program = Program(
         "tokenpind",
         overview: "The tokenpin daemon: keeps PIN records root-owned and serves tokenpin, pam_tokenpin and watchers.",
-        options: [socket, stateDirectory, config, reader, debug, noReaders, help, version],
+        options: [socket, stateDirectory, config, revokedDirectory, reader, debug, noReaders, help, version],
         sections: [
             HelpSection(
                 "SIGNALS",
@@ -71,6 +74,7 @@ var options = DaemonOptions()
 if let socket = parsed.value(Options.socket) { options.socketPath = socket }
 if let directory = parsed.value(Options.stateDirectory) { options.stateDirectory = directory }
 if let config = parsed.value(Options.config) { options.configFile = config }
+if let directory = parsed.value(Options.revokedDirectory) { options.revokedDirectory = directory }
 let level: Logger.Level = parsed.isSet(Options.debug) ? .debug : .info
 let simulatedCard = parsed.value(Options.reader) == "sim"
 

@@ -45,4 +45,21 @@ check "root reads alice's status" [ "$(client --user "$ALICE" status | json_fiel
 expect_code "root verifies for bob" 0 client --user "$BOB" verify <<<739154
 check "bob's counter restored by root's verification" [ "$(as_bob status | json_field remaining)" = 5 ]
 check "alice's counter untouched" [ "$(as_alice status | json_field remaining)" = 4 ]
+
+# Issue 25: only root acts as the administrator; a user unenrols only after their own PIN.
+raw_as_bob() {  # raw_as_bob JSON: one request line from bob's uid, the daemon's last line printed
+    setpriv --reuid="$(id -u "$BOB")" --regid="$(id -g "$BOB")" --clear-groups -- /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode() + b"\n")
+print(s.makefile().readline().strip())' "$SOCKET" "$1"
+}
+REPLY_RESET=$(raw_as_bob '{"v":2,"type":"request","op":"reset","admin":true}')
+check "bob's reset with admin: permission-denied ($REPLY_RESET)" grep -q '"code":"permission-denied"' <<<"$REPLY_RESET"
+REPLY_UNENROL=$(raw_as_bob '{"v":2,"type":"request","op":"unenrol","admin":true}')
+check "bob's unenrol with admin: permission-denied ($REPLY_UNENROL)" grep -q '"code":"permission-denied"' <<<"$REPLY_UNENROL"
+expect_code "bob's unenrol with a wrong PIN removes nothing (1)" 1 as_bob unenrol <<<000000
+check "... bob's record is there" [ -f "$STATE/$BOB.json" ]
+expect_code "bob unenrols with his PIN" 0 as_bob unenrol <<<739154
+check "... bob's record is gone, alice's stays" bash -c "[ ! -e '$STATE/$BOB.json' ] && [ -f '$STATE/$ALICE.json' ]"
+expect_code "alice cannot unenrol bob (77)" 77 as_alice --user "$BOB" unenrol <<<739154
 finish

@@ -15,7 +15,7 @@ final class TestDaemon {
     /// tokenpind serves root and other users; these tests run it as the user running them, which must be root.
     static var isAvailable: Bool { geteuid() == 0 && FileManager.default.isExecutableFile(atPath: binary) }
 
-    init(_ cli: CLI, config: String = "") throws {
+    init(_ cli: CLI, config: String = "", arguments: [String] = []) throws {
         socket = cli.directory + "/daemon.sock"
         state = cli.directory + "/daemon-state"
         let configFile = cli.directory + "/daemon.conf"
@@ -25,7 +25,7 @@ final class TestDaemon {
         process.arguments = [
             "--socket", socket, "--state-dir", state, "--config", configFile, "--reader", "sim",
             "--no-readers",
-        ]
+        ] + arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

@@ -1,0 +1,103 @@
+import FoundationEssentials
+import TokenpinCore
+
+/// Card identities a site refuses, from `/etc/tokenpin/revoked.d/*`: a lost badge, stopped on every workstation by
+/// the site's configuration management without touching a record. No PIN is sent to a revoked card, none is bound,
+/// and `status` says so.
+///
+/// One identity a line, `#` starts a comment: an OpenPGP card as `readers` shows it (12 hex digits, colons and
+/// blanks allowed: `FFFE:0000AAAA`; 8 hex digits alone revoke that serial of every manufacturer), or a PIV identity
+/// (`piv-guid:…`, `piv-serial:…`, `piv-key:…`).
+public struct RevokedCards: Sendable, Equatable {
+    /// One revoked identity and where it was listed.
+    public struct Entry: Sendable, Equatable {
+        /// The identity, normalised: 12 or 8 upper-case hex digits, or a lower-case PIV identity.
+        public var identity: String
+        /// The file that lists it.
+        public var file: String
+        /// The 1-based line.
+        public var line: Int
+
+        /// `FILE:LINE`, for messages.
+        public var source: String { "\(file):\(line)" }
+    }
+
+    /// Every identity listed.
+    public var entries: [Entry]
+
+    /// A list; empty by default (nothing revoked).
+    public init(entries: [Entry] = []) { self.entries = entries }
+
+    /// The site's directory of revocation lists.
+    public static let defaultDirectory = "/etc/tokenpin/revoked.d"
+
+    /// The entries of `text` (`file` names it in messages), and a sentence for each line that is not an identity
+    /// (such a line revokes nothing; the rest of the file still counts).
+    public static func parse(text: String, file: String) -> (entries: [Entry], problems: [String]) {
+        var entries: [Entry] = []
+        var problems: [String] = []
+        for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            var line = Substring(raw)
+            if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
+            let trimmed = line.trimmingBlanks()
+            if trimmed.isEmpty { continue }
+            guard let identity = normalise(trimmed) else {
+                problems.append("\(file):\(index + 1): `\(trimmed.prefix(80))` is not a card identity")
+                continue
+            }
+            entries.append(Entry(identity: identity, file: file, line: index + 1))
+        }
+        return (entries, problems)
+    }
+
+    /// Reads every file in `directory` (not those whose name starts with a dot), in name order; a directory that
+    /// does not exist revokes nothing. The problems name each file or line that could not be read.
+    public static func load(directory: String = defaultDirectory) -> (list: RevokedCards, problems: [String]) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+            return (RevokedCards(), [])
+        }
+        var list = RevokedCards()
+        var problems: [String] = []
+        for name in names.sorted() where !name.hasPrefix(".") {
+            let path = directory + "/" + name
+            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8)
+            else {
+                problems.append("\(path): cannot read the file")
+                continue
+            }
+            let parsed = parse(text: text, file: path)
+            list.entries += parsed.entries
+            problems += parsed.problems
+        }
+        return (list, problems)
+    }
+
+    /// The entry that revokes the card with `identity` (as a binding records it), or nil.
+    public func entry(for identity: String) -> Entry? {
+        guard let wanted = Self.normalise(identity) else { return nil }
+        return entries.first { entry in
+            entry.identity == wanted || (entry.identity.count == 8 && wanted.count == 12 && wanted.hasSuffix(entry.identity))
+        }
+    }
+
+    /// The identity in its one spelling, or nil when `text` is none.
+    static func normalise(_ text: some StringProtocol) -> String? {
+        let lowered = text.lowercased()
+        for (prefix, lengths, isDigit) in [
+            ("piv-guid:", 32...32, \Character.isHexDigit), ("piv-serial:", 1...10, \Character.isWholeNumber),
+            ("piv-key:", 16...16, \Character.isHexDigit),
+        ] where lowered.hasPrefix(prefix) {
+            let rest = lowered.dropFirst(prefix.count)
+            return lengths.contains(rest.count) && rest.allSatisfy({ $0.isASCII && $0[keyPath: isDigit] }) ? lowered : nil
+        }
+        let digits = String(text.filter { $0 != ":" && $0 != " " && $0 != "\t" }).uppercased()
+        guard [8, 12].contains(digits.count), digits.allSatisfy({ $0.isHexDigit }) else { return nil }
+        return digits
+    }
+
+    /// Why a card is refused, for messages: names the card and the list that revokes it.
+    public func reason(for identity: String) -> String? {
+        guard let entry = entry(for: identity) else { return nil }
+        return "card \(cardLabel(serial: identity)) is revoked by this site (\(entry.source)); no PIN is sent to it"
+    }
+}

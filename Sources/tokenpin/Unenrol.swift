@@ -1,0 +1,107 @@
+import TokenpinCore
+import TokenpinProtocol
+import TokenpinService
+import TokenpinSystem
+
+/// Whether this command acts as the administrator: root naming a user with `--user` (through tokenpind).
+func actsAsAdministrator(_ context: Context) -> Bool {
+    context.options.global.user != nil && CurrentProcess.effectiveUserID == 0
+}
+
+/// `tokenpin unenrol [--method pin|token] [--yes]`: removes the record, after a verification; root with
+/// `--user NAME` removes it after a typed confirmation instead.
+struct UnenrolCommand: Command {
+    var method: VerificationMethod?
+    var assumeYes = false
+
+    func run(_ context: Context) -> ExitCode {
+        let administrator = actsAsAdministrator(context)
+        let status: StatusReport
+        do {
+            status = try context.backend.status()
+        } catch {
+            return context.fail(error)
+        }
+        guard status.enrolled else { return context.fail(.notEnrolled(user: context.user, path: status.recordPath)) }
+        let card = status.types.first { $0.type == .token && $0.enabled }?.serial
+        var removed = ["pin", "recovery"]
+        var what = "the PIN and the recovery key"
+        if let card {
+            removed.append("token")
+            what = "the PIN, the recovery key and the token binding (card \(cardLabel(serial: card)))"
+        }
+        let sentence = "\(what) of \(context.user) (\(status.recordPath))"
+        if administrator && !assumeYes {
+            do {
+                let question =
+                    "This removes \(sentence); \(context.user) then logs in with a password only, "
+                    + "until a new `tokenpin enrol`."
+                guard try context.interaction.confirmTyped(question, word: context.user) else {
+                    return context.fail(.cancelled)
+                }
+            } catch {
+                return context.fail(error)
+            }
+        }
+        if !administrator, method == nil, card != nil, !context.interaction.asksOnTerminal {
+            // As for verify: a script's line must never reach the card as its card PIN by a guess.
+            return context.console.fail(
+                .usage, errorCode: "usage",
+                message: "the token is enabled: without a terminal, unenrol needs --method pin|token to know what "
+                    + "the line is",
+                hint: context.hints.command(adding: ["--method", "pin"]))
+        }
+        do {
+            let report = try context.backend.unenrol(
+                context.interaction, method: method, administrator: administrator)
+            if case .locked = report.outcome, context.mode.isLocal {
+                context.console.note(
+                    "The record is locked: `tokenpin reset` with the recovery key unlocks it; without the key, the "
+                        + "record is yours in local mode: remove \(status.recordPath) to start over.")
+            }
+            return context.finish(
+                report,
+                success: "Removed \(sentence). To use tokenpin again: `tokenpin enrol`.",
+                event: .unenrolled,
+                extra: [
+                    ("user", .string(context.user)), ("record", .string(status.recordPath)),
+                    ("removed", .array(removed.map(JSONValue.string))),
+                ])
+        } catch {
+            return context.fail(error)
+        }
+    }
+}
+
+/// `tokenpin --user NAME reset` as root: a new PIN without the recovery key. Nothing of the old record opens the
+/// vault key, so it is a new record with a new recovery key (shown once, for the user) and no token binding.
+struct AdministratorResetCommand: Command {
+    func run(_ context: Context) -> ExitCode {
+        let before = try? context.backend.status()
+        let result: EnrolmentResult
+        do {
+            result = try context.backend.administratorReset(context.interaction)
+        } catch {
+            return context.fail(error)
+        }
+        let hadToken = before?.types.contains { $0.type == .token && $0.enabled } ?? false
+        if context.console.json {
+            EnrolCommand(recoveryKeyFile: nil).showRecoveryKey(result.recoveryKeyText, fd: 2, context: context)
+        } else {
+            Console.write(
+                1,
+                "New PIN set for \(context.user) without the recovery key (logged by tokenpind). The old recovery "
+                    + "key\(hadToken ? " and the token binding" : "") no longer open anything"
+                    + (hadToken ? " (bind the card again: `tokenpin toggle token on`)" : "") + ".\n"
+                    + "Give \(context.user) the new recovery key.\n")
+            EnrolCommand(recoveryKeyFile: nil).showRecoveryKey(result.recoveryKeyText, fd: 1, context: context)
+        }
+        context.console.emit([
+            ("ok", .bool(true)), ("event", .string("reset")), ("method", .string("administrator")),
+            ("user", .string(context.user)), ("recoveryKeyShownOn", .string(context.console.json ? "stderr" : "stdout")),
+            ("kdf", kdfJSON(result.kdf)), ("record", .string(result.recordPath)),
+            ("removed", .array(hadToken ? [.string("token")] : [])),
+        ])
+        return .success
+    }
+}
