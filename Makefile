@@ -142,7 +142,7 @@ bench: bench-deps test-deps build pam
 INSTALL_INPUTS = $(RELEASE_DIR)/tokenpin $(RELEASE_DIR)/tokenpind .build/pam/pam_tokenpin.so $(addprefix .build/man/,$(MAN_PAGES))
 
 install: install-check install-daemon install-pam install-units install-udev install-man install-completions
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/tokenpin $(DESTDIR)/etc/tokenpin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/tokenpin $(DESTDIR)/etc/tokenpin $(DESTDIR)/etc/tokenpin/revoked.d
 	install -m 0755 $(RELEASE_DIR)/tokenpin $(DESTDIR)$(PREFIX)/bin/tokenpin
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/tokenpin/
 	install -m 0644 config/tokenpin.conf.example $(DESTDIR)$(PREFIX)/share/doc/tokenpin/tokenpin.conf.example

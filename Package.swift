@@ -111,7 +111,17 @@ let package = Package(
             dependencies: [
                 "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinReaders", "TokenpinSimulator",
                 "TokenpinProtocol",
-                "TokenpinArguments", "TokenpinSystem", "TokenpinOpenPGP",
+                "TokenpinArguments", "TokenpinSystem", "TokenpinOpenPGP", "TokenpinDoctor",
+            ],
+            swiftSettings: strictSettings
+        ),
+        // `tokenpin doctor`'s checks: pcscd and who holds each card, tokenpind, the PAM stacks that load the module
+        // (read and run as libpam would), the configuration files, the record, polkit and udev.
+        .target(
+            name: "TokenpinDoctor",
+            dependencies: [
+                "TokenpinReaders", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinArguments",
+                "CTokenpinShims",
             ],
             swiftSettings: strictSettings
         ),
@@ -158,6 +168,11 @@ let package = Package(
         .testTarget(
             name: "TokenpinArgumentsTests",
             dependencies: ["TokenpinArguments"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenpinDoctorTests",
+            dependencies: ["TokenpinDoctor", "TokenpinCore", "TokenpinService", "TokenpinTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

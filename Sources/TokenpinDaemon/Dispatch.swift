@@ -170,11 +170,24 @@ extension Daemon {
         case .readers:
             let readers = try service.listReaders()
             return Reply(.result(exitCode: 0, fields: [JSONMember("readers", .array(readers.map(\.protocolValue)))]))
-        case .cardChangePIN:
-            try service.changeCardPIN(relay)
-            return Reply(.result(exitCode: 0, fields: []))
-        case .cardUnblock:
-            try service.unblockCardPIN(relay, admin: request.admin ?? false)
+        case .cardChangePIN, .cardUnblock:
+            // A card PIN that is changed, or refused, is an event and a log line like the PIN's own outcomes.
+            let changing = request.operation == .cardChangePIN
+            do {
+                if changing {
+                    try service.changeCardPIN(relay)
+                } else {
+                    try service.unblockCardPIN(relay, admin: request.admin ?? false)
+                }
+            } catch {
+                if case .cancelled = error { throw error }
+                logger.warning(
+                    changing ? "card PIN not changed" : "card PIN not unblocked", [("user", user), ("reason", error.message)])
+                hub.publish(user: user, name: "cardPINFailed", fields: [JSONMember("reason", .text(error.message))])
+                throw error
+            }
+            logger.info(changing ? "card PIN changed" : "card PIN unblocked", [("user", user)])
+            hub.publish(user: user, name: changing ? "cardPINChanged" : "cardPINUnblocked", fields: [])
             return Reply(.result(exitCode: 0, fields: []))
         case .unenrol:
             if request.admin == true, !peer.isRoot {
@@ -204,6 +217,15 @@ extension Daemon {
         hub.publish(user: user, name: event.name, fields: fields)
         if case .verified(let method) = report.outcome, method == .token || method == .both, let card = report.card {
             cardRemoval.tokenVerified(user: user, serial: card.serial, reader: card.reader)
+        }
+        if case .verified(let method) = report.outcome {
+            switch success {
+            case .changed?: logger.info("PIN changed", [("user", user)])
+            case .reset?: logger.warning("PIN reset with the recovery key; the lock is cleared", [("user", user)])
+            case .typeChanged(_, let enabled)?:
+                logger.info(enabled ? "token switched on" : "token switched off", [("user", user), ("method", method.rawValue)])
+            default: break
+            }
         }
         if let counter = report.counter, counter.isLocked, report.outcome != .locked {
             hub.publish(user: user, name: "locked", fields: [])

@@ -87,10 +87,20 @@ final class RelayInteraction: Interaction {
         }
     }
 
-    /// The daemon never asks to choose among cards: the client names one with `--reader` or `--serial`.
+    /// Several cards and none named: the choice goes to the client, which asks as local mode does (a script, which
+    /// cannot, answers `cancel` after saying to name one with `--reader` or `--serial`).
     func choose(_ question: String, options: [String]) throws(ServiceError) -> Int {
-        throw .usage(
-            "several cards are present (\(options.joined(separator: "; "))); choose one with --reader or --serial")
+        let offered = Array(options.prefix(ProtocolLimits.maximumChoices))
+        try send(ServerMessage.choice(question, options: offered))
+        switch try nextMessage() {
+        case .choice(let index) where offered.indices.contains(index):
+            return index
+        case .cancel:
+            throw .cancelled
+        default:
+            failure = ProtocolError(.unexpected, "expected the index of one of the options")
+            throw .cancelled
+        }
     }
 
     func confirm(_ question: String) throws(ServiceError) -> Bool {
@@ -118,6 +128,14 @@ final class RelayInteraction: Interaction {
     func report(_ event: Event) {
         try? send(ServerMessage.event(name: event.name, fields: event.protocolFields))
         daemon.hub.publish(user: user, name: event.name, fields: event.protocolFields)
+        if case .tokenFailed(let reason, let fallback, let tries) = event {
+            // A card PIN the card refused counts on the card: the site's log must show it.
+            daemon.logger.warning(
+                "token not used", [
+                    ("user", user), ("reason", reason), ("fallback", fallback ? "pin" : "none"),
+                    ("card.triesLeft", tries.map(String.init) ?? "unknown"),
+                ])
+        }
     }
 }
 

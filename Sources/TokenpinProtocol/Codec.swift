@@ -430,7 +430,8 @@ extension ServiceError {
             fields = [JSONMember("cryptoCode", .text(error.code.rawValue)), JSONMember("detail", .text(error.detail))]
         case .malformedRecoveryKey(let detail), .tokenUnavailable(let detail), .serviceUnavailable(let detail),
             .input(let detail), .configuration(let detail), .cardRefused(let detail), .permissionDenied(let detail),
-            .usage(let detail), .busy(let detail), .passwordRejected(let detail), .notAPIN(let detail):
+            .usage(let detail), .busy(let detail), .passwordRejected(let detail), .notAPIN(let detail),
+            .cardPINRefused(let detail), .cardHeldElsewhere(let detail):
             fields = [JSONMember("detail", .text(detail))]
         case .tokenAlreadyEnabled(let serial): fields = [JSONMember("serial", .text(serial))]
         case .cancelled, .pinAlwaysEnabled, .tokenNotEnabled: fields = []
@@ -474,6 +475,7 @@ extension ServiceError {
         case "busy": self = .busy(detail)
         case "password-rejected": self = .passwordRejected(detail)
         case "not-a-pin": self = .notAPIN(detail)
+        case "card-pin-policy": self = .cardPINRefused(detail)
         default:
             if code.hasPrefix("store-"), let storeCode = StoreError.Code(rawValue: String(code.dropFirst(6))) {
                 self = .store(StoreError(storeCode, path: path, detail))

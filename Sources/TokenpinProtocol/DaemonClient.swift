@@ -259,7 +259,7 @@ public struct DaemonClient: Sendable {
                     if !handler(event) { return }
                 case .error(let code, let message, _, let fields):
                     throw ServiceError(protocolCode: code, message: message, fields: fields)
-                case .result, .prompt, .question:
+                case .result, .prompt, .question, .choice:
                     continue
                 }
             }
@@ -328,6 +328,13 @@ public struct DaemonClient: Sendable {
                         continue
                     }
                     try channel.sendSecret(prompt: name, secret)
+                case .choice(let text, let options):
+                    do {
+                        try channel.send(ClientMessage.choice(try interaction.choose(text, options: options)))
+                    } catch let error as ServiceError {
+                        localFailure = localFailure ?? error
+                        try channel.send(ClientMessage.cancel)
+                    }
                 case .question(let text, nil):
                     let answer = (try? interaction.confirm(text)) ?? false
                     try channel.send(ClientMessage.confirm(answer))

@@ -89,6 +89,8 @@ public enum ClientMessage: Sendable, Equatable {
     case secret(prompt: String, value: [UInt8])
     /// The answer to a `question`.
     case confirm(Bool)
+    /// The answer to a `choice`: the index of the option chosen.
+    case choice(Int)
     /// Stop the operation at the current prompt.
     case cancel
 }
@@ -100,6 +102,9 @@ public enum ServerMessage: Sendable, Equatable {
     /// Asks a yes/no question; with `typed`, the answer is yes only when the person typed that word (a key
     /// about to be replaced on a card).
     case question(String, typed: String? = nil)
+    /// Asks the person to pick one of `options` (several cards and none named): the client lists them and answers
+    /// with the index, as local mode asks on the terminal; a client that cannot ask answers `cancel`.
+    case choice(String, options: [String])
     /// Something happened (flat fields: `event` plus data).
     case event(name: String, fields: [JSONMember])
     /// The final answer: `exitCode` from the exit-code table plus the operation's fields.
@@ -204,6 +209,9 @@ extension ClientMessage {
         case "confirm":
             try fields.allow(["v", "type", "answer"])
             return .confirm(try fields.bool("answer"))
+        case "choice":
+            try fields.allow(["v", "type", "index"])
+            return .choice(try fields.int("index", in: 0...(ProtocolLimits.maximumChoices - 1)))
         case "cancel":
             try fields.allow(["v", "type"])
             return .cancel
@@ -236,6 +244,17 @@ extension ServerMessage {
                 triesLeft: try fields.optionalInt("remaining", formerly: "triesLeft", in: ProtocolRanges.tries))
         case "question":
             return .question(try fields.string("text"), typed: try fields.optionalString("typed"))
+        case "choice":
+            guard case .array(let items) = fields["options"] ?? .null, (1...ProtocolLimits.maximumChoices).contains(items.count)
+            else {
+                throw ProtocolError(.badField, "`options` must be 1 to \(ProtocolLimits.maximumChoices) strings")
+            }
+            var options: [String] = []
+            for item in items {
+                guard let text = item.stringValue else { throw ProtocolError(.badField, "`options` must be strings") }
+                options.append(text)
+            }
+            return .choice(try fields.string("text"), options: options)
         case "event":
             return .event(name: try fields.string("event"), fields: rest.filter { $0.key != "event" })
         case "result":
@@ -352,6 +371,9 @@ extension ClientMessage {
         case .confirm(let answer):
             members.append(JSONMember("type", .text("confirm")))
             members.append(JSONMember("answer", .bool(answer)))
+        case .choice(let index):
+            members.append(JSONMember("type", .text("choice")))
+            members.append(JSONMember("index", .int(index)))
         case .cancel:
             members.append(JSONMember("type", .text("cancel")))
         }
@@ -389,6 +411,11 @@ extension ServerMessage {
         case .question(let text, let typed):
             members += [JSONMember("type", .text("question")), JSONMember("text", .text(text))]
             if let typed { members.append(JSONMember("typed", .text(typed))) }
+        case .choice(let text, let options):
+            members += [
+                JSONMember("type", .text("choice")), JSONMember("text", .text(text)),
+                JSONMember("options", .array(options.map(JSONValue.text))),
+            ]
         case .event(let name, let fields):
             members += [JSONMember("type", .text("event")), JSONMember("event", .text(name))] + fields
         case .result(let exitCode, let fields):

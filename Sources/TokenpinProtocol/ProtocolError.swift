@@ -61,4 +61,6 @@ public enum ProtocolLimits {
     public static let maximumLineLength = 65_536
     /// The longest record `import` accepts, before base64 (48 KiB).
     public static let maximumImportBytes = 49_152
+    /// The most options a `choice` offers (cards present at once).
+    public static let maximumChoices = 64
 }

@@ -28,6 +28,8 @@ public struct PCSCReaders: CardReaders {
         do {
             return try PCSCCardConnection(reader: reader)
         } catch {
+            // Who holds it, said the same way wherever tokenpin meets it (verify, PAM through tokenpind, doctor).
+            if error == .sharingViolation { throw .cardHeldElsewhere(CardHolders.diagnosis(reader: reader)) }
             throw Self.serviceError(error)
         }
     }

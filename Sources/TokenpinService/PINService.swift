@@ -224,6 +224,7 @@ public struct PINService: Sendable {
             }
             guard let vaultKey = opened else {
                 logger.info("wrong PIN", [("user", user), ("pin.remaining", String(record.counter.remaining))])
+                if record.counter.isLocked { logger.warning("PIN locked: no tries left until a reset", [("user", user)]) }
                 let outcome: VerifyOutcome =
                     record.counter.isLocked
                     ? .locked : .rejected(remaining: record.counter.remaining, lastTry: record.counter.remaining == 1)

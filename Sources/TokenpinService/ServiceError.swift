@@ -46,6 +46,10 @@ public enum ServiceError: Error, Sendable, Equatable {
     /// What was typed at a PIN prompt cannot be the PIN under the policy (`what`: the shape a PIN has here, "6 to
     /// 32 digits"): a password, a paste. It was not tried and nothing was counted.
     case notAPIN(String)
+    /// A new card PIN the card cannot take (its length), said with what it takes; nothing reached the card.
+    case cardPINRefused(String)
+    /// Another program holds the card exclusively (`why` names it and what to do): the token is unavailable.
+    case cardHeldElsewhere(String)
 
     /// A sentence for the user.
     public var message: String {
@@ -75,6 +79,8 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .passwordRejected(let why): why
         case .notAPIN(let shape):
             "what was typed cannot be the PIN (a PIN here is \(shape)), so it was not tried; nothing was counted"
+        case .cardPINRefused(let why): "new card PIN refused: \(why)"
+        case .cardHeldElsewhere(let why): "token unavailable: \(why)"
         }
     }
 
@@ -101,6 +107,8 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .busy: "busy"
         case .passwordRejected: "password-rejected"
         case .notAPIN: "not-a-pin"
+        case .cardPINRefused: "card-pin-policy"
+        case .cardHeldElsewhere: "token-unavailable"
         }
     }
 }
@@ -183,6 +191,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .busy: self = .serviceUnavailable
         case .passwordRejected: self = .notVerified
         case .notAPIN: self = .notVerified
+        case .cardPINRefused: self = .policy
+        case .cardHeldElsewhere: self = .tokenUnavailable
         }
     }
 }

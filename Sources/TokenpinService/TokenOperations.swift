@@ -60,6 +60,8 @@ struct TokenFailure: Error {
     var reason: String
     /// The card PIN's tries left as the card reported them, when it was asked (nil: the card was not reached).
     var cardTriesLeft: Int? = nil
+    /// Another program holds the card exclusively: tokenpin could not look at it, and says who holds it.
+    var heldElsewhere = false
 
     var serviceError: ServiceError {
         switch kind {
@@ -115,6 +117,10 @@ extension PINService {
             connection = try readers().open(reader)
         } catch {
             if case .serviceUnavailable(let why) = error { throw TokenFailure(kind: .service, reason: why) }
+            if case .tokenUnavailable(let why) = error { throw TokenFailure(kind: .unavailable, reason: why) }
+            if case .cardHeldElsewhere(let why) = error {
+                throw TokenFailure(kind: .unavailable, reason: why, heldElsewhere: true)
+            }
             throw TokenFailure(kind: .unavailable, reason: error.message)
         }
         for kind in kinds {
@@ -166,9 +172,19 @@ extension PINService {
         let serial = binding.serial
         let lastReader = binding.reader
         let kind = binding.applicationKind
-        if let lastReader, selection.accepts(reader: lastReader),
-            let card = try? openCard(reader: lastReader, kind: kind)
-        {
+        // A reader whose card another program holds exclusively could not be looked at: the card may be that one,
+        // and the person must hear who holds it, not that it is nowhere.
+        var unreadable: [String] = []
+        func look(in reader: String) throws(TokenFailure) -> (any TokenApplication)? {
+            do {
+                return try openCard(reader: reader, kind: kind)
+            } catch {
+                if error.kind == .service { throw error }
+                if error.heldElsewhere { unreadable.append(error.reason) }
+                return nil
+            }
+        }
+        if let lastReader, selection.accepts(reader: lastReader), let card = try look(in: lastReader) {
             if card.identity == serial { return card }
             card.close()
         }
@@ -184,9 +200,13 @@ extension PINService {
         }
         if presences.isEmpty { throw TokenFailure(kind: .unavailable, reason: "no card reader is connected") }
         for reader in candidates {
-            guard let card = try? openCard(reader: reader.name, kind: kind) else { continue }
+            guard let card = try look(in: reader.name) else { continue }
             if card.identity == serial { return card }
             card.close()
+        }
+        if let why = unreadable.first {
+            throw TokenFailure(
+                kind: .unavailable, reason: "card \(cardLabel(serial: serial)) could not be looked for: " + why)
         }
         let othersPresent = presences.contains { $0.cardPresent && selection.accepts(reader: $0.name) }
         throw TokenFailure(
@@ -769,10 +789,14 @@ extension PINService {
     /// Reads a new card PIN twice and checks its length against the card's limits (6 up to PW1's maximum).
     func readNewCardPIN(_ interaction: some Interaction, maximum: Int) throws -> SecretBytes {
         let new = try interaction.readSecret(.newCardPIN)
+        // The length is checked before the confirmation is asked, and the refusal says what the card takes.
+        let most = max(6, maximum)
+        guard (6...most).contains(new.count) else {
+            throw ServiceError.cardPINRefused(
+                "a card PIN has 6 to \(most) characters on this card, not \(new.count); nothing was changed")
+        }
         let again = try interaction.readSecret(.confirmCardPIN)
         guard new.isEqual(to: again) else { throw ServiceError.policyViolation(.mismatch) }
-        guard new.count >= 6 else { throw ServiceError.policyViolation(.minLength) }
-        guard new.count <= max(6, maximum) else { throw ServiceError.policyViolation(.maxLength) }
         return new
     }
 

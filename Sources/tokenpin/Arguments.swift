@@ -177,6 +177,12 @@ extension Program {
                 options: [Options.iterations, Options.token]),
             Subcommand("demo", abstract: "Walk through every flow in a temporary store, narrating each step."),
             Subcommand(
+                "doctor", abstract: "Check this machine's tokenpin: cards, tokenpind, PAM, configuration, record.",
+                discussion: "pcscd and who holds each card; tokenpind and how it runs; every PAM stack that loads "
+                    + "pam_tokenpin (would it fail open, or lock out root or the users without a record?); the "
+                    + "configuration files and which set each value; the record; polkit; udev.\n"
+                    + "The exit code is the worst finding's. It works with a broken configuration."),
+            Subcommand(
                 "import", abstract: "Move the local record into tokenpind's store.",
                 discussion: "The daemon refuses to overwrite a record it has; the local copy is removed after the move."
             ),

@@ -56,13 +56,16 @@ struct Context {
     /// Builds the context: loads the configuration, picks the store and the user.
     static func make(_ options: ParsedCommandLine, mode: Backend) throws(ConfigError) -> Context {
         let environment = ProcessInfo.processInfo.environment
-        let configuration = try Configuration.load(
-            files: Configuration.standardFiles(environment: environment),
-            explicitFile: options.global.config)
+        let (configuration, skipped) = try loadConfiguration(options, environment: environment)
         let out = Style.resolve(appearance: configuration.appearance, noColor: options.global.noColor, fd: 1)
         let err = Style.resolve(appearance: configuration.appearance, noColor: options.global.noColor, fd: 2)
         var console = Console(json: options.global.json, quiet: options.global.quiet, out: out, err: err)
         console.hints = CommandLineHints(options)
+        for error in skipped {
+            console.note(
+                err.warning("warning: ") + "\(error.description); that file is skipped here, and tokenpind keeps the "
+                    + "settings it read before (run `tokenpin doctor`)")
+        }
         let store = RecordStore(
             directory: options.global.store ?? RecordStore.defaultDirectory(environment: environment))
         let user = options.global.user ?? currentUserName()
@@ -98,6 +101,30 @@ struct Context {
             for problem in revoked.problems { console.note("warning: \(problem); it revokes nothing") }
         }
         return context
+    }
+
+    /// Commands that change nothing: a broken system file is a warning for them, not the end (the daemon keeps
+    /// serving with the settings it had, and these commands still say what is there).
+    static let readOnlyCommands: Set<String> = ["status", "types", "readers", "watch"]
+
+    /// The configuration, and the broken system files (`/etc/tokenpin`) left out for a read-only command.
+    static func loadConfiguration(_ options: ParsedCommandLine, environment: [String: String]) throws(ConfigError)
+        -> (Configuration, [ConfigError])
+    {
+        let system = SystemRoot.path("/etc/tokenpin")
+        var files = Configuration.standardFiles(environment: environment, systemDirectory: system)
+        var skipped: [ConfigError] = []
+        while true {
+            do {
+                return (try Configuration.load(files: files, explicitFile: options.global.config), skipped)
+            } catch {
+                guard readOnlyCommands.contains(options.command ?? ""), error.file.hasPrefix(system + "/"),
+                    files.contains(error.file)
+                else { throw error }
+                skipped.append(error)
+                files.removeAll { $0 == error.file }
+            }
+        }
     }
 
     /// The effective user's login name, or `uid<N>` when it has none.

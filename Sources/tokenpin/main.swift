@@ -87,6 +87,8 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
         return BenchCommand(iterations: iterations, token: values.isSet(Options.token))
     case "demo":
         return DemoCommand()
+    case "doctor":
+        return DoctorCommand()
     case "help":
         return HelpCommand(topic: arguments.first)
     case "completions":
@@ -205,6 +207,8 @@ func runMain() -> ExitCode {
         return console.fail(
             .usage, errorCode: "usage", message: error.message, hint: "usage: \(Help.usage(error.command)); see 'tokenpin help'")
     }
+    // doctor reads the configuration itself, file by file: it must work when the configuration is what is broken.
+    if command is DoctorCommand { return DoctorCommand.run(parsed, mode: mode) }
     let context: Context
     do {
         context = try Context.make(parsed, mode: mode)

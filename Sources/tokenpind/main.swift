@@ -92,8 +92,19 @@ if simulatedCard {
     if !parsed.isSet(Options.noReaders) { options.readerEvents = PCSCReaderEvents() }
 }
 
+/// Whether standard error is the journal's stream (systemd sets `JOURNAL_STREAM` to its device and inode): the journal
+/// stamps each line itself; anywhere else (a terminal, a file, a container's log) the line carries its own time.
+func stderrIsTheJournal() -> Bool {
+    guard let stream = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] else { return false }
+    var info = stat()
+    guard fstat(2, &info) == 0 else { return false }
+    return stream == "\(info.st_dev):\(info.st_ino)"
+}
+
+let stampsLines = !stderrIsTheJournal()
 let logger = Logger(label: "tokenpind", minimumLevel: level) { record in
-    let line = Array((record.formatted + "\n").utf8)
+    let stamp = stampsLines ? Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)) + " " : ""
+    let line = Array((stamp + record.formatted + "\n").utf8)
     line.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
 }
 

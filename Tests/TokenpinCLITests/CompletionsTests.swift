@@ -63,6 +63,35 @@ import TokenpinTestSupport
         #expect(try complete(["tokenpin", "verify", "--method", ""]) == ["pin", "token"])
         #expect(try complete(["tokenpin", "--json", "toggle", "t"]) == ["token"])
         #expect(try complete(["tokenpin", "completions", "z"]) == ["zsh"])
+        // The command line's context (issue 25): each argument's own words, by position.
+        #expect(try complete(["tokenpin", "toggle", ""]) == ["pin", "token"])
+        #expect(try complete(["tokenpin", "toggle", "token", ""]) == ["on", "off"])
+        #expect(try complete(["tokenpin", "--store", "/tmp/s", "toggle", "token", ""]) == ["on", "off"])
+        #expect(try complete(["tokenpin", "token", ""]) == ["change-pin", "unblock"])
+        let after = try complete(["tokenpin", "toggle", "token", "on", ""])
+        #expect(after.contains("--generate-key") && !after.contains("pin") && !after.contains("off"), "\(after)")
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/fish")))
+    func fishFollowsTheContextToo() throws {
+        let script = try CLI().run(["completions", "fish"], plain: true).stdout
+        let directory = temporaryDirectory("completion")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try script.write(toFile: directory + "/tokenpin.fish", atomically: true, encoding: .utf8)
+        func complete(_ line: String) throws -> [String] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/fish")
+            process.arguments = ["--no-config", "-c", "source \(directory)/tokenpin.fish; complete -C '\(line)'"]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return output.split(separator: "\n").map { String($0.split(separator: "\t").first ?? "") }.sorted()
+        }
+        #expect(try complete("tokenpin toggle ") == ["pin", "token"])
+        #expect(try complete("tokenpin toggle token ") == ["off", "on"])
+        #expect(try complete("tokenpin --reader sim toggle pin ") == ["off", "on"])
     }
 
     @Test func anUnknownShellIsUsage() throws {

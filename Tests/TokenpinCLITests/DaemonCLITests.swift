@@ -15,7 +15,8 @@ final class TestDaemon {
     /// tokenpind serves root and other users; these tests run it as the user running them, which must be root.
     static var isAvailable: Bool { geteuid() == 0 && FileManager.default.isExecutableFile(atPath: binary) }
 
-    init(_ cli: CLI, config: String = "", arguments: [String] = []) throws {
+    /// `simulated`: the daemon's own simulated card (`--reader sim`); else the PC/SC readers of the sandbox.
+    init(_ cli: CLI, config: String = "", arguments: [String] = [], simulated: Bool = true, log: String? = nil) throws {
         socket = cli.directory + "/daemon.sock"
         state = cli.directory + "/daemon-state"
         let configFile = cli.directory + "/daemon.conf"
@@ -23,11 +24,15 @@ final class TestDaemon {
             toFile: configFile, atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = [
-            "--socket", socket, "--state-dir", state, "--config", configFile, "--reader", "sim",
-            "--no-readers",
-        ] + arguments
+            "--socket", socket, "--state-dir", state, "--config", configFile, "--no-readers",
+        ] + (simulated ? ["--reader", "sim"] : []) + arguments
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        if let log {
+            FileManager.default.createFile(atPath: log, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: log)
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         for _ in 0..<200 where !FileManager.default.fileExists(atPath: socket) { usleep(25_000) }
         try #require(FileManager.default.fileExists(atPath: socket), "tokenpind did not start")

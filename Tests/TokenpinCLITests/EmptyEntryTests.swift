@@ -90,6 +90,34 @@ struct PromptTextTests {
         #expect(cli.remaining == 4)
     }
 
+    @Test func noProgressLineLandsOnTheReplaceQuestion() throws {
+        let cli = CLI()
+        try cli.enrol()
+        try KeyReplacementCLITests.giveTheSimulatedCardAForeignKey(cli.store + "/sim-card.json", cli)
+        let question = "to go ahead (anything else keeps it): "
+        let (screen, status) = try terminal.type(
+            ["wait:tokenpin PIN for ", "482916\\r", "wait:" + question, "sleep:1", "no\\r"], cli,
+            ["--reader", "sim", "toggle", "token", "on", "--generate-key"],
+            environment: ["TOKENPIN_SLOW_STEP_MS": "300"])
+        #expect(status == 130, "\(screen)")
+        let after = screen.components(separatedBy: question).last ?? ""
+        #expect(!after.contains("..."), "a progress line landed on the question: \(screen)")
+    }
+
+    @Test func aTooShortNewCardPINIsRefusedBeforeTheConfirmationSayingTheRange() throws {
+        let cli = CLI()
+        try cli.enrol()
+        #expect(
+            try cli.run(
+                ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
+                input: "482916\n12345678\n123456\n"
+            ).status == 0)
+        let result = try cli.run(["--reader", "sim", "token", "change-pin", "--pin-stdin"], input: "123456\n1234\n")
+        #expect(result.status == 5, "refused before the confirmation was asked: \(result.stderr)")
+        #expect(result.stderr.contains("a card PIN has 6 to "), "\(result.stderr)")
+        #expect(try cli.run(["--reader", "sim", "verify", "--method", "token", "--pin-stdin"], input: "123456\n").status == 0)
+    }
+
     @Test func theCardPINPromptNamesTheCard() throws {
         let cli = CLI()
         try cli.enrol("482916")

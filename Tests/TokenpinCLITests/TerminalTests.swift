@@ -10,17 +10,17 @@ struct TerminalTests {
 
     /// Types `keys` into `tokenpin ARGS` on a pseudo-terminal, with `environment` added to the runner's; returns
     /// what the terminal showed and the exit status.
+    /// With `local: false` the store and configuration are not named (`--store` means local mode): for a run
+    /// through a test's tokenpind.
     func type(
-        _ keys: [String], _ cli: CLI, _ arguments: [String], environment: [String: String] = [:]
+        _ keys: [String], _ cli: CLI, _ arguments: [String], environment: [String: String] = [:], local: Bool = true
     ) throws -> (screen: String, status: Int32) {
         let process = Process()
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments =
-            [
-                Self.script, keys.joined(separator: "|"), "--", CLI.binary, "--store", cli.store,
-                "--config", cli.config, "--no-color",
-            ] + arguments
+            [Self.script, keys.joined(separator: "|"), "--", CLI.binary]
+            + (local ? ["--store", cli.store, "--config", cli.config] : []) + ["--no-color"] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()

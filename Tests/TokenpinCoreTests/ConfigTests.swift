@@ -219,3 +219,27 @@ import TokenpinTestSupport
         #expect("toolong".padded(to: 3) == "toolong")
     }
 }
+
+/// Issue 25, item 8: the example "lists every key with its default", and every line of it is a setting the parser
+/// takes once uncommented.
+@Suite struct ConfigExampleTests {
+    static var example: String {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../config/tokenpin.conf.example")
+        return (try? String(contentsOf: url, encoding: .utf8)) ?? ""
+    }
+
+    @Test func theExampleListsEveryKey() {
+        let lines = Self.example.split(separator: "\n")
+        for key in Configuration.keys {
+            #expect(lines.contains { $0.hasPrefix("#\(key) = ") }, "config/tokenpin.conf.example lacks \(key)")
+        }
+    }
+
+    @Test func everyExampleSettingParses() throws {
+        let settings = Self.example.split(separator: "\n").filter { $0.range(of: #"^#[a-z-]+ = "#, options: .regularExpression) != nil }
+            .map { $0.dropFirst() }.filter { !$0.hasPrefix("pin-blocklist =") && !$0.hasPrefix("pin-check =") }
+        var configuration = Configuration()
+        try configuration.apply(text: settings.joined(separator: "\n"), file: "example")
+    }
+}

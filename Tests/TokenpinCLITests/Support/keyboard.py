@@ -5,7 +5,7 @@ Usage: keyboard.py KEYS -- COMMAND [ARG...]
 KEYS is a list of steps separated by '|': 'wait:TEXT' waits until TEXT appears on the terminal after what the
 previous 'wait:' matched (so a prompt shown twice is waited for twice), any other step is
 typed (escapes: \\x7f Backspace, \\x15 Ctrl-U, \\x03 Ctrl-C, \\x04 Ctrl-D, \\r Enter), 'kill:N' sends signal N
-to the command. Prints everything the command wrote to the terminal, then the terminal's modes once it ended
+to the command, 'sleep:S' waits S seconds (reading what the command writes meanwhile). Prints everything the command wrote to the terminal, then the terminal's modes once it ended
 ('TERMIOS echo=1 icanon=1') and 'EXIT <status>' on lines of their own.
 """
 import os
@@ -52,6 +52,10 @@ def main():
             found = seen.find(text, matched)
             if found >= 0:
                 matched = found + len(text)
+        elif step.startswith("sleep:"):
+            until = time.time() + float(step[6:])
+            while time.time() < until and pump(0.05):
+                pass
         elif step.startswith("kill:"):
             time.sleep(0.05)
             os.kill(pid, int(step[5:]))

@@ -1,0 +1,495 @@
+import FoundationEssentials
+internal import CTokenpinShims
+public import TokenpinCore
+import TokenpinArguments
+import TokenpinProtocol
+import TokenpinReaders
+public import TokenpinService
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One thing `tokenpin doctor` looked at, and what it found.
+public struct Finding: Sendable, Equatable {
+    /// How bad it is: `ok` and `info` change nothing; a `warning` or an `error` gives `doctor` its exit code.
+    public enum Level: Int, Sendable, Comparable, CaseIterable {
+        case ok, info, warning, error
+
+        public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
+
+        /// `ok`, `info`, `warning`, `error`.
+        public var name: String {
+            switch self {
+            case .ok: "ok"
+            case .info: "info"
+            case .warning: "warning"
+            case .error: "error"
+            }
+        }
+    }
+
+    /// Which check: `pcscd`, `reader`, `tokenpind`, `pam`, `config`, `record`, `polkit`, `udev`.
+    public var check: String
+    public var level: Level
+    /// One sentence.
+    public var summary: String
+    /// Lines of detail (each PAM service, each setting and the file that set it...).
+    public var details: [String] = []
+    /// What to do, when something is to be done.
+    public var fix: String?
+    /// The exit code this finding stands for (success for `ok` and `info`).
+    public var exitCode: ExitCode = .success
+
+    /// A finding.
+    public init(
+        _ check: String, _ level: Level, _ summary: String, details: [String] = [], fix: String? = nil,
+        exitCode: ExitCode = .success
+    ) {
+        self.check = check
+        self.level = level
+        self.summary = summary
+        self.details = details
+        self.fix = fix
+        self.exitCode = level >= .warning ? (exitCode == .success ? .usage : exitCode) : .success
+    }
+}
+
+/// What `doctor` looks at and where: the machine's files under `root` (`/`; a test's own tree in the tests), the
+/// socket the CLI would use, the user's store and configuration files.
+public struct DoctorSetup: Sendable {
+    /// A prefix for the machine's files (`/etc/pam.d`, `/etc/tokenpin`, units, udev rules, polkit, `/sys`, `/proc`).
+    public var root: String
+    /// tokenpind's socket (the CLI's choice).
+    public var socket: String
+    /// What says tokenpind runs here (its unit or package), or nil.
+    public var daemonEvidence: String?
+    /// Whether the CLI would run operations through tokenpind.
+    public var throughDaemon: Bool
+    /// The local store and the user whose record it holds.
+    public var store: RecordStore
+    public var user: String
+    /// The configuration files the CLI reads, in order (those that do not exist are skipped).
+    public var configurationFiles: [String]
+    /// Whether to look at PC/SC readers (pcscd); off for a machine of the tests' own.
+    public var readers: Bool
+
+    /// A setup.
+    public init(
+        root: String, socket: String, daemonEvidence: String?, throughDaemon: Bool, store: RecordStore, user: String,
+        configurationFiles: [String], readers: Bool
+    ) {
+        self.root = root
+        self.socket = socket
+        self.daemonEvidence = daemonEvidence
+        self.throughDaemon = throughDaemon
+        self.store = store
+        self.user = user
+        self.configurationFiles = configurationFiles
+        self.readers = readers
+    }
+
+    func path(_ absolute: String) -> String { root + absolute }
+}
+
+/// `tokenpin doctor`: every check, each a `Finding`; the exit code is the worst finding's.
+public struct Doctor: Sendable {
+    public var setup: DoctorSetup
+
+    /// A doctor for `setup`.
+    public init(setup: DoctorSetup) { self.setup = setup }
+
+    /// Runs every check, in the order they are reported.
+    public func run() -> [Finding] {
+        var findings: [Finding] = []
+        let binding = localBinding()
+        findings += pcsc(tokenBound: binding)
+        findings += daemon()
+        findings += pam()
+        findings += configuration()
+        findings += record()
+        findings.append(polkit())
+        findings += udev()
+        return findings
+    }
+
+    /// The exit code of the worst finding: errors before warnings, the first of them.
+    public static func exitCode(of findings: [Finding]) -> ExitCode {
+        guard let worst = findings.map(\.level).max(), worst >= .warning else { return .success }
+        return findings.first { $0.level == worst }?.exitCode ?? .success
+    }
+
+    // MARK: Smart cards
+
+    /// Whether the local record binds a card (pcscd down is then an error, not a note).
+    func localBinding() -> Bool {
+        guard let record = try? setup.store.load(user: setup.user) else { return false }
+        return record.tokenEnabled
+    }
+
+    func pcsc(tokenBound: Bool) -> [Finding] {
+        guard setup.readers else { return [] }
+        let presences: [ReaderPresence]
+        do {
+            presences = try PCSCReaders().list()
+        } catch {
+            if case .serviceUnavailable(let why) = error {
+                return [
+                    Finding(
+                        "pcscd", tokenBound ? .error : .info,
+                        "pcscd is not running" + (tokenBound ? ": the bound card cannot be used" : " (only cards need it)"),
+                        details: [why], fix: "sudo systemctl start pcscd.socket (or run pcscd)",
+                        exitCode: .serviceUnavailable)
+                ]
+            }
+            return [Finding("pcscd", .warning, "pcscd answered: \(error.message)", exitCode: ExitCode(error))]
+        }
+        var findings = [Finding("pcscd", .ok, "pcscd is reachable: \(presences.count) reader(s)")]
+        for reader in presences {
+            switch CardHolders.hold(reader: reader.name, cardPresent: reader.cardPresent) {
+            case .empty:
+                findings.append(Finding("reader", .ok, "\(reader.name): no card"))
+            case .free(let programs):
+                let beside = programs.map { "\($0.name) (pid \($0.pid), user \($0.user)) shares it (pcsc-shared)" }
+                findings.append(
+                    Finding("reader", .ok, "\(reader.name): a card, free for tokenpin (shared)", details: beside))
+            case .exclusive(let diagnosis):
+                findings.append(
+                    Finding(
+                        "reader", .error, "\(reader.name): \(diagnosis)",
+                        fix: "gpgconf --kill scdaemon, or pcsc-shared in scdaemon.conf (docs/troubleshooting.md)",
+                        exitCode: .tokenUnavailable))
+            case .failed(let why):
+                findings.append(Finding("reader", .warning, "\(reader.name): \(why)", exitCode: .tokenUnavailable))
+            }
+        }
+        return findings
+    }
+
+    // MARK: tokenpind
+
+    func daemon() -> [Finding] {
+        let socket = setup.socket
+        var info = stat()
+        guard stat(socket, &info) == 0, (info.st_mode & S_IFMT) == S_IFSOCK else {
+            if let evidence = setup.daemonEvidence {
+                return [
+                    Finding(
+                        "tokenpind", .error,
+                        "tokenpind is expected here (\(evidence)) but nothing listens on \(socket): every command "
+                            + "but --local ones exits 69", fix: "systemctl start tokenpind.socket, or run tokenpind",
+                        exitCode: .serviceUnavailable)
+                ]
+            }
+            return [Finding("tokenpind", .info, "no tokenpind on this machine: records are local (\(setup.store.directory))")]
+        }
+        let channel: LineChannel
+        do {
+            channel = try LineChannel.connect(path: socket)
+        } catch {
+            return [
+                Finding(
+                    "tokenpind", .error, "\(socket) exists but refuses connections (\(error.detail))",
+                    fix: "restart tokenpind (systemctl restart tokenpind.socket tokenpind)",
+                    exitCode: .serviceUnavailable)
+            ]
+        }
+        var pid: pid_t = 0
+        var uid: uid_t = 0
+        var gid: gid_t = 0
+        let known = tokenpin_peer_credentials(channel.fd, &pid, &uid, &gid) == 0
+        channel.close()
+        guard known, uid == 0 else {
+            return [
+                Finding(
+                    "tokenpind", .error,
+                    "\(socket) is served by uid \(uid), not root: it is not tokenpind, and pam_tokenpin refuses it",
+                    exitCode: .permissionDenied)
+            ]
+        }
+        let version: String
+        do {
+            version = "protocol \(try DaemonClient(socketPath: socket).ping())"
+        } catch {
+            return [
+                Finding(
+                    "tokenpind", .error, "tokenpind on \(socket) does not answer: \(error.message)",
+                    exitCode: .serviceUnavailable)
+            ]
+        }
+        return [
+            Finding(
+                "tokenpind", .ok,
+                "tokenpind answers on \(socket) (\(version)), \(supervision(pid: Int(pid)))"
+                    + (setup.throughDaemon ? "" : "; this command line does not use it (local mode)"))
+        ]
+    }
+
+    /// How the process `pid` serving the socket runs: systemd's socket (pid 1 listened), its service, or by hand.
+    func supervision(pid: Int) -> String {
+        if pid == 1 { return "socket-activated by systemd (tokenpind.socket; the service starts on first use)" }
+        let cgroup = String(
+            decoding: FileManager.default.contents(atPath: setup.path("/proc/\(pid)/cgroup")) ?? Data(), as: UTF8.self)
+        let unit = cgroup.split(whereSeparator: { $0 == "/" || $0 == "\n" }).last { $0.hasSuffix(".service") }
+        if let unit {
+            return unit == "tokenpind.service"
+                ? "supervised by systemd (tokenpind.service, pid \(pid))" : "run by systemd unit \(unit) (pid \(pid))"
+        }
+        return "started by hand, not supervised (pid \(pid)): it does not come back if it stops"
+    }
+
+    // MARK: PAM
+
+    func pam() -> [Finding] {
+        let directory = setup.path("/etc/pam.d")
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+            return [Finding("pam", .info, "no /etc/pam.d here")]
+        }
+        let read: (String) -> String? = { path in
+            FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }
+        }
+        var findings: [Finding] = []
+        var sound: [String] = []
+        var pinOnly: [String] = []
+        for name in names.sorted() where !name.hasPrefix(".") {
+            let stack = PAMStack.read(service: name, directory: directory, read: read)
+            guard stack.loads("pam_tokenpin.so") else { continue }
+            let audit = PAMAudit.audit(service: name, stack: stack)
+            if audit.failures.isEmpty {
+                sound.append(name)
+                if !audit.enterGoesToPassword { pinOnly.append(name) }
+            } else {
+                findings.append(
+                    Finding(
+                        "pam", .error, "PAM service \(name): " + audit.failures[0], details: Array(audit.failures.dropFirst()),
+                        fix: "use a recipe of docs/pam.md (each is tested), then `pamtester \(name) USER authenticate`",
+                        exitCode: .configuration))
+            }
+        }
+        let profile = setup.path("/usr/share/pam-configs/tokenpin")
+        let profileText = FileManager.default.fileExists(atPath: profile) ? "the pam-auth-update profile is installed" : nil
+        if sound.isEmpty && findings.isEmpty {
+            findings.append(
+                Finding(
+                    "pam", .info,
+                    "no PAM service loads pam_tokenpin" + (profileText.map { " (\($0); `pam-auth-update --enable tokenpin` turns it on)" } ?? "")))
+        } else if !sound.isEmpty {
+            var details = ["services: " + sound.joined(separator: ", ")]
+            if !pinOnly.isEmpty { details.append("the PIN is required of users who have one in: " + pinOnly.joined(separator: ", ")) }
+            if let profileText { details.append(profileText) }
+            findings.append(
+                Finding(
+                    "pam", .ok,
+                    "\(sound.count) PAM service(s) load pam_tokenpin; none fails open or locks out root or the users "
+                        + "without a record", details: details))
+        }
+        return findings
+    }
+
+    // MARK: Configuration
+
+    func configuration() -> [Finding] {
+        var findings: [Finding] = []
+        var origin: [String: (value: String, source: String, overrides: [String])] = [:]
+        var order: [String] = []
+        var sound = true
+        let files = setup.configurationFiles.filter { FileManager.default.fileExists(atPath: $0) }
+        for file in files {
+            let entries: [Configuration.Entry]
+            do {
+                entries = try Configuration.entries(file: file)
+                var scratch = Configuration()
+                try scratch.apply(file: file)
+            } catch {
+                sound = false
+                var message = error.description
+                if error.message.hasPrefix("unknown key `"),
+                    let key = error.message.split(separator: "`").dropFirst().first
+                {
+                    message += Suggestion.didYouMean(String(key), among: Configuration.keys)
+                }
+                findings.append(
+                    Finding(
+                        "config", .error, message,
+                        fix: file.hasPrefix(setup.path("/etc/"))
+                            ? "fix the line; tokenpind keeps its old settings until it reads a sound file (SIGHUP)" : nil,
+                        exitCode: .configuration))
+                continue
+            }
+            for entry in entries {
+                let source = "\(file):\(entry.line)"
+                if let previous = origin[entry.key] {
+                    origin[entry.key] = (entry.value, source, previous.overrides + [previous.source])
+                } else {
+                    origin[entry.key] = (entry.value, source, [])
+                    order.append(entry.key)
+                }
+            }
+        }
+        if sound {
+            do {
+                _ = try Configuration.load(files: files, explicitFile: nil)
+            } catch {
+                sound = false
+                findings.append(Finding("config", .error, error.description, exitCode: .configuration))
+            }
+        }
+        let details = order.compactMap { key -> String? in
+            guard let setting = origin[key] else { return nil }
+            let over = setting.overrides.isEmpty ? "" : ", over " + setting.overrides.joined(separator: ", ")
+            return "\(key) = \(setting.value)  (\(setting.source)\(over))"
+        }
+        if sound {
+            findings.insert(
+                Finding(
+                    "config", .ok,
+                    files.isEmpty
+                        ? "no configuration file: every setting is its default"
+                        : "configuration sound: " + files.joined(separator: ", "), details: details), at: 0)
+        } else if !details.isEmpty {
+            findings.append(Finding("config", .info, "settings read before the error", details: details))
+        }
+        return findings
+    }
+
+    // MARK: The record
+
+    func record() -> [Finding] {
+        if setup.throughDaemon {
+            do {
+                let status = try DaemonClient(socketPath: setup.socket).status()
+                return [recordFinding(status, where: "in tokenpind")]
+            } catch {
+                return [Finding("record", .warning, "tokenpind's status: \(error.message)", exitCode: ExitCode(error))]
+            }
+        }
+        do {
+            guard try setup.store.exists(), let record = try setup.store.load(user: setup.user) else {
+                return [
+                    Finding(
+                        "record", .info, "no record for \(setup.user) in \(setup.store.directory)",
+                        fix: "tokenpin enrol")
+                ]
+            }
+            if let problem = record.structuralProblem {
+                return [
+                    Finding(
+                        "record", .error, "\(setup.store.recordPath(for: setup.user)): \(problem)",
+                        exitCode: .dataError)
+                ]
+            }
+            return [recordFinding(PINService(store: setup.store, configuration: Configuration(), user: setup.user).statusOrNil(), where: "local")]
+        } catch {
+            return [Finding("record", .error, error.description, exitCode: ExitCode(.store(error)))]
+        }
+    }
+
+    func recordFinding(_ status: StatusReport?, where place: String) -> Finding {
+        guard let status, status.enrolled else {
+            return Finding("record", .info, "no record for \(setup.user) (\(place))", fix: "tokenpin enrol")
+        }
+        let types = status.types.filter(\.enabled).map { type in
+            type.type.rawValue + (type.serial.map { " (card \(cardLabel(serial: $0)))" } ?? "")
+        }
+        let summary =
+            "record of \(status.user) (\(place), \(status.recordPath)): sound; \(types.joined(separator: " and ")); "
+            + "mode \(status.mode?.rawValue ?? "either"), fallback \(status.fallback?.rawValue ?? "allow"); "
+            + "\(status.remaining ?? 0) of \(status.maximum ?? 0) tries left"
+        if status.locked {
+            return Finding(
+                "record", .warning, summary + ": the PIN is locked", fix: "tokenpin reset (the recovery key)",
+                exitCode: .locked)
+        }
+        return Finding("record", .ok, summary)
+    }
+
+    // MARK: polkit and udev
+
+    func polkit() -> Finding {
+        let policy = setup.path("/usr/share/polkit-1/actions/org.debian.pcsc-lite.policy")
+        guard let data = FileManager.default.contents(atPath: policy) else {
+            return Finding(
+                "polkit", .ok, "pcscd here has no polkit policy: every local user may reach the readers")
+        }
+        let text = String(decoding: data, as: UTF8.self)
+        let inactive = text.split(separator: "<allow_inactive>").dropFirst().map { String($0.prefix { $0 != "<" }) }
+        var rules: [String] = []
+        for directory in ["/etc/polkit-1/rules.d", "/usr/share/polkit-1/rules.d"] {
+            let path = setup.path(directory)
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] where name.hasSuffix(".rules") {
+                if let rule = FileManager.default.contents(atPath: path + "/" + name),
+                    String(decoding: rule, as: UTF8.self).contains("org.debian.pcsc-lite")
+                {
+                    rules.append(path + "/" + name)
+                }
+            }
+        }
+        if inactive.allSatisfy({ $0 == "yes" }) || !rules.isEmpty {
+            return Finding(
+                "polkit", .ok, "pcsc-lite's polkit policy lets inactive sessions reach the cards"
+                    + (rules.isEmpty ? "" : " (rules: \(rules.joined(separator: ", ")))"))
+        }
+        return Finding(
+            "polkit", setup.throughDaemon ? .info : .warning,
+            "pcsc-lite's polkit policy keeps inactive sessions (ssh, su, a locked screen) from the cards "
+                + "(allow_inactive: \(inactive.joined(separator: ", ")))"
+                + (setup.throughDaemon ? "; tokenpind runs as root and is not affected" : ""),
+            fix: "through tokenpind this does not matter; for local mode add a rule in /etc/polkit-1/rules.d allowing "
+                + "org.debian.pcsc-lite.access_pcsc and access_card (pcscd's README.polkit)",
+            exitCode: .permissionDenied)
+    }
+
+    func udev() -> [Finding] {
+        let names = ["/etc/udev/rules.d", "/run/udev/rules.d", "/usr/local/lib/udev/rules.d", "/usr/lib/udev/rules.d",
+            "/lib/udev/rules.d"].map { setup.path($0) + "/70-tokenpin.rules" }
+        let rulesFile = names.first { FileManager.default.fileExists(atPath: $0) }
+        let rules = rulesFile.flatMap { FileManager.default.contents(atPath: $0) }.map { String(decoding: $0, as: UTF8.self) } ?? ""
+        var findings: [Finding] = []
+        let devices = setup.path("/sys/bus/usb/devices")
+        for device in ((try? FileManager.default.contentsOfDirectory(atPath: devices)) ?? []).sorted() where !device.contains(":") {
+            let base = devices + "/" + device
+            func attribute(_ name: String) -> String? {
+                FileManager.default.contents(atPath: base + "/" + name).map {
+                    String(decoding: $0, as: UTF8.self).trimmingBlanks().split(separator: "\n").first.map(String.init) ?? ""
+                }
+            }
+            guard let vendor = attribute("idVendor"), let product = attribute("idProduct") else { continue }
+            let interfaces = ((try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []).filter { $0.hasPrefix(device + ":") }
+            let ccid = interfaces.contains { interface in
+                FileManager.default.contents(atPath: base + "/" + interface + "/bInterfaceClass").map {
+                    String(decoding: $0, as: UTF8.self).hasPrefix("0b")
+                } ?? false
+            }
+            let listed = rules.contains("ATTRS{idVendor}==\"\(vendor)\"") && rules.contains(product)
+            guard ccid || listed else { continue }
+            let name = (attribute("product") ?? "USB device") + " (\(vendor):\(product))"
+            if rulesFile == nil {
+                findings.append(
+                    Finding(
+                        "udev", .warning, "\(name) is a smart-card reader and no 70-tokenpin.rules is installed: "
+                            + "tokenpind is not started when it is plugged in, and the user at the seat gets no access to it",
+                        fix: "install udev/70-tokenpin.rules (the package does), then `udevadm control --reload`",
+                        exitCode: .tokenUnavailable))
+            } else if ccid && rules.contains("*:0b0000:*") || listed {
+                findings.append(Finding("udev", .ok, "\(name) is matched by \(rulesFile ?? "")"))
+            } else {
+                findings.append(
+                    Finding(
+                        "udev", .warning, "\(name) is not matched by \(rulesFile ?? "")", exitCode: .tokenUnavailable))
+            }
+        }
+        if findings.isEmpty {
+            findings.append(
+                Finding(
+                    "udev", rulesFile == nil ? .info : .ok,
+                    rulesFile.map { "the udev rule is installed (\($0)); no reader is plugged in" }
+                        ?? "no udev rule for readers (70-tokenpin.rules) and no reader plugged in"))
+        }
+        return findings
+    }
+}
+
+extension PINService {
+    /// The status, or nil when it cannot be read.
+    func statusOrNil() -> StatusReport? { try? status() }
+}

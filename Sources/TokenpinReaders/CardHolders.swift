@@ -1,0 +1,113 @@
+import FoundationEssentials
+import TokenpinPCSC
+internal import TokenpinSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Who holds a card that another process opened exclusively. pcscd does not say; the running programs that do
+/// (gpg's scdaemon first: without `pcsc-shared` in its scdaemon.conf it keeps every card it has seen) are named,
+/// with what to do. One diagnosis, the same sentence in `verify`, in PAM (through tokenpind, which sees every
+/// process) and in `doctor`.
+public enum CardHolders {
+    /// A running program that opens smart cards.
+    public struct Program: Sendable, Equatable {
+        /// Its name as the kernel keeps it (`scdaemon`).
+        public var name: String
+        public var pid: Int
+        /// The login name of its user.
+        public var user: String
+        /// Whether its configuration says it shares cards: scdaemon with `pcsc-shared`; nil when not known.
+        public var shares: Bool?
+    }
+
+    /// Programs that hold cards they open (gpg's scdaemon first), by the name `/proc/PID/comm` gives.
+    static let known = ["scdaemon", "pcsc_scan", "opensc-tool", "pkcs11-tool", "yubikey-agent", "ykman", "gpg-card"]
+
+    /// The programs of `known` running now, scdaemon first.
+    public static func running(proc: String = "/proc") -> [Program] {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: proc) else { return [] }
+        var found: [Program] = []
+        for entry in entries {
+            guard let pid = Int(entry), let name = firstLine(proc + "/\(entry)/comm"), known.contains(name) else {
+                continue
+            }
+            let uid = owner(of: proc + "/\(entry)")
+            let user = uid.flatMap { CurrentProcess.userName(of: $0) } ?? uid.map { "uid \($0)" } ?? "?"
+            var program = Program(name: name, pid: pid, user: user)
+            if name == "scdaemon", let uid { program.shares = scdaemonShares(pid: entry, uid: uid, proc: proc) }
+            found.append(program)
+        }
+        return found.sorted { ($0.name == "scdaemon" ? 0 : 1, $0.pid) < ($1.name == "scdaemon" ? 0 : 1, $1.pid) }
+    }
+
+    /// The sentence for the card in `reader` that another process holds exclusively: who, and what to do.
+    public static func diagnosis(reader: String, running: [Program] = running()) -> String {
+        let start = "the card in \(reader) is held exclusively by another program"
+        if let scdaemon = running.first(where: { $0.name == "scdaemon" && $0.shares != true }) {
+            return start + ": gpg's scdaemon (pid \(scdaemon.pid), user \(scdaemon.user)), which keeps every card "
+                + "it opened unless its scdaemon.conf says `pcsc-shared`; run `gpgconf --kill scdaemon` as "
+                + "\(scdaemon.user), or add `pcsc-shared` to ~\(scdaemon.user)/.gnupg/scdaemon.conf and run "
+                + "`gpgconf --kill scdaemon` once"
+        }
+        let others = running.filter { $0.name != "scdaemon" || $0.shares == true }
+        if !others.isEmpty {
+            return start + " (pcscd does not say which); running now: "
+                + others.map { "\($0.name) (pid \($0.pid), user \($0.user))" }.joined(separator: ", ")
+                + "; close it and try again"
+        }
+        return start + " (pcscd does not say which, and no scdaemon runs); close the other smart-card program "
+            + "and try again"
+    }
+
+    /// How a reader's card is held, for `doctor`.
+    public enum Hold: Sendable, Equatable {
+        /// No card in the reader.
+        case empty
+        /// tokenpin can open it (shared), and these card programs run beside it.
+        case free(sharedWith: [Program])
+        /// Another process holds it exclusively; the sentence says who and what to do.
+        case exclusive(String)
+        /// It could not be opened for another reason.
+        case failed(String)
+    }
+
+    /// Opens the card in `reader` shared, as tokenpin does, and says how it is held.
+    public static func hold(reader: String, cardPresent: Bool) -> Hold {
+        guard cardPresent else { return .empty }
+        do {
+            let connection = try PCSCCardConnection(reader: reader)
+            connection.close()
+            return .free(sharedWith: running().filter { $0.name == "scdaemon" })
+        } catch {
+            if error == .sharingViolation { return .exclusive(diagnosis(reader: reader)) }
+            return .failed(error.hint.map { "\($0) (\(error.description))" } ?? error.description)
+        }
+    }
+
+    static func firstLine(_ path: String) -> String? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").first.map(String.init)
+    }
+
+    static func owner(of path: String) -> uid_t? {
+        var info = stat()
+        return stat(path, &info) == 0 ? info.st_uid : nil
+    }
+
+    /// Whether the scdaemon `pid` (run by `uid`) reads `pcsc-shared` from its scdaemon.conf (in `GNUPGHOME`, else
+    /// `~/.gnupg`); nil when the file cannot be read.
+    static func scdaemonShares(pid: String, uid: uid_t, proc: String) -> Bool? {
+        var home = Paths.homeDirectory(uid: uid) + "/.gnupg"
+        if let environment = FileManager.default.contents(atPath: proc + "/\(pid)/environ") {
+            for entry in environment.split(separator: 0) where entry.starts(with: Array("GNUPGHOME=".utf8)) {
+                home = String(decoding: entry.dropFirst(10), as: UTF8.self)
+            }
+        }
+        guard let data = FileManager.default.contents(atPath: home + "/scdaemon.conf") else { return nil }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").contains {
+            String($0.filter { !$0.isWhitespace }) == "pcsc-shared"
+        }
+    }
+}
