@@ -29,7 +29,7 @@ if [ "${1:-}" = --inside ]; then
     check "the Swift toolchain is hidden ($SWIFT_DIR)" bash -c "! command -v swift && [ ! -e '$SWIFT_DIR/usr/lib/swift' ]"
 
     # Set up what the checks need before the snapshot, so that only the install's traces differ after purge.
-    new_user ALICE || { echo "not ok - cannot create a user"; exit 1; }
+    new_user ALICE && new_user NOREC || { echo "not ok - cannot create a user"; exit 1; }
     pam_service SERVICE "auth required pam_tokenpin.so socket=$SOCKET timeout=10" "account required pam_permit.so"
     snapshot() { (cd "$OUTER/overlay" && find usr/upper etc/upper var/upper \( -type f -o -type l -o -type c \) -printf '%p %s %T@\n' | sort); }
     snapshot > "$WORK/before"
@@ -101,6 +101,41 @@ if [ "${1:-}" = --inside ]; then
         runtime_checks /usr
         expect_code "pam-auth-update --enable tokenpin works on the registered profile" 0 pam-auth-update --package --enable tokenpin
         check "... and puts pam_tokenpin in common-auth" grep -q pam_tokenpin /etc/pam.d/common-auth
+        check "... and no password line: passwd is not taken over" bash -c "! grep -q pam_tokenpin /etc/pam.d/common-password"
+        # The package installed and tokenpind not running: the CLI says so instead of going local.
+        expect_code "the package's CLI without a running tokenpind: exit 69" 69 tokenpin status
+        check "... naming --local" grep -q -- "--local" "$WORK/err"
+        expect_code "... and --local still works" 0 tokenpin --local status
+        expect_code "doctor says tokenpind is expected (69)" 69 tokenpin doctor
+        # The stack pam-auth-update rendered, with the installed tokenpind on its default socket.
+        mkdir -p /run/tokenpin && mount -t tmpfs -o mode=0755 tmpfs /run/tokenpin
+        /usr/sbin/tokenpind --state-dir "$WORK/rendered-state" --config "$CONFIG" --no-readers >>"$WORK/daemon.log" 2>&1 &
+        DAEMON_PID=$!
+        for _ in $(seq 100); do [ -S /run/tokenpin/socket ] && break; sleep 0.05; done
+        expect_code "tokenpind without options listens on /run/tokenpin/socket" 0 tokenpin status
+        expect_code "alice enrols through it" 0 tokenpin --user "$ALICE" enrol --pin-stdin < <(printf '%s\n%s\n' $PIN $PIN)
+        pam_service RENDERED "@include common-auth" "account required pam_permit.so"
+        expect_code "the rendered profile: the PIN logs in" 0 pamtester "$RENDERED" "$ALICE" authenticate <<<$PIN
+        expect_code "the rendered profile: Enter, then the password" 0 pamtester "$RENDERED" "$ALICE" authenticate \
+            < <(printf '\n%s\n' "$(password_of "$ALICE")")
+        expect_code "the rendered profile: the password at the PIN prompt (try_first_pass)" 0 \
+            pamtester "$RENDERED" "$ALICE" authenticate <<<"$(password_of "$ALICE")"
+        expect_code "the rendered profile: no record, the password" 0 pamtester "$RENDERED" "$NOREC" authenticate \
+            <<<"$(password_of "$NOREC")"
+        expect_code "the rendered profile: a wrong PIN and a wrong password fail" 1 pamtester "$RENDERED" "$ALICE" \
+            authenticate < <(printf '000000\nwrong\n')
+        tokenpin doctor --json > "$WORK/doctor.json"
+        check "doctor finds the rendered stack sound" python3 -c '
+import json, sys
+pam = [c for c in json.load(open(sys.argv[1]))["checks"] if c["check"] == "pam"]
+bad = [c for c in pam if c["level"] == "error" and (sys.argv[2] in c["summary"] or "common-auth" in c["summary"])]
+good = [c for c in pam if c["level"] == "ok" and any(sys.argv[2] in d for d in c["details"])]
+sys.exit(0 if good and not bad else 1)' "$WORK/doctor.json" "$RENDERED"
+        stop_daemon
+        expect_code "the rendered profile, tokenpind stopped: the password" 0 pamtester "$RENDERED" "$ALICE" authenticate \
+            <<<"$(password_of "$ALICE")"
+        umount /run/tokenpin
+        rm -f "/etc/pam.d/$RENDERED"
 
         expect_code "dpkg -r" 0 dpkg -r tokenpin
         check "remove: the profile is unregistered from common-auth" bash -c "! grep -q pam_tokenpin /etc/pam.d/common-auth"

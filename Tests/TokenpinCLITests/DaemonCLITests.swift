@@ -28,7 +28,7 @@ final class TestDaemon {
         ] + (simulated ? ["--reader", "sim"] : []) + arguments
         process.standardOutput = FileHandle.nullDevice
         if let log {
-            FileManager.default.createFile(atPath: log, contents: nil)
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
             process.standardError = FileHandle(forWritingAtPath: log)
         } else {
             process.standardError = FileHandle.nullDevice
