@@ -220,7 +220,8 @@ extension Program {
                 guard !words.isEmpty else { continue }
                 let here = condition + "; and test (\(functionName)_position) -eq \(index)"
                 lines.append(
-                    "complete -c \(name) -n \(Self.fishQuoted(here)) -a \(Self.fishQuoted(words.joined(separator: " ")))")
+                    "complete -c \(name) -n \(Self.fishQuoted(here)) -a \(Self.fishQuoted(words.joined(separator: " ")))"
+                )
             }
         }
         return lines.joined(separator: "\n") + "\n"

@@ -182,7 +182,8 @@ extension Daemon {
             } catch {
                 if case .cancelled = error { throw error }
                 logger.warning(
-                    changing ? "card PIN not changed" : "card PIN not unblocked", [("user", user), ("reason", error.message)])
+                    changing ? "card PIN not changed" : "card PIN not unblocked",
+                    [("user", user), ("reason", error.message)])
                 hub.publish(user: user, name: "cardPINFailed", fields: [JSONMember("reason", .text(error.message))])
                 throw error
             }
@@ -223,7 +224,8 @@ extension Daemon {
             case .changed?: logger.info("PIN changed", [("user", user)])
             case .reset?: logger.warning("PIN reset with the recovery key; the lock is cleared", [("user", user)])
             case .typeChanged(_, let enabled)?:
-                logger.info(enabled ? "token switched on" : "token switched off", [("user", user), ("method", method.rawValue)])
+                logger.info(
+                    enabled ? "token switched on" : "token switched off", [("user", user), ("method", method.rawValue)])
             default: break
             }
         }

@@ -131,7 +131,8 @@ final class RelayInteraction: Interaction {
         if case .tokenFailed(let reason, let fallback, let tries) = event {
             // A card PIN the card refused counts on the card: the site's log must show it.
             daemon.logger.warning(
-                "token not used", [
+                "token not used",
+                [
                     ("user", user), ("reason", reason), ("fallback", fallback ? "pin" : "none"),
                     ("card.triesLeft", tries.map(String.init) ?? "unknown"),
                 ])

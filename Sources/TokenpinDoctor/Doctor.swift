@@ -1,7 +1,7 @@
-import FoundationEssentials
 internal import CTokenpinShims
-public import TokenpinCore
+import FoundationEssentials
 import TokenpinArguments
+public import TokenpinCore
 import TokenpinProtocol
 import TokenpinReaders
 public import TokenpinService
@@ -137,7 +137,8 @@ public struct Doctor: Sendable {
                 return [
                     Finding(
                         "pcscd", tokenBound ? .error : .info,
-                        "pcscd is not running" + (tokenBound ? ": the bound card cannot be used" : " (only cards need it)"),
+                        "pcscd is not running"
+                            + (tokenBound ? ": the bound card cannot be used" : " (only cards need it)"),
                         details: [why], fix: "sudo systemctl start pcscd.socket (or run pcscd)",
                         exitCode: .serviceUnavailable)
                 ]
@@ -181,7 +182,10 @@ public struct Doctor: Sendable {
                         exitCode: .serviceUnavailable)
                 ]
             }
-            return [Finding("tokenpind", .info, "no tokenpind on this machine: records are local (\(setup.store.directory))")]
+            return [
+                Finding(
+                    "tokenpind", .info, "no tokenpind on this machine: records are local (\(setup.store.directory))")
+            ]
         }
         let channel: LineChannel
         do {
@@ -261,21 +265,26 @@ public struct Doctor: Sendable {
             } else {
                 findings.append(
                     Finding(
-                        "pam", .error, "PAM service \(name): " + audit.failures[0], details: Array(audit.failures.dropFirst()),
+                        "pam", .error, "PAM service \(name): " + audit.failures[0],
+                        details: Array(audit.failures.dropFirst()),
                         fix: "use a recipe of docs/pam.md (each is tested), then `pamtester \(name) USER authenticate`",
                         exitCode: .configuration))
             }
         }
         let profile = setup.path("/usr/share/pam-configs/tokenpin")
-        let profileText = FileManager.default.fileExists(atPath: profile) ? "the pam-auth-update profile is installed" : nil
+        let profileText =
+            FileManager.default.fileExists(atPath: profile) ? "the pam-auth-update profile is installed" : nil
         if sound.isEmpty && findings.isEmpty {
             findings.append(
                 Finding(
                     "pam", .info,
-                    "no PAM service loads pam_tokenpin" + (profileText.map { " (\($0); `pam-auth-update --enable tokenpin` turns it on)" } ?? "")))
+                    "no PAM service loads pam_tokenpin"
+                        + (profileText.map { " (\($0); `pam-auth-update --enable tokenpin` turns it on)" } ?? "")))
         } else if !sound.isEmpty {
             var details = ["services: " + sound.joined(separator: ", ")]
-            if !pinOnly.isEmpty { details.append("the PIN is required of users who have one in: " + pinOnly.joined(separator: ", ")) }
+            if !pinOnly.isEmpty {
+                details.append("the PIN is required of users who have one in: " + pinOnly.joined(separator: ", "))
+            }
             if let profileText { details.append(profileText) }
             findings.append(
                 Finding(
@@ -312,7 +321,8 @@ public struct Doctor: Sendable {
                     Finding(
                         "config", .error, message,
                         fix: file.hasPrefix(setup.path("/etc/"))
-                            ? "fix the line; tokenpind keeps its old settings until it reads a sound file (SIGHUP)" : nil,
+                            ? "fix the line; tokenpind keeps its old settings until it reads a sound file (SIGHUP)"
+                            : nil,
                         exitCode: .configuration))
                 continue
             }
@@ -378,7 +388,11 @@ public struct Doctor: Sendable {
                         exitCode: .dataError)
                 ]
             }
-            return [recordFinding(PINService(store: setup.store, configuration: Configuration(), user: setup.user).statusOrNil(), where: "local")]
+            return [
+                recordFinding(
+                    PINService(store: setup.store, configuration: Configuration(), user: setup.user).statusOrNil(),
+                    where: "local")
+            ]
         } catch {
             return [Finding("record", .error, error.description, exitCode: ExitCode(.store(error)))]
         }
@@ -416,7 +430,8 @@ public struct Doctor: Sendable {
         var rules: [String] = []
         for directory in ["/etc/polkit-1/rules.d", "/usr/share/polkit-1/rules.d"] {
             let path = setup.path(directory)
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] where name.hasSuffix(".rules") {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+            where name.hasSuffix(".rules") {
                 if let rule = FileManager.default.contents(atPath: path + "/" + name),
                     String(decoding: rule, as: UTF8.self).contains("org.debian.pcsc-lite")
                 {
@@ -426,7 +441,8 @@ public struct Doctor: Sendable {
         }
         if inactive.allSatisfy({ $0 == "yes" }) || !rules.isEmpty {
             return Finding(
-                "polkit", .ok, "pcsc-lite's polkit policy lets inactive sessions reach the cards"
+                "polkit", .ok,
+                "pcsc-lite's polkit policy lets inactive sessions reach the cards"
                     + (rules.isEmpty ? "" : " (rules: \(rules.joined(separator: ", ")))"))
         }
         return Finding(
@@ -440,21 +456,29 @@ public struct Doctor: Sendable {
     }
 
     func udev() -> [Finding] {
-        let names = ["/etc/udev/rules.d", "/run/udev/rules.d", "/usr/local/lib/udev/rules.d", "/usr/lib/udev/rules.d",
-            "/lib/udev/rules.d"].map { setup.path($0) + "/70-tokenpin.rules" }
+        let names = [
+            "/etc/udev/rules.d", "/run/udev/rules.d", "/usr/local/lib/udev/rules.d", "/usr/lib/udev/rules.d",
+            "/lib/udev/rules.d",
+        ].map { setup.path($0) + "/70-tokenpin.rules" }
         let rulesFile = names.first { FileManager.default.fileExists(atPath: $0) }
-        let rules = rulesFile.flatMap { FileManager.default.contents(atPath: $0) }.map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let rules =
+            rulesFile.flatMap { FileManager.default.contents(atPath: $0) }.map { String(decoding: $0, as: UTF8.self) }
+            ?? ""
         var findings: [Finding] = []
         let devices = setup.path("/sys/bus/usb/devices")
-        for device in ((try? FileManager.default.contentsOfDirectory(atPath: devices)) ?? []).sorted() where !device.contains(":") {
+        for device in ((try? FileManager.default.contentsOfDirectory(atPath: devices)) ?? []).sorted()
+        where !device.contains(":") {
             let base = devices + "/" + device
             func attribute(_ name: String) -> String? {
                 FileManager.default.contents(atPath: base + "/" + name).map {
-                    String(decoding: $0, as: UTF8.self).trimmingBlanks().split(separator: "\n").first.map(String.init) ?? ""
+                    String(decoding: $0, as: UTF8.self).trimmingBlanks().split(separator: "\n").first.map(String.init)
+                        ?? ""
                 }
             }
             guard let vendor = attribute("idVendor"), let product = attribute("idProduct") else { continue }
-            let interfaces = ((try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []).filter { $0.hasPrefix(device + ":") }
+            let interfaces = ((try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []).filter {
+                $0.hasPrefix(device + ":")
+            }
             let ccid = interfaces.contains { interface in
                 FileManager.default.contents(atPath: base + "/" + interface + "/bInterfaceClass").map {
                     String(decoding: $0, as: UTF8.self).hasPrefix("0b")
@@ -466,7 +490,8 @@ public struct Doctor: Sendable {
             if rulesFile == nil {
                 findings.append(
                     Finding(
-                        "udev", .warning, "\(name) is a smart-card reader and no 70-tokenpin.rules is installed: "
+                        "udev", .warning,
+                        "\(name) is a smart-card reader and no 70-tokenpin.rules is installed: "
                             + "tokenpind is not started when it is plugged in, and the user at the seat gets no access to it",
                         fix: "install udev/70-tokenpin.rules (the package does), then `udevadm control --reload`",
                         exitCode: .tokenUnavailable))

@@ -49,7 +49,8 @@ public struct PAMAudit: Sendable, Equatable {
         stack.run { line in
             switch role(of: line) {
             case .tokenpin:
-                return tokenpin == .authinfoUnavail && line.arguments.contains("ignore_unavailable") ? .ignore : tokenpin
+                return tokenpin == .authinfoUnavail && line.arguments.contains("ignore_unavailable")
+                    ? .ignore : tokenpin
             case .password: return password
             case .deny, .faillockFail: return .authErr
             case .permit: return .success

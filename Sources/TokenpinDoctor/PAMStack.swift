@@ -2,16 +2,37 @@ import FoundationEssentials
 
 /// What a PAM module answers (the `value` names of libpam's bracket syntax, `pam.conf(5)`).
 public enum PAMResult: String, Sendable, CaseIterable {
-    case success, openErr = "open_err", symbolErr = "symbol_err", serviceErr = "service_err"
-    case systemErr = "system_err", bufErr = "buf_err", permDenied = "perm_denied", authErr = "auth_err"
-    case credInsufficient = "cred_insufficient", authinfoUnavail = "authinfo_unavail"
-    case userUnknown = "user_unknown", maxtries, newAuthtokReqd = "new_authtok_reqd", acctExpired = "acct_expired"
-    case sessionErr = "session_err", credUnavail = "cred_unavail", credExpired = "cred_expired", credErr = "cred_err"
-    case noModuleData = "no_module_data", convErr = "conv_err", authtokErr = "authtok_err"
-    case authtokRecoverErr = "authtok_recover_err", authtokLockBusy = "authtok_lock_busy"
-    case authtokDisableAging = "authtok_disable_aging", tryAgain = "try_again", ignore, abort
-    case authtokExpired = "authtok_expired", moduleUnknown = "module_unknown", badItem = "bad_item"
-    case convAgain = "conv_again", incomplete
+    case success
+    case openErr = "open_err"
+    case symbolErr = "symbol_err"
+    case serviceErr = "service_err"
+    case systemErr = "system_err"
+    case bufErr = "buf_err"
+    case permDenied = "perm_denied"
+    case authErr = "auth_err"
+    case credInsufficient = "cred_insufficient"
+    case authinfoUnavail = "authinfo_unavail"
+    case userUnknown = "user_unknown"
+    case maxtries
+    case newAuthtokReqd = "new_authtok_reqd"
+    case acctExpired = "acct_expired"
+    case sessionErr = "session_err"
+    case credUnavail = "cred_unavail"
+    case credExpired = "cred_expired"
+    case credErr = "cred_err"
+    case noModuleData = "no_module_data"
+    case convErr = "conv_err"
+    case authtokErr = "authtok_err"
+    case authtokRecoverErr = "authtok_recover_err"
+    case authtokLockBusy = "authtok_lock_busy"
+    case authtokDisableAging = "authtok_disable_aging"
+    case tryAgain = "try_again"
+    case ignore, abort
+    case authtokExpired = "authtok_expired"
+    case moduleUnknown = "module_unknown"
+    case badItem = "bad_item"
+    case convAgain = "conv_again"
+    case incomplete
 }
 
 /// What libpam does with an answer: `pam.conf(5)`'s actions, a jump over the next N lines included.
@@ -113,10 +134,13 @@ public struct PAMStack: Sendable, Equatable {
             }
             var entry = Line(
                 file: path, number: pendingNumber, module: String(words[2].split(separator: "/").last ?? ""),
-                arguments: words.dropFirst(3).map { $0.hasPrefix("[") && $0.hasSuffix("]") ? String($0.dropFirst().dropLast()) : $0 },
+                arguments: words.dropFirst(3).map {
+                    $0.hasPrefix("[") && $0.hasSuffix("]") ? String($0.dropFirst().dropLast()) : $0
+                },
                 actions: [:], defaultAction: .bad)
             if control == "substack" {
-                entry.substack = PAMStack(lines: lines(of: words[2], directory: directory, read: read, depth: depth + 1))
+                entry.substack = PAMStack(
+                    lines: lines(of: words[2], directory: directory, read: read, depth: depth + 1))
                 entry.actions = [.success: .ok, .newAuthtokReqd: .ok, .ignore: .ignore]
                 entry.defaultAction = .bad
             } else {

@@ -245,7 +245,8 @@ extension ServerMessage {
         case "question":
             return .question(try fields.string("text"), typed: try fields.optionalString("typed"))
         case "choice":
-            guard case .array(let items) = fields["options"] ?? .null, (1...ProtocolLimits.maximumChoices).contains(items.count)
+            guard case .array(let items) = fields["options"] ?? .null,
+                (1...ProtocolLimits.maximumChoices).contains(items.count)
             else {
                 throw ProtocolError(.badField, "`options` must be 1 to \(ProtocolLimits.maximumChoices) strings")
             }

@@ -89,7 +89,8 @@ public struct PINService: Sendable {
         let vaultKey = Vault.newKey()
         let now = time.now
         let kek = try deriveKey(kdf, from: pin.secret)
-        let pinSlot = try VaultSlot.seal(vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: now)
+        let pinSlot = try VaultSlot.seal(
+            vaultKey, keyEncryptionKey: kek, kind: .pin, kdf: kdf, user: user, created: now)
         let recovery = RecoveryKey.generate()
         let recoveryKDF = KDFParameters(algorithm: .blake2b)
         let recoveryKEK = try deriveKey(recoveryKDF, from: recovery)
@@ -180,7 +181,8 @@ public struct PINService: Sendable {
     /// Reads the PIN for a counted attempt (`prompt`: `pin` or `current-pin`), with its tries left; a secret that
     /// cannot be the PIN under the policy (`PINPolicy.impossibility`) is refused here, before anything is counted or
     /// a card is asked.
-    func readAttemptPIN(_ interaction: some Interaction, _ prompt: SecretPrompt, record: EnrolmentRecord) throws -> PIN {
+    func readAttemptPIN(_ interaction: some Interaction, _ prompt: SecretPrompt, record: EnrolmentRecord) throws -> PIN
+    {
         let pin = PIN(try interaction.readPIN(prompt, remaining: record.counter.remaining))
         if let rule = configuration.policy.impossibility(of: pin) {
             logger.info("not a PIN: not tried, nothing counted", [("user", user), ("rule", rule.rawValue)])
@@ -224,7 +226,9 @@ public struct PINService: Sendable {
             }
             guard let vaultKey = opened else {
                 logger.info("wrong PIN", [("user", user), ("pin.remaining", String(record.counter.remaining))])
-                if record.counter.isLocked { logger.warning("PIN locked: no tries left until a reset", [("user", user)]) }
+                if record.counter.isLocked {
+                    logger.warning("PIN locked: no tries left until a reset", [("user", user)])
+                }
                 let outcome: VerifyOutcome =
                     record.counter.isLocked
                     ? .locked : .rejected(remaining: record.counter.remaining, lastTry: record.counter.remaining == 1)

@@ -41,7 +41,7 @@ public struct RevokedCards: Sendable, Equatable {
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
             let trimmed = line.trimmingBlanks()
             if trimmed.isEmpty { continue }
-            guard let identity = normalise(trimmed) else {
+            guard let identity = CardIdentity.normalise(trimmed) else {
                 problems.append("\(file):\(index + 1): `\(trimmed.prefix(80))` is not a card identity")
                 continue
             }
@@ -74,30 +74,37 @@ public struct RevokedCards: Sendable, Equatable {
 
     /// The entry that revokes the card with `identity` (as a binding records it), or nil.
     public func entry(for identity: String) -> Entry? {
-        guard let wanted = Self.normalise(identity) else { return nil }
+        guard let wanted = CardIdentity.normalise(identity) else { return nil }
         return entries.first { entry in
-            entry.identity == wanted || (entry.identity.count == 8 && wanted.count == 12 && wanted.hasSuffix(entry.identity))
+            entry.identity == wanted
+                || (entry.identity.count == 8 && wanted.count == 12 && wanted.hasSuffix(entry.identity))
         }
-    }
-
-    /// The identity in its one spelling, or nil when `text` is none.
-    static func normalise(_ text: some StringProtocol) -> String? {
-        let lowered = text.lowercased()
-        for (prefix, lengths, isDigit) in [
-            ("piv-guid:", 32...32, \Character.isHexDigit), ("piv-serial:", 1...10, \Character.isWholeNumber),
-            ("piv-key:", 16...16, \Character.isHexDigit),
-        ] where lowered.hasPrefix(prefix) {
-            let rest = lowered.dropFirst(prefix.count)
-            return lengths.contains(rest.count) && rest.allSatisfy({ $0.isASCII && $0[keyPath: isDigit] }) ? lowered : nil
-        }
-        let digits = String(text.filter { $0 != ":" && $0 != " " && $0 != "\t" }).uppercased()
-        guard [8, 12].contains(digits.count), digits.allSatisfy({ $0.isHexDigit }) else { return nil }
-        return digits
     }
 
     /// Why a card is refused, for messages: names the card and the list that revokes it.
     public func reason(for identity: String) -> String? {
         guard let entry = entry(for: identity) else { return nil }
         return "card \(cardLabel(serial: identity)) is revoked by this site (\(entry.source)); no PIN is sent to it"
+    }
+}
+
+/// A card's identity as `readers` shows it and `--serial` and `revoked.d` name it.
+public enum CardIdentity {
+    /// The identity in its one spelling (12 or 8 upper-case hex digits for OpenPGP, colons and blanks dropped; a
+    /// PIV identity in lower case: `piv-guid:` and 32 hex digits, `piv-serial:` and a decimal serial, `piv-key:`
+    /// and 16 hex digits), or nil when `text` is none.
+    public static func normalise(_ text: some StringProtocol) -> String? {
+        let lowered = text.lowercased()
+        for (prefix, lengths, isDigit) in [
+            ("piv-guid:", 32...32, \Character.isHexDigit), ("piv-serial:", 1...10, \Character.isWholeNumber),
+            ("piv-key:", 16...16, \Character.isHexDigit),
+        ] where lowered.hasPrefix(prefix) {
+            let rest = lowered.dropFirst(prefix.count)
+            return lengths.contains(rest.count) && rest.allSatisfy({ $0.isASCII && $0[keyPath: isDigit] })
+                ? lowered : nil
+        }
+        let digits = String(text.filter { $0 != ":" && $0 != " " && $0 != "\t" }).uppercased()
+        guard [8, 12].contains(digits.count), digits.allSatisfy({ $0.isHexDigit }) else { return nil }
+        return digits
     }
 }

@@ -168,7 +168,9 @@ extension PINService {
     /// first; the card is recognised by the identity read from it. Never sends a PIN anywhere else.
     func openEnrolledCard(_ binding: TokenBinding) throws(TokenFailure) -> any TokenApplication {
         // A card the site revoked is refused before any reader is touched: no PIN can reach it.
-        if let revoked = revokedCards.reason(for: binding.serial) { throw TokenFailure(kind: .unavailable, reason: revoked) }
+        if let revoked = revokedCards.reason(for: binding.serial) {
+            throw TokenFailure(kind: .unavailable, reason: revoked)
+        }
         let serial = binding.serial
         let lastReader = binding.reader
         let kind = binding.applicationKind

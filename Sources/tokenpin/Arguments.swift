@@ -214,16 +214,7 @@ enum ArgumentParser {
     /// An OpenPGP serial (8 hex digits, or 12 with the manufacturer, colons allowed) or a PIV identity:
     /// `piv-guid:` and 32 hex digits, `piv-serial:` and a decimal serial, `piv-key:` and 16 hex digits.
     static func isCardIdentity(_ text: String) -> Bool {
-        let lowered = text.lowercased()
-        for (prefix, lengths, isDigit) in [
-            ("piv-guid:", 32...32, \Character.isHexDigit), ("piv-serial:", 1...10, \Character.isWholeNumber),
-            ("piv-key:", 16...16, \Character.isHexDigit),
-        ] where lowered.hasPrefix(prefix) {
-            let rest = lowered.dropFirst(prefix.count)
-            return lengths.contains(rest.count) && rest.allSatisfy { $0.isASCII && $0[keyPath: isDigit] }
-        }
-        let digits = text.filter { $0 != ":" }
-        return [8, 12].contains(digits.count) && digits.allSatisfy(\.isHexDigit)
+        !text.contains(where: \.isWhitespace) && CardIdentity.normalise(text) != nil
     }
 
     static func parse(_ argv: [String]) throws(UsageError) -> ParsedCommandLine {

@@ -589,8 +589,10 @@ struct StatusCommand: Command {
             }
             if let token = report.token, let source = token.revoked, let serial = enrolledSerialOf(report) {
                 say(
-                    "Token:      " + context.console.out.warning(
-                        "card \(cardLabel(serial: serial)) is revoked by this site (\(source)): no PIN is sent to it")
+                    "Token:      "
+                        + context.console.out.warning(
+                            "card \(cardLabel(serial: serial)) is revoked by this site (\(source)): no PIN is sent to it"
+                        )
                         + (report.fallback == .allow ? "; verify asks the PIN" : ""))
             }
             if let token = report.token, let application = token.application.flatMap(TokenApplicationKind.init) {

@@ -14,9 +14,14 @@ struct DoctorCommand: Command {
     static func run(_ options: ParsedCommandLine, mode: Backend) -> ExitCode {
         let environment = ProcessInfo.processInfo.environment
         let socket: String
-        if case .daemon(let path) = mode { socket = path } else { socket = options.global.socket ?? DaemonClient.defaultSocketPath }
+        if case .daemon(let path) = mode {
+            socket = path
+        } else {
+            socket = options.global.socket ?? DaemonClient.defaultSocketPath
+        }
         let user = options.global.user ?? Context.currentUserName()
-        let store = RecordStore(directory: options.global.store ?? RecordStore.defaultDirectory(environment: environment))
+        let store = RecordStore(
+            directory: options.global.store ?? RecordStore.defaultDirectory(environment: environment))
         var files = Configuration.standardFiles(
             environment: environment, systemDirectory: SystemRoot.path("/etc/tokenpin"))
         if let explicit = options.global.config { files.append(explicit) }

@@ -60,7 +60,8 @@ enum ModeSelection {
         if let user = global.user { daemonFlags.append("--user \(user)") }
         if global.local {
             if let flag = daemonFlags.first(where: { $0.hasPrefix("--socket") }) {
-                throw UsageError(message: "--local never talks to tokenpind, and \(flag) names it: give one of them",
+                throw UsageError(
+                    message: "--local never talks to tokenpind, and \(flag) names it: give one of them",
                     command: options.command)
             }
             return .local(reason: "--local")

@@ -98,7 +98,8 @@ struct AdministratorResetCommand: Command {
         }
         context.console.emit([
             ("ok", .bool(true)), ("event", .string("reset")), ("method", .string("administrator")),
-            ("user", .string(context.user)), ("recoveryKeyShownOn", .string(context.console.json ? "stderr" : "stdout")),
+            ("user", .string(context.user)),
+            ("recoveryKeyShownOn", .string(context.console.json ? "stderr" : "stdout")),
             ("kdf", kdfJSON(result.kdf)), ("record", .string(result.recordPath)),
             ("removed", .array(hadToken ? [.string("token")] : [])),
         ])

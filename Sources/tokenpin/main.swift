@@ -205,7 +205,8 @@ func runMain() -> ExitCode {
             json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
             err: Style(enabled: false, appearance: Appearance()))
         return console.fail(
-            .usage, errorCode: "usage", message: error.message, hint: "usage: \(Help.usage(error.command)); see 'tokenpin help'")
+            .usage, errorCode: "usage", message: error.message,
+            hint: "usage: \(Help.usage(error.command)); see 'tokenpin help'")
     }
     // doctor reads the configuration itself, file by file: it must work when the configuration is what is broken.
     if command is DoctorCommand { return DoctorCommand.run(parsed, mode: mode) }

@@ -5,14 +5,7 @@
 # a private pcscd (Simulator/pcscd-sandbox) with the simulated card in its first reader.
 . "$(dirname "$0")/lib.sh"
 
-if [ "${TOKENPIN_SANDBOX:-}" != 1 ]; then
-    SIM=$BIN/tokenpin-sim
-    if ! command -v pcscd >/dev/null || [ ! -x "$SIM" ] || ! ls /usr/lib/pcsc/drivers/serial/libifdvpcd.so* >/dev/null 2>&1; then
-        echo "skipped: needs pcscd, vsmartcard-vpcd and tokenpin-sim"; finish; exit $?
-    fi
-    trap - EXIT; rm -rf "$WORK"
-    exec "$ROOT/Simulator/pcscd-sandbox" -- bash "$0"
-fi
+enter_sandbox pamtester cc
 SIM=${TOKENPIN_SIM_BIN:-$BIN/tokenpin-sim}
 command -v pamtester >/dev/null || { echo "pamtester is not installed"; exit 1; }
 if [ ! -f "$PAM_MODULE" ]; then make -C "$ROOT" -s pam >/dev/null || { echo "cannot build the PAM module"; exit 1; }; fi

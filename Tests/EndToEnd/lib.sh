@@ -105,6 +105,21 @@ pam_service() {
     printf -v "$var" '%s' "$name"
 }
 
+# enter_sandbox [COMMAND...]: runs this suite again inside Simulator/pcscd-sandbox (a private pcscd with vpcd
+# readers) unless it already runs there; skipped, saying why, without pcscd, vpcd, tokenpin-sim or a COMMAND.
+enter_sandbox() {
+    [ "${TOKENPIN_SANDBOX:-}" = 1 ] && return 0
+    local needed
+    for needed in pcscd "$@"; do
+        command -v "$needed" >/dev/null || { echo "skipped: needs $needed"; finish; exit $?; }
+    done
+    if [ ! -x "$BIN/tokenpin-sim" ] || ! ls /usr/lib/pcsc/drivers/serial/libifdvpcd.so* >/dev/null 2>&1; then
+        echo "skipped: needs vsmartcard-vpcd and tokenpin-sim"; finish; exit $?
+    fi
+    trap - EXIT; rm -rf "$WORK"
+    exec "$ROOT/Simulator/pcscd-sandbox" -- bash "$0"
+}
+
 # The simulated card in the sandbox's first reader, for suites that re-executed themselves inside
 # Simulator/pcscd-sandbox (READER and PORT come from its TOKENPIN_READERS and TOKENPIN_VPCD_PORTS).
 READER=${TOKENPIN_READERS:-}; READER=${READER%%|*}

@@ -3,14 +3,7 @@
 # simulated card: inserting and pulling the card reaches a watcher as cardInserted / cardRemoved.
 . "$(dirname "$0")/lib.sh"
 
-if [ "${TOKENPIN_SANDBOX:-}" != 1 ]; then
-    SIM=$BIN/tokenpin-sim
-    if ! command -v pcscd >/dev/null || [ ! -x "$SIM" ] || ! ls /usr/lib/pcsc/drivers/serial/libifdvpcd.so* >/dev/null 2>&1; then
-        echo "skipped: needs pcscd, vsmartcard-vpcd and tokenpin-sim"; finish; exit $?
-    fi
-    trap - EXIT; rm -rf "$WORK"
-    exec "$ROOT/Simulator/pcscd-sandbox" -- bash "$0"
-fi
+enter_sandbox
 
 start_daemon || exit 1
 PORT=${TOKENPIN_VPCD_PORTS%%,*}

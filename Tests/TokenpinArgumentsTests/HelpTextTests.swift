@@ -90,8 +90,14 @@ import Testing
         let script = program.completionScript(for: .bash)
         #expect(script.contains("complete -F _tool tool\n"))
         #expect(script.contains("\"\") words=\"enrol verify toggle help completions $global\" ;;"))
-        #expect(script.contains("toggle) words=\"--yes --method pin token on off $global\" ;;"))
-        #expect(script.contains("help) words=\"enrol verify toggle help completions $global\" ;;"))
+        // Each argument position offers its own words; a `-` or a complete command line, the options.
+        #expect(
+            script.contains(
+                "        toggle)\n            case \"$cur\" in\n                -*) words=\"--yes --method $global\" ;;"
+            ))
+        #expect(script.contains("0) words=\"pin token\" ;;"))
+        #expect(script.contains("1) words=\"on off\" ;;"))
+        #expect(script.contains("0) words=\"enrol verify toggle help completions\" ;;"))
         #expect(script.contains("--method) COMPREPLY=($(compgen -W \"pin token\" -- \"$cur\")); return ;;"))
         #expect(script.contains("--store) COMPREPLY=($(compgen -d -- \"$cur\")); return ;;"))
         #expect(script.contains("--config) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;"))

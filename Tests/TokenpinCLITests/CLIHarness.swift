@@ -48,19 +48,25 @@ struct CLI {
     @discardableResult
     func run(
         _ arguments: [String], input: String? = nil, plain: Bool = false, environment: [String: String] = [:],
-        executable: String? = nil
+        executable: String? = nil, shell: String? = nil
     ) throws -> Result {
-        let process = start(arguments, input: input, plain: plain, environment: environment, executable: executable)
+        let process = start(
+            arguments, input: input, plain: plain, environment: environment, executable: executable, shell: shell)
         return try process.finish()
     }
 
+    /// `shell`: run this command line through `/bin/sh -c` instead, with the binary's directory first on `PATH`
+    /// (a suggested `tokenpin …` command as printed).
     func start(
         _ arguments: [String], input: String? = nil, plain: Bool = false, environment: [String: String] = [:],
-        executable: String? = nil
+        executable: String? = nil, shell: String? = nil
     ) -> Running {
         let process = Process()
         var args = arguments
-        if let executable {
+        if let shell {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            args = ["-c", shell]
+        } else if let executable {
             process.executableURL = URL(fileURLWithPath: executable)
             args = ["--wait", CLI.binary] + args
         } else {
@@ -74,6 +80,7 @@ struct CLI {
             // No unit or package on the test machine makes tokenpind expected (debug builds read this list).
             "TOKENPIN_DAEMON_MARKERS": directory + "/no-daemon-marker",
         ]
+        if shell != nil { env["PATH"] = (CLI.binary as NSString).deletingLastPathComponent + ":/usr/bin:/bin" }
         env.merge(environment) { $1 }
         process.environment = env
         let stdin = Pipe()

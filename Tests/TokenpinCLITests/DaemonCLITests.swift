@@ -23,9 +23,10 @@ final class TestDaemon {
         try ("kdf-memory-mib = 8\nkdf-passes = 1\n" + config).write(
             toFile: configFile, atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = [
-            "--socket", socket, "--state-dir", state, "--config", configFile, "--no-readers",
-        ] + (simulated ? ["--reader", "sim"] : []) + arguments
+        process.arguments =
+            [
+                "--socket", socket, "--state-dir", state, "--config", configFile, "--no-readers",
+            ] + (simulated ? ["--reader", "sim"] : []) + arguments
         process.standardOutput = FileHandle.nullDevice
         if let log {
             _ = FileManager.default.createFile(atPath: log, contents: nil)
@@ -92,11 +93,11 @@ final class TestDaemon {
         let socket = ["--socket", daemon.socket]
         let first = try cli.run(socket + ["verify", "--pin-stdin"], input: "482916\n")
         #expect(first.status == 4)
-        #expect(first.stderr.contains("tokenpin import"), "\(first.stderr)")
+        #expect(first.stderr.contains("`tokenpin --socket \(daemon.socket) --pin-stdin import`"), "\(first.stderr)")
         #expect(!first.stderr.contains("tokenpin enrol"))
         let moved = try cli.run(socket + ["import"])
         #expect(moved.status == 0, "\(moved.stderr)")
-        #expect(moved.stdout.contains("tokenpin change"))
+        #expect(moved.stdout.contains("`tokenpin --socket \(daemon.socket) change`"), "\(moved.stdout)")
         let again = try cli.run(socket + ["import"])
         #expect(again.status == 2)
         #expect(again.stderr.contains("already in tokenpind"), "\(again.stderr)")

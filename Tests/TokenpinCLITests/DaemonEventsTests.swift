@@ -29,7 +29,8 @@ import Testing
                 input: "615283\n12345678\n123456\n"
             ).status == 0)
         #expect(try cli.run(socket + ["verify", "--method", "token", "--pin-stdin"], input: "000000\n").status == 1)
-        #expect(try cli.run(socket + ["token", "change-pin", "--pin-stdin"], input: "000000\n654321\n654321\n").status == 1)
+        #expect(
+            try cli.run(socket + ["token", "change-pin", "--pin-stdin"], input: "000000\n654321\n654321\n").status == 1)
         #expect(try cli.run(socket + ["unenrol", "--method", "pin", "--pin-stdin"], input: "615283\n").status == 0)
         usleep(300_000)
         kill(watch.process.processIdentifier, SIGKILL)  // a test runner may start children with SIGTERM blocked
@@ -45,7 +46,9 @@ import Testing
         ] {
             #expect(lines.contains { $0.contains(message) }, "the log says \(message): \(lines)")
         }
-        let stamped = lines.filter { $0.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d"#, options: .regularExpression) != nil }
+        let stamped = lines.filter {
+            $0.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d"#, options: .regularExpression) != nil
+        }
         #expect(!lines.isEmpty && stamped.count == lines.count, "every line off the journal has its time: \(lines)")
         for secret in ["482916", "739154", "615283", key] { #expect(!lines.joined().contains(secret)) }
     }

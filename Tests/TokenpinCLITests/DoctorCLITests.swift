@@ -19,8 +19,10 @@ import Testing
                 try FileManager.default.createDirectory(
                     atPath: root + "/" + directory, withIntermediateDirectories: true)
             }
-            try write("etc/pam.d/common-auth", "auth [success=1 default=ignore] pam_unix.so nullok\n"
-                + "auth requisite pam_deny.so\nauth required pam_permit.so\n")
+            try write(
+                "etc/pam.d/common-auth",
+                "auth [success=1 default=ignore] pam_unix.so nullok\n"
+                    + "auth requisite pam_deny.so\nauth required pam_permit.so\n")
         }
 
         func write(_ path: String, _ text: String) throws {
@@ -61,7 +63,8 @@ import Testing
         let result = try machine.doctor()
         #expect(result.status == 78, "\(result.stdout)")
         let login = try #require(Self.finding(result, "pam", "error"), "\(result.stdout)")
-        #expect((login["summary"] as? String)?.hasPrefix("PAM service login: refuses the right PIN") == true, "\(login)")
+        #expect(
+            (login["summary"] as? String)?.hasPrefix("PAM service login: refuses the right PIN") == true, "\(login)")
         #expect(login["exitCode"] as? Int == 78)
         // sudo's stack jumps past pam_deny as it should: it is sound.
         #expect(Self.finding(result, "pam", "ok").map { "\($0)".contains("sudo") } == true, "\(result.stdout)")
@@ -74,7 +77,8 @@ import Testing
         let result = try machine.doctor()
         #expect(result.status == 78, "\(result.stdout)")
         let error = try #require(Self.finding(result, "config", "error"))
-        #expect((error["summary"] as? String)?.contains("10-site.conf:2: unknown key `retires-max`") == true, "\(error)")
+        #expect(
+            (error["summary"] as? String)?.contains("10-site.conf:2: unknown key `retires-max`") == true, "\(error)")
         #expect((error["summary"] as? String)?.contains("did you mean 'retries-max'") == true)
         // Which file set each value: the first file's retries-max is read, the broken one is not.
         try machine.write("etc/tokenpin/conf.d/10-site.conf", "retries-max = 3\n")
@@ -83,8 +87,9 @@ import Testing
         let details = ok["details"] as? [String] ?? []
         #expect(
             details.contains {
-                $0.hasPrefix("retries-max = 3  (\(machine.root)/etc/tokenpin/conf.d/10-site.conf:1, over "
-                    + "\(machine.root)/etc/tokenpin/tokenpin.conf:1)")
+                $0.hasPrefix(
+                    "retries-max = 3  (\(machine.root)/etc/tokenpin/conf.d/10-site.conf:1, over "
+                        + "\(machine.root)/etc/tokenpin/tokenpin.conf:1)")
             }, "\(details)")
     }
 
@@ -92,7 +97,8 @@ import Testing
         let machine = try Machine()
         try machine.write("usr/lib/systemd/system/tokenpind.socket", "[Socket]\n")
         let result = try machine.doctor(
-            ["--local"], environment: ["TOKENPIN_DAEMON_MARKERS": machine.root + "/usr/lib/systemd/system/tokenpind.socket"])
+            ["--local"],
+            environment: ["TOKENPIN_DAEMON_MARKERS": machine.root + "/usr/lib/systemd/system/tokenpind.socket"])
         #expect(result.status == 69, "\(result.stdout)")
         #expect(
             (Self.finding(result, "tokenpind", "error")?["summary"] as? String)?.contains("nothing listens") == true)
@@ -115,7 +121,9 @@ import Testing
         _ = try machine.cli.run(["verify", "--pin-stdin"], input: "000000\n")
         let result = try machine.doctor()
         let record = try #require(Self.finding(result, "record", "ok"), "\(result.stdout)")
-        #expect((record["summary"] as? String)?.contains("sound; pin; mode either, fallback allow; 4 of 5 tries left") == true,
+        #expect(
+            (record["summary"] as? String)?.contains("sound; pin; mode either, fallback allow; 4 of 5 tries left")
+                == true,
             "\(record)")
     }
 
@@ -132,11 +140,14 @@ import Testing
         let result = try machine.doctor()
         let udev = try #require(Self.finding(result, "udev", "warning"), "\(result.stdout)")
         #expect((udev["summary"] as? String)?.contains("YubiKey OTP+FIDO+CCID (1050:0407)") == true)
-        #expect(Self.finding(result, "polkit", "warning") != nil, "local mode from an inactive session: \(result.stdout)")
+        #expect(
+            Self.finding(result, "polkit", "warning") != nil, "local mode from an inactive session: \(result.stdout)")
         #expect(result.status == 77, "the first of the worst findings (warnings): polkit, exit 77: \(result.stdout)")
-        try machine.write("usr/lib/udev/rules.d/70-tokenpin.rules", try String(
-            contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-                .appendingPathComponent("../../udev/70-tokenpin.rules").path, encoding: .utf8))
+        try machine.write(
+            "usr/lib/udev/rules.d/70-tokenpin.rules",
+            try String(
+                contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                    .appendingPathComponent("../../udev/70-tokenpin.rules").path, encoding: .utf8))
         let matched = try machine.doctor()
         #expect(Self.finding(matched, "udev", "ok") != nil, "\(matched.stdout)")
     }

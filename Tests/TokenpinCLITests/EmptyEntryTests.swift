@@ -115,7 +115,9 @@ struct PromptTextTests {
         let result = try cli.run(["--reader", "sim", "token", "change-pin", "--pin-stdin"], input: "123456\n1234\n")
         #expect(result.status == 5, "refused before the confirmation was asked: \(result.stderr)")
         #expect(result.stderr.contains("a card PIN has 6 to "), "\(result.stderr)")
-        #expect(try cli.run(["--reader", "sim", "verify", "--method", "token", "--pin-stdin"], input: "123456\n").status == 0)
+        #expect(
+            try cli.run(["--reader", "sim", "verify", "--method", "token", "--pin-stdin"], input: "123456\n").status
+                == 0)
     }
 
     @Test func theCardPINPromptNamesTheCard() throws {

@@ -100,7 +100,7 @@ import Testing
                     "wait:tokenpin PIN for ", "482916\\r", "wait:to go ahead", "replace\\r",
                     "wait:Admin PIN", "12345678\\r", "wait:Card PIN", "123456\\r",
                 ],
-                cli, socket + ["toggle", "token", "on", "--generate-key"])
+                cli, socket + ["toggle", "token", "on", "--generate-key"], local: false)
             #expect(typed.status == 0, "\(typed.screen)")
             #expect(
                 typed.screen.contains(Self.fingerprint), "the daemon's question reached the terminal: \(typed.screen)")

@@ -78,8 +78,10 @@ import Testing
             ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
             input: "482916\n12345678\n123456\n", environment: system)
         #expect(bind.status == 6, "\(bind.stderr)")
-        #expect(bind.stderr.contains("is revoked by this site (\(root)/etc/tokenpin/revoked.d/site:1)"), "\(bind.stderr)")
-        #expect(bind.stderr.contains("site:2: `not-a-card` is not a card identity"), "a bad line is said: \(bind.stderr)")
+        #expect(
+            bind.stderr.contains("is revoked by this site (\(root)/etc/tokenpin/revoked.d/site:1)"), "\(bind.stderr)")
+        #expect(
+            bind.stderr.contains("site:2: `not-a-card` is not a card identity"), "a bad line is said: \(bind.stderr)")
         #expect(cli.remaining == 5, "nothing was asked")
         let listed = try cli.run(["--reader", "sim", "--json", "readers"], environment: system)
         #expect(

@@ -16,26 +16,9 @@ import Testing
 
     /// Runs `hint` through `/bin/sh -c` as it stands, `tokenpin` on `PATH` being the binary under test, in the
     /// sandbox's environment, with `input` on standard input.
-    static func run(_ hint: String, _ cli: CLI, input: String, environment: [String: String] = [:]) throws -> CLI.Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", hint]
-        let directory = (CLI.binary as NSString).deletingLastPathComponent
-        process.environment = [
-            "PATH": directory + ":/usr/bin:/bin", "HOME": cli.directory + "/home", "LANG": "C.UTF-8",
-            "XDG_STATE_HOME": cli.directory + "/state", "XDG_CONFIG_HOME": cli.directory + "/xdg",
-            "TOKENPIN_DAEMON_MARKERS": cli.directory + "/no-daemon-marker",
-        ].merging(environment) { $1 }
-        let stdin = Pipe()
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        CLI.writeIgnoringBrokenPipe(stdin.fileHandleForWriting, Data(input.utf8))
-        try? stdin.fileHandleForWriting.close()
-        return try CLI.Running(process: process, stdout: stdout, stderr: stderr).finish()
+    static func run(_ hint: String, _ cli: CLI, input: String, environment: [String: String] = [:]) throws -> CLI.Result
+    {
+        try cli.run([], input: input, environment: environment, shell: hint)
     }
 
     /// The flags every scenario passes, which every hint must keep.
@@ -106,7 +89,8 @@ import Testing
         let flags = Self.flags(cli) + ["--reader", "sim"]
         #expect(try cli.run(flags + ["enrol"], input: "482916\n482916\n", environment: yubikey).status == 0)
         let before = try cli.run(flags + ["--json", "readers", "--app", "openpgp"], environment: yubikey).stdout
-        let refused = try cli.run(flags + ["toggle", "token", "on", "--app", "piv"], input: "482916\n123456\n",
+        let refused = try cli.run(
+            flags + ["toggle", "token", "on", "--app", "piv"], input: "482916\n123456\n",
             environment: yubikey)
         #expect(refused.status == 6, "\(refused.stderr)")
         let hint = try #require(Self.hints(refused.stderr).first, "\(refused.stderr)")
@@ -121,13 +105,15 @@ import Testing
 
     /// Every suggested command in the sources is one the parser takes: `tokenpin WORDS --help` exits 0.
     @Test func everySuggestedCommandInTheSourcesParses() throws {
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources")
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../Sources")
         let files = FileManager.default.enumerator(atPath: sources.path)?.compactMap { $0 as? String } ?? []
         var suggestions: Set<String> = []
         for file in files where file.hasSuffix(".swift") {
             let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
             for line in text.split(separator: "\n") where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
-                for hint in Self.hints(String(line)) where !hint.contains("\\(") && !hint.contains("…")
+                for hint in Self.hints(String(line))
+                where !hint.contains("\\(") && !hint.contains("…")
                     && hint.range(of: #"[A-Z|\[]"#, options: .regularExpression) == nil
                 {
                     suggestions.insert(hint)

@@ -14,7 +14,8 @@ struct TerminalKeysTests {
     func escapeSequencesAreIgnored(sequence: String) throws {
         let cli = CLI()
         try cli.enrol()
-        let (screen, status) = try terminal.type(["wait:tokenpin PIN for ", "4829", sequence, "16", "\\r"], cli, ["verify"])
+        let (screen, status) = try terminal.type(
+            ["wait:tokenpin PIN for ", "4829", sequence, "16", "\\r"], cli, ["verify"])
         #expect(status == 0, "\(screen)")
         #expect(screen.contains("left): ••••••\r\n") || screen.contains("left): ••••••\n"), "\(screen)")
         #expect(!screen.contains("16"), "nothing typed is echoed")
@@ -50,7 +51,8 @@ struct TerminalKeysTests {
         let cli = CLI(config: "kdf-memory-mib = 256\nkdf-passes = 8\n")
         try cli.enrol()
         let now = ["TOKENPIN_SLOW_STEP_MS": "0"]
-        let (screen, status) = try terminal.type(["wait:tokenpin PIN for ", "482916\\r"], cli, ["verify"], environment: now)
+        let (screen, status) = try terminal.type(
+            ["wait:tokenpin PIN for ", "482916\\r"], cli, ["verify"], environment: now)
         #expect(status == 0, "\(screen)")
         #expect(screen.contains("Checking the PIN"), "\(screen)")
         for flag in ["--json", "--quiet"] {

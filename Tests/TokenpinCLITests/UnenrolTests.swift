@@ -37,7 +37,9 @@ import Testing
         #expect(script.stderr.contains("--method pin"), "\(script.stderr)")
         let result = try cli.run(["--reader", "sim", "unenrol", "--method", "pin", "--pin-stdin"], input: "482916\n")
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("Removed the PIN, the recovery key and the token binding (card "), "\(result.stdout)")
+        #expect(
+            result.stdout.contains("Removed the PIN, the recovery key and the token binding (card "), "\(result.stdout)"
+        )
         #expect(result.stdout.contains(cli.store), "names the record: \(result.stdout)")
     }
 
@@ -57,7 +59,8 @@ import Testing
         let cli = CLI()
         let daemon = try TestDaemon(cli)
         let socket = ["--socket", daemon.socket]
-        #expect(try cli.run(socket + ["--user", "nobody", "enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
+        #expect(
+            try cli.run(socket + ["--user", "nobody", "enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
         let unconfirmed = try cli.run(socket + ["--user", "nobody", "unenrol", "--pin-stdin"])
         #expect(unconfirmed.status == 2, "\(unconfirmed.stderr)")
         #expect(unconfirmed.stderr.contains("--yes"), "\(unconfirmed.stderr)")
@@ -89,13 +92,15 @@ import Testing
         let reset = try cli.run(socket + user + ["reset", "--pin-stdin"], input: "739154\n739154\n")
         #expect(reset.status == 0, "\(reset.stderr)")
         #expect(reset.stdout.contains("without the recovery key"), "\(reset.stdout)")
-        let key = reset.stdout.split(separator: "\n").first { $0.hasPrefix("    ") }?.trimmingCharacters(in: .whitespaces)
+        let key = reset.stdout.split(separator: "\n").first { $0.hasPrefix("    ") }?.trimmingCharacters(
+            in: .whitespaces)
         #expect(key?.count == 35, "a new recovery key, shown once: \(reset.stdout)")
         #expect(try cli.run(socket + user + ["verify", "--pin-stdin"], input: "739154\n").status == 0)
         #expect(try cli.run(socket + user + ["verify", "--pin-stdin"], input: "482916\n").status == 1)
         let json = try cli.run(socket + user + ["--json", "reset", "--pin-stdin"], input: "615283\n615283\n")
         #expect(json.json["method"] as? String == "administrator", "\(json.stdout)")
-        let shown = json.stderr.split(separator: "\n").first { $0.hasPrefix("    ") }?.trimmingCharacters(in: .whitespaces)
+        let shown = json.stderr.split(separator: "\n").first { $0.hasPrefix("    ") }?.trimmingCharacters(
+            in: .whitespaces)
         #expect(shown?.count == 35, "with --json the key goes to stderr: \(json.stderr)")
         #expect(!json.stdout.contains(shown ?? "?"), "the recovery key is never in JSON: \(json.stdout)")
     }

@@ -237,8 +237,10 @@ import TokenpinTestSupport
     }
 
     @Test func everyExampleSettingParses() throws {
-        let settings = Self.example.split(separator: "\n").filter { $0.range(of: #"^#[a-z-]+ = "#, options: .regularExpression) != nil }
-            .map { $0.dropFirst() }.filter { !$0.hasPrefix("pin-blocklist =") && !$0.hasPrefix("pin-check =") }
+        let settings = Self.example.split(separator: "\n").filter {
+            $0.range(of: #"^#[a-z-]+ = "#, options: .regularExpression) != nil
+        }
+        .map { $0.dropFirst() }.filter { !$0.hasPrefix("pin-blocklist =") && !$0.hasPrefix("pin-check =") }
         var configuration = Configuration()
         try configuration.apply(text: settings.joined(separator: "\n"), file: "example")
     }

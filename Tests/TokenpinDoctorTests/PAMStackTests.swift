@@ -8,11 +8,11 @@ import TokenpinDoctor
     /// Debian 12's stock common-auth, and the services the recipes include.
     static let system: [String: String] = [
         "/etc/pam.d/common-auth": """
-            auth\t[success=1 default=ignore]\tpam_unix.so nullok
-            auth\trequisite\t\t\tpam_deny.so
-            auth\trequired\t\t\tpam_permit.so
-            auth\toptional\t\t\tpam_cap.so
-            """,
+        auth\t[success=1 default=ignore]\tpam_unix.so nullok
+        auth\trequisite\t\t\tpam_deny.so
+        auth\trequired\t\t\tpam_permit.so
+        auth\toptional\t\t\tpam_cap.so
+        """,
         "/etc/pam.d/common-account": "account\t[success=1 new_authtok_reqd=done default=ignore]\tpam_unix.so\n",
         "/etc/pam.d/common-session-noninteractive": "session\trequired\tpam_unix.so\n",
     ]
@@ -123,11 +123,14 @@ import TokenpinDoctor
         #expect(run(required, [:]) == .success)
         #expect(run("auth sufficient pam_a.so\nauth required pam_deny.so", [:]) == .success, "done")
         #expect(run("auth requisite pam_a.so\nauth sufficient pam_b.so", ["pam_a.so": .authErr]) == .authErr, "die")
-        #expect(run("auth [success=1 default=ignore] pam_a.so\nauth required pam_deny.so\nauth required pam_permit.so",
-            ["pam_deny.so": .authErr]) == .success, "a jump over one line")
+        #expect(
+            run(
+                "auth [success=1 default=ignore] pam_a.so\nauth required pam_deny.so\nauth required pam_permit.so",
+                ["pam_deny.so": .authErr]) == .success, "a jump over one line")
         #expect(run("auth optional pam_a.so", ["pam_a.so": .ignore]) == .authErr, "nothing positive is a failure")
         #expect(run("", [:]) == .authErr, "an empty stack fails")
-        #expect(run("auth [success=ok default=reset] pam_a.so\nauth required pam_b.so", ["pam_a.so": .authErr]) == .success)
+        #expect(
+            run("auth [success=ok default=reset] pam_a.so\nauth required pam_b.so", ["pam_a.so": .authErr]) == .success)
     }
 
     @Test func includesSubstacksContinuationsAndBracketedArguments() {

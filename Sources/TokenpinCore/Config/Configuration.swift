@@ -250,8 +250,7 @@ public struct Configuration: Sendable, Equatable {
     /// is an error naming `file` and the line.
     public static func entries(text: String, file: String) throws(ConfigError) -> [Entry] {
         var entries: [Entry] = []
-        for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated()
-        {
+        for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let lineNumber = index + 1
             var line = Substring(rawLine)
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
