@@ -56,8 +56,8 @@ public struct DaemonClient: Sendable {
         return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK
     }
 
-    /// Files whose presence says tokenpind is meant to run on this machine: its units (from the package or
-    /// `make install`, enabled or not) and the package's file list. Debug builds (the tests) read the list from
+    /// Files whose presence says tokenpind is meant to run on this machine: its units, from the package or
+    /// `make install`, enabled or not (the package's own are in `/lib/systemd/system`). Debug builds (the tests) read the list from
     /// `TOKENPIN_DAEMON_MARKERS` (colon-separated), so that a test decides without touching the machine.
     public static var daemonMarkers: [String] {
         #if DEBUG
@@ -72,7 +72,7 @@ public struct DaemonClient: Sendable {
         ] {
             markers += [directory + "/tokenpind.socket", directory + "/tokenpind.service"]
         }
-        return markers + ["/var/lib/dpkg/info/tokenpin.list"]
+        return markers
     }
 
     /// The first marker present (`daemonMarkers`): why a missing socket means tokenpind is down, not absent;

@@ -42,14 +42,18 @@ public enum CardHolders {
         return found.sorted { ($0.name == "scdaemon" ? 0 : 1, $0.pid) < ($1.name == "scdaemon" ? 0 : 1, $1.pid) }
     }
 
-    /// The sentence for the card in `reader` that another process holds exclusively: who, and what to do.
+    /// The sentence for the card in `reader` that another process holds exclusively: who, and what to do. Every
+    /// scdaemon that does not share is named (several users may each run gpg).
     public static func diagnosis(reader: String, running: [Program] = running()) -> String {
         let start = "the card in \(reader) is held exclusively by another program"
-        if let scdaemon = running.first(where: { $0.name == "scdaemon" && $0.shares != true }) {
-            return start + ": gpg's scdaemon (pid \(scdaemon.pid), user \(scdaemon.user)), which keeps every card "
-                + "it opened unless its scdaemon.conf says `pcsc-shared`; run `gpgconf --kill scdaemon` as "
-                + "\(scdaemon.user), or add `pcsc-shared` to ~\(scdaemon.user)/.gnupg/scdaemon.conf and run "
-                + "`gpgconf --kill scdaemon` once"
+        let scdaemons = running.filter { $0.name == "scdaemon" && $0.shares != true }
+        if !scdaemons.isEmpty {
+            let users = scdaemons.reduce(into: [String]()) { if !$0.contains($1.user) { $0.append($1.user) } }
+            let who = scdaemons.map { "pid \($0.pid), user \($0.user)" }.joined(separator: "; ")
+            let conf = users.map { "~\($0)/.gnupg/scdaemon.conf" }.joined(separator: ", ")
+            return start + ": gpg's scdaemon (\(who)), which keeps every card it opened unless its scdaemon.conf "
+                + "says `pcsc-shared`; run `gpgconf --kill scdaemon` as \(users.joined(separator: " and ")), or add "
+                + "`pcsc-shared` to \(conf) and run `gpgconf --kill scdaemon` once"
         }
         let others = running.filter { $0.name != "scdaemon" || $0.shares == true }
         if !others.isEmpty {

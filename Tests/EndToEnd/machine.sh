@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A machine of its own, as an admin would have it: a private mount namespace with tmpfs over /run/tokenpin,
-# /var/lib/tokenpin, /etc/tokenpin and /etc/systemd/system, and tokenpind run by hand with no options, as
+# A machine of its own, as an admin would have it: a private mount namespace with overlays over /etc and /var and a
+# tmpfs over /run (nothing is made on the host's own disk), and tokenpind run by hand with no options, as
 # docs and tokenpind(8) say to run it without systemd. Then, as issue 25 found them:
 #   - the flags a script passes (--store, --reader sim) mean local mode beside a running tokenpind, never root's
 #     record or the daemon's card; status says "through tokenpind";
@@ -12,11 +12,19 @@ if [ "${1:-}" != --inside ]; then
     [ "$(id -u)" = 0 ] || { echo "machine.sh needs root (a mount namespace)"; exit 1; }
     exec unshare -m --propagation private -- bash "$0" --inside
 fi
-for dir in /run/tokenpin /var/lib/tokenpin /etc/tokenpin /etc/systemd/system; do
-    mkdir -p "$dir" && mount -t tmpfs -o mode=0755 tmpfs "$dir" || { echo "cannot mount a tmpfs on $dir"; exit 1; }
+# Overlays whose upper layers live on a tmpfs of this namespace: /etc and /var change here only, and /run is new.
+LAYERS=$(mktemp -d /tmp/tokenpin-machine.XXXXXX)
+mount -t tmpfs tmpfs "$LAYERS" || { echo "cannot mount a tmpfs for the overlays"; exit 1; }
+for dir in etc var; do
+    mkdir -p "$LAYERS/$dir/upper" "$LAYERS/$dir/work" && mount -t overlay overlay \
+        -o "lowerdir=/$dir,upperdir=$LAYERS/$dir/upper,workdir=$LAYERS/$dir/work" "/$dir" \
+        || { echo "cannot put an overlay over /$dir"; exit 1; }
 done
+mount -t tmpfs -o mode=0755 tmpfs /run || { echo "cannot mount a tmpfs over /run"; exit 1; }
+rm -rf /etc/tokenpin /var/lib/tokenpin && mkdir -p /etc/tokenpin /etc/systemd/system
+rm -f /etc/systemd/system/tokenpind.socket /etc/systemd/system/tokenpind.service
 . "$(dirname "$0")/lib.sh"
-chmod 0700 /var/lib/tokenpin
+trap 'cleanup; umount /run /etc /var; umount "$LAYERS"; rmdir "$LAYERS"' EXIT
 printf 'kdf-memory-mib = 8\nkdf-passes = 1\nenrol-auth = none\n' > /etc/tokenpin/tokenpin.conf
 export HOME=$WORK/home XDG_STATE_HOME=$WORK/home/state XDG_CONFIG_HOME=$WORK/home/config
 mkdir -p "$HOME"

@@ -76,7 +76,9 @@ assert gotos <= labels, f"GOTO without LABEL: {gotos - labels}"
 PY
 
 # pam-auth-update profile: the fields pam-auth-update needs.
-check "pam-auth-update profile has its fields" bash -c "for f in Name Default Priority Auth-Type Auth: Password-Type; do grep -q \"^\$f\" '$ROOT/pam-configs/tokenpin' || exit 1; done"
+check "pam-auth-update profile has its fields" bash -c "for f in Name Default Priority Auth-Type Auth: Auth-Initial:; do grep -q \"^\$f\" '$ROOT/pam-configs/tokenpin' || exit 1; done"
+# passwd changes the password only: the profile registers no password line (pam_tokenpin's `pin` option is the admin's).
+check "pam-auth-update profile registers no password line" bash -c "! grep -qi '^Password' '$ROOT/pam-configs/tokenpin'"
 check "profile never makes the module sufficient by default" bash -c "grep -q 'default=ignore' '$ROOT/pam-configs/tokenpin'"
 
 # Man pages: scdoc builds each one into a page with a title header.

@@ -81,6 +81,47 @@ import Testing
         #expect(types?.first { $0["type"] as? String == "token" }?["enabled"] as? Bool == false)
     }
 
+    @Test func theRebindAdviceRebindsInBoth() throws {
+        let cli = CLI()
+        let flags = Self.flags(cli) + ["--reader", "sim"]
+        #expect(try cli.run(flags + ["enrol"], input: "482916\n482916\n").status == 0)
+        #expect(
+            try cli.run(
+                flags + ["toggle", "token", "on", "--generate-key", "--yes"], input: "482916\n12345678\n123456\n"
+            )
+            .status == 0)
+        // The site asks for both: the record bound in either is told how to get the composite slot.
+        let both = cli.directory + "/both.conf"
+        try "kdf-memory-mib = 8\nkdf-passes = 1\nmode = both\n".write(toFile: both, atomically: true, encoding: .utf8)
+        let strict = ["--store", cli.directory + "/elsewhere", "--config", both, "--pin-stdin", "--reader", "sim"]
+        let status = try cli.run(strict + ["status"])
+        let hint = try #require(Self.hints(status.stdout).first { $0.contains("--mode both") }, "\(status.stdout)")
+        #expect(hint.contains("--config \(both)") && hint.contains("--reader sim"), "\(hint)")
+        #expect(try Self.run(hint, cli, input: "482916\n123456\n").status == 0)
+        #expect(try cli.run(strict + ["--json", "status"]).json["modeSource"] as? String == "record")
+    }
+
+    @Test func theUnblockHintsUnblockTheCard() throws {
+        let cli = CLI(config: "fallback = deny\n")
+        let flags = Self.flags(cli) + ["--reader", "sim"]
+        #expect(try cli.run(flags + ["enrol"], input: "482916\n482916\n").status == 0)
+        #expect(
+            try cli.run(
+                flags + ["toggle", "token", "on", "--generate-key", "--yes"], input: "482916\n12345678\n123456\n"
+            )
+            .status == 0)
+        var blocked = CLI.Result(status: 0, stdout: "", stderr: "")
+        for _ in 0..<3 { blocked = try cli.run(flags + ["verify", "--method", "token"], input: "000000\n") }
+        let unblock = try #require(Self.hints(blocked.stderr).first, "\(blocked.stderr)")
+        #expect(unblock.contains("--reader sim") && unblock.hasSuffix("token unblock"), "\(unblock)")
+        // A factory card has no Reset Code: the first hint says to use the admin PIN, with its own command.
+        let noResetCode = try Self.run(unblock, cli, input: "")
+        let admin = try #require(Self.hints(noResetCode.stderr).first, "\(noResetCode.stderr)")
+        #expect(admin.hasSuffix("token unblock --admin"), "\(admin)")
+        #expect(try Self.run(admin, cli, input: "12345678\n654321\n654321\n").status == 0)
+        #expect(try cli.run(flags + ["verify", "--method", "token"], input: "654321\n").status == 0)
+    }
+
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
     func thePIVHintKeepsAppPIVAndGoesThePIVWay() throws {
         // A YubiKey carries both applications: a hint that dropped --app piv would replace its OpenPGP key.
