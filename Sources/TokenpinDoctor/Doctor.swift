@@ -151,7 +151,12 @@ public struct Doctor: Sendable {
             case .empty:
                 findings.append(Finding("reader", .ok, "\(reader.name): no card"))
             case .free(let programs):
-                let beside = programs.map { "\($0.name) (pid \($0.pid), user \($0.user)) shares it (pcsc-shared)" }
+                let beside = programs.map { program in
+                    "\(program.name) (pid \(program.pid), user \(program.user)) runs beside it"
+                        + (program.shares == true
+                            ? " and shares it (pcsc-shared)"
+                            : ": without pcsc-shared in its scdaemon.conf it takes the card the next time gpg uses it")
+                }
                 findings.append(
                     Finding("reader", .ok, "\(reader.name): a card, free for tokenpin (shared)", details: beside))
             case .exclusive(let diagnosis):
