@@ -678,7 +678,7 @@ static RESPONSECODE pinpad(struct reader *reader, enum pp_operation operation, c
     enum pp_result result = pp_run(&request, &io, answer, capacity, &answer_length, &entries, &apdus);
     explicit_bzero(&request, sizeof request);
     if (result != PP_ANSWERED) {
-        say(reader, 0, "control %s: %s (entries %u, apdus %zu)", name,
+        say(reader, 0, "control %s -> %s (entries %u, apdus %zu)", name,
             result == PP_SMALL_BUFFER ? "the card's answer does not fit" : "failed", entries, apdus);
         return result == PP_SMALL_BUFFER ? IFD_ERROR_INSUFFICIENT_BUFFER : IFD_COMMUNICATION_ERROR;
     }

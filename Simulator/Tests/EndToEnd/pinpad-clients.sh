@@ -74,14 +74,15 @@ piv_tries() {
     opensc-tool --reader "$reader" -s "00 A4 04 00 09 A0 00 00 03 08 00 00 10 00" -s "00 20 00 80" 2>&1 |
         sed -n 's/^Received (SW1=0x\(..\), SW2=0x\(..\)).*/\1 \2/p' | tail -1 | tr a-f A-F
 }
-# figure NAME: the SCardControl calls and APDUs the driver saw since the mark.
+# figure NAME: the SCardControl calls (by name) and APDUs the driver saw since the mark.
 figure() {
-    local controls apdus pin_controls pinpad_apdus
+    local controls names apdus pinpad_apdus
     controls=$(grep -c 'control #[0-9]' "$log")
-    pin_controls=$(grep -c 'control \(VERIFY\|MODIFY\)_PIN_DIRECT:' "$log")
+    names=$(grep -oE 'control [0-9A-Z_]+( ->|:)' "$log" | grep -v '_PIN_DIRECT ->' | sed 's/^control //; s/ ->$//; s/:$//' |
+        sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1}')
     apdus=$(grep -c ' apdu ' "$log")
     pinpad_apdus=$(grep -c 'pinpad apdu ' "$log")
-    echo "# figure: $1: $controls SCardControl calls ($pin_controls PIN entries), $apdus APDUs ($pinpad_apdus built by the pinpad)"
+    echo "# figure: $1: $controls SCardControl calls ($names), $apdus APDUs ($pinpad_apdus built by the pinpad)"
 }
 
 # --- the driver's unit tests --------------------------------------------------------------------------------
@@ -152,7 +153,7 @@ wait "$login_pid"
 login_status=$?
 check "a card pulled during the entry fails the login" "$login_status $(cat "$work/pulled.out")" "^[1-9]"
 check "the driver saw the card go during the entry and sent nothing" "$(since_mark)" \
-    "card gone: it was pulled.*the card went during the entry.*VERIFY_PIN_DIRECT: failed \(entries 1, apdus 0\)"
+    "card gone: it was pulled.*the card went during the entry.*VERIFY_PIN_DIRECT -> failed \(entries 1, apdus 0\)"
 wait_for_removal
 insert_card --profile piv-card
 check "after reinsertion the PIV tries are still 2" "$(piv_tries)" "^63 C2$"
