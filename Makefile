@@ -127,11 +127,11 @@ $(PINPAD_DRIVER): Simulator/pinpad/ifd.c Simulator/pinpad/link.c $(PINPAD_CORE) 
 	$(CC) $(PINPAD_CFLAGS) $$(pkg-config --cflags libpcsclite) $(PAM_LDFLAGS) -shared -o $@ Simulator/pinpad/ifd.c \
 	    Simulator/pinpad/link.c $(PINPAD_CORE) -pthread
 
-$(PINPAD_DIR)/pinpad-tests: Simulator/pinpad/tests.c $(PINPAD_CORE) $(PINPAD_HEADERS)
+$(PINPAD_DIR)/pinpad-tests: Simulator/pinpad/tests.c Simulator/pinpad/hex.h $(PINPAD_CORE) $(PINPAD_HEADERS)
 	@mkdir -p $(PINPAD_DIR)
 	$(CC) $(PINPAD_TEST_CFLAGS) -o $@ Simulator/pinpad/tests.c $(PINPAD_CORE)
 
-$(PINPAD_DIR)/pinpad-control: Simulator/pinpad/control.c
+$(PINPAD_DIR)/pinpad-control: Simulator/pinpad/control.c Simulator/pinpad/hex.h
 	@mkdir -p $(PINPAD_DIR)
 	$(CC) $(PINPAD_CFLAGS) $$(pkg-config --cflags libpcsclite) -o $@ $< $$(pkg-config --libs libpcsclite)
 

@@ -6,8 +6,7 @@
  * Usage: pinpad-control READER verify|modify|tlv|features|CODE [HEX] [RXLEN]
  *   verify, modify, tlv: the control code the reader lists for FEATURE_VERIFY_PIN_DIRECT (06),
  *   FEATURE_MODIFY_PIN_DIRECT (07) or FEATURE_GET_TLV_PROPERTIES (12); features: CM_IOCTL_GET_FEATURE_REQUEST;
- *   CODE: a control code in hex. HEX: the bytes to send ("-" or absent: none; "zeros:N": N zero bytes; "FF*8":
- *   a byte repeated).
+ *   CODE: a control code in hex. HEX: the bytes to send ("-" or absent: none; "FF*8": a byte repeated).
  *   RXLEN: the answer buffer's size (default 65536).
  * Prints "rv 0xXXXXXXXX <pcsc_stringify_error>" and, on success, "answer XX XX ...". Exit status 0, or 2 for usage
  * errors and 1 when the reader cannot be reached.
@@ -20,41 +19,12 @@
 #include <reader.h>
 #include <winscard.h>
 
+#include "hex.h"
+
 static int parse_hex(const char *text, unsigned char *out, size_t capacity, size_t *length)
 {
     *length = 0;
-    if (strcmp(text, "-") == 0)
-        return 0;
-    if (strncmp(text, "zeros:", 6) == 0) {
-        unsigned long count = strtoul(text + 6, NULL, 10);
-        if (count > capacity)
-            return -1;
-        memset(out, 0, count);
-        *length = count;
-        return 0;
-    }
-    while (*text) {
-        if (*text == ' ') {
-            text++;
-            continue;
-        }
-        unsigned value;
-        int used;
-        if (sscanf(text, "%2x%n", &value, &used) != 1 || used != 2)
-            return -1;
-        text += used;
-        unsigned long repeat = 1;
-        if (*text == '*') {
-            char *end;
-            repeat = strtoul(text + 1, &end, 10);
-            text = end;
-        }
-        if (repeat > capacity - *length)
-            return -1;
-        memset(out + *length, (int)value, repeat);
-        *length += repeat;
-    }
-    return 0;
+    return strcmp(text, "-") == 0 ? 0 : hex_bytes(text, out, capacity, length);
 }
 
 int main(int argc, char **argv)

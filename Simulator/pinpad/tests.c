@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hex.h"
 #include "keypad.h"
 #include "pinpad.h"
 
@@ -29,30 +30,12 @@ static void check(int condition, const char *name)
     }
 }
 
-/* Hex text ("00 20 00 80" or "FF*8" for eight FF bytes) to bytes; the count. */
+/* Hex text to bytes (hex.h); the count. A test's own text: bad hex is a bug in the test. */
 static size_t hex(const char *text, uint8_t *out, size_t capacity)
 {
-    size_t count = 0;
-    while (*text) {
-        if (*text == ' ') {
-            text++;
-            continue;
-        }
-        unsigned value;
-        int used;
-        if (sscanf(text, "%2x%n", &value, &used) != 1)
-            abort();
-        text += used;
-        unsigned repeat = 1;
-        if (*text == '*') {
-            repeat = (unsigned)strtoul(text + 1, (char **)&text, 10);
-        }
-        for (unsigned i = 0; i < repeat; i++) {
-            if (count >= capacity)
-                abort();
-            out[count++] = (uint8_t)value;
-        }
-    }
+    size_t count;
+    if (hex_bytes(text, out, capacity, &count) != 0)
+        abort();
     return count;
 }
 
@@ -252,59 +235,59 @@ static void test_bits(void)
           "pp_write_bits refuses bits past the buffer and widths over 16");
 }
 
+/* Verification layouts: the structure's fields, the APDU template, the PIN typed, the APDU the card must get. */
+static const struct layout {
+    const char *name;
+    struct fields fields;
+    const char *template, *pin, *expected;
+} layouts[] = {
+    { "gnupg variable length (enable-pinpad-varlen): Lc 00 becomes the PIN's length",
+      { .format = 0x82, .max = 15, .min = 6, .validation = 0x02, .messages = 1 }, "00 20 00 81 00", "123456",
+      "00 20 00 81 06 31 32 33 34 35 36" },
+    { "a case 1 template (CLA INS P1 P2) gets Lc and the PIN",
+      { .format = 0x82, .max = 15, .min = 6, .validation = 0x02, .messages = 1 }, "00 20 00 82", "123456",
+      "00 20 00 82 06 31 32 33 34 35 36" },
+    { "OpenSC PIV: ASCII in an 8-byte block, the template's FF padding kept",
+      { .timeout = 30, .format = 0x82, .block = 0x08, .max = 8, .min = 6, .validation = 0x02 },
+      "00 20 00 80 08 FF*8", "123456", "00 20 00 80 08 31 32 33 34 35 36 FF FF" },
+    { "a case 4 template keeps its Le",
+      { .timeout = 30, .format = 0x82, .block = 0x08, .max = 8, .min = 6, .validation = 0x02 },
+      "00 20 00 80 08 FF*8 00", "123456", "00 20 00 80 08 31 32 33 34 35 36 FF FF 00" },
+    { "ISO 9564 format 2: BCD from bit 8, a 4-bit length at bit 4, F filler",
+      { .format = 0x41, .block = 0x48, .length_format = 0x04, .max = 12, .min = 4, .validation = 0x02 },
+      "00 20 00 01 08 20 FF*7", "12345", "00 20 00 01 08 25 12 34 5F FF FF FF FF" },
+    { "ASCII right-justified: fillers at the left",
+      { .format = 0x86, .block = 0x08, .max = 8, .min = 4, .validation = 0x02 }, "00 20 00 80 08 30*8", "1234",
+      "00 20 00 80 08 30 30 30 30 31 32 33 34" },
+    { "BCD right-justified in bit units: an odd digit count ends on the block's last nibble",
+      { .format = 0x05, .block = 0x04, .max = 8, .min = 4, .validation = 0x02 }, "00 20 00 00 04 00*4", "12345",
+      "00 20 00 00 04 00 01 23 45" },
+    { "binary coding: one byte 00-09 per digit",
+      { .format = 0x80, .block = 0x06, .max = 6, .min = 4, .validation = 0x02 }, "00 20 00 00 06 FF*6", "1234",
+      "00 20 00 00 06 01 02 03 04 FF FF" },
+    { "an 8-bit PIN length in byte 0, the PIN from byte 1 (byte units for both)",
+      { .format = 0x8A, .block = 0x89, .length_format = 0x10, .max = 8, .min = 4, .validation = 0x02 },
+      "00 20 00 80 09 00 FF*8", "123456", "00 20 00 80 09 06 31 32 33 34 35 36 FF FF" },
+    { "a variable-length block with its length byte first",
+      { .format = 0x8A, .block = 0x80, .length_format = 0x10, .max = 12, .min = 4, .validation = 0x02 },
+      "00 20 00 81 00", "123456", "00 20 00 81 07 06 31 32 33 34 35 36" },
+    { "block size 0 with template data: the data is a pre-padded frame, Lc kept",
+      { .format = 0x82, .max = 16, .min = 4, .validation = 0x02 }, "00 20 00 80 10 FF*16", "1234",
+      "00 20 00 80 10 31 32 33 34 FF*12" },
+    { "BCD variable length: an odd digit count gets an F nibble",
+      { .format = 0x81, .max = 12, .min = 4, .validation = 0x02 }, "00 20 00 81 00", "12345",
+      "00 20 00 81 03 12 34 5F" },
+    { "validation 'maximum size reached': the last digit of a full-length PIN ends the entry",
+      { .format = 0x82, .block = 0x06, .max = 6, .min = 6, .validation = 0x01 }, "00 20 00 80 06 FF*6", "123456",
+      "00 20 00 80 06 31 32 33 34 35 36" },
+};
+
 static void test_verify_layouts(void)
 {
-    const char *pin6[3] = { "123456" }, *pin4[3] = { "1234" }, *pin5[3] = { "12345" };
-    struct fields gnupg = { .format = 0x82, .max = 15, .min = 6, .validation = 0x02, .messages = 1 };
-    sends("gnupg variable length (enable-pinpad-varlen): Lc 00 becomes the PIN's length", PP_VERIFY, gnupg,
-          "00 20 00 81 00", pin6, "00 20 00 81 06 31 32 33 34 35 36");
-    sends("a case 1 template (CLA INS P1 P2) gets Lc and the PIN", PP_VERIFY, gnupg, "00 20 00 82", pin6,
-          "00 20 00 82 06 31 32 33 34 35 36");
-
-    struct fields piv = { .timeout = 30, .format = 0x82, .block = 0x08, .max = 8, .min = 6, .validation = 0x02 };
-    sends("OpenSC PIV: ASCII in an 8-byte block, the template's FF padding kept", PP_VERIFY, piv,
-          "00 20 00 80 08 FF*8", pin6, "00 20 00 80 08 31 32 33 34 35 36 FF FF");
-    sends("a case 4 template keeps its Le", PP_VERIFY, piv, "00 20 00 80 08 FF*8 00", pin6,
-          "00 20 00 80 08 31 32 33 34 35 36 FF FF 00");
-
-    struct fields format2 = { .format = 0x41, .block = 0x48, .length_format = 0x04, .max = 12, .min = 4,
-                              .validation = 0x02 };
-    sends("ISO 9564 format 2: BCD from bit 8, a 4-bit length at bit 4, F filler", PP_VERIFY, format2,
-          "00 20 00 01 08 20 FF*7", pin5, "00 20 00 01 08 25 12 34 5F FF FF FF FF");
-
-    struct fields right = { .format = 0x86, .block = 0x08, .max = 8, .min = 4, .validation = 0x02 };
-    sends("ASCII right-justified: fillers at the left", PP_VERIFY, right, "00 20 00 80 08 30*8", pin4,
-          "00 20 00 80 08 30 30 30 30 31 32 33 34");
-
-    struct fields bcd_right = { .format = 0x05, .block = 0x04, .max = 8, .min = 4, .validation = 0x02 };
-    sends("BCD right-justified in bit units: an odd digit count ends on the block's last nibble", PP_VERIFY,
-          bcd_right, "00 20 00 00 04 00*4", pin5, "00 20 00 00 04 00 01 23 45");
-
-    struct fields binary = { .format = 0x80, .block = 0x06, .max = 6, .min = 4, .validation = 0x02 };
-    sends("binary coding: one byte 00-09 per digit", PP_VERIFY, binary, "00 20 00 00 06 FF*6", pin4,
-          "00 20 00 00 06 01 02 03 04 FF FF");
-
-    struct fields length_byte = { .format = 0x8A, .block = 0x89, .length_format = 0x10, .max = 8, .min = 4,
-                                  .validation = 0x02 };
-    sends("an 8-bit PIN length in byte 0, the PIN from byte 1 (byte units for both)", PP_VERIFY, length_byte,
-          "00 20 00 80 09 00 FF*8", pin6, "00 20 00 80 09 06 31 32 33 34 35 36 FF FF");
-
-    struct fields variable_length = { .format = 0x8A, .block = 0x80, .length_format = 0x10, .max = 12, .min = 4,
-                                      .validation = 0x02 };
-    sends("a variable-length block with its length byte first", PP_VERIFY, variable_length, "00 20 00 81 00", pin6,
-          "00 20 00 81 07 06 31 32 33 34 35 36");
-
-    struct fields prepadded = { .format = 0x82, .max = 16, .min = 4, .validation = 0x02 };
-    sends("block size 0 with template data: the data is a pre-padded frame, Lc kept", PP_VERIFY, prepadded,
-          "00 20 00 80 10 FF*16", pin4, "00 20 00 80 10 31 32 33 34 FF*12");
-
-    struct fields bcd_variable = { .format = 0x81, .max = 12, .min = 4, .validation = 0x02 };
-    sends("BCD variable length: an odd digit count gets an F nibble", PP_VERIFY, bcd_variable, "00 20 00 81 00",
-          pin5, "00 20 00 81 03 12 34 5F");
-
-    struct fields max_size = { .format = 0x82, .block = 0x06, .max = 6, .min = 6, .validation = 0x01 };
-    sends("validation 'maximum size reached': the last digit of a full-length PIN ends the entry", PP_VERIFY,
-          max_size, "00 20 00 80 06 FF*6", pin6, "00 20 00 80 06 31 32 33 34 35 36");
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
+        const char *entries[3] = { layouts[i].pin };
+        sends(layouts[i].name, PP_VERIFY, layouts[i].fields, layouts[i].template, entries, layouts[i].expected);
+    }
 }
 
 static void test_verify_answers(void)

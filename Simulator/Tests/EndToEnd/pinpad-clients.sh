@@ -186,7 +186,7 @@ refusal "a PIN block past the template's data is answered 6B 80" "^answer 6B 80$
 refusal "GET_FEATURE_REQUEST into 10 bytes is refused: SCARD_E_INSUFFICIENT_BUFFER" "^rv 0x80100008" features - 10
 refusal "GET_TLV_PROPERTIES into 10 bytes is refused: SCARD_E_INSUFFICIENT_BUFFER" "^rv 0x80100008" tlv - 10
 refusal "an unknown control code is refused: SCARD_E_UNSUPPORTED_FEATURE" "^rv 0x8010001F" 42330099 "00 01"
-refusal "a PIN_MODIFY_STRUCTURE of 24 zero bytes is answered 6B 80" "^answer 6B 80$" modify zeros:24
+refusal "a PIN_MODIFY_STRUCTURE of 24 zero bytes is answered 6B 80" "^answer 6B 80$" modify "00*24"
 check "none of them took the keypad entry" "$(entries_left)" "^1$"
 check "none of them sent an APDU" "$(grep -c 'apdu' "$log")" "^0$"
 out=$("$control" "$reader" verify "$verify")
