@@ -456,13 +456,15 @@ final class PKCS11Module {
         return output.prefix(Int(written))
     }
 
-    /// Finalizes the module: its sessions close and it forgets every login. For a module loaded by path only;
-    /// p11-kit finalizes its own when its list is released.
+    /// Finalizes the module: its sessions close and it forgets every login. p11-kit's modules are finalized
+    /// together, once, by the first of them.
     ///
-    /// The corresponding C function is `C_Finalize`.
+    /// The corresponding C functions are `C_Finalize` and `p11_kit_modules_finalize`.
     func finalize() {
-        guard case .library(let loaded) = owner else { return }
-        loaded.finalize()
+        switch owner {
+        case .library(let loaded): loaded.finalize()
+        case .p11kit(let list): list.finalize()
+        }
     }
 
     /// Throws the return value of one call, with the C function's name.
@@ -501,10 +503,20 @@ private final class LoadedLibrary {
 /// p11-kit's list of configured modules: finalized and released when the last module of it goes.
 private final class P11KitModules {
     let list: UnsafeMutablePointer<UnsafeMutablePointer<CK_FUNCTION_LIST>?>
+    private var finalized = false
 
     init(list: UnsafeMutablePointer<UnsafeMutablePointer<CK_FUNCTION_LIST>?>) { self.list = list }
 
-    deinit { p11_kit_modules_finalize_and_release(list) }
+    func finalize() {
+        guard !finalized else { return }
+        finalized = true
+        _ = p11_kit_modules_finalize(list)
+    }
+
+    deinit {
+        finalize()
+        p11_kit_modules_release(list)
+    }
 }
 
 /// An open session with a token, closed when its owner goes away.

@@ -33,21 +33,14 @@ final class PKCS11Tokens {
 
     // MARK: Listing
 
-    /// What a listing found: the tokens with their keys, and the modules, slots and tokens that could not be read
-    /// (each a sentence), which are skipped as systemd skips them.
-    struct Inventory {
-        var listings: [PKCS11TokenListing] = []
-        var problems: [String] = []
-    }
-
     /// Every token present with the keys on it that can agree a secret, each marked whether `uri` matches it.
     ///
     /// A module or token whose calls fail is skipped and noted; one that answers something impossible (a count
     /// or length past its buffer, a point off its curve) fails the whole listing: nothing it says can be trusted.
-    func list(uri text: String?) throws(PKCS11TokenError) -> Inventory {
+    func list(uri text: String?) throws(PKCS11TokenError) -> PKCS11Inventory {
         // No URI is the empty one, which p11-kit matches with everything.
         let uri = try PKCS11URI(parsing: text ?? "pkcs11:")
-        var inventory = Inventory()
+        var inventory = PKCS11Inventory()
         for (index, module) in modules.enumerated() {
             do throws(PKCS11Failure) {
                 let info = try module.info()
@@ -298,6 +291,22 @@ final class PKCS11Tokens {
                 "slot \(reference.slot) of \(module.name) now holds the token with serial \(serial), not \(reference.serial)")
         }
         return (module, PKCS11TokenFlags(rawValue: UInt(info.flags)))
+    }
+
+    /// The key `reference` names, read afresh from its token (its public half included): no login.
+    func key(_ reference: PKCS11KeyReference) throws(PKCS11TokenError) -> PKCS11Key {
+        let (module, _) = try open(reference)
+        let uri = try PKCS11URI(parsing: "pkcs11:")
+        let found = try Self.map(module) { () throws(PKCS11Failure) -> PKCS11TokenListing? in
+            try listing(module: module, index: reference.moduleIndex, slot: reference.slot, uri: uri)
+        }
+        guard let key = found?.keys.first(where: { $0.id == reference.id }) else {
+            let reasons = found?.unusable.filter { $0.contains("(id \(PKCS11KeyAttributes.hex(reference.id)))") } ?? []
+            throw .unusable(
+                "no usable key with id \(PKCS11KeyAttributes.hex(reference.id)) on the token"
+                    + (reasons.isEmpty ? "" : ": " + reasons.joined(separator: "; ")))
+        }
+        return key
     }
 
     /// The token's flags now (for the tries hint after a refusal).

@@ -20,6 +20,13 @@ public struct SocketPair: ~Copyable {
         guard socketpair(AF_UNIX, type, 0, &ends) == 0 else { throw Errno.current }
         return SocketPair(first: FileDescriptor(owning: ends[0]), second: FileDescriptor(owning: ends[1]))
     }
+
+    /// Closes the second end (given to a child, which has its own copy now) and returns the first.
+    public consuming func keepingFirst() -> FileDescriptor {
+        let first = first
+        _ = consume second
+        return first
+    }
 }
 
 /// A process this one started, by its ID; reaped through `waitForExit`.
