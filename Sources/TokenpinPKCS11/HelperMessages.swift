@@ -371,7 +371,7 @@ extension WireWriter {
             append(HelperCoding.index(of: curve))
         case .rsa(let bits, let padding):
             append(UInt8(2))
-            append(count: bits)
+            append(UInt32(clamping: bits))
             append(HelperCoding.index(of: padding))
         }
         switch key.publicKey {
@@ -462,7 +462,7 @@ extension WireReader {
         switch kind {
         case 1: algorithm = .ecdh(try HelperCoding.curve(try byte()))
         case 2:
-            let bits = try count()
+            let bits = Int(try uint32())
             algorithm = .rsa(bits: bits, padding: try HelperCoding.padding(try byte()))
         default: throw HelperWireError(.unknownValue, "key algorithm \(kind)")
         }
