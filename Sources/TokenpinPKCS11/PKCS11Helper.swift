@@ -95,7 +95,10 @@ public final class PKCS11Helper {
         }
         var options = ChildProcess.Options()
         options.arguments = PKCS11HelperServer.arguments(for: module)
-        options.environment = environment ?? CurrentProcess.environment
+        // A crash in a module is reported by its signal; the Swift runtime's backtracer would only delay that.
+        options.environment =
+            (environment ?? CurrentProcess.environment).filter { !$0.hasPrefix("SWIFT_BACKTRACE=") }
+            + ["SWIFT_BACKTRACE=enable=no"]
         options.standardInput = pair.second.rawValue
         options.standardError = standardError
         var process: ChildProcess?

@@ -33,8 +33,10 @@ static void hang(void) {
     for (;;) pause();
 }
 
+/* A real fault, as a broken module has one (raise() could be caught and returned from). */
 static void crash(void) {
-    raise(SIGSEGV);
+    volatile int *nowhere = NULL;
+    *nowhere = 1;
 }
 
 static void chatter(void) {
