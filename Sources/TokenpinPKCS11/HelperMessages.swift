@@ -169,6 +169,11 @@ public struct PKCS11Inventory: Sendable, Equatable {
     public var keys: [(key: PKCS11Key, matches: Bool)] {
         listings.flatMap { listing in zip(listing.keys, listing.matches).map { ($0, $1) } }
     }
+
+    /// Every usable key the listing's URI matched with hidden private keys' labels left out.
+    var looselyMatchedKeys: [PKCS11Key] {
+        listings.flatMap { listing in zip(listing.keys, listing.looseMatches).filter(\.1).map(\.0) }
+    }
 }
 
 /// The helper's answer to one request; `calls` is the number of PKCS#11 calls it made for it.
@@ -201,9 +206,10 @@ enum HelperReply: ~Copyable {
             for listing in inventory.listings {
                 writer.append(listing.token)
                 writer.append(count: listing.keys.count)
-                for (key, matches) in zip(listing.keys, listing.matches) {
-                    writer.append(key, withToken: false)
-                    writer.append(matches)
+                for index in listing.keys.indices {
+                    writer.append(listing.keys[index], withToken: false)
+                    writer.append(listing.matches[index])
+                    writer.append(listing.looseMatches[index])
                 }
                 writer.append(count: listing.unusable.count)
                 for reason in listing.unusable { writer.append(reason) }
@@ -268,14 +274,17 @@ enum HelperReply: ~Copyable {
                     let token = try reader.token()
                     var keys: [PKCS11Key] = []
                     var matches: [Bool] = []
+                    var looseMatches: [Bool] = []
                     for _ in 0..<(try reader.count()) {
                         keys.append(try reader.key(token: token))
                         matches.append(try reader.bool())
+                        looseMatches.append(try reader.bool())
                     }
                     var unusable: [String] = []
                     for _ in 0..<(try reader.count()) { unusable.append(try reader.text()) }
                     inventory.listings.append(
-                        PKCS11TokenListing(token: token, keys: keys, matches: matches, unusable: unusable))
+                        PKCS11TokenListing(
+                            token: token, keys: keys, matches: matches, looseMatches: looseMatches, unusable: unusable))
                 }
                 for _ in 0..<(try reader.count()) { inventory.problems.append(try reader.text()) }
                 parsed = .inventory(inventory, try reader.count())

@@ -245,7 +245,9 @@ public final class PKCS11Helper {
     public static func select(from inventory: PKCS11Inventory, uri: String?, source: PKCS11ModuleSource)
         throws(PKCS11TokenError) -> PKCS11Key
     {
-        let candidates = inventory.keys.filter(\.matches).map(\.key)
+        var candidates = inventory.keys.filter(\.matches).map(\.key)
+        // A URI naming a hidden private key's own label (p11tool's, after login) matches with that label left out.
+        if candidates.isEmpty { candidates = inventory.looselyMatchedKeys }
         if candidates.count == 1 { return candidates[0] }
         if candidates.count > 1 { throw .ambiguous(candidates.map(\.uri)) }
         var found: [String] = []

@@ -51,7 +51,10 @@ final class PKCS11Tokens {
                             continue
                         }
                         var listed = listing
-                        if !moduleMatches { listed.matches = listed.matches.map { _ in false } }
+                        if !moduleMatches {
+                            listed.matches = listed.matches.map { _ in false }
+                            listed.looseMatches = listed.looseMatches.map { _ in false }
+                        }
                         inventory.listings.append(listed)
                     } catch .call(let error, let function) {
                         inventory.problems.append("\(module.name), slot \(slot): \(function) failed: \(error)")
@@ -86,16 +89,22 @@ final class PKCS11Tokens {
         let mechanisms = Set(try module.mechanisms(slot))
         let session = try module.openSession(slot)
         let found = try keys(in: session, module: module, token: token, tokenInfo: tokenInfo, mechanisms: mechanisms)
+        // A private key hidden until login has a label no one can read yet: its match is tried with its public
+        // key's label (the same on most tokens) and, for `looseMatches`, with none (OpenSC labels them differently).
         var matches: [Bool] = []
+        var looseMatches: [Bool] = []
         for key in found.keys {
-            var attributes = [
+            let attributes = [
                 PKCS11Attribute.ulong(PKCS11Constant.classAttribute, PKCS11Constant.privateKeyClass),
                 .bytes(PKCS11Constant.idAttribute, key.id),
             ]
-            if !key.label.isEmpty { attributes.append(.bytes(PKCS11Constant.labelAttribute, Array(key.label.utf8))) }
-            matches.append(tokenMatches && uri.matches(attributes: attributes))
+            let labelled = key.label.isEmpty ? attributes : attributes + [.bytes(PKCS11Constant.labelAttribute, Array(key.label.utf8))]
+            let strict = tokenMatches && uri.matches(attributes: labelled)
+            matches.append(strict)
+            looseMatches.append(strict || (!key.privateKeySeen && tokenMatches && uri.matches(attributes: attributes)))
         }
-        return PKCS11TokenListing(token: token, keys: found.keys, matches: matches, unusable: found.unusable)
+        return PKCS11TokenListing(
+            token: token, keys: found.keys, matches: matches, looseMatches: looseMatches, unusable: found.unusable)
     }
 
     /// The token as tokenpin describes it, from what its module says.
@@ -273,7 +282,10 @@ final class PKCS11Tokens {
         }
         return PKCS11Key(
             token: token, id: object.id, label: label, algorithm: algorithm, publicKey: publicHalf,
-            privateKeySeen: privateSeen, uri: PKCS11URI.format(token: tokenInfo, keyID: object.id, label: label))
+            privateKeySeen: privateSeen,
+            // A private key hidden until login has a label no one can read yet (OpenSC's PIV keys: `KEY MAN key`,
+            // its public key `KEY MAN pubkey`): its URI names it by token and id alone.
+            uri: PKCS11URI.format(token: tokenInfo, keyID: object.id, label: privateSeen ? label : ""))
     }
 
     // MARK: Operations

@@ -227,15 +227,21 @@ public struct PKCS11TokenListing: Sendable, Equatable {
     /// Keys that agree secrets, as tokenpin uses them.
     public var keys: [PKCS11Key]
     /// For the `keys`, in the same order: whether the URI of the listing request matches the key (all true when
-    /// the request named none).
+    /// the request named none), a hidden private key's label taken to be its public key's.
     public var matches: [Bool]
+    /// The same, with no label for a private key hidden until login: what a URI naming its real label (as p11tool
+    /// shows it after login) matches.
+    public var looseMatches: [Bool]
     /// Keys left out, each with why (`RSA 1024 key 'old' (id 02): modulus below 2048 bits`).
     public var unusable: [String]
 
-    public init(token: PKCS11TokenInfo, keys: [PKCS11Key], matches: [Bool], unusable: [String]) {
+    public init(
+        token: PKCS11TokenInfo, keys: [PKCS11Key], matches: [Bool], looseMatches: [Bool]? = nil, unusable: [String]
+    ) {
         self.token = token
         self.keys = keys
         self.matches = matches
+        self.looseMatches = looseMatches ?? matches
         self.unusable = unusable
     }
 }
