@@ -20,7 +20,13 @@ enum HelperRequest: ~Copyable {
     case quit
 
     private enum Tag: UInt8 {
-        case list = 1, key, derive, decrypt, setPIN, status, quit
+        case list = 1
+        case key
+        case derive
+        case decrypt
+        case setPIN
+        case status
+        case quit
     }
 
     /// Whether it is `quit`.
@@ -188,7 +194,12 @@ enum HelperReply: ~Copyable {
     case failure(PKCS11TokenError, calls: Int)
 
     private enum Tag: UInt8 {
-        case ready = 0x81, inventory, key, secret, done, token
+        case ready = 0x81
+        case inventory
+        case key
+        case secret
+        case done
+        case token
         case failure = 0xFF
     }
 

@@ -47,11 +47,13 @@ public enum PKCS11HelperServer {
             do {
                 let frame = try HelperWire.receive(from: socket, deadline: nil)
                 request = try HelperRequest.decode(frame)
-            } catch where error.code == .closed {
+            } catch  where error.code == .closed {
                 end(tokens, status: 0)
             } catch {
-                try? HelperReply.failure(.invalidRequest("the helper could not read the request: \(error.detail)"), calls: 0)
-                    .encode().send(on: socket)
+                try? HelperReply.failure(
+                    .invalidRequest("the helper could not read the request: \(error.detail)"), calls: 0
+                )
+                .encode().send(on: socket)
                 end(tokens, status: 5)
             }
             if request.isQuit { end(tokens, status: 0) }
@@ -111,7 +113,9 @@ private final class SecretReply {
     init(_ secret: consuming SecretBytes) { self.secret = .some(secret) }
 
     func reply(_ calls: Int) -> HelperReply {
-        guard let secret = secret.take() else { return .failure(.helperFailed("the secret was sent twice"), calls: calls) }
+        guard let secret = secret.take() else {
+            return .failure(.helperFailed("the secret was sent twice"), calls: calls)
+        }
         return .secret(secret, calls: calls)
     }
 }

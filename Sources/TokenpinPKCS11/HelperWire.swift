@@ -196,7 +196,8 @@ extension HelperWire {
     static func receive(from socket: borrowing FileDescriptor, deadline: Int?) throws(HelperWireError) -> SecretBytes {
         var header = [UInt8](repeating: 0, count: 4)
         try header.withUnsafeMutableBytes { raw in
-            Result { () throws(HelperWireError) in try readExactly(socket, into: raw, deadline: deadline, atStart: true) }
+            Result { () throws(HelperWireError) in try readExactly(socket, into: raw, deadline: deadline, atStart: true)
+            }
         }.get()
         let length = header.reduce(0) { $0 << 8 | Int($1) }
         guard (1...maximumFrameLength).contains(length) else {
@@ -219,7 +220,7 @@ extension HelperWire {
                 let ready: Bool
                 do throws(Errno) {
                     ready = left > 0 ? try socket.waitForInput(timeoutMilliseconds: Int32(clamping: left)) : false
-                } catch where error == .interrupted {
+                } catch  where error == .interrupted {
                     continue
                 } catch {
                     throw HelperWireError(.io, "the helper's socket failed: \(error)")

@@ -2,7 +2,6 @@ import TokenpinCardCrypto
 import TokenpinCore
 import TokenpinSystem
 
-
 /// The client of a `tokenpin-pkcs11` helper: the process in which PKCS#11 modules run, so that a module that hangs,
 /// crashes or misbehaves cannot take tokenpind, the CLI or a PAM login with it.
 ///
@@ -174,7 +173,8 @@ public final class PKCS11Helper {
             return .helperFailed("the PKCS#11 helper \(how) while \(activity)")
         default:
             reap(process, graceMilliseconds: 0)
-            return .malformed("the PKCS#11 helper sent a message that does not parse while \(activity): \(error.detail)")
+            return .malformed(
+                "the PKCS#11 helper sent a message that does not parse while \(activity): \(error.detail)")
         }
     }
 
@@ -253,12 +253,15 @@ public final class PKCS11Helper {
         var found: [String] = []
         for listing in inventory.listings {
             let keys = listing.keys.isEmpty ? "no key that agrees a secret" : "\(listing.keys.count) usable key(s)"
-            found.append("\(listing.token.uri) (\(keys)\(listing.unusable.isEmpty ? "" : "; " + listing.unusable.joined(separator: "; ")))")
+            found.append(
+                "\(listing.token.uri) (\(keys)\(listing.unusable.isEmpty ? "" : "; " + listing.unusable.joined(separator: "; ")))"
+            )
         }
         found += inventory.problems
         let wanted = uri.map { "no usable PKCS#11 key matches \($0)" } ?? "no PKCS#11 token with a usable key"
         let place = " (modules: \(source))"
-        throw .noToken(wanted + place + (found.isEmpty ? "; no token is present" : "; found: " + found.joined(separator: ", ")))
+        throw .noToken(
+            wanted + place + (found.isEmpty ? "; no token is present" : "; found: " + found.joined(separator: ", ")))
     }
 
     /// `key` read afresh from its token, with its public half (no login).
@@ -351,7 +354,8 @@ public final class PKCS11Helper {
         let keypad = key.token.flags.contains(.protectedAuthenticationPath)
         if !keypad, let range = key.token.pinLength, !range.contains(new.count) {
             throw .invalidRequest(
-                "the token takes PINs of \(range.lowerBound) to \(range.upperBound) bytes; the new PIN has \(new.count)")
+                "the token takes PINs of \(range.lowerBound) to \(range.upperBound) bytes; the new PIN has \(new.count)"
+            )
         }
         let request = HelperRequest.setPIN(
             PKCS11KeyReference(key), old: keypad ? SecretBytes(count: 0) : current.duplicate(),

@@ -16,7 +16,8 @@ enum PKCS11KeyAttributes {
     static func curve(parameters: [UInt8]) throws(PKCS11ModuleError) -> WeierstrassCurve {
         guard let (curve, _) = curveParameters.first(where: { $0.1 == parameters }) else {
             throw PKCS11ModuleError(
-                .malformedAttribute, "the EC parameters (\(hex(parameters.prefix(24)))) name no curve tokenpin supports")
+                .malformedAttribute, "the EC parameters (\(hex(parameters.prefix(24)))) name no curve tokenpin supports"
+            )
         }
         return curve
     }

@@ -55,7 +55,8 @@ final class PKCS11Module {
         guard let symbol = library.symbol(named: "C_GetFunctionList") else {
             throw PKCS11ModuleError(.loadFailed, "\(path) is not a PKCS#11 module: it has no C_GetFunctionList")
         }
-        typealias GetFunctionList = @convention(c) (UnsafeMutablePointer<UnsafeMutablePointer<CK_FUNCTION_LIST>?>?)
+        typealias GetFunctionList =
+            @convention(c) (UnsafeMutablePointer<UnsafeMutablePointer<CK_FUNCTION_LIST>?>?)
             -> CK_RV
         let getFunctionList = unsafeBitCast(symbol, to: GetFunctionList.self)
         var list: UnsafeMutablePointer<CK_FUNCTION_LIST>?
@@ -345,7 +346,8 @@ final class PKCS11Module {
                 throw .module(
                     PKCS11ModuleError(
                         .wrongLength,
-                        "attribute 0x\(String(types[index], radix: 16)) grew from \(lengths[index]) to \(length) bytes"))
+                        "attribute 0x\(String(types[index], radix: 16)) grew from \(lengths[index]) to \(length) bytes")
+                )
             }
             values[types[index]] = Array(buffers[index].prefix(Int(length)))
         }

@@ -76,7 +76,8 @@ public enum PKCS11TokenError: Error, Sendable, Equatable, CustomStringConvertibl
         case .pinLocked: "the token's PIN is locked; unlock it with the token's own tools (its SO PIN)"
         case .noToken(let why): why
         case .ambiguous(let uris):
-            "more than one PKCS#11 key fits; choose one with its URI:\n" + uris.map { "  " + $0 }.joined(separator: "\n")
+            "more than one PKCS#11 key fits; choose one with its URI:\n"
+                + uris.map { "  " + $0 }.joined(separator: "\n")
         case .unusable(let why): why
         case .module(let error, let function, let module): "\(function) failed in \(module): \(error)"
         case .malformed(let why): "the PKCS#11 module answered something impossible: \(why)"

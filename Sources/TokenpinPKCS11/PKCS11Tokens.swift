@@ -98,7 +98,9 @@ final class PKCS11Tokens {
                 PKCS11Attribute.ulong(PKCS11Constant.classAttribute, PKCS11Constant.privateKeyClass),
                 .bytes(PKCS11Constant.idAttribute, key.id),
             ]
-            let labelled = key.label.isEmpty ? attributes : attributes + [.bytes(PKCS11Constant.labelAttribute, Array(key.label.utf8))]
+            let labelled =
+                key.label.isEmpty
+                ? attributes : attributes + [.bytes(PKCS11Constant.labelAttribute, Array(key.label.utf8))]
             let strict = tokenMatches && uri.matches(attributes: labelled)
             matches.append(strict)
             looseMatches.append(strict || (!key.privateKeySeen && tokenMatches && uri.matches(attributes: attributes)))
@@ -300,7 +302,8 @@ final class PKCS11Tokens {
         let serial = PKCS11KeyAttributes.text(withUnsafeBytes(of: info.serialNumber) { Array($0) })
         guard serial == reference.serial else {
             throw .tokenChanged(
-                "slot \(reference.slot) of \(module.name) now holds the token with serial \(serial), not \(reference.serial)")
+                "slot \(reference.slot) of \(module.name) now holds the token with serial \(serial), not \(reference.serial)"
+            )
         }
         return (module, PKCS11TokenFlags(rawValue: UInt(info.flags)))
     }
@@ -327,7 +330,8 @@ final class PKCS11Tokens {
         return try Self.map(module) { () throws(PKCS11Failure) in
             let info = try module.tokenInfo(reference.slot)
             let slotInfo = try module.slotInfo(reference.slot)
-            return Self.token(info, slotInfo: slotInfo, module: module, index: reference.moduleIndex, slot: reference.slot)
+            return Self.token(
+                info, slotInfo: slotInfo, module: module, index: reference.moduleIndex, slot: reference.slot)
         }
     }
 
@@ -389,7 +393,9 @@ final class PKCS11Tokens {
     /// session object that is destroyed before this returns: the x coordinate, in guarded memory.
     ///
     /// The PIN is used from its guarded memory. The secret's length is the curve's coordinate length, checked.
-    func derive(_ reference: PKCS11KeyReference, curve: WeierstrassCurve, pin: borrowing SecretBytes?, peerPoint: [UInt8])
+    func derive(
+        _ reference: PKCS11KeyReference, curve: WeierstrassCurve, pin: borrowing SecretBytes?, peerPoint: [UInt8]
+    )
         throws(PKCS11TokenError) -> SecretBytes
     {
         guard peerPoint.count == curve.pointLength, peerPoint.first == 0x04 else {
@@ -453,7 +459,8 @@ final class PKCS11Tokens {
                 reference, keyType: PKCS11Constant.rsaKeyType, use: PKCS11Constant.decryptAttribute, module: module,
                 session: session)
             let plain = try Self.map(module) { () throws(PKCS11Failure) in
-                try module.decrypt(session, key: key, padding: padding, cryptogram: cryptogram, capacity: cryptogram.count)
+                try module.decrypt(
+                    session, key: key, padding: padding, cryptogram: cryptogram, capacity: cryptogram.count)
             }
             guard plain.count == expectedLength else {
                 throw .malformed("C_Decrypt gave \(plain.count) bytes, the secret has \(expectedLength)")

@@ -202,10 +202,11 @@ public struct PKCS11Key: Sendable, Equatable {
     /// The identity a binding records: `pkcs11-key:` and the first 16 hex digits of `publicKeyHash`, so that
     /// another key under the same `CKA_ID` (a token re-initialized) is another token.
     public var identity: String {
-        "pkcs11-key:" + publicKeyHash.prefix(8).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 0x10 ? "0" + hex : hex
-        }.joined()
+        "pkcs11-key:"
+            + publicKeyHash.prefix(8).map { byte in
+                let hex = String(byte, radix: 16)
+                return byte < 0x10 ? "0" + hex : hex
+            }.joined()
     }
 
     /// `CKA_ID` in lower-case hex.

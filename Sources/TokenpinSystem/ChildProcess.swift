@@ -90,8 +90,10 @@ public struct ChildProcess: Sendable, Equatable {
             copies.append(copy)
             return copy
         }
-        let sources = [try placed(options.standardInput), try placed(options.standardOutput),
-            try placed(options.standardError)]
+        let sources = [
+            try placed(options.standardInput), try placed(options.standardOutput),
+            try placed(options.standardError),
+        ]
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)

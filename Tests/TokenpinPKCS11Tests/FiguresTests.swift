@@ -11,7 +11,8 @@ import TokenpinTestSupport
 /// loaded in this process) and through the helper, and the helper's start cost (spawn → ready). Printed, never
 /// asserted; `TOKENPIN_PKCS11_BENCH_ITERATIONS` sets the count (`make bench-pkcs11` takes 200).
 enum Figures {
-    static let iterations = ProcessInfo.processInfo.environment["TOKENPIN_PKCS11_BENCH_ITERATIONS"].flatMap(Int.init) ?? 20
+    static let iterations =
+        ProcessInfo.processInfo.environment["TOKENPIN_PKCS11_BENCH_ITERATIONS"].flatMap(Int.init) ?? 20
 
     /// The median of `samples` nanoseconds, in milliseconds.
     static func median(_ samples: [UInt64]) -> Double {
@@ -43,7 +44,8 @@ enum Figures {
                     let answer: SecretBytes
                     switch key.algorithm {
                     case .ecdh(let curve):
-                        answer = try tokens.derive(reference, curve: curve, pin: pinSecret, peerPoint: challenge.challenge)
+                        answer = try tokens.derive(
+                            reference, curve: curve, pin: pinSecret, peerPoint: challenge.challenge)
                     case .rsa(_, let padding):
                         answer = try tokens.decrypt(
                             reference, padding: padding, pin: pinSecret, cryptogram: challenge.challenge,
@@ -88,9 +90,11 @@ enum Figures {
 /// environment: one at a time.
 @Suite("Figures: PKCS#11 calls and times, bare and through the helper", .serialized, .enabled(if: Tools.hasSoftHSM))
 struct FiguresTests {
-    @Test("SoftHSM: calls per verify, bare against through the helper, and the helper's start", arguments: [
-        "EC:prime256v1", "rsa:2048",
-    ])
+    @Test(
+        "SoftHSM: calls per verify, bare against through the helper, and the helper's start",
+        arguments: [
+            "EC:prime256v1", "rsa:2048",
+        ])
     func softHSM(type: String) throws {
         let hsm = try SoftHSM()
         try hsm.initToken(label: "bench")

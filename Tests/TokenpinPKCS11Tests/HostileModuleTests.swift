@@ -12,7 +12,8 @@ enum HostileModule {
         guard let compiler = Tools.compiler else { return nil }
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/Support/hostile-module.c"
         let output = temporaryDirectory("hostile-module") + "/hostile.so"
-        let flags = (try? run("/usr/bin/pkg-config", ["--cflags", "p11-kit-1"]))?.output
+        let flags =
+            (try? run("/usr/bin/pkg-config", ["--cflags", "p11-kit-1"]))?.output
             .split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
             ?? ["-I/usr/include/p11-kit-1"]
         let result = try? run(
@@ -33,8 +34,8 @@ enum HostileModule {
 
 /// Expects `body` to throw a `PKCS11TokenError` that `check` accepts.
 func expectTokenError<R: ~Copyable>(
-    _ body: () throws(PKCS11TokenError) -> R, sourceLocation: SourceLocation = #_sourceLocation,
-    _ check: (PKCS11TokenError) -> Bool
+    matching check: (PKCS11TokenError) -> Bool, in body: () throws(PKCS11TokenError) -> R,
+    sourceLocation: SourceLocation = #_sourceLocation
 ) {
     do {
         _ = try body()
@@ -61,9 +62,11 @@ struct HostileModuleTests {
         #expect(bytes(answer) == HostileModule.expectedSecret(challenge.challenge))
         let matches = answer.isEqual(to: challenge.secret)
         #expect(matches)
-        expectTokenError({ () throws(PKCS11TokenError) in
-            try helper.answer(key, pin: secret("999999"), challenge: challenge.challenge)
-        }) { $0 == .wrongPIN(.unknown) }
+        expectTokenError(
+            matching: { $0 == .wrongPIN(.unknown) },
+            in: { () throws(PKCS11TokenError) in
+                try helper.answer(key, pin: secret("999999"), challenge: challenge.challenge)
+            })
     }
 
     @Test(
@@ -78,14 +81,16 @@ struct HostileModuleTests {
     func impossibleListings(mode: String, detail: String) throws {
         let helper = try HostileModule.helper(mode)
         defer { helper.stop() }
-        expectTokenError({ () throws(PKCS11TokenError) in try helper.inventory() }) { error in
-            guard case .malformed(let why) = error else { return false }
-            return why.contains(detail)
-        }
+        expectTokenError(
+            matching: { error in
+                guard case .malformed(let why) = error else { return false }
+                return why.contains(detail)
+            }, in: { () throws(PKCS11TokenError) in try helper.inventory() })
         // The helper survived its module's answer and still serves.
-        expectTokenError({ () throws(PKCS11TokenError) in try helper.inventory() }) {
-            if case .malformed = $0 { true } else { false }
-        }
+        expectTokenError(
+            matching: {
+                if case .malformed = $0 { true } else { false }
+            }, in: { () throws(PKCS11TokenError) in try helper.inventory() })
     }
 
     @Test("a public point off its curve makes the key unusable, saying why")
@@ -95,10 +100,11 @@ struct HostileModuleTests {
         let inventory = try helper.inventory()
         #expect(inventory.keys.isEmpty)
         #expect(inventory.listings.first?.unusable.first?.contains("not on nistP256") == true, "\(inventory)")
-        expectTokenError({ () throws(PKCS11TokenError) in try helper.selectKey() }) { error in
-            guard case .noToken(let why) = error else { return false }
-            return why.contains("not on nistP256")
-        }
+        expectTokenError(
+            matching: { error in
+                guard case .noToken(let why) = error else { return false }
+                return why.contains("not on nistP256")
+            }, in: { () throws(PKCS11TokenError) in try helper.selectKey() })
     }
 
     @Test(
@@ -109,12 +115,14 @@ struct HostileModuleTests {
         defer { helper.stop() }
         let key = try helper.selectKey()
         let challenge = try PKCS11Challenge.fresh(for: key)
-        expectTokenError({ () throws(PKCS11TokenError) in
-            try helper.answer(key, pin: secret("123456"), challenge: challenge.challenge)
-        }) { error in
-            guard case .malformed(let why) = error else { return false }
-            return why.contains(detail)
-        }
+        expectTokenError(
+            matching: { error in
+                guard case .malformed(let why) = error else { return false }
+                return why.contains(detail)
+            },
+            in: { () throws(PKCS11TokenError) in
+                try helper.answer(key, pin: secret("123456"), challenge: challenge.challenge)
+            })
     }
 
     @Test("a derive that returns another secret is caught by the binding check")
@@ -123,10 +131,11 @@ struct HostileModuleTests {
             module: .path(HostileModule.path!), uri: nil, executable: Tools.helper,
             environment: ["TOKENPIN_HOSTILE=other-secret"])
         defer { token.close() }
-        expectTokenError({ () throws(PKCS11TokenError) in try token.bind(pin: secret("123456")) }) { error in
-            guard case .malformed(let why) = error else { return false }
-            return why.contains("does not match its public key")
-        }
+        expectTokenError(
+            matching: { error in
+                guard case .malformed(let why) = error else { return false }
+                return why.contains("does not match its public key")
+            }, in: { () throws(PKCS11TokenError) in try token.bind(pin: secret("123456")) })
     }
 
     @Test(
@@ -137,12 +146,14 @@ struct HostileModuleTests {
         defer { helper.stop() }
         let key = try helper.selectKey(uri: "pkcs11:id=%02")
         #expect(key.algorithm == .rsa(bits: 2048, padding: .pkcs1))
-        expectTokenError({ () throws(PKCS11TokenError) in
-            try helper.answer(key, pin: secret("123456"), challenge: SecureRandom.bytes(256))
-        }) { error in
-            guard case .malformed(let why) = error else { return false }
-            return why.contains(detail)
-        }
+        expectTokenError(
+            matching: { error in
+                guard case .malformed(let why) = error else { return false }
+                return why.contains(detail)
+            },
+            in: { () throws(PKCS11TokenError) in
+                try helper.answer(key, pin: secret("123456"), challenge: SecureRandom.bytes(256))
+            })
     }
 
     @Test("a locked PIN is reported without a login: no try is spent")
@@ -152,9 +163,11 @@ struct HostileModuleTests {
         let key = try helper.selectKey()
         #expect(key.token.pinTries == .locked)
         let challenge = try PKCS11Challenge.fresh(for: key)
-        expectTokenError({ () throws(PKCS11TokenError) in
-            try helper.answer(key, pin: secret("123456"), challenge: challenge.challenge)
-        }) { $0 == .pinLocked }
+        expectTokenError(
+            matching: { $0 == .pinLocked },
+            in: { () throws(PKCS11TokenError) in
+                try helper.answer(key, pin: secret("123456"), challenge: challenge.challenge)
+            })
     }
 
     @Test("a module that hangs in C_Login is stopped at the timeout and reported as not answering")
@@ -164,29 +177,33 @@ struct HostileModuleTests {
         let key = try helper.selectKey()
         let challenge = try PKCS11Challenge.fresh(for: key)
         let started = Date()
-        expectTokenError({ () throws(PKCS11TokenError) in
-            try helper.answer(key, pin: secret("123456"), challenge: challenge.challenge)
-        }) { error in
-            guard case .notAnswering(let why) = error else { return false }
-            return why.contains("did not answer within 1 s while logging in and deriving") && error.isTransport
-        }
+        expectTokenError(
+            matching: { error in
+                guard case .notAnswering(let why) = error else { return false }
+                return why.contains("did not answer within 1 s while logging in and deriving") && error.isTransport
+            },
+            in: { () throws(PKCS11TokenError) in
+                try helper.answer(key, pin: secret("123456"), challenge: challenge.challenge)
+            })
         #expect(Date().timeIntervalSince(started) < 8)
         // The helper is gone: the next call fails at once with the same reason.
         let again = Date()
-        expectTokenError({ () throws(PKCS11TokenError) in try helper.inventory() }) {
-            if case .notAnswering = $0 { true } else { false }
-        }
+        expectTokenError(
+            matching: {
+                if case .notAnswering = $0 { true } else { false }
+            }, in: { () throws(PKCS11TokenError) in try helper.inventory() })
         #expect(Date().timeIntervalSince(again) < 1)
     }
 
     @Test("a module that hangs in C_Initialize makes start fail at the timeout")
     func hangsAtStart() {
         let started = Date()
-        expectTokenError({ () throws(PKCS11TokenError) in try HostileModule.helper("hang-init", timeout: 1000) }) {
-            error in
-            guard case .notAnswering(let why) = error else { return false }
-            return why.contains("while loading")
-        }
+        expectTokenError(
+            matching: {
+                error in
+                guard case .notAnswering(let why) = error else { return false }
+                return why.contains("while loading")
+            }, in: { () throws(PKCS11TokenError) in try HostileModule.helper("hang-init", timeout: 1000) })
         #expect(Date().timeIntervalSince(started) < 8)
     }
 
@@ -195,22 +212,25 @@ struct HostileModuleTests {
         arguments: ["crash-init", "crash-login", "crash-derive"])
     func crashes(mode: String) throws {
         if mode == "crash-init" {
-            expectTokenError({ () throws(PKCS11TokenError) in try HostileModule.helper(mode) }) { error in
-                guard case .helperFailed(let why) = error else { return false }
-                return why.contains("SIGSEGV") && why.contains("while loading")
-            }
+            expectTokenError(
+                matching: { error in
+                    guard case .helperFailed(let why) = error else { return false }
+                    return why.contains("SIGSEGV") && why.contains("while loading")
+                }, in: { () throws(PKCS11TokenError) in try HostileModule.helper(mode) })
             return
         }
         let helper = try HostileModule.helper(mode)
         defer { helper.stop() }
         let key = try helper.selectKey()
         let challenge = try PKCS11Challenge.fresh(for: key)
-        expectTokenError({ () throws(PKCS11TokenError) in
-            try helper.answer(key, pin: secret("123456"), challenge: challenge.challenge)
-        }) { error in
-            guard case .helperFailed(let why) = error else { return false }
-            return why.contains("killed by signal 11 (SIGSEGV) while logging in and deriving") && error.isTransport
-        }
+        expectTokenError(
+            matching: { error in
+                guard case .helperFailed(let why) = error else { return false }
+                return why.contains("killed by signal 11 (SIGSEGV) while logging in and deriving") && error.isTransport
+            },
+            in: { () throws(PKCS11TokenError) in
+                try helper.answer(key, pin: secret("123456"), challenge: challenge.challenge)
+            })
     }
 
     @Test("a module that crashes when finalized (as SoftHSM with OpenSSL 3 can) costs nothing: the answer came first")
@@ -276,28 +296,33 @@ struct HostileHelperTests {
 
     @Test("a helper that does not exist is a clear error naming where it was looked for")
     func missing() {
-        expectTokenError({ () throws(PKCS11TokenError) in
-            try PKCS11Helper.start(module: .p11kit, executable: "/nonexistent/tokenpin-pkcs11")
-        }) { error in
-            guard case .helperFailed(let why) = error else { return false }
-            return why.contains("/nonexistent/tokenpin-pkcs11") && why.contains("No such file")
-        }
+        expectTokenError(
+            matching: { error in
+                guard case .helperFailed(let why) = error else { return false }
+                return why.contains("/nonexistent/tokenpin-pkcs11") && why.contains("No such file")
+            },
+            in: { () throws(PKCS11TokenError) in
+                try PKCS11Helper.start(module: .p11kit, executable: "/nonexistent/tokenpin-pkcs11")
+            })
     }
 
     @Test("a module path that is not absolute is refused before anything starts")
     func relativeModule() {
-        expectTokenError({ () throws(PKCS11TokenError) in try PKCS11Helper.start(module: .path("libsofthsm2.so")) }) {
-            if case .invalidRequest = $0 { true } else { false }
-        }
+        expectTokenError(
+            matching: {
+                if case .invalidRequest = $0 { true } else { false }
+            }, in: { () throws(PKCS11TokenError) in try PKCS11Helper.start(module: .path("libsofthsm2.so")) })
     }
 
     @Test("a module that cannot be loaded is a helper failure with the dynamic linker's reason")
     func unloadable() {
-        expectTokenError({ () throws(PKCS11TokenError) in
-            try PKCS11Helper.start(module: .path("/nonexistent/module.so"), executable: Tools.helper)
-        }) { error in
-            guard case .helperFailed(let why) = error else { return false }
-            return why.contains("cannot load the PKCS#11 module /nonexistent/module.so")
-        }
+        expectTokenError(
+            matching: { error in
+                guard case .helperFailed(let why) = error else { return false }
+                return why.contains("cannot load the PKCS#11 module /nonexistent/module.so")
+            },
+            in: { () throws(PKCS11TokenError) in
+                try PKCS11Helper.start(module: .path("/nonexistent/module.so"), executable: Tools.helper)
+            })
     }
 }

@@ -89,7 +89,8 @@ final class SimulatedPIVCard {
     }
 }
 
-@Suite("OpenSC's PKCS#11 module over pcscd and tokenpin-sim's PIV card", .serialized, .enabled(if: OpenSCSandbox.isActive))
+@Suite(
+    "OpenSC's PKCS#11 module over pcscd and tokenpin-sim's PIV card", .serialized, .enabled(if: OpenSCSandbox.isActive))
 struct OpenSCTests {
     @Test("the 9D key is listed with its public key, answers after login, and a wrong PIN is counted on the card")
     func pivKeyThroughOpenSC() throws {
@@ -109,15 +110,19 @@ struct OpenSCTests {
         #expect(matches)
         #expect(try card.triesLeft() == 3)
 
-        expectTokenError({ () throws(PKCS11TokenError) in
-            try helper.answer(key, pin: secret("999999"), challenge: challenge.challenge)
-        }) { error in
-            guard case .wrongPIN = error else { return false }
-            return true
-        }
+        expectTokenError(
+            matching: { error in
+                guard case .wrongPIN = error else { return false }
+                return true
+            },
+            in: { () throws(PKCS11TokenError) in
+                try helper.answer(key, pin: secret("999999"), challenge: challenge.challenge)
+            })
         #expect(try card.triesLeft() == 2, "the wrong PIN was counted on the card")
         let status = try helper.status(of: key)
-        print("figure: OpenSC's tries hint after one wrong PIN: \(status.pinTries) (flags 0x\(String(status.flags.rawValue, radix: 16)))")
+        print(
+            "figure: OpenSC's tries hint after one wrong PIN: \(status.pinTries) (flags 0x\(String(status.flags.rawValue, radix: 16)))"
+        )
         let again = try helper.answer(key, pin: secret("123456"), challenge: challenge.challenge)
         let matchesAgain = again.isEqual(to: challenge.secret)
         #expect(matchesAgain)
@@ -136,7 +141,10 @@ struct OpenSCTests {
         if let p11tool = Tools.p11tool {
             let listed = try run(
                 p11tool,
-                ["--provider", Tools.openSCModule!, "--list-privkeys", "--login", "--set-pin", "123456", key.token.uri],
+                [
+                    "--provider", Tools.openSCModule!, "--list-privkeys", "--login", "--set-pin", "123456",
+                    key.token.uri,
+                ],
                 environment: environment)
             // The private key shows only after login, so tokenpin names it by token and id; p11tool's URL (with the
             // private key's label) is that and `object=`, and selects the same key.

@@ -124,11 +124,14 @@ struct SelectionTests {
                 for url in urls {
                     #expect(listing.keys.contains(try helper.selectKey(uri: url)))
                 }
-                let tokens = try run(p11tool, ["--provider", hsm.module, "--list-tokens"], environment: hsm.environment)
+                let tokens = try run(
+                    p11tool, ["--provider", hsm.module, "--list-tokens"], environment: hsm.environment)
                 #expect(tokens.output.contains("URL: \(listing.token.uri)\n"))
             }
             // pkcs11-tool prints each public key's EC_POINT (DER) and the RSA modulus is read with --read-object.
-            let objects = try hsm.pkcs11Tool(["--token-label", listing.token.label, "--list-objects", "--type", "pubkey"])
+            let objects = try hsm.pkcs11Tool([
+                "--token-label", listing.token.label, "--list-objects", "--type", "pubkey",
+            ])
             for key in listing.keys {
                 switch key.publicKey {
                 case .ec(let point):
@@ -143,7 +146,9 @@ struct SelectionTests {
                     #expect(read.status == 0)
                     let openssl = try run(
                         "/usr/bin/openssl", ["rsa", "-pubin", "-inform", "DER", "-in", file, "-noout", "-modulus"])
-                    #expect(openssl.output.trimmingCharacters(in: .whitespacesAndNewlines) == "Modulus=" + HexText.upper(modulus))
+                    #expect(
+                        openssl.output.trimmingCharacters(in: .whitespacesAndNewlines) == "Modulus="
+                            + HexText.upper(modulus))
                     #expect(exponent == [0x01, 0x00, 0x01])
                 }
                 #expect(objects.output.contains("ID:         \(key.idHex)"))
@@ -167,7 +172,9 @@ struct SelectionTests {
         let key = try helper.selectKey(uri: "pkcs11:token=through-p11-kit")
         #expect(key.token.module == "softhsm2")
         #expect(try helper.selectKey(uri: "pkcs11:token=through-p11-kit?module-name=softhsm2") == key)
-        #expect(throws: PKCS11TokenError.self) { try helper.selectKey(uri: "pkcs11:token=through-p11-kit?module-name=opensc-pkcs11") }
+        #expect(throws: PKCS11TokenError.self) {
+            try helper.selectKey(uri: "pkcs11:token=through-p11-kit?module-name=opensc-pkcs11")
+        }
         let challenge = try PKCS11Challenge.fresh(for: key)
         let answer = try helper.answer(key, pin: secret("123456"), challenge: challenge.challenge)
         let matches = answer.isEqual(to: challenge.secret)

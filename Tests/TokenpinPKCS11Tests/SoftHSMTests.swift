@@ -25,7 +25,9 @@ struct KeyKind: CustomTestStringConvertible, Sendable {
 /// `SOFTHSM2_CONF`; every secret checked against the one computed here from the public key.
 @Suite("SoftHSM2 through tokenpin-pkcs11", .enabled(if: Tools.hasSoftHSM))
 struct SoftHSMTests {
-    @Test("the helper finds the key, and the token's answer is the secret computed from its public key", arguments: KeyKind.all)
+    @Test(
+        "the helper finds the key, and the token's answer is the secret computed from its public key",
+        arguments: KeyKind.all)
     func deriveOrDecrypt(kind: KeyKind) throws {
         let hsm = try SoftHSM()
         try hsm.initToken(label: "ci")
@@ -78,7 +80,8 @@ struct SoftHSMTests {
             _ = try helper.answer(key, pin: nil, challenge: challenge.challenge)
             Issue.record("no PIN was accepted")
         } catch {
-            #expect(error == .invalidRequest("the token needs its PIN and none was given; nothing was sent to the token"))
+            #expect(
+                error == .invalidRequest("the token needs its PIN and none was given; nothing was sent to the token"))
         }
         let answer = try helper.answer(key, pin: secret("123456"), challenge: challenge.challenge)
         let matches = answer.isEqual(to: challenge.secret)

@@ -35,7 +35,9 @@ struct WireTests {
     func inventoryFrame() throws {
         let key = try Self.key()
         let inventory = PKCS11Inventory(
-            listings: [PKCS11TokenListing(token: Self.token, keys: [key], matches: [true], unusable: ["RSA key (id 02)"])],
+            listings: [
+                PKCS11TokenListing(token: Self.token, keys: [key], matches: [true], unusable: ["RSA key (id 02)"])
+            ],
             problems: ["opensc-pkcs11: C_GetSlotList failed"])
         let frame = try Self.body(HelperReply.inventory(inventory, calls: 12).encode())
         let reply = try HelperReply.decode(secretBytes(frame))
@@ -44,7 +46,9 @@ struct WireTests {
         default: Issue.record("not an inventory")
         }
         for length in 0..<frame.count {
-            #expect(throws: HelperWireError.self) { _ = try HelperReply.decode(secretBytes(Array(frame.prefix(length)))) }
+            #expect(throws: HelperWireError.self) {
+                _ = try HelperReply.decode(secretBytes(Array(frame.prefix(length))))
+            }
         }
         do {
             _ = try HelperReply.decode(secretBytes(frame + [0]))
@@ -94,11 +98,13 @@ struct WireTests {
         }
     }
 
-    @Test("every failure round-trips", arguments: [
-        PKCS11TokenError.wrongPIN(.finalTry), .pinLocked, .noToken("none"), .ambiguous(["pkcs11:a", "pkcs11:b"]),
-        .unusable("u"), .module(.deviceRemoved, function: "C_Login", module: "opensc-pkcs11"), .malformed("m"),
-        .notAnswering("n"), .helperFailed("h"), .tokenChanged("t"), .invalidRequest("i"),
-    ])
+    @Test(
+        "every failure round-trips",
+        arguments: [
+            PKCS11TokenError.wrongPIN(.finalTry), .pinLocked, .noToken("none"), .ambiguous(["pkcs11:a", "pkcs11:b"]),
+            .unusable("u"), .module(.deviceRemoved, function: "C_Login", module: "opensc-pkcs11"), .malformed("m"),
+            .notAnswering("n"), .helperFailed("h"), .tokenChanged("t"), .invalidRequest("i"),
+        ])
     func failures(error: PKCS11TokenError) throws {
         let frame = try Self.body(HelperReply.failure(error, calls: 3).encode())
         let reply = try HelperReply.decode(secretBytes(frame))
@@ -178,6 +184,8 @@ struct PKCS11ValueTests {
         let uri = try PKCS11URI(parsing: "pkcs11:token=ci;id=%01%02;object=my%20key;type=private")
         #expect(uri.attribute(PKCS11Constant.idAttribute) == [0x01, 0x02])
         #expect(uri.attribute(PKCS11Constant.labelAttribute) == Array("my key".utf8))
-        #expect(throws: PKCS11TokenError.self) { _ = try PKCS11URI(parsing: "pkcs11:" + String(repeating: "a", count: 5000)) }
+        #expect(throws: PKCS11TokenError.self) {
+            _ = try PKCS11URI(parsing: "pkcs11:" + String(repeating: "a", count: 5000))
+        }
     }
 }
