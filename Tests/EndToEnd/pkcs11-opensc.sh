@@ -2,6 +2,7 @@
 # pkcs11-opensc.sh: OpenSC's PKCS#11 module (opensc-pkcs11.so) driven by tokenpin's PKCS#11 layer through a private
 # pcscd, vpcd and tokenpin-sim's PIV card: the Swift suite TokenpinPKCS11Tests.OpenSCTests (the 9D key listed with its
 # public key and URI as pkcs11-tool and p11tool list them, login with the right and a wrong PIN counted on the card,
+# three wrong PINs blocking it (then CKR_PIN_LOCKED),
 # ECDH through C_DeriveKey checked against the secret computed from the public key, and the figures: calls per
 # verify, bare against through tokenpin-pkcs11, the helper's start).
 #

@@ -154,6 +154,33 @@ struct OpenSCTests {
         }
     }
 
+    @Test("three wrong PINs block the card; then even the right PIN is a locked PIN, and the card says 0 tries")
+    func blockedCard() throws {
+        let card = try SimulatedPIVCard()
+        let helper = try card.helper()
+        defer { helper.stop() }
+        let key = try helper.selectKey()
+        let challenge = try PKCS11Challenge.fresh(for: key)
+        for _ in 0..<3 {
+            expectTokenError(
+                matching: { error in
+                    switch error {
+                    case .wrongPIN, .pinLocked: true
+                    default: false
+                    }
+                },
+                in: { () throws(PKCS11TokenError) in
+                    try helper.answer(key, pin: secret("000000"), challenge: challenge.challenge)
+                })
+        }
+        #expect(try card.triesLeft() == 0)
+        expectTokenError(
+            matching: { $0 == .pinLocked },
+            in: { () throws(PKCS11TokenError) in
+                try helper.answer(key, pin: secret("123456"), challenge: challenge.challenge)
+            })
+    }
+
     @Test("the figures through OpenSC: calls per verify, bare against through the helper, the helper's start")
     func figures() throws {
         let card = try SimulatedPIVCard()
