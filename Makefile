@@ -24,7 +24,7 @@ RELEASE_DIR    = .build/release
 DEBUG_DIR      = .build/debug
 
 # Build and run: libsodium, libcrypto (OpenSSL 3) and pcsc-lite headers. Tests add the real PC/SC stack and peers.
-BUILD_PACKAGES = libsodium-dev libssl-dev libpcsclite-dev pkg-config libpam0g-dev scdoc
+BUILD_PACKAGES = libsodium-dev libssl-dev libpcsclite-dev pkg-config libpam0g-dev libsystemd-dev scdoc
 TEST_PACKAGES  = pcscd vsmartcard-vpcd opensc yubico-piv-tool openssl pcsc-tools scdaemon gnupg util-linux iproute2 pamtester passwd python3 bc zsh fish
 BENCH_PACKAGES = hyperfine time python3 bc
 # make deb and its test (Tests/EndToEnd/package.sh).

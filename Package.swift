@@ -35,6 +35,12 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // sd-login's header (libsystemd-dev) for tokenpind's "who owns the active session" check; no link: the
+        // daemon loads libsystemd with dlopen, so it runs where there is no systemd.
+        .systemLibrary(
+            name: "CSystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
         .target(name: "CTokenpinShims"),
         // libpam for tokenpind's login-password check before enrolment (the PAM module itself is pam/, plain C).
         .target(name: "CTokenpinPAM", linkerSettings: [.linkedLibrary("pam")]),
@@ -128,7 +134,7 @@ let package = Package(
             dependencies: [
                 "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinSystem", "TokenpinAPDU",
                 "CTokenpinShims",
-                "CTokenpinPAM",
+                "CTokenpinPAM", "CSystemd",
             ],
             swiftSettings: strictSettings
         ),
@@ -150,7 +156,8 @@ let package = Package(
         .testTarget(
             name: "TokenpinDaemonTests",
             dependencies: [
-                "TokenpinDaemon", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinTestSupport",
+                "TokenpinDaemon", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinSystem",
+                "TokenpinTestSupport",
             ],
             swiftSettings: strictSettings
         ),
