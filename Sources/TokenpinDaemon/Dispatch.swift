@@ -236,6 +236,8 @@ extension Daemon {
                 : try service.disableToken(relay, method: request.method)
             publishOutcome(report, user: user, success: .typeChanged(type: .token, enabled: on))
             auditOutcome(report, user: user, context: context)
+            // The counted PIN check cleared what remote and other attempts did: the user is told here too.
+            if let notice = report.otherAttempts { relay.report(.otherAttempts(notice)) }
             if case .verified(let method) = report.outcome {
                 audit.record(
                     AuditEvent(

@@ -22,6 +22,8 @@ extension Context {
                     "tokenpind has no record for \(user), but there is a local one (\(store.recordPath(for: user)))",
                 hint: "move it into tokenpind with `tokenpin import`", extra: extra)
         }
+        var extra = extra
+        if case .passwordDelayed(let seconds) = error { extra.append(("retryAfter", .int(seconds))) }
         return console.fail(
             ExitCode(error), errorCode: error.code, message: error.message, hint: hint(for: error), extra: extra)
     }

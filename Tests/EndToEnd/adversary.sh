@@ -144,7 +144,12 @@ check "after a refused password: not enrolled" [ "$(client --user "$NEWBIE" stat
 hostile_record "$WORK/plain.json" "r['user'] = '$NEWBIE'"
 stage_import IMPORT "$NEWBIE" "$NEWBIE" "$WORK/plain.json" || exit 1
 runuser -u "$NEWBIE" -- "$TOKENPIN" "${CLI_ARGS[@]}" --store "$IMPORT" import <<<"wrong" >"$WORK/out" 2>&1
+check "import with a wrong login password right after one: delayed (3), PAM not run" [ $? = 3 ]
+check "... saying when to try again" grep -q '"code":"delayed"' "$WORK/out"
+sleep 2.2  # past the delay after the first wrong password
+runuser -u "$NEWBIE" -- "$TOKENPIN" "${CLI_ARGS[@]}" --store "$IMPORT" import <<<"wrong" >"$WORK/out" 2>&1
 check "import with a wrong login password: refused (1)" [ $? = 1 ]
+sleep 4.2  # the delay doubled
 runuser -u "$NEWBIE" -- "$TOKENPIN" "${CLI_ARGS[@]}" enrol < <(printf '%s\n482916\n482916\n' "$(password_of "$NEWBIE")") >"$WORK/out" 2>&1
 check "enrol with the login password: enrolled" [ $? = 0 ]
 victim_ok "password checks"
@@ -403,6 +408,7 @@ if [ "$SANDBOXED" = 1 ] && [ -e /etc/pam.d/su ]; then
     took=$(echo "$(date +%s.%N) - $start" | bc)
     if (( $(echo "$took > $LONGEST" | bc) )); then LONGEST=$took; fi
     kill "$parker" 2>/dev/null; wait "$parker" 2>/dev/null
+    sleep 1  # the flood's attempts waiting for their turn end as their connections have
     # One su victim left at its prompt holds its turn for daemon-pam-prompt-timeout (5 s here), not the 30 s wait.
     as_mallory $ATTACK "$SOCKET" su-park "$VICTIM" 1 20 >"$WORK/park.timeout" 2>&1 &
     parker=$!

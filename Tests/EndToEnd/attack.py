@@ -266,7 +266,15 @@ def su(path, target, *answers):
 
 def su_park(path, target, count, hold):
     """Starts COUNT su at once; says how many sit at a prompt as soon as one does (or after 20 s), then holds."""
-    runs = [Su(target) for _ in range(int(count))]
+    runs = []
+
+    def stop(signum, frame):  # the suite ends a park with SIGTERM: every su goes with it
+        for run in runs:
+            run.kill()
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    runs.extend(Su(target) for _ in range(int(count)))
     end = time.time() + 20
     while time.time() < end and not any(run.at_prompt() for run in runs):
         ready, _, _ = select.select([run.fd for run in runs], [], [], 0.2)
