@@ -1,4 +1,5 @@
 internal import CTokenpinShims
+internal import TokenpinSystem
 import Foundation
 import TokenpinService
 
@@ -38,9 +39,14 @@ public struct Peer: Sendable, Equatable {
     /// Read right after `accept`, while the peer is connected. A pid reused in between would only move the
     /// connection into another uid's share.
     public static func realUID(ofProcess pid: Int32) -> UInt32? {
-        guard pid > 0, let data = FileManager.default.contents(atPath: "/proc/\(pid)/status") else { return nil }
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Uid:") {
-            return line.dropFirst(4).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { UInt32($0) }
+        guard pid > 0,
+            let file = try? FileDescriptor.open("/proc/\(pid)/status", O_RDONLY | O_CLOEXEC),
+            let bytes = try? file.readAll(maximumCount: 8192)
+        else { return nil }
+        // `Uid:\t<real>\t<effective>\t<saved>\t<filesystem>`.
+        for line in bytes.split(separator: 0x0A) where line.starts(with: Array("Uid:".utf8)) {
+            let fields = line.dropFirst(4).split(whereSeparator: { $0 == 0x20 || $0 == 0x09 })
+            return fields.first.flatMap { UInt32(String(decoding: $0, as: UTF8.self)) }
         }
         return nil
     }

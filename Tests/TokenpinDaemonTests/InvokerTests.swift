@@ -293,6 +293,20 @@ private func pam(_ test: TestDaemon, _ user: String, _ invoker: Invoker) -> Daem
         }
     }
 
+    @Test func withoutAJournalTheFieldsAreALogLine() {
+        let capture = LogCapture()
+        let trail = AuditTrail(
+            journalSocket: temporaryDirectory("no-journal") + "/socket", logger: capture.logger(level: .info))
+        trail.record(
+            AuditEvent(
+                .verifyFailed, user: "joe", context: AttemptContext(class: .other, invokerUID: 1001, service: "su"),
+                result: "rejected", remaining: 2))
+        let line = capture.lines.joined(separator: "\n")
+        #expect(line.contains("verification failed") && line.contains(AuditEvent.Kind.verifyFailed.messageID))
+        #expect(line.contains("tokenpin_user=joe") && line.contains("tokenpin_class=other"), "\(line)")
+        #expect(line.contains("tokenpin_invoker_uid=1001") && line.contains("tokenpin_remaining=2"), "\(line)")
+    }
+
     @Test func everyKindHasItsOwnMessageIDAndNamesJournaldKeeps() {
         let ids = AuditEvent.Kind.allCases.map(\.messageID)
         #expect(Set(ids).count == ids.count)
