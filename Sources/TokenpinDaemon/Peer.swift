@@ -1,7 +1,7 @@
 internal import CTokenpinShims
-internal import TokenpinSystem
 import Foundation
 import TokenpinService
+internal import TokenpinSystem
 
 #if canImport(Glibc)
     import Glibc
