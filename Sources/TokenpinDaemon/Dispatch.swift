@@ -15,8 +15,8 @@ extension Daemon {
     /// Who asks decides which lock an operation takes: the user's own and local attempts share the user's lock;
     /// a remote or other attempt (sshd, `su victim`) takes a lock of its own per remote host or invoking uid, so
     /// one parked at its prompt never holds what the user's own verification needs. Such attempts are also held
-    /// to a share per target user and per invoker (`InFlightAttempts`), and PAM's prompts to
-    /// `daemon-pam-prompt-timeout`.
+    /// to a share per target user and per source, remote host or invoking uid (`InFlightAttempts`), and PAM's
+    /// prompts to `daemon-pam-prompt-timeout`.
     func perform(_ request: Request, channel: LineChannel, peer: Peer) -> Bool {
         let configuration = self.configuration
         let user: String
@@ -67,8 +67,8 @@ extension Daemon {
         do throws(ServiceError) {
             try admit(request.operation, user: user, context: context, configuration: configuration)
             if !context.class.isTrusted {
-                guard untrustedAttempts.begin(user: user, invoker: context.invokerUID ?? 0) else {
-                    throw .busy("too many remote and other attempts for \(user) at once")
+                guard untrustedAttempts.begin(user: user, source: InFlightAttempts.source(of: context)) else {
+                    throw .busy("too many remote and other attempts for \(user), or from this source, at once")
                 }
                 inFlight = true
             }
@@ -88,7 +88,7 @@ extension Daemon {
         }
         // Everything is given back before the client is written to: the reply waits for no one.
         if locked { userLocks.unlock(lockKey) }
-        if inFlight { untrustedAttempts.end(user: user, invoker: context.invokerUID ?? 0) }
+        if inFlight { untrustedAttempts.end(user: user, source: InFlightAttempts.source(of: context)) }
         if !peer.isRoot { cardClaims.release(user) }
         if let error, request.operation == .verify || request.operation == .change {
             audit.record(AuditEvent(.verifyFailed, user: user, context: context, result: error.code))

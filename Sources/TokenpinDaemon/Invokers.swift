@@ -56,39 +56,45 @@ extension Peer {
     }
 }
 
-/// Operations of remote and other attempts in flight, per target user and per invoking uid: a flood of parked
-/// `su victim` by one uid fills only that uid's share (and the victim's share of such attempts), never what
-/// the victim's own or local verification, or another user's login, needs.
+/// Operations of remote and other attempts in flight, per target user and per source (the remote host of a remote
+/// attempt, the invoking uid of another user's): a flood of parked `su victim` by one uid, or of ssh logins from one
+/// host, fills only that source's share (and the victim's share of such attempts), never what the victim's own or
+/// local verification, or another user's login, needs.
 public final class InFlightAttempts: Sendable {
     private let counts = Mutex<[String: Int]>([:])
-    /// The most at once for one target user, and for one invoking uid.
+    /// The most at once for one target user.
     public let maximumPerTarget: Int
-    public let maximumPerInvoker: Int
+    /// The most at once from one source.
+    public let maximumPerSource: Int
 
     /// Creates the table.
-    public init(maximumPerTarget: Int = 16, maximumPerInvoker: Int = 16) {
+    public init(maximumPerTarget: Int = 16, maximumPerSource: Int = 16) {
         self.maximumPerTarget = maximumPerTarget
-        self.maximumPerInvoker = maximumPerInvoker
+        self.maximumPerSource = maximumPerSource
     }
 
-    /// Takes a place for an attempt on `user` by `invoker`; false (holding nothing) when either share is full.
-    public func begin(user: String, invoker: UInt32) -> Bool {
+    /// The source of a remote or other attempt: its remote host, or its invoking uid.
+    public static func source(of context: AttemptContext) -> String {
+        context.class == .remote ? "host:" + (context.rhost ?? "") : "uid:" + String(context.invokerUID ?? 0)
+    }
+
+    /// Takes a place for an attempt on `user` from `source`; false (holding nothing) when either share is full.
+    public func begin(user: String, source: String) -> Bool {
         counts.withLock { counts in
             let target = "user:" + user
-            let by = "uid:" + String(invoker)
-            guard counts[target, default: 0] < maximumPerTarget, counts[by, default: 0] < maximumPerInvoker else {
+            guard counts[target, default: 0] < maximumPerTarget, counts[source, default: 0] < maximumPerSource else {
                 return false
             }
             counts[target, default: 0] += 1
-            counts[by, default: 0] += 1
+            counts[source, default: 0] += 1
             return true
         }
     }
 
     /// Gives the place back.
-    public func end(user: String, invoker: UInt32) {
+    public func end(user: String, source: String) {
         counts.withLock { counts in
-            for key in ["user:" + user, "uid:" + String(invoker)] {
+            for key in ["user:" + user, source] {
                 counts[key, default: 1] -= 1
                 if counts[key] == 0 { counts[key] = nil }
             }

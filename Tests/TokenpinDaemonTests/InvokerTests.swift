@@ -157,15 +157,20 @@ private func pam(_ test: TestDaemon, _ user: String, _ invoker: Invoker) -> Daem
         for channel in parked { channel.close() }
     }
 
-    @Test func remoteAndOtherAttemptsHaveAShareEachPerTargetAndPerInvoker() {
-        let table = InFlightAttempts(maximumPerTarget: 2, maximumPerInvoker: 3)
-        #expect(table.begin(user: "a", invoker: 1) && table.begin(user: "a", invoker: 2))
-        #expect(!table.begin(user: "a", invoker: 3), "the target's share is full")
-        #expect(table.begin(user: "b", invoker: 1) && table.begin(user: "c", invoker: 1))
-        #expect(!table.begin(user: "d", invoker: 1), "the invoker's share is full")
-        #expect(table.begin(user: "d", invoker: 9))
-        table.end(user: "a", invoker: 1)
-        #expect(table.begin(user: "a", invoker: 3))
+    @Test func remoteAndOtherAttemptsHaveAShareEachPerTargetAndPerSource() {
+        let table = InFlightAttempts(maximumPerTarget: 2, maximumPerSource: 3)
+        #expect(table.begin(user: "a", source: "uid:1") && table.begin(user: "a", source: "uid:2"))
+        #expect(!table.begin(user: "a", source: "uid:3"), "the target's share is full")
+        #expect(table.begin(user: "b", source: "uid:1") && table.begin(user: "c", source: "uid:1"))
+        #expect(!table.begin(user: "d", source: "uid:1"), "the source's share is full")
+        #expect(table.begin(user: "d", source: "uid:9"))
+        table.end(user: "a", source: "uid:1")
+        #expect(table.begin(user: "a", source: "uid:3"))
+        // A remote attempt's source is its host, so one host's flood is not every ssh login's.
+        let ssh = AttemptContext(class: .remote, invokerUID: 0, service: "sshd", rhost: "203.0.113.7")
+        let su = AttemptContext(class: .other, invokerUID: 1001, service: "su")
+        #expect(InFlightAttempts.source(of: ssh) == "host:203.0.113.7")
+        #expect(InFlightAttempts.source(of: su) == "uid:1001")
     }
 
     @Test func theLoginPasswordCheckIsThrottledPerUID() {
