@@ -323,7 +323,7 @@ def guess(path, seconds, threads):
                 else:
                     counts["other"] += 1
                     counts.setdefault("codes", []).append(first.get("code"))
-            if first.get("code") == "delayed":
+            if first.get("code") != "password-rejected":  # delayed, or a connection refused: do not spin
                 time.sleep(0.05)
 
     workers = [threading.Thread(target=run, args=(i,)) for i in range(int(threads))]
