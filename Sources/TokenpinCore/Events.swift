@@ -51,6 +51,9 @@ public enum Event: Sendable, Equatable {
     case typeChanged(type: AuthenticationType, enabled: Bool)
     /// The record was removed (`unenrol`): the PIN, the recovery key and any token binding.
     case unenrolled
+    /// Remote logins or other users (`su`) failed to verify as this user since the user's last own or local
+    /// success; told at that success, which clears them.
+    case otherAttempts(OtherAttemptsNotice)
 
     /// The stable name used in JSON output and logs.
     public var name: String {
@@ -67,6 +70,7 @@ public enum Event: Sendable, Equatable {
         case .policyViolation: "policyViolation"
         case .typeChanged: "typeChanged"
         case .unenrolled: "unenrolled"
+        case .otherAttempts: "otherAttempts"
         }
     }
 }

@@ -50,6 +50,12 @@ public enum ServiceError: Error, Sendable, Equatable {
     case cardPINRefused(String)
     /// Another program holds the card exclusively (`why` names it and what to do): the token is unavailable.
     case cardHeldElsewhere(String)
+    /// The login-password check is throttled after a wrong password (or one runs already for this user): try
+    /// again in `seconds`; PAM was not run and nothing was counted.
+    case passwordDelayed(seconds: Int)
+    /// tokenpind does not answer this kind of attempt (a remote login with `pam-remote = ignore`): nothing was
+    /// asked, and a PAM stack goes on to its next module.
+    case ignored(String)
 
     /// A sentence for the user.
     public var message: String {
@@ -81,6 +87,9 @@ public enum ServiceError: Error, Sendable, Equatable {
             "what was typed cannot be the PIN (a PIN here is \(shape)), so it was not tried; nothing was counted"
         case .cardPINRefused(let why): "new card PIN refused: \(why)"
         case .cardHeldElsewhere(let why): "token unavailable: \(why)"
+        case .passwordDelayed(let seconds):
+            "a login password was refused a moment ago: try again in \(seconds) s (PAM was not run, nothing was counted)"
+        case .ignored(let why): why
         }
     }
 
@@ -109,6 +118,8 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .notAPIN: "not-a-pin"
         case .cardPINRefused: "card-pin-policy"
         case .cardHeldElsewhere: "token-unavailable"
+        case .passwordDelayed: "delayed"
+        case .ignored: "ignored"
         }
     }
 }
@@ -193,6 +204,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .notAPIN: self = .notVerified
         case .cardPINRefused: self = .policy
         case .cardHeldElsewhere: self = .tokenUnavailable
+        case .passwordDelayed: self = .locked
+        case .ignored: self = .permissionDenied
         }
     }
 }

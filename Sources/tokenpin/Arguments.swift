@@ -137,7 +137,7 @@ extension Program {
             Subcommand(
                 "toggle", abstract: "Switch an authentication type on or off.",
                 discussion: "Types: pin (always enabled; `toggle pin off` is refused), token.\n"
-                    + "Prompts for `token on`: PIN, admin PIN (only with --generate-key; PIV: management key), card PIN.\n"
+                    + "Prompts for `token on`: PIN, card PIN; with --generate-key then the admin PIN (PIV: management key).\n"
                     + "`token on --mode both` on a card bound in either re-binds it in both (prompts: PIN, card PIN): "
                     + "one composite slot that no copy of the record opens without the card.\n"
                     + "Prompts for `token off`: PIN (a wrong one counts), or card PIN with --method token; "

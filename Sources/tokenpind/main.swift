@@ -28,6 +28,10 @@ enum Options {
     static let revokedDirectory = Option.value(
         "--revoked-dir", valueName: "dir",
         help: "Read the revoked cards from DIR instead of /etc/tokenpin/revoked.d (read again on SIGHUP).")
+    static let journalSocket = Option.value(
+        "--journal-socket", valueName: "path",
+        help: "The journal's socket for the audit trail (default /run/systemd/journal/socket);\n"
+            + "`none`: audit lines on stderr only.")
     static let debug = Option.flag("--debug", help: "Log requests at debug level (never a secret).")
     static let noReaders = Option.flag(
         "--no-readers", help: "Do not watch PC/SC readers and cards (no reader events for watchers).")
@@ -37,7 +41,9 @@ enum Options {
     static let program = Program(
         "tokenpind",
         overview: "The tokenpin daemon: keeps PIN records root-owned and serves tokenpin, pam_tokenpin and watchers.",
-        options: [socket, stateDirectory, config, revokedDirectory, reader, debug, noReaders, help, version],
+        options: [
+            socket, stateDirectory, config, revokedDirectory, reader, journalSocket, debug, noReaders, help, version,
+        ],
         sections: [
             HelpSection(
                 "SIGNALS",
@@ -67,7 +73,7 @@ if parsed.isSet(Options.help) {
     exit(0)
 }
 if parsed.isSet(Options.version) {
-    print("tokenpind \(tokenpinVersion) (protocol 1)")
+    print("tokenpind \(tokenpinVersion) (protocol \(Daemon.protocolVersion))")
     exit(0)
 }
 var options = DaemonOptions()
@@ -75,6 +81,7 @@ if let socket = parsed.value(Options.socket) { options.socketPath = socket }
 if let directory = parsed.value(Options.stateDirectory) { options.stateDirectory = directory }
 if let config = parsed.value(Options.config) { options.configFile = config }
 if let directory = parsed.value(Options.revokedDirectory) { options.revokedDirectory = directory }
+if let journal = parsed.value(Options.journalSocket) { options.journalSocket = journal == "none" ? nil : journal }
 let level: Logger.Level = parsed.isSet(Options.debug) ? .debug : .info
 let simulatedCard = parsed.value(Options.reader) == "sim"
 

@@ -38,7 +38,7 @@ start_daemon || exit 1
 new_user HOLDER && new_user ALICE || { echo "cannot create users"; exit 1; }
 local_tp() { "$TOKENPIN" --local --store "$WORK/local" --config "$CONFIG" --reader "$READER" --pin-stdin "$@"; }
 expect_code "a local record" 0 local_tp enrol < <(printf '482916\n482916\n')
-expect_code "... binds the card" 0 local_tp toggle token on --generate-key --yes < <(printf '482916\n12345678\n123456\n')
+expect_code "... binds the card" 0 local_tp toggle token on --generate-key --yes < <(printf '482916\n123456\n12345678\n')
 expect_code "alice enrols through tokenpind" 0 client --user "$ALICE" enrol < <(printf '482916\n482916\n')
 expect_code "... and binds the same card" 0 client --user "$ALICE" toggle token on < <(printf '482916\n123456\n')
 

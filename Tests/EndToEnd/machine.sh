@@ -46,7 +46,7 @@ check "... the record is in the script's store" [ -f "$S/root.json" ]
 check "... and root has no record in tokenpind" [ ! -e /var/lib/tokenpin/root.json ]
 DAEMON_CARD=$(cat /var/lib/tokenpin/sim-card.json 2>/dev/null | sha256sum)
 expect_code "a script's --reader sim toggle token on --generate-key binds the local simulated card" 0 \
-    tp --store "$S" --reader sim --pin-stdin toggle token on --generate-key --yes < <(printf '739164\n12345678\n123456\n')
+    tp --store "$S" --reader sim --pin-stdin toggle token on --generate-key --yes < <(printf '739164\n123456\n12345678\n')
 check "... whose state is in the script's store" [ -f "$S/sim-card.json" ]
 check "... and the daemon's card was not touched" [ "$(cat /var/lib/tokenpin/sim-card.json 2>/dev/null | sha256sum)" = "$DAEMON_CARD" ]
 expect_code "--store with --socket is refused naming --local" 2 tp --store "$S" --socket /run/tokenpin/socket status
@@ -73,7 +73,7 @@ printf 'kdf-memory-mib = 8\nkdf-passes = 1\nenrol-auth = none\n' > /etc/tokenpin
 
 # revoked.d, the default directory, read again on SIGHUP.
 expect_code "nobody binds the daemon's simulated card" 0 tp --user nobody toggle token on --generate-key --yes --pin-stdin \
-    < <(printf '482916\n12345678\n123456\n')
+    < <(printf '482916\n123456\n12345678\n')
 SERIAL=$(tp --user nobody --json types | python3 -c 'import json,sys; print([t["serial"] for t in json.load(sys.stdin)["types"] if t["type"] == "token"][0])')
 mkdir -p /etc/tokenpin/revoked.d && printf '# a lost badge\n%s\n' "$SERIAL" > /etc/tokenpin/revoked.d/lost
 kill -HUP "$DAEMON_PID"

@@ -26,7 +26,7 @@ import Testing
         #expect(
             try cli.run(
                 socket + ["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-                input: "615283\n12345678\n123456\n"
+                input: "615283\n123456\n12345678\n"
             ).status == 0)
         #expect(try cli.run(socket + ["verify", "--method", "token", "--pin-stdin"], input: "000000\n").status == 1)
         #expect(

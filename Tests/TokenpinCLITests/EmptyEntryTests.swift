@@ -96,7 +96,10 @@ struct PromptTextTests {
         try KeyReplacementCLITests.giveTheSimulatedCardAForeignKey(cli.store + "/sim-card.json", cli)
         let question = "to go ahead (anything else keeps it): "
         let (screen, status) = try terminal.type(
-            ["wait:tokenpin PIN for ", "482916\\r", "wait:" + question, "sleep:1", "no\\r"], cli,
+            [
+                "wait:tokenpin PIN for ", "482916\\r", "wait:Card PIN", "123456\\r", "wait:Admin PIN", "12345678\\r",
+                "wait:" + question, "sleep:1", "no\\r",
+            ], cli,
             ["--reader", "sim", "toggle", "token", "on", "--generate-key"],
             environment: ["TOKENPIN_SLOW_STEP_MS": "300"])
         #expect(status == 130, "\(screen)")
@@ -110,7 +113,7 @@ struct PromptTextTests {
         #expect(
             try cli.run(
                 ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-                input: "482916\n12345678\n123456\n"
+                input: "482916\n123456\n12345678\n"
             ).status == 0)
         let result = try cli.run(["--reader", "sim", "token", "change-pin", "--pin-stdin"], input: "123456\n1234\n")
         #expect(result.status == 5, "refused before the confirmation was asked: \(result.stderr)")
@@ -135,7 +138,7 @@ struct PromptTextTests {
         try JSONSerialization.data(withJSONObject: state).write(to: URL(fileURLWithPath: stateFile))
         let bind = try cli.run(
             ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-            input: "482916\n12345678\n123456\n", environment: ["TOKENPIN_SIM_PROFILE": "yubikey5"])
+            input: "482916\n123456\n12345678\n", environment: ["TOKENPIN_SIM_PROFILE": "yubikey5"])
         #expect(bind.status == 0, "\(bind.stderr)")
         let (screen, status) = try terminal.type(
             ["wait:Card PIN for ", "123456\\r"], cli, ["--reader", "sim", "verify"],

@@ -17,7 +17,7 @@ import Testing
         #expect(try cli.run(socket + ["enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
         let bind = try cli.run(
             socket + ["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-            input: "482916\n12345678\n123456\n")
+            input: "482916\n123456\n12345678\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         let types = try cli.run(socket + ["--json", "types"]).json["types"] as? [[String: Any]]
         let serial = try #require(types?.first { $0["type"] as? String == "token" }?["serial"] as? String)
@@ -76,7 +76,7 @@ import Testing
             toFile: root + "/etc/tokenpin/revoked.d/site", atomically: true, encoding: .utf8)
         let bind = try cli.run(
             ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-            input: "482916\n12345678\n123456\n", environment: system)
+            input: "482916\n123456\n12345678\n", environment: system)
         #expect(bind.status == 6, "\(bind.stderr)")
         #expect(
             bind.stderr.contains("is revoked by this site (\(root)/etc/tokenpin/revoked.d/site:1)"), "\(bind.stderr)")

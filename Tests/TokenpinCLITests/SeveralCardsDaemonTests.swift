@@ -26,7 +26,7 @@ extension PCSCEndToEndTests {
         let (screen, status) = try TerminalTests().type(
             [
                 "wait:Which card?", "wait:Number: ", "2\\r", "wait:tokenpin PIN for ", "482916\\r",
-                "wait:Admin PIN", "12345678\\r", "wait:Card PIN", "123456\\r",
+                "wait:Card PIN", "123456\\r", "wait:Admin PIN", "12345678\\r",
             ], cli, socket + ["toggle", "token", "on", "--generate-key", "--yes"], local: false)
         #expect(status == 0, "\(screen)")
         #expect(screen.contains("0000AAA1") && screen.contains("0000AAA2"), "both cards are offered: \(screen)")

@@ -66,7 +66,7 @@ import Testing
         #expect(refused.status == 6, "\(refused.stderr)")
         let generate = try #require(Self.hints(refused.stderr).first, "\(refused.stderr)")
         #expect(generate.contains("--generate-key"), "\(generate)")
-        let bound = try Self.run(generate, cli, input: "482916\n12345678\n123456\n")
+        let bound = try Self.run(generate, cli, input: "482916\n123456\n12345678\n")
         #expect(bound.status == 0, "\(bound.stderr)")
         // A script without --method is told the command that works.
         let guessed = try cli.run(flags + ["verify"], input: "482916\n")
@@ -87,7 +87,7 @@ import Testing
         #expect(try cli.run(flags + ["enrol"], input: "482916\n482916\n").status == 0)
         #expect(
             try cli.run(
-                flags + ["toggle", "token", "on", "--generate-key", "--yes"], input: "482916\n12345678\n123456\n"
+                flags + ["toggle", "token", "on", "--generate-key", "--yes"], input: "482916\n123456\n12345678\n"
             )
             .status == 0)
         // The site asks for both: the record bound in either is told how to get the composite slot.
@@ -107,7 +107,7 @@ import Testing
         #expect(try cli.run(flags + ["enrol"], input: "482916\n482916\n").status == 0)
         #expect(
             try cli.run(
-                flags + ["toggle", "token", "on", "--generate-key", "--yes"], input: "482916\n12345678\n123456\n"
+                flags + ["toggle", "token", "on", "--generate-key", "--yes"], input: "482916\n123456\n12345678\n"
             )
             .status == 0)
         var blocked = CLI.Result(status: 0, stdout: "", stderr: "")
@@ -137,7 +137,7 @@ import Testing
         let hint = try #require(Self.hints(refused.stderr).first, "\(refused.stderr)")
         #expect(hint.contains("--app piv") && hint.contains("--generate-key"), "\(hint)")
         let factory = String(repeating: "0102030405060708", count: 3)
-        let ran = try Self.run(hint, cli, input: "482916\n\(factory)\n123456\n", environment: yubikey)
+        let ran = try Self.run(hint, cli, input: "482916\n123456\n\(factory)\n", environment: yubikey)
         #expect(ran.status == 2, "the factory management key needs --yes: \(ran.stderr)")
         #expect(ran.stderr.contains("management key") && ran.stderr.contains("--yes"), "the PIV way: \(ran.stderr)")
         let after = try cli.run(flags + ["--json", "readers", "--app", "openpgp"], environment: yubikey).stdout

@@ -30,7 +30,7 @@ import Testing
         #expect(
             try cli.run(
                 ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-                input: "482916\n12345678\n123456\n"
+                input: "482916\n123456\n12345678\n"
             ).status == 0)
         let script = try cli.run(["--reader", "sim", "unenrol", "--pin-stdin"], input: "482916\n")
         #expect(script.status == 2, "a line is never guessed to be the PIN or the card PIN: \(script.stderr)")
