@@ -94,10 +94,10 @@ extension PINService {
                         reason: "the token slot was re-sealed by another verification "
                             + "while the card was asked; try again")
                 }
-                let renewed = try freshAgreement(current, reader: card.reader)
+                guard let currentBinding = current.token else { throw ServiceError.tokenNotEnabled }
                 switch step {
                 case .reseal:
-                    try sealToken(record: &record, vaultKey: vaultKey, agreement: renewed)
+                    try sealToken(record: &record, vaultKey: vaultKey, binding: currentBinding, reader: card.reader)
                     return
                 case .removeToken:
                     record.setSlot(.token, nil)
@@ -110,9 +110,9 @@ extension PINService {
                 // The composite slot takes the PIN slot's and the token slot's place: from now on no copy of the
                 // record opens without the card.
                 try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
-                try sealTokenSlots(
-                    record: &record, vaultKey: vaultKey, pin: pin, shared: renewed.secret,
-                    binding: renewed.binding, mode: .both)
+                var rebound = currentBinding
+                rebound.reader = card.reader
+                try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, binding: rebound, mode: .both)
                 record.policy.mode = .both
                 record.updated = time.now
                 logger.info("token re-bound", [("user", user), ("card", card.label), ("mode", "both")])

@@ -86,6 +86,8 @@ final class OpenPGPToken: TokenApplication {
         }
     }
 
+    var keyOperationName: String { "PSO:DECIPHER" }
+
     /// VERIFY PW1 (hashed as the KDF-DO asks) and PSO:DECIPHER of the binding's challenge, in one transaction.
     func answer(pin: borrowing SecretBytes, binding: TokenBinding, algorithm: TokenKeyAlgorithm)
         throws(TokenCardError) -> SecretBytes

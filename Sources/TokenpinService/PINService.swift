@@ -213,12 +213,11 @@ public struct PINService: Sendable {
     /// `change` in `mode = both`: the current PIN and the card (it must be present), then the new PIN twice;
     /// the composite slot is sealed again with the new PIN and the same card.
     func changeBoth(_ interaction: some Interaction) throws -> VerifyReport {
-        try verifyBoth(interaction, prompt: .currentPIN) { record, vaultKey, shared, current in
+        try verifyBoth(interaction, prompt: .currentPIN) { record, vaultKey, current in
             try store.save(record)
             let newPIN = try readNewPIN(interaction) { candidate in candidate.matches(current) ? .sameAsCurrent : nil }
             guard let binding = record.slot(.composite)?.token else { throw ServiceError.tokenNotEnabled }
-            try sealTokenSlots(
-                record: &record, vaultKey: vaultKey, pin: newPIN, shared: shared, binding: binding, mode: .both)
+            try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: newPIN, binding: binding, mode: .both)
             record.updated = time.now
             interaction.report(.changed)
         }

@@ -193,6 +193,8 @@ final class PIVToken: TokenApplication {
         }
     }
 
+    var keyOperationName: String { "GENERAL AUTHENTICATE" }
+
     func answer(pin: borrowing SecretBytes, binding: TokenBinding, algorithm: TokenKeyAlgorithm)
         throws(TokenCardError) -> SecretBytes
     {

@@ -218,7 +218,7 @@ extension PINService {
             let record = try loadRecord()
             if record.slot(.composite) != nil {
                 if method == .pin { throw ServiceError.tokenUnavailable("mode = both: the PIN alone cannot verify") }
-                return try verifyBoth(interaction, prompt: .pin) { _, _, _, _ in }
+                return try verifyBoth(interaction, prompt: .pin) { _, _, _ in }
             }
             guard record.slot(.token) != nil else {
                 if method == .token { throw ServiceError.tokenNotEnabled }
@@ -267,13 +267,12 @@ extension PINService {
     }
 
     /// One token verification, under the user's lock: open the token slot with the card, then re-seal it under
-    /// a fresh ephemeral key so the card answer just used never opens it again. The PIN counter is not touched.
+    /// a fresh challenge so the card answer just used never opens it again. The PIN counter is not touched.
     func verifyToken(record: EnrolmentRecord, _ interaction: some Interaction) throws -> VerifyReport {
-        guard let slot = record.slot(.token) else { throw ServiceError.tokenNotEnabled }
+        guard let slot = record.slot(.token), let binding = slot.token else { throw ServiceError.tokenNotEnabled }
         let opened = try openTokenSlot(slot, interaction)
         var record = record
-        let renewed = try freshAgreement(slot, reader: opened.card.reader)
-        try sealToken(record: &record, vaultKey: opened.vaultKey, agreement: renewed)
+        try sealToken(record: &record, vaultKey: opened.vaultKey, binding: binding, reader: opened.card.reader)
         record.updated = time.now
         try store.save(record)
         logger.info("verified", [("user", user), ("method", "token")])
@@ -312,20 +311,29 @@ extension PINService {
             nanoseconds: time.monotonicNanoseconds &- start)
     }
 
-    /// A binding and the secret the card answers for it (computed here for a fresh binding).
+    /// What a slot is sealed under: a binding with a challenge that never crossed the reader line, and the
+    /// secret the card's private key will answer to it, computed here.
+    ///
+    /// Only `freshAgreement` makes one, so no seal can take a secret a card answered: an answer that crossed the
+    /// line (a sniffed USB bus, a hostile reader driver, a fake card replaying it) is only ever checked or used to
+    /// open, never sealed under. The next opening sends the challenge to the card, and re-seals under a new one.
     struct KeyAgreement: ~Copyable {
         let binding: TokenBinding
         let secret: SecretBytes
+
+        fileprivate init(binding: TokenBinding, secret: consuming SecretBytes) {
+            self.binding = binding
+            self.secret = secret
+        }
     }
 
-    /// The re-seal's key agreement: a fresh challenge for the card's key (an ephemeral pair for ECDH, a random
-    /// secret encrypted to an RSA key) and the secret the card would answer to it, computed here from the card's
-    /// public key. No APDU is sent; ephemeral private keys are wiped when this returns, and the new challenge
-    /// replaces the slot's (TokenKeyAgreement.swift).
-    func freshAgreement(_ slot: VaultSlot, reader: String?) throws -> KeyAgreement {
-        guard var binding = slot.token else {
-            throw StoreError(.corrupt, path: recordPath, "token slot without a binding")
-        }
+    /// A fresh challenge for the card key in `binding` (an ephemeral pair for ECDH, a random secret encrypted to
+    /// an RSA key) and the secret the card would answer to it, computed here from the card's public key. No APDU
+    /// is sent; ephemeral private keys are wiped when this returns, and the new challenge replaces the binding's
+    /// (TokenKeyAgreement.swift). The same for every application (OpenPGP, PIV, PKCS#11): only the card's public
+    /// key and algorithm are used.
+    func freshAgreement(_ binding: TokenBinding, reader: String?) throws -> KeyAgreement {
+        var binding = binding
         let fresh = try bindingAlgorithm(binding).freshChallenge(for: binding)
         binding.ephemeralPublicKey = Data(fresh.challenge)
         if let reader { binding.reader = reader }
@@ -368,11 +376,11 @@ extension PINService {
         }
     }
 
-    /// `mode = both`: the card first (its own counter), then one counted PIN attempt on the composite slot.
-    /// `onSuccess` gets the record, the vault key and the card's shared secret.
+    /// `mode = both`: the card first (its own counter), then one counted PIN attempt on the composite slot, which
+    /// is then re-sealed under a fresh challenge. `onSuccess` gets the record, the vault key and the PIN.
     func verifyBoth(
         _ interaction: some Interaction, prompt: SecretPrompt,
-        onSuccess: (inout EnrolmentRecord, borrowing SecretBytes, borrowing SecretBytes, borrowing PIN) throws -> Void
+        onSuccess: (inout EnrolmentRecord, borrowing SecretBytes, borrowing PIN) throws -> Void
     )
         throws -> VerifyReport
     {
@@ -406,15 +414,16 @@ extension PINService {
                         salt: [UInt8](slot.kdf.salt))
                 },
                 onSuccess: { record, vaultKey in
-                    // Re-seal under a fresh ephemeral key: the PIN's key and KDF parameters stay, the card's part changes.
-                    guard let slot = record.slot(.composite), let pinKey = pinKeyHolder.key.take() else {
+                    // Re-seal under a fresh challenge: the PIN's key and KDF parameters stay, the card's part changes.
+                    guard let slot = record.slot(.composite), let current = slot.token,
+                        let pinKey = pinKeyHolder.key.take()
+                    else {
                         throw StoreError(.corrupt, path: recordPath, "composite slot vanished during verification")
                     }
-                    let renewed = try freshAgreement(slot, reader: card.reader)
                     try sealComposite(
-                        record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: slot.kdf, shared: renewed.secret,
-                        binding: renewed.binding)
-                    try onSuccess(&record, vaultKey, renewed.secret, pin)
+                        record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: slot.kdf,
+                        agreement: freshAgreement(current, reader: card.reader))
+                    try onSuccess(&record, vaultKey, pin)
                 })
         }
     }
@@ -535,45 +544,48 @@ extension PINService {
             reader: reader, algorithm: algorithm.bindingName,
             cardPublicExponent: key.exponent.map { Data($0) })
         binding.setApplication(card.kind, slot: key.slot)
-        let fresh = try algorithm.freshChallenge(for: binding)
-        binding.ephemeralPublicKey = Data(fresh.challenge)
-        let shared = try requireCardSecret(card, binding: binding, interaction)
-        // Prove the binding: the card's answer must equal the secret computed here from its public key.
-        guard shared.isEqual(to: fresh.secret) else {
+        // Prove the binding with one challenge: the card's answer must equal the secret computed here from its
+        // public key. That answer crossed the reader line, so the slots are sealed under a second challenge,
+        // which never did (sealTokenSlots).
+        let proof = try freshAgreement(binding, reader: reader)
+        let shared = try requireCardSecret(card, binding: proof.binding, interaction)
+        guard shared.isEqual(to: proof.secret) else {
             throw ServiceError.cardRefused(
-                "card \(card.label) answered PSO:DECIPHER with a secret that does not match its public key")
+                "card \(card.label) answered \(card.keyOperationName) with a secret that does not match its public key"
+            )
         }
-        try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, shared: shared, binding: binding, mode: mode)
+        try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, binding: binding, mode: mode)
         record.policy = .init(mode: mode, fallback: configuration.fallback)
         record.updated = time.now
         logger.info("token enabled", [("user", user), ("card", card.label), ("mode", mode.rawValue)])
         interaction.report(.typeChanged(type: .token, enabled: true))
     }
 
-    /// Seals the vault key for the card: a `token` slot (`mode = either`), or a `composite` slot that
-    /// replaces the PIN slot (`mode = both`).
+    /// Seals the vault key for the card of `binding` under a fresh challenge: a `token` slot (`mode = either`), or
+    /// a `composite` slot that replaces the PIN slot (`mode = both`).
     func sealTokenSlots(
         record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pin: borrowing PIN,
-        shared: borrowing SecretBytes, binding: TokenBinding, mode: VerificationMode
+        binding: TokenBinding, mode: VerificationMode
     ) throws {
         if mode == .both {
             let pinKDF = try chooseKDF()
             let pinKey = try deriveKey(pinKDF, from: pin.secret)
             try sealComposite(
-                record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: pinKDF, shared: shared, binding: binding)
+                record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: pinKDF,
+                agreement: freshAgreement(binding, reader: nil))
             record.setSlot(.pin, nil)
             record.setSlot(.token, nil)
         } else {
-            let agreement = KeyAgreement(binding: binding, secret: shared.duplicate())
-            try sealToken(record: &record, vaultKey: vaultKey, agreement: agreement)
+            try sealToken(record: &record, vaultKey: vaultKey, binding: binding, reader: nil)
         }
     }
 
-    /// Seals the vault key into the `token` slot for `agreement`, under a fresh BLAKE2b salt.
+    /// Seals the vault key into the `token` slot for the card of `binding`, under a fresh challenge and a fresh
+    /// BLAKE2b salt; `reader` (when known) is where the card was just used.
     func sealToken(
-        record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes,
-        agreement: borrowing KeyAgreement
+        record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, binding: TokenBinding, reader: String?
     ) throws {
+        let agreement = try freshAgreement(binding, reader: reader)
         let kdf = KDFParameters(algorithm: .blake2b)
         let tokenKey = try TokenKeys.tokenKey(
             sharedSecret: agreement.secret, binding: agreement.binding,
@@ -587,13 +599,14 @@ extension PINService {
     }
 
     /// Seals the vault key into the `composite` slot: the PIN's key (derived with `kdf`, whose salt the slot
-    /// keeps) mixed with the token key of `shared` and `binding`.
+    /// keeps) mixed with the token key of `agreement`.
     func sealComposite(
         record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pinKey: borrowing SecretBytes,
-        kdf: KDFParameters, shared: borrowing SecretBytes, binding: TokenBinding
+        kdf: KDFParameters, agreement: borrowing KeyAgreement
     ) throws {
         let salt = [UInt8](kdf.salt)
-        let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: salt)
+        let binding = agreement.binding
+        let tokenKey = try TokenKeys.tokenKey(sharedSecret: agreement.secret, binding: binding, salt: salt)
         let compositeKey = try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: binding, salt: salt)
         let created = record.slot(.composite)?.created ?? time.now
         record.setSlot(
@@ -620,7 +633,7 @@ extension PINService {
                     throw ServiceError.tokenUnavailable(
                         "mode = both: the PIN alone cannot switch the token off; the card is needed too")
                 }
-                return try verifyBoth(interaction, prompt: .pin) { record, vaultKey, _, pin in
+                return try verifyBoth(interaction, prompt: .pin) { record, vaultKey, pin in
                     let kdf = try chooseKDF()
                     let pinKey = try deriveKey(kdf, from: pin.secret)
                     record.setSlot(

@@ -128,6 +128,22 @@ extension TappedSetup {
             try setup.service.verify(ScriptedInteraction(["739154", cardPIN])).outcome == .verified(method: .both))
     }
 
+    /// A hostile reader keeps the card's answer and hands tokenpin an error, so the verification falls back to the
+    /// PIN: the challenge the card answered is retired as soon as the PIN opens the vault, so the kept answer
+    /// opens nothing afterwards.
+    @Test(arguments: [ReplayCard.openpgpCv25519, .pivRSA2048])
+    func anAnswerKeptFromTokenpinIsRetiredWhenThePINVerifiesInstead(card: ReplayCard) throws {
+        let setup = try replaySetup(card)
+        setup.tap.withhold(true)
+        let fallback = try setup.service.verify(ScriptedInteraction([cardPIN, "482916"]))
+        #expect(fallback.outcome == .verified(method: .pin))
+        #expect(fallback.tokenFailure != nil)
+        setup.tap.withhold(false)
+        #expect(setup.tap.answers.count == 2, "the reader kept the card's answer")
+        _ = try setup.replayEveryAnswer(.either, window: "after an answer was kept from tokenpin")
+        try setup.verifyWithTheCard(.either)
+    }
+
     /// The offline attack: a copy of the record and an answer from the line. The token key of each captured
     /// answer (the card's secret as the session takes it out of the answer) opens none of the record's slots.
     @Test(arguments: [ReplayCard.openpgpCv25519, .openpgpP256, .pivP256])

@@ -16,6 +16,8 @@ final class CardTap: Sendable {
     struct State {
         var answers: [[UInt8]] = []
         var replay: [UInt8]?
+        /// A hostile reader: it keeps the real card's key answers and hands the service `6F 00` instead.
+        var withhold = false
         /// The data of a key answer whose rest the card announced with `61xx`.
         var pending: [UInt8]?
     }
@@ -25,6 +27,8 @@ final class CardTap: Sendable {
     var answers: [[UInt8]] { state.withLock { $0.answers } }
     /// Makes the card a fake answering `answer` (nil: the real card again).
     func replay(_ answer: [UInt8]?) { state.withLock { $0.replay = answer } }
+    /// Makes the reader keep the card's key answers from the service (false: pass them on again).
+    func withhold(_ on: Bool) { state.withLock { $0.withhold = on } }
 }
 
 /// A connection to a simulated card through a `CardTap`.
@@ -67,11 +71,11 @@ final class TappedConnection: CardConnection {
         guard answer.count >= 2, keyOperation || instruction == Self.getResponse else { return answer }
         let data = Array(answer.dropLast(2))
         let more = answer[answer.count - 2] == 0x61
-        tap.state.withLock { state in
+        let withheld = tap.state.withLock { state -> Bool in
             if keyOperation && command[0] & 0x10 == 0 {
                 state.pending = []
             }
-            guard let pending = state.pending else { return }
+            guard let pending = state.pending else { return false }
             if more {
                 state.pending = pending + data
             } else {
@@ -81,8 +85,9 @@ final class TappedConnection: CardConnection {
                 }
                 state.pending = nil
             }
+            return state.withhold && !more
         }
-        return answer
+        return withheld ? [0x6F, 0x00] : answer
     }
 }
 
