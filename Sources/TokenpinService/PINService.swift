@@ -119,10 +119,16 @@ public struct PINService: Sendable {
     }
 
     /// `verifyPIN` on a record already read without the lock (the counted attempt reads it again under the lock).
-    func verifyPIN(_ interaction: some Interaction, record: EnrolmentRecord) throws -> VerifyReport {
+    /// `retiringChallenge` is a token challenge a failed token attempt may have sent to the card: a success
+    /// re-seals the token slot under a fresh one (`retireTokenChallenge`).
+    func verifyPIN(_ interaction: some Interaction, record: EnrolmentRecord, retiringChallenge: Data? = nil) throws
+        -> VerifyReport
+    {
         if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
         let pin = PIN(try interaction.readPIN(.pin, remaining: record.counter.remaining))
-        return try countedAttempt(pin: pin) { _, _ in }
+        return try countedAttempt(pin: pin) { record, vaultKey in
+            try retireTokenChallenge(retiringChallenge, record: &record, vaultKey: vaultKey)
+        }
     }
 
     /// One counted PIN attempt under the user's lock; on success `onSuccess` runs with the record and the vault

@@ -60,6 +60,10 @@ struct TokenFailure: Error {
     var reason: String
     /// The card PIN's tries left as the card reported them, when it was asked (nil: the card was not reached).
     var cardTriesLeft: Int? = nil
+    /// The slot's challenge, when it may have reached the card before the failure: the card's answer may have
+    /// crossed the line (and been kept by whoever owns it), so the challenge is retired at the next opening of
+    /// the vault, by the PIN fallback.
+    var sentChallenge: Data? = nil
 
     var serviceError: ServiceError {
         switch kind {
@@ -231,6 +235,7 @@ extension PINService {
                 return try verifyTokenAndPIN(interaction)
             }
             var tokenFailure: String?
+            var sentChallenge: Data?
             if method != .pin {
                 do {
                     return try store.withLock(user: user) { () throws -> VerifyReport in
@@ -253,9 +258,10 @@ extension PINService {
                         throw failure.serviceError
                     }
                     tokenFailure = failure.reason
+                    sentChallenge = failure.sentChallenge
                 }
             }
-            var report = try verifyPIN(interaction, record: record)
+            var report = try verifyPIN(interaction, record: record, retiringChallenge: sentChallenge)
             report.tokenFailure = tokenFailure
             return report
         }
@@ -304,7 +310,7 @@ extension PINService {
             throw TokenFailure(
                 kind: .refused,
                 reason: "card \(card.label) does not open the token slot (was its decryption key replaced?)",
-                cardTriesLeft: card.pinTriesNow())
+                cardTriesLeft: card.pinTriesNow(), sentChallenge: binding.ephemeralPublicKey)
         }
         return OpenedTokenSlot(
             vaultKey: vaultKey, card: VerifiedCard(serial: card.identity, reader: card.reader),
@@ -361,8 +367,22 @@ extension PINService {
         do {
             return try card.answer(pin: cardPIN, binding: binding, algorithm: algorithm)
         } catch {
-            throw failure(error, card: card.label)
+            var failure = failure(error, card: card.label)
+            switch error {
+            case .wrongPIN, .blocked: break  // VERIFY refused: the key was not asked
+            default: failure.sentChallenge = binding.ephemeralPublicKey
+            }
+            throw failure
         }
+    }
+
+    /// Re-seals the token slot under a fresh challenge when its challenge is still `sent`, one that may have
+    /// reached the card in a verification that then failed: whatever answer the card gave opens nothing from now
+    /// on. No APDU; run where the vault key is open under the user's lock (the PIN's counted attempt).
+    func retireTokenChallenge(_ sent: Data?, record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes) throws {
+        guard let sent, let binding = record.slot(.token)?.token, binding.ephemeralPublicKey == sent else { return }
+        try sealToken(record: &record, vaultKey: vaultKey, binding: binding, reader: nil)
+        logger.info("token challenge retired", [("user", user)])
     }
 
     /// `cardSecret` for binding: a refusal is an error, there is nothing to fall back to.
