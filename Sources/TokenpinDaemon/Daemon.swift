@@ -98,7 +98,11 @@ public final class Daemon: Sendable {
         cardRemoval = CardRemovalPolicy(
             locker: LoginctlLocker(loginctl: options.loginctl), logger: logger,
             settings: { state.value.withLock { ($0.onCardRemoval, $0.lockGraceSeconds) } },
-            schedule: CardRemovalPolicy.dispatchSchedule, locate: { serial in cards?.reader(holding: serial) },
+            schedule: CardRemovalPolicy.dispatchSchedule,
+            locate: { serial in
+                let configuration = state.value.withLock { $0 }
+                return cards?.withTimeouts(of: configuration).reader(holding: serial)
+            },
             onLocked: { user in hub.publish(user: user, name: "sessionsLocked", fields: []) })
         do {
             try store.prepare()

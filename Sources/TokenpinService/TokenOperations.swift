@@ -74,10 +74,10 @@ struct TokenFailure: Error {
 }
 
 extension PINService {
-    /// The card source, or the error that says there is none.
+    /// The card source with the configuration's deadlines (`card-timeout`), or the error that says there is none.
     func readers() throws(ServiceError) -> any CardReaders {
         guard let cards else { throw .tokenUnavailable("this tokenpin has no card readers configured") }
-        return cards
+        return cards.withTimeouts(of: configuration)
     }
 
     /// Turns a card error into a token failure with a plain reason.
@@ -94,6 +94,9 @@ extension PINService {
             return TokenFailure(
                 kind: .refused, reason: "the PIN of card \(card) is blocked; unblock it with `tokenpin token unblock`",
                 cardTriesLeft: 0)
+        case .transport(let timeout as CardTimeoutError):
+            // Nothing was counted; the reader is named, since the card in it did not get a word in.
+            return TokenFailure(kind: .unavailable, reason: "card \(card): \(timeout)")
         case .transport(let inner):
             let described = (try? readers())?.describe(inner) ?? .tokenUnavailable("\(inner)")
             if case .serviceUnavailable(let why) = described { return TokenFailure(kind: .service, reason: why) }
