@@ -167,12 +167,20 @@ extension PINService {
         let serial = binding.serial
         let lastReader = binding.reader
         let kind = binding.applicationKind
-        if let lastReader, selection.accepts(reader: lastReader),
-            let card = try? openCard(reader: lastReader, kind: kind)
-        {
-            if card.identity == serial { return card }
-            card.close()
+        // Why readers that hold a card could not be read: reported when the card is found in none, since it may
+        // be one of them (a card that answers nonsense or stalls is not a card that is absent).
+        var problems: [TokenFailure] = []
+        func open(_ reader: String) -> (any TokenApplication)? {
+            do {
+                let card = try openCard(reader: reader, kind: kind)
+                if card.identity == serial { return card }
+                card.close()
+            } catch {
+                problems.append(error)
+            }
+            return nil
         }
+        if let lastReader, selection.accepts(reader: lastReader), let card = open(lastReader) { return card }
         let presences: [ReaderPresence]
         do {
             presences = try readers().list()
@@ -180,14 +188,21 @@ extension PINService {
             if case .serviceUnavailable(let why) = error { throw TokenFailure(kind: .service, reason: why) }
             throw TokenFailure(kind: .unavailable, reason: error.message)
         }
+        // The card was pulled from the reader it was bound in: that reader failed for want of a card.
+        if !presences.contains(where: { $0.name == lastReader && $0.cardPresent }) { problems.removeAll() }
         let candidates = presences.filter {
             $0.cardPresent && selection.accepts(reader: $0.name) && $0.name != lastReader
         }
         if presences.isEmpty { throw TokenFailure(kind: .unavailable, reason: "no card reader is connected") }
         for reader in candidates {
-            guard let card = try? openCard(reader: reader.name, kind: kind) else { continue }
-            if card.identity == serial { return card }
-            card.close()
+            if let card = open(reader.name) { return card }
+        }
+        if let service = problems.first(where: { $0.kind == .service }) { throw service }
+        if !problems.isEmpty {
+            throw TokenFailure(
+                kind: .unavailable,
+                reason: "card \(cardLabel(serial: serial)) is not in any reader that answered ("
+                    + problems.map(\.reason).joined(separator: "; ") + ")")
         }
         let othersPresent = presences.contains { $0.cardPresent && selection.accepts(reader: $0.name) }
         throw TokenFailure(
