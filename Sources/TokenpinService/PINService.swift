@@ -391,6 +391,9 @@ public struct PINService: Sendable {
             throw .crypto(error)
         } catch let error as TokenFailure {
             throw error.serviceError
+        } catch let error as TokenKeyError {
+            // A card key tokenpin cannot use is the token being unavailable, never an I/O error.
+            throw .tokenUnavailable(error.description)
         } catch {
             throw .input("unexpected error: \(error)")
         }

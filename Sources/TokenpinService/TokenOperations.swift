@@ -531,6 +531,7 @@ extension PINService {
                     "card \(probe.label) is not usable: \(probe.unusableReason ?? "unknown"); "
                         + "`tokenpin toggle token on --generate-key` \(generation)")
             }
+            if let slot, !generateKey { try judgeKey(in: slot, of: probe) }
             let pin = PIN(try interaction.readSecret(.pin))
             return try countedAttempt(pin: pin) { record, vaultKey in
                 try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
@@ -538,6 +539,21 @@ extension PINService {
                     record: &record, vaultKey: vaultKey, pin: pin, probe: probe, slot: slot,
                     generateKey: generateKey, assumeYes: assumeYes, mode: bindingMode(requested: mode), interaction)
             }
+        }
+    }
+
+    /// Reads and judges the key in the named `slot` of the card `probe` found, before anything is asked: a key
+    /// tokenpin cannot use is refused (exit 6) without a PIN spent.
+    func judgeKey(in slot: String, of probe: CardProbe) throws {
+        let card = try openCard(reader: probe.reader, kind: probe.kind)
+        defer { card.close() }
+        do {
+            _ = try card.bindableKey(slot: slot)
+        } catch {
+            if case .unusable(let why) = error {
+                throw ServiceError.tokenUnavailable("card \(card.label) is not usable: \(why)")
+            }
+            throw failure(error, card: card.label)
         }
     }
 
