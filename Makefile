@@ -25,7 +25,10 @@ DEBUG_DIR      = .build/debug
 
 # Build and run: libsodium, libcrypto (OpenSSL 3) and pcsc-lite headers. Tests add the real PC/SC stack and peers.
 BUILD_PACKAGES = libsodium-dev libssl-dev libpcsclite-dev pkg-config libpam0g-dev scdoc
-TEST_PACKAGES  = pcscd vsmartcard-vpcd opensc yubico-piv-tool openssl pcsc-tools scdaemon gnupg util-linux iproute2 pamtester passwd python3 bc zsh fish
+# python3-venv, python3-dev and gcc: Simulator/Tests/EndToEnd/ykman-clients.sh installs ykman from PyPI into a venv,
+# building pyscard (against libpcsclite-dev, a build package) from source.
+TEST_PACKAGES  = pcscd vsmartcard-vpcd opensc yubico-piv-tool openssl pcsc-tools scdaemon gnupg util-linux iproute2 pamtester passwd python3 bc zsh fish \
+                 python3-venv python3-dev gcc
 BENCH_PACKAGES = hyperfine time python3 bc
 # make deb and its test (Tests/EndToEnd/package.sh).
 DEB_PACKAGES   = debhelper dpkg-dev lintian

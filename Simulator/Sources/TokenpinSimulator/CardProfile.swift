@@ -82,8 +82,14 @@ public enum CardInstruction {
     public static let select: UInt8 = 0xA4
     /// `CA`: GET DATA.
     public static let getData: UInt8 = 0xCA
-    /// `CC`: GET NEXT DATA (not supported: the card has one certificate).
+    /// `A5`: SELECT DATA (a cardholder certificate instance).
+    public static let selectData: UInt8 = 0xA5
+    /// `CC`: GET NEXT DATA (the next cardholder certificate instance).
     public static let getNextData: UInt8 = 0xCC
+    /// `F1`: GET VERSION, the YubiKey's firmware version (yubikit).
+    public static let getVersion: UInt8 = 0xF1
+    /// `7F21`: the cardholder certificate, the one data object with instances (AUT, DEC, SIG).
+    static let cardholderCertificate: UInt32 = 0x7F21
     /// `DA`: PUT DATA.
     public static let putData: UInt8 = 0xDA
     /// `DB`: PUT DATA with odd INS, key import with an extended header list.

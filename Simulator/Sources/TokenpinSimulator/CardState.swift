@@ -173,7 +173,8 @@ struct CardState: Equatable, Sendable {
     var url: [UInt8]
     var loginData: [UInt8]
     var privateDOs: [[UInt8]]
-    var certificate: [UInt8]
+    /// The cardholder certificates (`7F21`), one per instance: 0 authentication, 1 decryption, 2 signature.
+    var certificates: [[UInt8]]
     var signatureCounter: Int
     var keys: [Key]
     /// The KDF-DO `F9` as last written; empty when never written (the KDF is off).
@@ -188,7 +189,7 @@ struct CardState: Equatable, Sendable {
             pw1: Array("123456".utf8), pw3: Array("12345678".utf8), resetCode: [],
             pw1Retries: CardProfile.maxRetries, resetCodeRetries: 0, pw3Retries: CardProfile.maxRetries,
             pw1ValidForSeveralSignatures: true, name: [], language: [], sex: [], url: [], loginData: [],
-            privateDOs: [[], [], [], []], certificate: [], signatureCounter: 0,
+            privateDOs: [[], [], [], []], certificates: [[], [], []], signatureCounter: 0,
             keys: Array(repeating: .factoryNew, count: 3))
     }
 
@@ -232,7 +233,7 @@ extension CardState: Codable {
     private enum CodingKeys: String, CodingKey {
         case version, manufacturer, serial, lifeCycle, pw1, pw3, resetCode, pw1Retries, resetCodeRetries,
             pw3Retries, pw1ValidForSeveralSignatures, name, language, sex, url, loginData, privateDOs,
-            certificate, signatureCounter, keys, kdf, piv
+            certificate, decryptionCertificate, signatureCertificate, signatureCounter, keys, kdf, piv
     }
 
     init(from decoder: any Decoder) throws {
@@ -259,7 +260,13 @@ extension CardState: Codable {
         url = try Array(container.decode(Data.self, forKey: .url))
         loginData = try Array(container.decode(Data.self, forKey: .loginData))
         privateDOs = try container.decode([Data].self, forKey: .privateDOs).map { Array($0) }
-        certificate = try Array(container.decode(Data.self, forKey: .certificate))
+        // `certificate` is the first instance (AUT), the one a card without SELECT DATA has; the other two are
+        // absent in state files written before the simulator had SELECT DATA.
+        certificates = try [
+            Array(container.decode(Data.self, forKey: .certificate)),
+            Array(container.decodeIfPresent(Data.self, forKey: .decryptionCertificate) ?? Data()),
+            Array(container.decodeIfPresent(Data.self, forKey: .signatureCertificate) ?? Data()),
+        ]
         signatureCounter = try container.decode(Int.self, forKey: .signatureCounter)
         keys = try container.decode([Key].self, forKey: .keys)
         // Absent in state files written before the simulator had a KDF-DO.
@@ -287,7 +294,9 @@ extension CardState: Codable {
         try container.encode(Data(url), forKey: .url)
         try container.encode(Data(loginData), forKey: .loginData)
         try container.encode(privateDOs.map { Data($0) }, forKey: .privateDOs)
-        try container.encode(Data(certificate), forKey: .certificate)
+        try container.encode(Data(certificates[0]), forKey: .certificate)
+        try container.encode(Data(certificates[1]), forKey: .decryptionCertificate)
+        try container.encode(Data(certificates[2]), forKey: .signatureCertificate)
         try container.encode(signatureCounter, forKey: .signatureCounter)
         try container.encode(keys, forKey: .keys)
         try container.encode(Data(kdf), forKey: .kdf)

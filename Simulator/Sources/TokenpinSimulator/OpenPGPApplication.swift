@@ -25,6 +25,9 @@ struct SecurityStatus: Equatable, Sendable {
     var pw1Other = false
     /// PW3 (`83`): administration.
     var pw3 = false
+    /// The cardholder certificate (`7F21`) instance SELECT DATA or GET DATA chose, 0 (AUT) to 2 (SIG); nil
+    /// before either. OpenPGP card 3.4.1, §7.2.5.
+    var certificateInstance: Int?
 
     mutating func clearVerified() {
         pw1Signature = false
@@ -51,15 +54,21 @@ struct OpenPGPApplication: Sendable {
         self.traits = traits
     }
 
-    /// The full AID: prefix, version, manufacturer, serial, RFU. OpenPGP card 3.4.1, §4.2.1.
+    /// The full AID: prefix, version, manufacturer, serial, RFU. OpenPGP card 3.4.1, §4.2.1. A YubiKey carries
+    /// its decimal serial in BCD there (so gpg shows the number ykman does); other cards the serial's 4 bytes.
     var aid: [UInt8] {
-        CardProfile.applicationPrefix + CardProfile.specVersion
-            + [UInt8(state.manufacturer >> 8), UInt8(state.manufacturer & 0xFF)]
-            + [
-                UInt8(state.serial >> 24), UInt8((state.serial >> 16) & 0xFF),
-                UInt8((state.serial >> 8) & 0xFF), UInt8(state.serial & 0xFF),
-            ]
-            + [0x00, 0x00]
+        let serialBytes =
+            traits.firmwareVersion != nil
+            ? YubiKeyDevice.bcd(state.serial) ?? YubiKeyDevice.bigEndian(state.serial)
+            : YubiKeyDevice.bigEndian(state.serial)
+        return CardProfile.applicationPrefix + CardProfile.specVersion
+            + [UInt8(state.manufacturer >> 8), UInt8(state.manufacturer & 0xFF)] + serialBytes + [0x00, 0x00]
+    }
+
+    /// Whether a SELECT by DF name with `data` names this application: any prefix of its AID of at least 5 bytes,
+    /// or on Gnuk the 6-byte AID alone.
+    func isNamed(by data: [UInt8]) -> Bool {
+        traits.acceptsOnlyShortAID ? data == CardProfile.applicationPrefix : data.count >= 5 && aid.starts(with: data)
     }
 
     /// Writes `newState` to the state file, then adopts it; on failure nothing changes.
@@ -95,6 +104,9 @@ struct OpenPGPApplication: Sendable {
         case CardInstruction.getChallenge: return getChallenge(command)
         case CardInstruction.terminateDF: return terminate(command)
         case CardInstruction.activateFile: return activate(command)
+        case CardInstruction.selectData: return selectData(command)
+        case CardInstruction.getNextData: return getNextData(command)
+        case CardInstruction.getVersion where traits.firmwareVersion != nil: return getVersion(command)
         default: return Reply(.instructionNotSupported)
         }
     }
@@ -102,21 +114,14 @@ struct OpenPGPApplication: Sendable {
     // MARK: SELECT
 
     /// SELECT by DF name (full or partial AID; the 6-byte AID alone on Gnuk) and of the MF. A re-SELECT of
-    /// the application clears the verified PINs unless the device keeps them (Gnuk, Nitrokey 3).
-    /// OpenPGP card 3.4.1, §7.2.1.
+    /// the application clears the verified PINs unless the device keeps them (Gnuk, Nitrokey 3); an AID that
+    /// is not this application's answers `6A82` and changes nothing. OpenPGP card 3.4.1, §7.2.1.
     private mutating func select(_ command: CommandAPDU) -> Reply {
         switch command.p1 {
         case 0x04:
-            let accepted =
-                traits.acceptsOnlyShortAID
-                ? command.data == CardProfile.applicationPrefix
-                : command.data.count >= 5 && aid.starts(with: command.data)
-            guard accepted else {
-                status = SecurityStatus()
-                return Reply(.fileNotFound)
-            }
+            guard isNamed(by: command.data) else { return Reply(.fileNotFound) }
             if traits.keepsVerifiedStateOnSelect && status.selected {
-                status.selected = true
+                status.certificateInstance = nil
             } else {
                 status = SecurityStatus(selected: true)
             }
@@ -150,12 +155,12 @@ struct OpenPGPApplication: Sendable {
             guard let information = traits.extendedLengthInformation else { return Reply(.referencedDataNotFound) }
             return Reply(.success, data: information)
         case 0x7F74: return Reply(.success, data: CardProfile.generalFeatureManagement)
-        case 0x7F21: return Reply(.success, data: state.certificate)
+        case 0x7F21: return Reply(.success, data: state.certificates[status.certificateInstance ?? 0])
         case 0xC0: return Reply(.success, data: traits.extendedCapabilities)
         case 0xFA:
-            guard let algorithms = traits.algorithmInformation else { return Reply(.referencedDataNotFound) }
+            guard let information = traits.algorithmInformation else { return Reply(.referencedDataNotFound) }
             let entries = KeySlot.allCases.flatMap { slot in
-                algorithms.map { TLV(tag: slot.attributesTag, value: $0.bytes) }
+                (information[slot] ?? []).map { TLV(tag: slot.attributesTag, value: $0.bytes) }
             }
             return Reply(.success, data: TLV(tag: 0xFA, children: entries).encoded)
         case 0xC4: return Reply(.success, data: pwStatus)
@@ -233,8 +238,47 @@ struct OpenPGPApplication: Sendable {
         return TLV(tag: 0x6E, value: value)
     }
 
-    private func getData(_ command: CommandAPDU) -> Reply {
-        dataObject(UInt32(command.p1) << 8 | UInt32(command.p2))
+    private mutating func getData(_ command: CommandAPDU) -> Reply {
+        let tag = UInt32(command.p1) << 8 | UInt32(command.p2)
+        // Reading the certificate makes its instance the current one, for GET NEXT DATA (as opcard does).
+        if tag == CardInstruction.cardholderCertificate { status.certificateInstance = status.certificateInstance ?? 0 }
+        return dataObject(tag)
+    }
+
+    /// SELECT DATA `00 A5 instance 04 60 {5C 7F21}`: the cardholder certificate instance (0 AUT, 1 DEC, 2 SIG)
+    /// that GET DATA and PUT DATA `7F21` then reach. A YubiKey up to 5.4.3 takes the data with a leading
+    /// length byte (`06 60 04 5C 02 7F 21`, as yubikit sends it to those versions); the standard form works
+    /// everywhere. OpenPGP card 3.4.1, §7.2.5.
+    private mutating func selectData(_ command: CommandAPDU) -> Reply {
+        guard command.p1 <= 2, command.p2 == 0x04 else { return Reply(.incorrectP1P2) }
+        var data = command.data
+        if traits.firmwareVersion != nil, let first = data.first, Int(first) == data.count - 1 { data.removeFirst() }
+        guard let path = try? TLV.parseOne(data), path.tag == 0x60, let tag = try? TLV.parseOne(path.value),
+            tag.tag == 0x5C, (1...2).contains(tag.value.count)
+        else { return Reply(.incorrectData) }
+        guard tag.value.reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == CardInstruction.cardholderCertificate else {
+            return Reply(.referencedDataNotFound)
+        }
+        status.certificateInstance = Int(command.p1)
+        return .ok
+    }
+
+    /// GET NEXT DATA `00 CC 7F 21`: the next cardholder certificate instance after the one SELECT DATA or GET
+    /// DATA reached; `6985` before either and after the third (as opcard answers). OpenPGP card 3.4.1, §7.2.7.
+    private mutating func getNextData(_ command: CommandAPDU) -> Reply {
+        let tag = UInt32(command.p1) << 8 | UInt32(command.p2)
+        guard tag == CardInstruction.cardholderCertificate else { return Reply(.referencedDataNotFound) }
+        guard let current = status.certificateInstance, current < 2 else { return Reply(.conditionsOfUseNotSatisfied) }
+        status.certificateInstance = current + 1
+        return Reply(.success, data: state.certificates[current + 1])
+    }
+
+    /// GET VERSION `00 F1 00 00` (YubiKey): the firmware version in BCD, one byte per part (yubikit
+    /// `OpenPgpSession._read_version`).
+    private func getVersion(_ command: CommandAPDU) -> Reply {
+        guard command.p1 == 0, command.p2 == 0 else { return Reply(.incorrectP1P2) }
+        let version = traits.firmwareVersion ?? []
+        return Reply(.success, data: version.map { ($0 / 10) << 4 | $0 % 10 })
     }
 
     /// PUT DATA with even INS. Access: PW1 (82) for private DOs 0101 and 0103, PW3 for everything else.
@@ -265,7 +309,7 @@ struct OpenPGPApplication: Sendable {
             }
         case 0x7F21:
             guard value.count <= CardProfile.maxCertificate else { return Reply(.wrongLength) }
-            next.certificate = value
+            next.certificates[status.certificateInstance ?? 0] = value
         case 0xC4:
             // Only byte 1 is writable; a full 7-byte object is accepted for its first byte.
             guard value.count == 1 || value.count == 7 else { return Reply(.wrongLength) }

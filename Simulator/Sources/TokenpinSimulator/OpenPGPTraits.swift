@@ -1,4 +1,5 @@
 import TokenpinAPDU
+import TokenpinCardCrypto
 
 /// How one device's OpenPGP application presents itself and where it departs from the others: what the
 /// simulated card announces (ATR, historical bytes, `C0`, `7F66`, algorithm information `FA`), the key
@@ -23,8 +24,9 @@ public struct OpenPGPTraits: Sendable, Equatable {
     public var extendedLengthInformation: [UInt8]?
     /// What the card takes: extended length and chaining, and the largest command and answer.
     public var lengthCapabilities: LengthCapabilities
-    /// `FA`: the algorithm attributes the card can be set to, or nil when the device has no `FA` (`6A88`).
-    public var algorithmInformation: [AlgorithmAttributes]?
+    /// `FA`: per slot, the algorithm attributes the card can be set to (each one PUT DATA `C1`–`C3` takes), or
+    /// nil when the device has no `FA` (`6A88`).
+    public var algorithmInformation: [KeySlot: [AlgorithmAttributes]]?
     /// The key attributes of the signature, decryption and authentication slots at the factory.
     public var factoryAttributes: [AlgorithmAttributes]
     /// Whether SELECT of the OpenPGP application keeps the verified PINs (Gnuk, Nitrokey 3) or clears them
@@ -35,6 +37,9 @@ public struct OpenPGPTraits: Sendable, Equatable {
     /// Whether SELECT takes only the 6-byte AID `D2 76 00 01 24 01` (Gnuk) rather than any prefix of at
     /// least 5 bytes up to the full 16-byte AID.
     public var acceptsOnlyShortAID: Bool
+    /// The firmware version GET VERSION (`F1`) answers on a YubiKey, which also carries its serial in BCD in the
+    /// AID and takes SELECT DATA with a leading length byte; nil on other devices (`F1` answers `6D00`).
+    public var firmwareVersion: [UInt8]? = nil
 
     /// Whether `C0` announces the KDF-DO (byte 0 bit `01`).
     public var hasKDF: Bool { extendedCapabilities.first.map { $0 & 0x01 != 0 } ?? false }
@@ -56,13 +61,25 @@ public struct OpenPGPTraits: Sendable, Equatable {
         ).encoded
     }
 
-    /// Every algorithm the simulator implements, per slot, as `FA` lists them (tag `C1`/`C2`/`C3` each).
-    static let implementedAlgorithms: [AlgorithmAttributes] = [
-        AlgorithmAttributes(bytes: [AlgorithmAttributes.rsaAlgorithm, 0x08, 0x00, 0x00, 0x11, 0x00]),
-        AlgorithmAttributes(bytes: [AlgorithmAttributes.rsaAlgorithm, 0x0C, 0x00, 0x00, 0x11, 0x00]),
-        AlgorithmAttributes(bytes: [AlgorithmAttributes.rsaAlgorithm, 0x10, 0x00, 0x00, 0x11, 0x00]),
-        .cv25519,
-    ]
+    /// Every algorithm the simulator implements, per slot, as `FA` lists them: RSA 2048, 3072 and 4096 (with the
+    /// device's exponent field and import format), ECDSA (`C1`, `C3`) or ECDH (`C2`) on NIST P-256/P-384/P-521
+    /// and brainpoolP256r1/384r1/512r1, Ed25519 (`C1`, `C3`) and cv25519 (`C2`). Each entry is one PUT DATA of
+    /// that slot takes, and every algorithm it takes is listed (`AlgorithmAttributes.isAllowed(in:)`).
+    static func implementedAlgorithms(rsaExponentBits: UInt8) -> [KeySlot: [AlgorithmAttributes]] {
+        let rsa = RSAKeys.supportedModulusBits.sorted().map { bits in
+            AlgorithmAttributes(bytes: [
+                AlgorithmAttributes.rsaAlgorithm, UInt8(bits >> 8), UInt8(bits & 0xFF), 0x00, rsaExponentBits, 0x00,
+            ])
+        }
+        var information: [KeySlot: [AlgorithmAttributes]] = [:]
+        for slot in KeySlot.allCases {
+            let curveAlgorithm =
+                slot == .decryption ? AlgorithmAttributes.ecdhAlgorithm : AlgorithmAttributes.ecdsaAlgorithm
+            let curves = WeierstrassCurve.allCases.map { AlgorithmAttributes(bytes: [curveAlgorithm] + $0.oid) }
+            information[slot] = rsa + curves + [slot == .decryption ? .cv25519 : .ed25519]
+        }
+        return information
+    }
 
     /// The reference card (`openpgp`): an OpenPGP card 3.4 as the simulator always modelled it.
     public static let reference = OpenPGPTraits(
@@ -83,9 +100,10 @@ public struct OpenPGPTraits: Sendable, Equatable {
         lengthCapabilities: LengthCapabilities(
             extendedLength: true, commandChaining: true,
             maxCommandData: 0x0800, maxResponseData: 0x0800),
-        algorithmInformation: implementedAlgorithms,
+        algorithmInformation: implementedAlgorithms(rsaExponentBits: 0x11),
         factoryAttributes: Array(repeating: .rsa2048, count: 3),
-        keepsVerifiedStateOnSelect: false, wrongPINAnswer: .securityStatusNotSatisfied, acceptsOnlyShortAID: false)
+        keepsVerifiedStateOnSelect: false, wrongPINAnswer: .securityStatusNotSatisfied, acceptsOnlyShortAID: false,
+        firmwareVersion: YubiKeyDevice.firmwareVersion)
 
     /// A Nitrokey 3 (opcard): the 3C NFC's ATR (facts, no card capabilities in it), `5F52` as opcard sends it
     /// (`00 31 F5 73 C0 01 60 00 90 00`: extended Lc/Le, no chaining; facts), `7F66` 1DB9/1DB9 (facts), the
@@ -99,7 +117,7 @@ public struct OpenPGPTraits: Sendable, Equatable {
         lengthCapabilities: LengthCapabilities(
             extendedLength: true, commandChaining: false,
             maxCommandData: 0x1DB9, maxResponseData: 0x1DB9),
-        algorithmInformation: implementedAlgorithms,
+        algorithmInformation: implementedAlgorithms(rsaExponentBits: 0x20),
         factoryAttributes: Array(
             repeating: AlgorithmAttributes(bytes: [0x01, 0x08, 0x00, 0x00, 0x20, 0x00]), count: 3),
         keepsVerifiedStateOnSelect: true, wrongPINAnswer: .triesLeft, acceptsOnlyShortAID: false)

@@ -79,13 +79,7 @@ struct PIVApplication: Sendable {
         guard yubiKeyExtensions else { return Reply(.instructionNotSupported) }
         switch command.ins {
         case PIVInstruction.getVersion: return Reply(.success, data: PIVProfile.firmwareVersion)
-        case PIVInstruction.getSerial:
-            return Reply(
-                .success,
-                data: [
-                    UInt8(serial >> 24), UInt8((serial >> 16) & 0xFF), UInt8((serial >> 8) & 0xFF),
-                    UInt8(serial & 0xFF),
-                ])
+        case PIVInstruction.getSerial: return Reply(.success, data: YubiKeyDevice.bigEndian(serial))
         case PIVInstruction.getMetadata: return metadata(command)
         case PIVInstruction.setManagementKey: return setManagementKey(command)
         case PIVInstruction.setPINRetries: return setPINRetries(command)

@@ -21,8 +21,8 @@ public enum PIVProfile {
         0x3B, 0xFD, 0x13, 0x00, 0x00, 0x81, 0x31, 0xFE, 0x15, 0x80, 0x73, 0xC0, 0x21,
         0xC0, 0x57, 0x59, 0x75, 0x62, 0x69, 0x4B, 0x65, 0x79, 0x40,
     ]
-    /// The firmware version GET VERSION answers: 5.4.3 (AES management keys, metadata, 3DES default key).
-    public static let firmwareVersion: [UInt8] = [0x05, 0x04, 0x03]
+    /// The firmware version GET VERSION answers: the YubiKey's (`YubiKeyDevice.firmwareVersion`, 5.4.3).
+    public static let firmwareVersion: [UInt8] = YubiKeyDevice.firmwareVersion
     /// Factory PIN, PUK and management key (3DES, `01 02 … 08` three times).
     public static let defaultPIN = Array("123456".utf8)
     public static let defaultPUK = Array("12345678".utf8)

@@ -31,6 +31,8 @@ public final class SimulatedCard: Sendable {
         var piv: PIVApplication?
         /// Whether SELECT can pick the OpenPGP application (not on the `piv-card` profile).
         var hasOpenPGP = true
+        /// The YubiKey management and OTP applications, on the `yubikey5` profile.
+        var yubiKey: YubiKeyApplications?
         var faults = CardFaults.none
         var isPresent = true
         var isPowered = true
@@ -75,7 +77,7 @@ public final class SimulatedCard: Sendable {
         if reset, let existing = state {
             state = .factoryNew(serial: existing.serial, manufacturer: existing.manufacturer)
         }
-        var card = state ?? .factoryNew(serial: serial ?? Self.randomSerial())
+        var card = state ?? .factoryNew(serial: serial ?? Self.randomSerial(for: profile))
         if state == nil || reset {
             for slot in KeySlot.allCases {
                 card.keys[slot.rawValue].attributes = profile.openPGPTraits.factoryAttributes[slot.rawValue]
@@ -97,12 +99,14 @@ public final class SimulatedCard: Sendable {
         engine = Mutex(
             Engine(
                 application: OpenPGPApplication(state: card, store: store, traits: profile.openPGPTraits),
-                piv: profile.hasPIV ? piv : nil, hasOpenPGP: profile.hasOpenPGP))
+                piv: profile.hasPIV ? piv : nil, hasOpenPGP: profile.hasOpenPGP,
+                yubiKey: profile.hasYubiKeyExtensions ? YubiKeyApplications(serial: card.serial) : nil))
     }
 
-    private static func randomSerial() -> UInt32 {
-        // Avoid 0 and all-ones, which some hosts read as "no serial".
-        SecureRandom.uniform(0xFFFF_FFF0) + 1
+    /// A new card's serial: eight decimal digits on a YubiKey (`YubiKeyDevice.serialRange`), else any 32-bit
+    /// value but 0 and all-ones, which some hosts read as "no serial".
+    private static func randomSerial(for profile: SimulatedProfile) -> UInt32 {
+        profile.hasYubiKeyExtensions ? YubiKeyDevice.randomSerial() : SecureRandom.uniform(0xFFFF_FFF0) + 1
     }
 
     /// The answer to reset: T=1, historical bytes announcing chaining and extended length.
@@ -181,6 +185,7 @@ public final class SimulatedCard: Sendable {
         engine.application.status = SecurityStatus()
         // A PIV card alone has PIV as its default application, selected from the reset on.
         engine.piv?.status = PIVSecurityStatus(selected: !engine.hasOpenPGP)
+        engine.yubiKey?.selected = nil
         engine.pending = []
         engine.chain = nil
     }
@@ -292,23 +297,74 @@ public final class SimulatedCard: Sendable {
         return deliver(reply, le: command.le, engine: &engine)
     }
 
-    /// SELECT by AID picks the application, as on a YubiKey; other commands go to the one selected.
+    /// The applications SELECT by AID can pick.
+    private enum Application: Equatable {
+        case openPGP
+        case piv
+        case yubiKey(YubiKeyApplications.Application)
+    }
+
+    /// SELECT picks the application; every other command goes to the one selected.
     private static func dispatch(_ command: CommandAPDU, engine: inout Engine) -> Reply {
-        let isSelect = command.ins == CardInstruction.select
-        if var piv = engine.piv,
-            isSelect ? command.p1 == 0x04 && PIVApplication.isSelected(by: command.data) : piv.status.selected
-        {
-            if isSelect { engine.application.status = SecurityStatus() }
-            piv.base = engine.application.state
-            let reply = piv.handle(command)
-            engine.application.adoptPIV(piv.state)
-            engine.piv = piv
-            return reply
-        }
-        if isSelect { engine.piv?.status = PIVSecurityStatus() }
-        // A PIV card alone: nothing else to select.
-        guard engine.hasOpenPGP else { return Reply(isSelect ? .fileNotFound : .instructionNotSupported) }
+        if command.ins == CardInstruction.select { return select(command, engine: &engine) }
+        if engine.piv?.status.selected == true { return runPIV(command, engine: &engine) }
+        if let yubiKey = engine.yubiKey, yubiKey.selected != nil { return yubiKey.handle(command) }
+        // Nothing selected: the OpenPGP application answers `6D00` until it is.
+        guard engine.hasOpenPGP else { return Reply(.instructionNotSupported) }
         return engine.application.handle(command)
+    }
+
+    private static func runPIV(_ command: CommandAPDU, engine: inout Engine) -> Reply {
+        guard var piv = engine.piv else { return Reply(.instructionNotSupported) }
+        piv.base = engine.application.state
+        let reply = piv.handle(command)
+        engine.application.adoptPIV(piv.state)
+        engine.piv = piv
+        return reply
+    }
+
+    /// SELECT as ISO/IEC 7816-4 (§7.1.1) and GlobalPlatform cards have it: by DF name, the application the AID
+    /// names, deselecting the previous one (its verified PINs are cleared); an AID naming none answers `6A82` and
+    /// leaves the current application, its verified PINs and its state exactly as they were (Gnuk's
+    /// `cmd_select_file`, Nitrokey 3's apdu-dispatch and Java Card do the same). SELECT of the MF goes to the
+    /// OpenPGP application, which clears its PINs, and deselects the others.
+    private static func select(_ command: CommandAPDU, engine: inout Engine) -> Reply {
+        switch command.p1 {
+        case 0x04:
+            guard let target = application(named: command.data, engine: engine) else { return Reply(.fileNotFound) }
+            if target != .openPGP { engine.application.status = SecurityStatus() }
+            if target != .piv, engine.piv != nil { engine.piv?.status = PIVSecurityStatus() }
+            switch target {
+            case .openPGP:
+                engine.yubiKey?.selected = nil
+                return engine.application.handle(command)
+            case .piv:
+                engine.yubiKey?.selected = nil
+                return runPIV(command, engine: &engine)
+            case .yubiKey(let application):
+                return engine.yubiKey?.select(application) ?? Reply(.fileNotFound)
+            }
+        case 0x00:
+            guard engine.hasOpenPGP else { return Reply(.fileNotFound) }
+            let reply = engine.application.handle(command)
+            if reply.statusWord == .success {
+                if engine.piv != nil { engine.piv?.status = PIVSecurityStatus() }
+                engine.yubiKey?.selected = nil
+            }
+            return reply
+        default:
+            return Reply(.incorrectP1P2)
+        }
+    }
+
+    /// The application a SELECT by DF name with `data` picks on this card, or nil.
+    private static func application(named data: [UInt8], engine: Engine) -> Application? {
+        if engine.piv != nil && PIVApplication.isSelected(by: data) { return .piv }
+        if engine.yubiKey != nil, let application = YubiKeyApplications.application(named: data) {
+            return .yubiKey(application)
+        }
+        if engine.hasOpenPGP && engine.application.isNamed(by: data) { return .openPGP }
+        return nil
     }
 
     /// Only CLA `00` (and `10` for chaining) is the OpenPGP application's; secure messaging and logical

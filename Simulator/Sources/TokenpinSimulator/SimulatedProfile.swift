@@ -7,8 +7,9 @@ public enum SimulatedProfile: String, Sendable, CaseIterable {
     case openpgp
     /// A PIV card (SP 800-73-4) alone: no OpenPGP application, no YubiKey extensions.
     case pivCard = "piv-card"
-    /// A YubiKey 5: OpenPGP and PIV side by side, SELECT by AID picking one, with the YubiKey PIV extensions
-    /// (version, serial, metadata, management key, retries, reset). `yubikey` is accepted for it too.
+    /// A YubiKey 5 NFC (`YubiKeyDevice`): OpenPGP and PIV side by side, SELECT by AID picking one, with the
+    /// YubiKey PIV extensions (version, serial, metadata, management key, retries, reset), the management and OTP
+    /// applications, and an eight-digit serial. `yubikey` is accepted for it too.
     case yubikey = "yubikey5"
     /// A Nitrokey 3 (opcard): OpenPGP alone, KDF-DO available, PINs kept across SELECT.
     case nitrokey3
@@ -31,7 +32,8 @@ public enum SimulatedProfile: String, Sendable, CaseIterable {
     public var hasOpenPGP: Bool { self != .pivCard }
     /// Whether SELECT can pick the PIV application.
     public var hasPIV: Bool { self == .pivCard || self == .yubikey }
-    /// Whether the PIV application answers the YubiKey instructions (`FD`, `F8`, `F7`, `FF`, `FA`, `FB`).
+    /// Whether the card is a YubiKey: the PIV application answers the YubiKey instructions (`FD`, `F8`, `F7`,
+    /// `FF`, `FA`, `FB`) and the management and OTP applications are there.
     public var hasYubiKeyExtensions: Bool { self == .yubikey }
 
     /// How the OpenPGP application presents itself and behaves.

@@ -27,7 +27,8 @@ enum Arguments {
     static let port = Option.value("--port", valueName: "n", help: "The vpcd port to connect to. (default: 35963)")
     static let host = Option.value("--host", valueName: "h", help: "The vpcd host. (default: localhost)")
     static let serial = Option.value(
-        "--serial", valueName: "hex", help: "The card serial number in the AID, 8 hex digits.")
+        "--serial", valueName: "hex",
+        help: "The card serial number, 8 hex digits (in the AID; a YubiKey shows it in decimal).")
     static let reset = Option.flag(
         "--reset", help: "Make the card factory-new (keeps the serial unless --serial is given).")
     static let fault = Option.value(
@@ -52,7 +53,8 @@ enum Arguments {
     static let profile = Option.value(
         "--profile", valueName: "name", allowedValues: SimulatedProfile.names,
         help: "The card: openpgp (OpenPGP alone), piv-card (PIV alone), yubikey5 or yubikey\n"
-            + "(both, with the YubiKey PIV extensions, ATR and OpenPGP behaviour), nitrokey3\n"
+            + "(both, the YubiKey PIV extensions, ATR and OpenPGP behaviour, and the management\n"
+            + "and OTP applications ykman reads), nitrokey3\n"
             + "(OpenPGP, KDF-DO available, PINs kept across SELECT), gnuk (OpenPGP, cv25519,\n"
             + "short APDUs, 6-byte AID only). (default: openpgp)")
     static let help = Option.flag("-h", "--help", help: "Show help information.", stopsValidation: true)

@@ -12,7 +12,10 @@
 #   OpenSC: piv-tool reads the CHUID (the serial it derives from it); pkcs11-tool lists the 9D certificate and
 #   keys, logs in with the PIN, derives an ECDH secret with the 9D key that matches openssl's and decrypts with
 #   the RSA key in 82 (listed once the key history object counts it);
-#   the piv-card profile (PIV alone): OpenSC recognises it as a PIV card and reads its issued CHUID.
+#   the piv-card profile (PIV alone): OpenSC recognises it as a PIV card and reads its issued CHUID; a SELECT of
+#   an application the card lacks answers 6A82 and keeps PIV selected with its verified PIN; yubico-piv-tool
+#   (which tries the YubiKey management application on such a card) shows 3 PIN tries and generates a P-256
+#   key in 9D with the default management key.
 # The last line is "N passed, N failed"; the exit status is non-zero when anything failed.
 #
 # Usage: sudo Simulator/Tests/EndToEnd/piv-clients.sh   (needs pcscd, vsmartcard-vpcd, opensc, yubico-piv-tool, openssl)
@@ -180,5 +183,25 @@ out=$(piv-tool --reader 0 --serial 2>&1)
 check "piv-tool reads the serial from the CHUID the PIV card was issued with" "$out" "^([0-9a-fA-F]{2}[: ]?){8,}"
 out=$(opensc-tool --reader 0 --send-apdu 00A4040006D27600012401 2>&1)
 check "the PIV-only card has no OpenPGP application" "$out" "SW1=0x6A, SW2=0x82"
+# ISO 7816-4: a SELECT naming no application changes nothing. PIN query, VERIFY, SELECT of the YubiKey
+# management AID (6A82), PIN query again: still PIV, still verified.
+out=$(opensc-tool --reader 0 --send-apdu 0020008000 --send-apdu 0020008008313233343536FFFF \
+    --send-apdu 00A4040008A000000527471117 --send-apdu 0020008000 2>&1)
+check "a SELECT of an absent application answers 6A82 on the PIV card" "$out" "SW1=0x6A, SW2=0x82"
+check "after it PIV is still selected and the PIN still verified (9000, not 6D00 or 63C3)" "$(tail -1 <<<"$out")" \
+    "SW1=0x90, SW2=0x00"
+out=$(ykpiv -a status)
+check "yubico-piv-tool status on the PIV card shows 3 PIN tries" "$out" "^PIN tries left:\s+3"
+out=$(ykpiv -a generate -s 9d -A ECCP256 -o "$work/piv-card-9d.pem")
+if grep -q "BEGIN PUBLIC KEY" "$work/piv-card-9d.pem" 2>/dev/null; then
+    pass "yubico-piv-tool generates a P-256 key in 9D on the PIV card with the default management key"
+else
+    fail "yubico-piv-tool generates a P-256 key in 9D on the PIV card with the default management key" "$out"
+fi
+issue_certificate "$work/piv-card-9d.pem" "$work/piv-card-9d-cert.pem"
+out=$(ykpiv -a import-certificate -s 9d -i "$work/piv-card-9d-cert.pem")
+out+=$'\n'$(ykpiv -a verify-pin -P 123456 -a test-decipher -s 9d -i "$work/piv-card-9d-cert.pem")
+check "yubico-piv-tool imports its certificate and test-decipher (ECDH) succeeds on the PIV card" "$out" \
+    "^Successfully performed ECDH exchange with card"
 
 finish

@@ -9,10 +9,16 @@
 #   attributes to Curve25519, generate keys on the card; gpg decrypting a message to the card's cv25519
 #   key and signing with its Ed25519 key; a restarted simulator still decrypting; then the algorithms cards
 #   ship with: key-attr RSA 2048, generate on the card and decrypt; keytocard of a software RSA subkey and
-#   decrypt; key-attr NIST P-256 (gpg --expert), generate and decrypt.
+#   decrypt; key-attr NIST P-256 (gpg --expert), generate and decrypt;
+#   a SELECT of an absent application keeping the OpenPGP application and its verified PIN;
+#   OpenSC's PKCS#15 emulation (SELECT DATA for the three certificate instances): openpgp-tool generates an RSA
+#   2048 decryption key, pkcs11-tool lists it and decrypts with it;
+#   a YubiKey 5 (--profile yubikey5): its algorithm information (FA) lists NIST P-256, gpg sets P-256 (key-attr),
+#   generates the keys, and tokenpin binds to the card's decryption key and verifies with it.
 # The last line is "N passed, N failed"; the exit status is non-zero when anything failed.
 #
-# Usage: sudo Simulator/Tests/EndToEnd/real-clients.sh   (needs pcscd, vsmartcard-vpcd, opensc, gnupg, scdaemon)
+# Usage: sudo Simulator/Tests/EndToEnd/real-clients.sh   (needs pcscd, vsmartcard-vpcd, opensc, gnupg, scdaemon,
+#        openssl, and tokenpin built beside tokenpin-sim or named by TOKENPIN_BIN)
 
 set -uo pipefail
 
@@ -171,20 +177,102 @@ check "gpg moved the RSA subkey to the card (keytocard)" "$out" "^ssb:.*:D276000
 out=$("${gpg_batch[@]}" --passphrase 112233 -d "$work/rsa-imported.asc" 2>&1)
 check "the card decrypts with the imported RSA key" "$out" "^a message for the imported RSA key$"
 
-# Key attributes NIST P-256 (ECDSA, ECDH, ECDSA; gpg offers the NIST curves in expert mode), generated on the card.
-out=$(gpg_dialog --expert --card-edit -- cardedit.prompt=admin cardedit.prompt=key-attr cardedit.genkeys.algo=2 \
-    keygen.curve=3 cardedit.genkeys.algo=2 keygen.curve=3 cardedit.genkeys.algo=2 keygen.curve=3 \
-    passphrase.enter=12345678 passphrase.enter=12345678 passphrase.enter=12345678)
-out=$(gpg --card-status 2>&1)
-check "gpg switches the key attributes to NIST P-256" "$out" "^Key attributes \.\.\.: nistp256 nistp256 nistp256"
-out=$(card_edit cardedit.prompt=admin cardedit.prompt=generate cardedit.genkeys.backup_enc=n \
-    cardedit.genkeys.replace_keys=y passphrase.enter=112233 passphrase.enter=12345678 passphrase.enter=112233 \
-    passphrase.enter=112233 keygen.valid=0 "keygen.name=NIST Holder" keygen.email=nist@example.org keygen.comment=)
-check "gpg generates NIST P-256 keys on the card" "$out" "KEY_CREATED"
+# nist_p256_keys CARD PIN NAME EMAIL: key attributes NIST P-256 (ECDSA, ECDH, ECDSA; gpg offers the NIST curves in
+# expert mode) and the three keys generated on the card, for NAME <EMAIL>, checked and named as on CARD.
+nist_p256_keys() {
+    local card=$1 pin=$2
+    out=$(gpg_dialog --expert --card-edit -- cardedit.prompt=admin cardedit.prompt=key-attr cardedit.genkeys.algo=2 \
+        keygen.curve=3 cardedit.genkeys.algo=2 keygen.curve=3 cardedit.genkeys.algo=2 keygen.curve=3 \
+        passphrase.enter=12345678 passphrase.enter=12345678 passphrase.enter=12345678)
+    out=$(gpg --card-status 2>&1)
+    check "gpg switches the key attributes of $card to NIST P-256" "$out" \
+        "^Key attributes \.\.\.: nistp256 nistp256 nistp256"
+    out=$(card_edit cardedit.prompt=admin cardedit.prompt=generate cardedit.genkeys.backup_enc=n \
+        cardedit.genkeys.replace_keys=y passphrase.enter="$pin" passphrase.enter=12345678 passphrase.enter="$pin" \
+        passphrase.enter="$pin" keygen.valid=0 "keygen.name=$3" "keygen.email=$4" keygen.comment=)
+    check "gpg generates NIST P-256 keys on $card" "$out" "KEY_CREATED"
+}
+nist_p256_keys "the card" 112233 "NIST Holder" nist@example.org
 echo "a message for the card's P-256 key" | gpg --batch --trust-model always -a -e -r nist@example.org >"$work/nist.asc" 2>&1
 out=$("${gpg_batch[@]}" --passphrase 112233 -d "$work/nist.asc" 2>&1)
 check "gpg decrypts a message to the card's NIST P-256 key" "$out" "^a message for the card's P-256 key$"
 out=$(echo "signed text" | "${gpg_batch[@]}" --passphrase 112233 -u nist@example.org -s 2>/dev/null | gpg --batch --verify 2>&1)
 check "gpg signs with the card's ECDSA P-256 key and the signature verifies" "$out" "Good signature"
+
+# --- SELECT semantics --------------------------------------------------------------------------------------
+# ISO 7816-4: a SELECT naming no application answers 6A82 and changes nothing: the OpenPGP application stays
+# selected with PW1 verified (the PIN query answers 9000, not 6D00 or 63C3).
+out=$(apdu --send-apdu 00A4040006D27600012401 --send-apdu 0020008206313132323333 \
+    --send-apdu 00A4040005A000000308 --send-apdu 0020008200)
+check "a SELECT of an absent application (PIV) answers 6A82" "$out" "SW1=0x6A, SW2=0x82"
+check "after it the OpenPGP application is still selected and PW1 still verified" "$(tail -1 <<<"$out")" \
+    "SW1=0x90, SW2=0x00"
+
+# --- OpenSC's PKCS#11 module on the OpenPGP card ------------------------------------------------------------
+# The PKCS#15 emulation reads the three cardholder certificate instances with SELECT DATA (00 A5 0i 04) before it
+# binds. vpcd announces no transfer limits through PC/SC part 10, so OpenSC would assume short APDUs and cut a
+# generated RSA 2048 public key short (Le 256); a YubiKey's own CCID reader announces its limits. This
+# configuration gives OpenSC the card's (7F66: 2048 each way).
+module=${TOKENPIN_PKCS11_MODULE:-$(ls /usr/lib/*/opensc-pkcs11.so /usr/lib/opensc-pkcs11.so 2>/dev/null | head -1)}
+cat >"$work/opensc.conf" <<CONF
+app default {
+    reader_driver pcsc {
+        max_send_size = 2048;
+        max_recv_size = 2048;
+    }
+}
+CONF
+gpgconf --kill all
+opensc() { OPENSC_CONF=$work/opensc.conf "$@" 2>&1; }
+out=$(opensc openpgp-tool --reader "$reader" --verify CHV3 --pin 12345678 --gen-key 2 --key-type rsa2048)
+check "openpgp-tool generates an RSA 2048 decryption key (a fingerprint, not zeros)" "$(grep -A1 '^Fingerprint' <<<"$out")" \
+    "[1-9A-F]"
+out=$(opensc pkcs11-tool --module "$module" --list-objects)
+check "OpenSC's PKCS#15 emulation binds: pkcs11-tool lists the RSA 2048 decryption key" "$out" \
+    "Public Key Object; RSA 2048 bits"
+opensc pkcs11-tool --module "$module" --read-object --type pubkey --id 02 --output-file "$work/dec.der" >/dev/null
+openssl pkey -pubin -inform DER -in "$work/dec.der" -out "$work/dec.pem" 2>/dev/null
+printf 'a secret for the OpenPGP card through PKCS#11' >"$work/p11-plain"
+openssl pkeyutl -encrypt -pubin -inkey "$work/dec.pem" -pkeyopt rsa_padding_mode:pkcs1 -in "$work/p11-plain" \
+    -out "$work/p11-cipher" 2>/dev/null
+out=$(opensc pkcs11-tool --module "$module" --login --pin 112233 --decrypt --id 02 --mechanism RSA-PKCS \
+    --input-file "$work/p11-cipher" --output-file "$work/p11-decrypted")
+if [[ -s "$work/p11-plain" ]] && cmp -s "$work/p11-plain" "$work/p11-decrypted"; then
+    pass "pkcs11-tool --decrypt with the card's RSA key (OpenSC ID 02) returns the message"
+else
+    fail "pkcs11-tool --decrypt with the card's RSA key (OpenSC ID 02) returns the message" "$out"
+fi
+
+# --- A YubiKey 5: NIST P-256 from its algorithm information, and tokenpin bound to the key -------------------
+stop_card
+wait_for_removal
+if insert_card --reset --profile yubikey5; then pass "tokenpin-sim inserted a YubiKey 5"; else
+    fail "tokenpin-sim inserted a YubiKey 5" "$(cat "$work/tokenpin-sim.log")"
+fi
+# hex_answer OPENSC-TOOL-OUTPUT: the bytes opensc-tool printed, as one hex string.
+hex_answer() { sed -n 's/^\(\([0-9A-F][0-9A-F] \)\{1,16\}\).*/\1/p' <<<"$1" | tr -d ' \n'; }
+# OpenSC's PIV driver claims a YubiKey and re-selects PIV before each command; -c default sends the APDUs as they are.
+out=$(apdu -c default --send-apdu 00A4040006D27600012401 --send-apdu 00CA00FA00)
+fa=$(hex_answer "$out")
+check "the YubiKey's FA lists ECDSA on NIST P-256 for signing (C1 13 + OID)" "$fa" "C109132A8648CE3D030107"
+check "the YubiKey's FA lists ECDH on NIST P-256 for decryption (C2 12 + OID)" "$fa" "C209122A8648CE3D030107"
+if [[ -n "$fa" && "$fa" != *C1??122A8648CE3D030107* && "$fa" != *C10B122B060104019755010501* ]]; then
+    pass "the YubiKey's FA lists no ECDH for signing (which PUT DATA C1 refuses)"
+else
+    fail "the YubiKey's FA lists no ECDH for signing (which PUT DATA C1 refuses)" "$fa"
+fi
+gpg_card_setup "$work/gnupg-yubikey" "$reader"
+nist_p256_keys "the YubiKey" 123456 "YubiKey Holder" yubikey@example.org
+gpgconf --kill all   # scdaemon holds the card: release it for tokenpin
+tokenpin=${TOKENPIN_BIN:-$(dirname "$TOKENPIN_SIM_BIN")}/tokenpin
+printf 'kdf-memory-mib = 8\nkdf-passes = 1\n' >"$work/tokenpin.conf"
+tp() { "$tokenpin" --local --store "$work/tokenpin-store" --config "$work/tokenpin.conf" --reader "$reader" "$@" 2>&1; }
+out=$(printf '482916\n482916\n' | tp enrol --pin-stdin)
+out=$(printf '482916\n123456\n' | tp toggle token on --pin-stdin)
+check "tokenpin binds to the P-256 key gpg made on the YubiKey" "$out" "Token enabled"
+check "the binding names the algorithm NIST P-256" "$(grep -rh algorithm "$work/tokenpin-store" 2>/dev/null)" \
+    '"algorithm" ?: ?"nistp256"'
+out=$(tp --json verify --method token --pin-stdin <<<123456)
+check "tokenpin verifies with the YubiKey's P-256 key" "$out" '"method":"token"'
 
 finish
