@@ -18,9 +18,13 @@ final class VirtualCard {
     let simulator: SimulatorProcess
     var index: Int { simulator.portIndex }
 
-    init(index: Int, state: String, serial: String = "0000AAAA", arguments: [String] = [], cli: CLI) throws {
+    /// `readable`: wait until `tokenpin readers` reads the card's serial too (not for a card whose answers are spoiled).
+    init(
+        index: Int, state: String, serial: String = "0000AAAA", arguments: [String] = [], readable: Bool = true,
+        cli: CLI
+    ) throws {
         simulator = try SimulatorProcess(portIndex: index, state: state, arguments: ["--serial", serial] + arguments)
-        try cli.waitForCard(in: simulator.reader, present: true)
+        try cli.waitForCard(in: simulator.reader, present: true, readable: readable)
     }
 
     /// Pulls the card and waits until `tokenpin readers` shows it gone.
@@ -35,13 +39,13 @@ extension CLI {
     /// A CLI limited to the readers of this suite (`reader = tokenpin vpcd 0 *`).
     static func pcsc(_ extra: String = "") -> CLI { CLI(config: "reader = tokenpin vpcd 0 *\n" + extra) }
 
-    /// Polls `tokenpin readers --json` until `reader` shows a card (or none).
-    func waitForCard(in reader: String, present: Bool) throws {
+    /// Polls `tokenpin readers --json` until `reader` shows a card (with its serial, when `readable`) or none.
+    func waitForCard(in reader: String, present: Bool, readable: Bool = true) throws {
         for _ in 0..<200 {
             let result = try run(["--json", "readers"])
             let readers = result.json["readers"] as? [[String: Any]] ?? []
             if let entry = readers.first(where: { $0["name"] as? String == reader }),
-                entry["cardPresent"] as? Bool == present, !present || entry["serial"] is String
+                entry["cardPresent"] as? Bool == present, !present || !readable || entry["serial"] is String
             {
                 return
             }
