@@ -122,6 +122,7 @@ extension PINService {
             connection = try readers().open(reader)
         } catch {
             if case .serviceUnavailable(let why) = error { throw TokenFailure(kind: .service, reason: why) }
+            if case .tokenUnavailable(let why) = error { throw TokenFailure(kind: .unavailable, reason: why) }
             throw TokenFailure(kind: .unavailable, reason: error.message)
         }
         for kind in kinds {
