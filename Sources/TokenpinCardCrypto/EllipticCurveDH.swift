@@ -146,6 +146,25 @@ public enum EllipticCurveDH {
         return nil
     }
 
+    /// -P for the uncompressed point P (the same x coordinate, y negated), for tests of `knownLogarithm`.
+    ///
+    /// The corresponding C functions are `EC_POINT_oct2point`, `EC_POINT_invert` and `EC_POINT_point2oct`.
+    static func negated(_ point: [UInt8], on curve: WeierstrassCurve) throws(CardCryptoError) -> [UInt8] {
+        try validate(point: point, on: curve)
+        guard let group = EC_GROUP_new_by_curve_name(curve.nid) else { throw libcryptoError("EC_GROUP_new") }
+        defer { EC_GROUP_free(group) }
+        let context = try BigNumberContext()
+        guard let value = EC_POINT_new(group) else { throw libcryptoError("EC_POINT_new") }
+        defer { EC_POINT_free(value) }
+        var out = [UInt8](repeating: 0, count: curve.pointLength)
+        guard EC_POINT_oct2point(group, value, point, point.count, context.pointer) == 1,
+            EC_POINT_invert(group, value, context.pointer) == 1,
+            EC_POINT_point2oct(group, value, POINT_CONVERSION_UNCOMPRESSED, &out, out.count, context.pointer)
+                == curve.pointLength
+        else { throw libcryptoError("EC_POINT_invert") }
+        return out
+    }
+
     /// The shared secret of `privateKey` and `peerPoint`: the x coordinate of their product, in guarded memory.
     ///
     /// The corresponding C functions are `EVP_PKEY_derive_init`, `EVP_PKEY_derive_set_peer` (which checks

@@ -88,7 +88,6 @@ final class PCSCWatchdog: Sendable {
         throw CardTimeoutError(reader: reader, timeout: timeout, call: call)
     }
 
-
     /// One call's result, handed from the connection's thread to the caller.
     private final class Outcome<R>: @unchecked Sendable {
         // `result` is written once, by `finish`, before `done` is signalled, and read only after the wait or under

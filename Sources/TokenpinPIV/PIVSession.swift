@@ -427,7 +427,8 @@ public struct PIVSession {
         throw .malformed(
             APDUError(
                 .unexpectedStatus,
-                "\(PIVCommand.name(of: instruction)) answered \(statusWord), a wrong-PIN status, though no PIN was sent"))
+                "\(PIVCommand.name(of: instruction)) answered \(statusWord), a wrong-PIN status, though no PIN was sent"
+            ))
     }
 
     private func transmitRaw(_ apdu: [UInt8]) throws(PIVError) -> [UInt8] {

@@ -119,7 +119,8 @@ enum TokenKeyAlgorithm: Equatable, CustomStringConvertible {
             let trimmed = Array(key.drop { $0 == 0 })
             guard trimmed.count == bits / 8, trimmed[0] & 0x80 != 0 else {
                 throw TokenKeyError(
-                    "the card's RSA key has a \(Self.bitCount(trimmed))-bit modulus, not the \(bits) bits of its algorithm")
+                    "the card's RSA key has a \(Self.bitCount(trimmed))-bit modulus, not the \(bits) bits of its algorithm"
+                )
             }
             let e = Array((exponent ?? []).drop { $0 == 0 })
             guard (1...8).contains(e.count) else {

@@ -28,7 +28,9 @@ final class VirtualCard {
         index: Int, state: String, serial: String = "0000AAAA", arguments: [String] = [], readable: Bool = true,
         cli: CLI
     ) throws {
-        let start = { try SimulatorProcess(portIndex: index, state: state, arguments: ["--serial", serial] + arguments) }
+        let start = {
+            try SimulatorProcess(portIndex: index, state: state, arguments: ["--serial", serial] + arguments)
+        }
         try cli.waitForCard(in: PCSCSandbox.reader(index), present: false)
         simulator = try start()
         if try cli.waitForCard(in: simulator.reader, present: true, readable: readable, attempts: 60, record: false) {

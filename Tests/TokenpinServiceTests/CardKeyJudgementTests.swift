@@ -125,7 +125,8 @@ extension HostileKey {
             card.faults = CardFaults(rules: [.init(instruction: 0x47, fault: .answer(try key.openPGPTemplate()))])
         case .piv:
             let fixture = try PIVFixture(.yubikey)
-            try fixture.generate(.keyManagement, key == .pivP256Generator || key == .pivP256MinusSeven ? .eccP256 : .rsa2048)
+            try fixture.generate(
+                .keyManagement, key == .pivP256Generator || key == .pivP256MinusSeven ? .eccP256 : .rsa2048)
             card = fixture.card
             card.reset()
             card.faults = CardFaults(rules: [.init(instruction: 0xF7, fault: .answer(try key.pivMetadata()))])

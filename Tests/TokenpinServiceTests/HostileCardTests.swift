@@ -69,7 +69,8 @@ struct HostileSetup {
                 let harmless =
                     (fault == .malformed(.badTLV) && [0xA4, 0x20].contains(instruction))
                     || (fault == .status(.wrongPIN(retriesLeft: 2)) && instruction == 0x20)
-                #expect(harmless && report.outcome == .verified(method: .token), "a hostile card gave \(report.outcome)")
+                #expect(
+                    harmless && report.outcome == .verified(method: .token), "a hostile card gave \(report.outcome)")
                 return
             }
             reason = why
