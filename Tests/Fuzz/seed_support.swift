@@ -39,4 +39,3 @@ func framed(_ parts: [[UInt8]]) -> Data {
     }
     return out
 }
-
