@@ -397,11 +397,18 @@ extension PINService {
 
     /// Re-seals the token slot under a fresh challenge when its challenge is still `sent`, one that may have
     /// reached the card in a verification that then failed: whatever answer the card gave opens nothing from now
-    /// on. No APDU; run where the vault key is open under the user's lock (the PIN's counted attempt).
-    func retireTokenChallenge(_ sent: Data?, record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes) throws {
-        guard let sent, let binding = record.slot(.token)?.token, binding.ephemeralPublicKey == sent else { return }
+    /// on. No APDU; run where the vault key is open under the user's lock (the PIN's counted attempt). True when it
+    /// re-sealed (the caller saves the record).
+    @discardableResult
+    func retireTokenChallenge(_ sent: Data?, record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes) throws
+        -> Bool
+    {
+        guard let sent, let binding = record.slot(.token)?.token, binding.ephemeralPublicKey == sent else {
+            return false
+        }
         try sealToken(record: &record, vaultKey: vaultKey, binding: binding, reader: nil)
         logger.info("token challenge retired", [("user", user)])
+        return true
     }
 
     /// `cardSecret` for binding: a refusal is an error, there is nothing to fall back to.

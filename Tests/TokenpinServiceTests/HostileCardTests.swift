@@ -92,6 +92,43 @@ struct HostileSetup {
         #expect(recovered == .verified(method: .token), "recovers")
     }
 
+    /// A card whose key answers the bind's challenge with a secret that does not match its public key: refused,
+    /// naming the command the application sent.
+    @Test(arguments: TokenApplicationKind.allCases)
+    func aMismatchAtBindingNamesTheCommandSent(application: TokenApplicationKind) throws {
+        let card: SimulatedCard
+        let forged: [UInt8]
+        switch application {
+        case .openpgp:
+            card = try newCard()
+            try generateDecryptionKey(card, attributes: CardKeyAttributes.nistP256)
+            forged = [UInt8](repeating: 0x5A, count: 32) + [0x90, 0x00]
+            card.faults = CardFaults(rules: [.init(instruction: 0x2A, fault: .answer(forged))])
+        case .piv:
+            let fixture = try PIVFixture(.yubikey)
+            try fixture.generate(.keyManagement, .eccP256)
+            card = fixture.card
+            card.reset()
+            forged = [0x7C, 0x22, 0x82, 0x20] + [UInt8](repeating: 0x5A, count: 32) + [0x90, 0x00]
+            card.faults = CardFaults(rules: [.init(instruction: 0x87, fault: .answer(forged))])
+        }
+        var service = makeService()
+        service = PINService(
+            store: service.store, configuration: service.configuration, user: "alice", time: ManualTime(),
+            cards: readers([("Reader A", card)]))
+        service.selection = CardSelection(application: application)
+        try enrol(service)
+        let command = application == .piv ? "GENERAL AUTHENTICATE" : "PSO:DECIPHER"
+        #expect {
+            _ = try service.enableToken(ScriptedInteraction(["482916", cardPIN]))
+        } throws: { error in
+            guard let error = error as? ServiceError, case .cardRefused(let why) = error else { return false }
+            return why.contains("answered \(command) with a secret that does not match its public key")
+                && (application == .openpgp || !why.contains("PSO"))
+        }
+        #expect(try service.types()[1].enabled == false, "nothing was bound")
+    }
+
     @Test(arguments: TokenApplicationKind.allCases)
     func aCardThatStallsFallsBackToThePINWithNothingCounted(application: TokenApplicationKind) throws {
         let setup = try HostileSetup(application, fallback: .allow)

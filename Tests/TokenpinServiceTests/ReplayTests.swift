@@ -144,6 +144,23 @@ extension TappedSetup {
         try setup.verifyWithTheCard(.either)
     }
 
+    /// `mode = both` from the configuration over a binding in `either`: the card opens the token slot, then the PIN
+    /// is wrong. The card's answer crossed the line and opened the slot, so the slot is re-sealed all the same.
+    @Test func aCardAnswerFollowedByAWrongPINIsRetiredInModeBothFromTheConfiguration() throws {
+        let setup = try replaySetup(.openpgpP256)
+        var configuration = setup.service.configuration
+        configuration.mode = .both
+        var strict = PINService(
+            store: setup.service.store, configuration: configuration, user: "alice", time: ManualTime(),
+            cards: setup.service.cards)
+        strict.selection = setup.service.selection
+        let wrong = try strict.verify(ScriptedInteraction(["000001", cardPIN]))
+        #expect(wrong.outcome == .rejected(remaining: 9, lastTry: false))
+        #expect(setup.tap.answers.count == 2)
+        _ = try setup.replayEveryAnswer(.either, window: "after a wrong PIN in mode both")
+        #expect(try strict.verify(ScriptedInteraction(["482916", cardPIN])).outcome == .verified(method: .both))
+    }
+
     /// The offline attack: a copy of the record and an answer from the line. The token key of each captured
     /// answer (the card's secret as the session takes it out of the answer) opens none of the record's slots.
     @Test(arguments: [ReplayCard.openpgpCv25519, .openpgpP256, .pivP256])
