@@ -8,6 +8,7 @@
 #   make deb       the Debian package: .build/deb/tokenpin_VERSION_amd64.deb (debian/, debhelper)
 #   make bench     the figures: KDF calibration, verify latency, start-up, peak memory, token verify vs bare APDUs and gpg
 #   make pam       the PAM module (C, no Swift runtime): .build/pam/pam_tokenpin.so
+#   make pinpad    the test-only virtual pinpad reader (a pcscd driver) and its unit tests: .build/pinpad/
 #   make man       the man pages from their scdoc sources: .build/man/
 #   make bench-daemon  the daemon figures: throughput under 64 clients, peak memory, status latency
 #
@@ -40,7 +41,7 @@ DEB            = $(DEB_DIR)/tokenpin_$(VERSION)_$(DEB_ARCH).deb
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps test-deps bench-deps deb-deps build debug test demo bench bench-daemon install uninstall clean pam man \
+.PHONY: all deps test-deps bench-deps deb-deps build debug test demo bench bench-daemon install uninstall clean pam pinpad man \
         install-check install-daemon install-pam install-units install-udev install-man install-completions deb \
         completions lint format
 
@@ -87,7 +88,7 @@ debug: deps
 demo: build
 	$(RELEASE_DIR)/tokenpin demo
 
-test: test-deps deb-deps pam
+test: test-deps deb-deps pam pinpad
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	scripts/run-tests
 
@@ -107,6 +108,32 @@ pam: .build/pam/pam_tokenpin.so
 .build/pam/pam_tokenpin.so: pam/pam_tokenpin.c
 	@mkdir -p .build/pam
 	$(CC) $(PAM_CFLAGS) $(PAM_LDFLAGS) -shared -o $@ $< -lpam
+
+# The virtual pinpad reader for the tests (Simulator/pinpad, Simulator/README.md): a pcscd reader driver built
+# against pcsc-lite's ifdhandler.h and reader.h (libpcsclite-dev, a build package), which pcscd-sandbox --pinpad
+# loads; its unit tests, built with AddressSanitizer and UndefinedBehaviorSanitizer (gcc, a test package); and
+# pinpad-control, a PC/SC client that sends the driver any control call (Simulator/Tests/EndToEnd/pinpad-clients.sh).
+PINPAD_DIR     = .build/pinpad
+PINPAD_DRIVER  = $(PINPAD_DIR)/libifd-tokenpin-pinpad.so
+PINPAD_CORE    = Simulator/pinpad/pinpad.c Simulator/pinpad/keypad.c
+PINPAD_HEADERS = Simulator/pinpad/pinpad.h Simulator/pinpad/keypad.h Simulator/pinpad/link.h
+PINPAD_CFLAGS ?= -std=c11 -O2 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+PINPAD_TEST_CFLAGS ?= -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=all
+
+pinpad: $(PINPAD_DRIVER) $(PINPAD_DIR)/pinpad-tests $(PINPAD_DIR)/pinpad-control
+
+$(PINPAD_DRIVER): Simulator/pinpad/ifd.c Simulator/pinpad/link.c $(PINPAD_CORE) $(PINPAD_HEADERS)
+	@mkdir -p $(PINPAD_DIR)
+	$(CC) $(PINPAD_CFLAGS) $$(pkg-config --cflags libpcsclite) $(PAM_LDFLAGS) -shared -o $@ Simulator/pinpad/ifd.c \
+	    Simulator/pinpad/link.c $(PINPAD_CORE) -pthread
+
+$(PINPAD_DIR)/pinpad-tests: Simulator/pinpad/tests.c Simulator/pinpad/hex.h $(PINPAD_CORE) $(PINPAD_HEADERS)
+	@mkdir -p $(PINPAD_DIR)
+	$(CC) $(PINPAD_TEST_CFLAGS) -o $@ Simulator/pinpad/tests.c $(PINPAD_CORE)
+
+$(PINPAD_DIR)/pinpad-control: Simulator/pinpad/control.c Simulator/pinpad/hex.h
+	@mkdir -p $(PINPAD_DIR)
+	$(CC) $(PINPAD_CFLAGS) $$(pkg-config --cflags libpcsclite) -o $@ $< $$(pkg-config --libs libpcsclite)
 
 # make fuzz: every libFuzzer target (Tests/Fuzz/fuzz.sh) for FUZZ_SECONDS each; the corpora and any crash
 # inputs stay in .build/fuzz and grow from run to run.
