@@ -11,6 +11,7 @@
 #   make pinpad    the test-only virtual pinpad reader (a pcscd driver) and its unit tests: .build/pinpad/
 #   make man       the man pages from their scdoc sources: .build/man/
 #   make bench-daemon  the daemon figures: throughput under 64 clients, peak memory, status latency
+#   make bench-pkcs11  the PKCS#11 figures: calls per verify, bare against through tokenpin-pkcs11, helper start
 #
 # Each target installs the Debian packages it needs when they are missing.
 
@@ -25,11 +26,14 @@ RELEASE_DIR    = .build/release
 DEBUG_DIR      = .build/debug
 
 # Build and run: libsodium, libcrypto (OpenSSL 3) and pcsc-lite headers. Tests add the real PC/SC stack and peers.
-BUILD_PACKAGES = libsodium-dev libssl-dev libpcsclite-dev pkg-config libpam0g-dev scdoc
+# libp11-kit-dev: PKCS#11's header and p11-kit's module loading and URIs (TokenpinPKCS11, through CP11Kit).
+BUILD_PACKAGES = libsodium-dev libssl-dev libpcsclite-dev pkg-config libpam0g-dev scdoc libp11-kit-dev
 # python3-venv, python3-dev and gcc: Simulator/Tests/EndToEnd/ykman-clients.sh installs ykman from PyPI into a venv,
 # building pyscard (against libpcsclite-dev, a build package) from source.
+# softhsm2, opensc-pkcs11, gnutls-bin (p11tool) and p11-kit-modules: the PKCS#11 tests' real modules and peers
+# (Tests/TokenpinPKCS11Tests, Tests/EndToEnd/pkcs11-opensc.sh); gcc also builds their test-only hostile module.
 TEST_PACKAGES  = pcscd vsmartcard-vpcd opensc yubico-piv-tool openssl pcsc-tools scdaemon gnupg util-linux iproute2 pamtester passwd python3 bc zsh fish \
-                 python3-venv python3-dev gcc
+                 python3-venv python3-dev gcc softhsm2 opensc-pkcs11 gnutls-bin p11-kit-modules
 BENCH_PACKAGES = hyperfine time python3 bc
 # make deb and its test (Tests/EndToEnd/package.sh).
 DEB_PACKAGES   = debhelper dpkg-dev lintian
@@ -41,8 +45,8 @@ DEB            = $(DEB_DIR)/tokenpin_$(VERSION)_$(DEB_ARCH).deb
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps test-deps bench-deps deb-deps build debug test demo bench bench-daemon install uninstall clean pam pinpad man \
-        install-check install-daemon install-pam install-units install-udev install-man install-completions deb \
+.PHONY: all deps test-deps bench-deps deb-deps build debug test demo bench bench-daemon bench-pkcs11 install uninstall clean \
+        pam pinpad man install-check install-daemon install-pam install-units install-udev install-man install-completions deb \
         completions lint format
 
 CC            ?= cc
@@ -157,6 +161,14 @@ completions: build
 .build/man/%: docs/man/%.scd
 	@mkdir -p .build/man
 	scdoc < $< > $@
+
+# make bench-pkcs11: the PKCS#11 figures (calls per verify, bare against through tokenpin-pkcs11, the helper's start)
+# with SoftHSM2 and, as root, with OpenSC over a private pcscd and the simulated PIV card; 200 iterations each.
+bench-pkcs11: test-deps
+	$(SWIFT) build --build-tests $(BUILD_FLAGS)
+	TOKENPIN_PKCS11_BENCH_ITERATIONS=200 $(SWIFT) test --skip-build --filter 'TokenpinPKCS11Tests\.FiguresTests'
+	@if [ "$$(id -u)" = 0 ]; then TOKENPIN_PKCS11_BENCH_ITERATIONS=200 bash Tests/EndToEnd/pkcs11-opensc.sh; \
+	else echo "note: the OpenSC figures need root (a private pcscd)"; fi
 
 bench-daemon: bench-deps build
 	scripts/bench-daemon $(RELEASE_DIR)

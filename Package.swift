@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .executable(name: "tokenpin", targets: ["tokenpin"]),
         .executable(name: "tokenpind", targets: ["tokenpind"]),
+        .executable(name: "tokenpin-pkcs11", targets: ["tokenpin-pkcs11"]),
         .library(name: "TokenpinCore", targets: ["TokenpinCore"]),
         .library(name: "TokenpinAPDU", targets: ["TokenpinAPDU"]),
     ],
@@ -35,12 +36,18 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // p11-kit: PKCS#11's header (pkcs11.h), module loading and RFC 7512 URIs; TokenpinPKCS11 is its only importer.
+        .systemLibrary(
+            name: "CP11Kit",
+            pkgConfig: "p11-kit-1",
+            providers: [.apt(["libp11-kit-dev"])]
+        ),
         .target(name: "CTokenpinShims"),
         // libpam for tokenpind's login-password check before enrolment (the PAM module itself is pam/, plain C).
         .target(name: "CTokenpinPAM", linkerSettings: [.linkedLibrary("pam")]),
 
         // Glibc wrapped once, swift-system style: Errno, an owning FileDescriptor, Unix sockets, AtomicFile.
-        .target(name: "TokenpinSystem", swiftSettings: strictSettings),
+        .target(name: "TokenpinSystem", dependencies: ["CTokenpinShims"], swiftSettings: strictSettings),
 
         // One small argv parser: commands, flags and value options declared once; help, usage and shell
         // completions generated from the declarations. Depends on nothing.
@@ -76,6 +83,19 @@ let package = Package(
         .target(
             name: "TokenpinPIV",
             dependencies: ["TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto"],
+            swiftSettings: strictSettings
+        ),
+        // PKCS#11 tokens through p11-kit: the calls tokenpin makes, URIs, key discovery, and the isolation helper's
+        // protocol and client. Modules are loaded only by tokenpin-pkcs11, never by the daemon or the CLI.
+        .target(
+            name: "TokenpinPKCS11",
+            dependencies: ["CP11Kit", "TokenpinCore", "TokenpinCardCrypto", "TokenpinSystem"],
+            swiftSettings: strictSettings
+        ),
+        // The helper process PKCS#11 modules run in: a socket on standard input, nothing else inherited.
+        .executableTarget(
+            name: "tokenpin-pkcs11",
+            dependencies: ["TokenpinPKCS11", "TokenpinCore", "TokenpinSystem"],
             swiftSettings: strictSettings
         ),
         // The virtual OpenPGP card (a deliverable of its own, under Simulator/).
@@ -216,6 +236,17 @@ let package = Package(
                 "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinSimulator", "TokenpinOpenPGP",
                 "TokenpinCardCrypto", "TokenpinPIV", "TokenpinTestSupport",
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenpinPKCS11Tests",
+            // tokenpin-pkcs11 is built first: the tests start it. The C files are a test-only PKCS#11 module that the
+            // tests compile; the PIV session and PC/SC put a key on the simulated card OpenSC's module reads.
+            dependencies: [
+                "TokenpinPKCS11", "tokenpin-pkcs11", "TokenpinCore", "TokenpinCardCrypto", "TokenpinSystem",
+                "TokenpinTestSupport", "TokenpinPIV", "TokenpinPCSC", "TokenpinAPDU",
+            ],
+            exclude: ["Support/hostile-module.c"],
             swiftSettings: strictSettings
         ),
         .testTarget(

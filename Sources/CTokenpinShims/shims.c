@@ -35,3 +35,7 @@ int tokenpin_pipe_cloexec(int fds[2]) {
 int tokenpin_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest) {
     return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
 }
+
+int tokenpin_parent_death_signal(int signal) {
+    return prctl(PR_SET_PDEATHSIG, (unsigned long) signal, 0, 0, 0);
+}

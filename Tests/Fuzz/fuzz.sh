@@ -46,7 +46,8 @@ module() {
     [ "${BUILT[$name]}" = 0 ] || not_ok "build the $name module for fuzzing: $(grep -m2 'error:' "$OUT/build-$name.log")"
     return "${BUILT[$name]}"
 }
-system() { module TokenpinSystem Sources/TokenpinSystem; }
+# TokenpinSystem imports the shims (close-from for posix_spawn, the parent-death signal).
+system() { shims && module TokenpinSystem Sources/TokenpinSystem; }
 # shims: the C helpers the core imports (CTokenpinShims), as a static library with a module map.
 shims() {
     [ -n "${BUILT[CTokenpinShims]:-}" ] && return "${BUILT[CTokenpinShims]}"

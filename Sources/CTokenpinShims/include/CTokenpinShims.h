@@ -20,4 +20,8 @@ int tokenpin_pipe_cloexec(int fds[2]);
 /// Returns 0 on success, an error number on failure.
 int tokenpin_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest);
 
+/// Asks the kernel to send `signal` to this process when its parent ends (prctl PR_SET_PDEATHSIG).
+/// Returns 0 on success, -1 with errno set on failure.
+int tokenpin_parent_death_signal(int signal);
+
 #endif

@@ -1,0 +1,539 @@
+internal import CP11Kit
+import TokenpinCore
+import TokenpinSystem
+
+/// One PKCS#11 module, initialized, and the calls tokenpin makes through its function list, each wrapped once.
+///
+/// This file and `PKCS11Attributes.swift` are the only ones that hold the function list; every `CK_ULONG` becomes
+/// a Swift `UInt` here. Each wrapper checks what the module answers before anything reads it: counts and lengths
+/// against the buffer given, and against a bound a real token never reaches, so a hostile or broken module gets a
+/// `PKCS11ModuleError`, never an out-of-bounds read or a huge allocation.
+///
+/// A class, not a non-copyable owner: sessions keep it alive, and a module loaded by path is finalized and
+/// unloaded when the last of them goes. Not thread-safe by itself: the helper drives it from one thread.
+final class PKCS11Module {
+    /// How messages name the module: p11-kit's name (`softhsm2`, `opensc-pkcs11`) or the file's path.
+    let name: String
+    /// The module's shared object, when known.
+    let path: String?
+    private let functions: UnsafeMutablePointer<CK_FUNCTION_LIST>
+    /// Keeps a module loaded by path (its `deinit` finalizes first) or p11-kit's list alive.
+    private let owner: Owner
+    /// PKCS#11 calls made through this module so far (for the figures: calls per derive).
+    private(set) var calls = 0
+
+    private enum Owner {
+        case library(LoadedLibrary)
+        case p11kit(P11KitModules)
+    }
+
+    /// The most slots, mechanisms and objects a list may hold; beyond it a module's answer is refused.
+    static let maximumListCount = 1024
+    /// The longest attribute value read (a certificate is a few KiB; 64 KiB is far beyond any key attribute).
+    static let maximumAttributeLength = 65536
+
+    private init(name: String, path: String?, functions: UnsafeMutablePointer<CK_FUNCTION_LIST>, owner: Owner) {
+        self.name = name
+        self.path = path
+        self.functions = functions
+        self.owner = owner
+    }
+
+    // MARK: Loading
+
+    /// Loads the module at `path` with `dlopen`, takes its functions from `C_GetFunctionList` and initializes it
+    /// with `CKF_OS_LOCKING_OK` (the module may use the operating system's locks; tokenpin passes none of its own).
+    ///
+    /// The corresponding C functions are `dlopen`, `C_GetFunctionList` and `C_Initialize`.
+    static func load(path: String) throws(PKCS11ModuleError) -> PKCS11Module {
+        let library: DynamicLibrary
+        do {
+            library = try DynamicLibrary(loading: path)
+        } catch {
+            throw PKCS11ModuleError(.loadFailed, "cannot load the PKCS#11 module \(path): \(error.message)")
+        }
+        guard let symbol = library.symbol(named: "C_GetFunctionList") else {
+            throw PKCS11ModuleError(.loadFailed, "\(path) is not a PKCS#11 module: it has no C_GetFunctionList")
+        }
+        typealias GetFunctionList =
+            @convention(c) (UnsafeMutablePointer<UnsafeMutablePointer<CK_FUNCTION_LIST>?>?)
+            -> CK_RV
+        let getFunctionList = unsafeBitCast(symbol, to: GetFunctionList.self)
+        var list: UnsafeMutablePointer<CK_FUNCTION_LIST>?
+        let result = getFunctionList(&list)
+        guard result == CKR_OK else {
+            throw PKCS11ModuleError(.loadFailed, "\(path): C_GetFunctionList failed: \(PKCS11Error(rawValue: result))")
+        }
+        guard let list else { throw PKCS11ModuleError(.loadFailed, "\(path): C_GetFunctionList gave no functions") }
+        try checkFunctions(list, name: path)
+        var arguments = CK_C_INITIALIZE_ARGS()
+        arguments.flags = CK_FLAGS(CKF_OS_LOCKING_OK)
+        let initialized = withUnsafeMutablePointer(to: &arguments) { list.pointee.C_Initialize!($0) }
+        guard initialized == CKR_OK else {
+            throw PKCS11ModuleError(.loadFailed, "\(path): C_Initialize failed: \(PKCS11Error(rawValue: initialized))")
+        }
+        let loaded = LoadedLibrary(library: library, functions: list)
+        return PKCS11Module(name: path, path: path, functions: list, owner: .library(loaded))
+    }
+
+    /// Every module p11-kit is configured to load (`pkcs11.conf`, the `*.module` files), loaded and initialized by
+    /// p11-kit, which keeps them for this process. A module that fails to load is left out by p11-kit (it logs why)
+    /// unless it is marked critical, when nothing loads.
+    ///
+    /// The corresponding C functions are `p11_kit_modules_load_and_initialize`, `p11_kit_module_get_name` and
+    /// `p11_kit_module_get_filename`.
+    static func loadConfigured() throws(PKCS11ModuleError) -> [PKCS11Module] {
+        guard let list = p11_kit_modules_load_and_initialize(0) else {
+            let message = p11_kit_message().map { String(cString: $0) } ?? "no reason given"
+            throw PKCS11ModuleError(.loadFailed, "p11-kit could not load its configured modules: \(message)")
+        }
+        let owner = P11KitModules(list: list)
+        var modules: [PKCS11Module] = []
+        var index = 0
+        while let functions = list[index], index < maximumListCount {
+            index += 1
+            let name = String(takingMallocated: p11_kit_module_get_name(functions)) ?? "module \(index)"
+            let path = String(takingMallocated: p11_kit_module_get_filename(functions))
+            do {
+                try checkFunctions(functions, name: name)
+            } catch {
+                continue  // p11-kit's own wrapper always has every function; skip anything else
+            }
+            modules.append(PKCS11Module(name: name, path: path, functions: functions, owner: .p11kit(owner)))
+        }
+        return modules
+    }
+
+    /// Refuses a function list without the functions tokenpin calls, or of a major version other than 2 or 3.
+    private static func checkFunctions(_ list: UnsafeMutablePointer<CK_FUNCTION_LIST>, name: String)
+        throws(PKCS11ModuleError)
+    {
+        let f = list.pointee
+        guard f.version.major == 2 || f.version.major == 3 else {
+            throw PKCS11ModuleError(
+                .loadFailed, "\(name) implements PKCS#11 \(f.version.major).\(f.version.minor), not 2.x or 3.x")
+        }
+        let present: [Bool] = [
+            f.C_Initialize != nil, f.C_Finalize != nil, f.C_GetInfo != nil, f.C_GetSlotList != nil,
+            f.C_GetSlotInfo != nil, f.C_GetTokenInfo != nil, f.C_GetMechanismList != nil, f.C_OpenSession != nil,
+            f.C_CloseSession != nil, f.C_Login != nil, f.C_Logout != nil, f.C_FindObjectsInit != nil,
+            f.C_FindObjects != nil, f.C_FindObjectsFinal != nil, f.C_GetAttributeValue != nil,
+            f.C_DeriveKey != nil, f.C_DestroyObject != nil, f.C_DecryptInit != nil, f.C_Decrypt != nil,
+            f.C_SetPIN != nil,
+        ]
+        guard !present.contains(false) else {
+            throw PKCS11ModuleError(.loadFailed, "\(name)'s function list lacks functions every module has")
+        }
+    }
+
+    // MARK: Calls
+
+    private var f: CK_FUNCTION_LIST {
+        calls += 1
+        return functions.pointee
+    }
+
+    /// The module's description: its manufacturer, library description and versions.
+    ///
+    /// The corresponding C function is `C_GetInfo`.
+    func info() throws(PKCS11Failure) -> CK_INFO {
+        var info = CK_INFO()
+        try call("C_GetInfo") { f.C_GetInfo!(&info) }
+        return info
+    }
+
+    /// The slots, only those holding a token when `tokenPresent`.
+    ///
+    /// Asks for the count, then the list, again when a slot appeared in between (at most four times). The
+    /// corresponding C function is `C_GetSlotList`.
+    func slots(tokenPresent: Bool) throws(PKCS11Failure) -> [UInt] {
+        let present = CK_BBOOL(tokenPresent ? CK_TRUE : CK_FALSE)
+        for _ in 0..<4 {
+            var count: CK_ULONG = 0
+            try call("C_GetSlotList") { f.C_GetSlotList!(present, nil, &count) }
+            guard count <= Self.maximumListCount else {
+                throw .module(PKCS11ModuleError(.absurdCount, "C_GetSlotList reports \(count) slots"))
+            }
+            if count == 0 { return [] }
+            var slots = [CK_SLOT_ID](repeating: 0, count: Int(count))
+            var filled = count
+            let result = f.C_GetSlotList!(present, &slots, &filled)
+            if result == CKR_BUFFER_TOO_SMALL { continue }
+            try call("C_GetSlotList") { result }
+            guard filled <= count else {
+                throw .module(PKCS11ModuleError(.wrongLength, "C_GetSlotList filled \(filled) of \(count) slots"))
+            }
+            return slots.prefix(Int(filled)).map { UInt($0) }
+        }
+        throw .call(.bufferTooSmall, "C_GetSlotList")
+    }
+
+    /// The slot's description and flags (`CKF_TOKEN_PRESENT`, `CKF_REMOVABLE_DEVICE`, `CKF_HW_SLOT`).
+    ///
+    /// The corresponding C function is `C_GetSlotInfo`.
+    func slotInfo(_ slot: UInt) throws(PKCS11Failure) -> CK_SLOT_INFO {
+        var info = CK_SLOT_INFO()
+        try call("C_GetSlotInfo") { f.C_GetSlotInfo!(CK_SLOT_ID(slot), &info) }
+        return info
+    }
+
+    /// The token's label, manufacturer, model, serial number, flags and PIN lengths.
+    ///
+    /// The corresponding C function is `C_GetTokenInfo`.
+    func tokenInfo(_ slot: UInt) throws(PKCS11Failure) -> CK_TOKEN_INFO {
+        var info = CK_TOKEN_INFO()
+        try call("C_GetTokenInfo") { f.C_GetTokenInfo!(CK_SLOT_ID(slot), &info) }
+        return info
+    }
+
+    /// The mechanisms the token in `slot` supports.
+    ///
+    /// The corresponding C function is `C_GetMechanismList`.
+    func mechanisms(_ slot: UInt) throws(PKCS11Failure) -> [UInt] {
+        for _ in 0..<4 {
+            var count: CK_ULONG = 0
+            try call("C_GetMechanismList") { f.C_GetMechanismList!(CK_SLOT_ID(slot), nil, &count) }
+            guard count <= Self.maximumListCount else {
+                throw .module(PKCS11ModuleError(.absurdCount, "C_GetMechanismList reports \(count) mechanisms"))
+            }
+            if count == 0 { return [] }
+            var list = [CK_MECHANISM_TYPE](repeating: 0, count: Int(count))
+            var filled = count
+            let result = f.C_GetMechanismList!(CK_SLOT_ID(slot), &list, &filled)
+            if result == CKR_BUFFER_TOO_SMALL { continue }
+            try call("C_GetMechanismList") { result }
+            guard filled <= count else {
+                throw .module(PKCS11ModuleError(.wrongLength, "C_GetMechanismList filled \(filled) of \(count)"))
+            }
+            return list.prefix(Int(filled)).map { UInt($0) }
+        }
+        throw .call(.bufferTooSmall, "C_GetMechanismList")
+    }
+
+    /// Opens a serial session with the token in `slot`, read-only unless `readWrite`.
+    ///
+    /// The corresponding C function is `C_OpenSession`.
+    func openSession(_ slot: UInt, readWrite: Bool = false) throws(PKCS11Failure) -> PKCS11Session {
+        var handle: CK_SESSION_HANDLE = 0
+        let flags = CK_FLAGS(CKF_SERIAL_SESSION) | (readWrite ? CK_FLAGS(CKF_RW_SESSION) : 0)
+        try call("C_OpenSession") { f.C_OpenSession!(CK_SLOT_ID(slot), flags, nil, nil, &handle) }
+        return PKCS11Session(module: self, handle: UInt(handle))
+    }
+
+    /// Closes a session; a failure is ignored (the session is gone either way).
+    ///
+    /// The corresponding C function is `C_CloseSession`.
+    func closeSession(_ handle: UInt) {
+        _ = f.C_CloseSession!(CK_SESSION_HANDLE(handle))
+    }
+
+    /// Logs the user in (`CKU_USER`) with `pin`, or with none for a token with a protected authentication path
+    /// (its reader's keypad or a biometric sensor asks).
+    ///
+    /// The PIN is passed from its guarded memory; no copy is made here. The corresponding C function is `C_Login`.
+    func login(_ session: borrowing PKCS11Session, pin: borrowing SecretBytes?) throws(PKCS11Failure) {
+        let handle = CK_SESSION_HANDLE(session.handle)
+        let result: CK_RV
+        switch pin {
+        case .some(let pin):
+            result = pin.withUnsafeBytes { bytes in
+                let base = UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: CK_UTF8CHAR.self))
+                return f.C_Login!(handle, CK_USER_TYPE(CKU_USER), base, CK_ULONG(bytes.count))
+            }
+        case .none:
+            result = f.C_Login!(handle, CK_USER_TYPE(CKU_USER), nil, 0)
+        }
+        try call("C_Login") { result }
+    }
+
+    /// Logs the user out of every session of the token; a failure is ignored (closing the sessions ends it too).
+    ///
+    /// The corresponding C function is `C_Logout`.
+    func logout(_ session: borrowing PKCS11Session) {
+        _ = f.C_Logout!(CK_SESSION_HANDLE(session.handle))
+    }
+
+    /// Changes the logged-in user's PIN (or, not logged in, the user PIN from `old` to `new`).
+    ///
+    /// Both PINs are passed from guarded memory. The corresponding C function is `C_SetPIN`.
+    func setPIN(_ session: borrowing PKCS11Session, old: borrowing SecretBytes, new: borrowing SecretBytes)
+        throws(PKCS11Failure)
+    {
+        let handle = CK_SESSION_HANDLE(session.handle)
+        let result = old.withUnsafeBytes { oldBytes in
+            new.withUnsafeBytes { newBytes in
+                f.C_SetPIN!(
+                    handle,
+                    UnsafeMutablePointer(mutating: oldBytes.baseAddress?.assumingMemoryBound(to: CK_UTF8CHAR.self)),
+                    CK_ULONG(oldBytes.count),
+                    UnsafeMutablePointer(mutating: newBytes.baseAddress?.assumingMemoryBound(to: CK_UTF8CHAR.self)),
+                    CK_ULONG(newBytes.count))
+            }
+        }
+        try call("C_SetPIN") { result }
+    }
+
+    /// Has the token's protected authentication path (its reader's keypad) ask for the current and the new PIN.
+    ///
+    /// The corresponding C function is `C_SetPIN` with no PINs.
+    func setPINOnKeypad(_ session: borrowing PKCS11Session) throws(PKCS11Failure) {
+        let handle = CK_SESSION_HANDLE(session.handle)
+        try call("C_SetPIN") { f.C_SetPIN!(handle, nil, 0, nil, 0) }
+    }
+
+    /// The handles of the objects matching `template`, at most `limit` of them.
+    ///
+    /// The search is started, read once and finished; a module that fills more handles than asked for is refused.
+    /// The corresponding C functions are `C_FindObjectsInit`, `C_FindObjects` and `C_FindObjectsFinal`.
+    func findObjects(_ session: borrowing PKCS11Session, matching template: [PKCS11Attribute], limit: Int)
+        throws(PKCS11Failure) -> [UInt]
+    {
+        let handle = CK_SESSION_HANDLE(session.handle)
+        try call("C_FindObjectsInit") {
+            PKCS11Attribute.withTemplate(template) { attributes, count in
+                f.C_FindObjectsInit!(handle, attributes, count)
+            }
+        }
+        var objects = [CK_OBJECT_HANDLE](repeating: 0, count: max(1, limit))
+        var found: CK_ULONG = 0
+        let result = f.C_FindObjects!(handle, &objects, CK_ULONG(objects.count), &found)
+        let finished = f.C_FindObjectsFinal!(handle)
+        try call("C_FindObjects") { result }
+        try call("C_FindObjectsFinal") { finished }
+        guard found <= objects.count else {
+            throw .module(PKCS11ModuleError(.absurdCount, "C_FindObjects found \(found) objects in \(objects.count)"))
+        }
+        return objects.prefix(Int(found)).map { UInt($0) }
+    }
+
+    /// The values of the attributes `types` of `object`: nil for one the object lacks or keeps secret.
+    ///
+    /// Asks for the lengths first, then the values, and refuses lengths past `maximumAttributeLength` or a second
+    /// answer longer than the first. For public attributes only: the values land in ordinary memory. The
+    /// corresponding C function is `C_GetAttributeValue`.
+    func attributes(_ session: borrowing PKCS11Session, of object: UInt, _ types: [UInt]) throws(PKCS11Failure)
+        -> [UInt: [UInt8]]
+    {
+        let handle = CK_SESSION_HANDLE(session.handle)
+        var template = types.map { CK_ATTRIBUTE(type: CK_ATTRIBUTE_TYPE($0), pValue: nil, ulValueLen: 0) }
+        let sizing = f.C_GetAttributeValue!(handle, CK_OBJECT_HANDLE(object), &template, CK_ULONG(template.count))
+        try Self.partial(sizing)
+        let lengths = template.map { $0.ulValueLen }
+        for (index, length) in lengths.enumerated()
+        where length != PKCS11Constant.unavailable && length > Self.maximumAttributeLength {
+            throw .module(
+                PKCS11ModuleError(.wrongLength, "attribute 0x\(String(types[index], radix: 16)) is \(length) bytes"))
+        }
+        var buffers = lengths.map { length in
+            [UInt8](repeating: 0, count: length == PKCS11Constant.unavailable ? 0 : Int(length))
+        }
+        var values: [UInt: [UInt8]] = [:]
+        let result: CK_RV = PKCS11Attribute.withBuffers(&buffers) { pointers in
+            for index in template.indices {
+                let available = lengths[index] != PKCS11Constant.unavailable
+                template[index].pValue = available ? pointers[index] : nil
+                template[index].ulValueLen = available ? lengths[index] : 0
+            }
+            calls += 1
+            return functions.pointee.C_GetAttributeValue!(
+                handle, CK_OBJECT_HANDLE(object), &template, CK_ULONG(template.count))
+        }
+        try Self.partial(result)
+        for index in template.indices where lengths[index] != PKCS11Constant.unavailable {
+            let length = template[index].ulValueLen
+            if length == PKCS11Constant.unavailable { continue }
+            guard length <= lengths[index] else {
+                throw .module(
+                    PKCS11ModuleError(
+                        .wrongLength,
+                        "attribute 0x\(String(types[index], radix: 16)) grew from \(lengths[index]) to \(length) bytes")
+                )
+            }
+            values[types[index]] = Array(buffers[index].prefix(Int(length)))
+        }
+        return values
+    }
+
+    /// `C_GetAttributeValue` fills what it can and says so with these codes; anything else fails the call.
+    private static func partial(_ result: CK_RV) throws(PKCS11Failure) {
+        guard result != CKR_OK, result != CKR_ATTRIBUTE_SENSITIVE, result != CKR_ATTRIBUTE_TYPE_INVALID else { return }
+        throw .call(PKCS11Error(rawValue: result), "C_GetAttributeValue")
+    }
+
+    /// The value (`CKA_VALUE`) of a secret-key object, read into guarded memory; it must be `length` bytes.
+    ///
+    /// The length is asked first and checked before anything is copied, so the value lands only in the guarded
+    /// buffer. The corresponding C function is `C_GetAttributeValue`.
+    func secretValue(_ session: borrowing PKCS11Session, of object: UInt, length: Int) throws(PKCS11Failure)
+        -> SecretBytes
+    {
+        let handle = CK_SESSION_HANDLE(session.handle)
+        var attribute = CK_ATTRIBUTE(type: CK_ATTRIBUTE_TYPE(CKA_VALUE), pValue: nil, ulValueLen: 0)
+        try call("C_GetAttributeValue") { f.C_GetAttributeValue!(handle, CK_OBJECT_HANDLE(object), &attribute, 1) }
+        guard attribute.ulValueLen == length else {
+            let reported = attribute.ulValueLen == PKCS11Constant.unavailable ? "none" : "\(attribute.ulValueLen) bytes"
+            throw .module(
+                PKCS11ModuleError(.wrongLength, "the derived secret is \(reported), the curve's is \(length) bytes"))
+        }
+        let secret = SecretBytes(count: length)
+        let result = secret.withUnsafeMutableBytes { buffer in
+            attribute.pValue = buffer.baseAddress
+            attribute.ulValueLen = CK_ULONG(buffer.count)
+            calls += 1
+            return functions.pointee.C_GetAttributeValue!(handle, CK_OBJECT_HANDLE(object), &attribute, 1)
+        }
+        try call("C_GetAttributeValue") { result }
+        guard attribute.ulValueLen == length else {
+            throw .module(
+                PKCS11ModuleError(.wrongLength, "the derived secret changed its length to \(attribute.ulValueLen)"))
+        }
+        return secret
+    }
+
+    /// Derives a session secret-key object from `baseKey` with ECDH (`CKM_ECDH1_DERIVE`, `CKD_NULL`: the raw x
+    /// coordinate) against `peerPoint`, an uncompressed point, and returns its handle.
+    ///
+    /// The corresponding C function is `C_DeriveKey`.
+    func deriveECDH(
+        _ session: borrowing PKCS11Session, baseKey: UInt, peerPoint: [UInt8], template: [PKCS11Attribute]
+    ) throws(PKCS11Failure) -> UInt {
+        let handle = CK_SESSION_HANDLE(session.handle)
+        var derived: CK_OBJECT_HANDLE = 0
+        var point = peerPoint
+        let result: CK_RV = point.withUnsafeMutableBufferPointer { pointBytes in
+            var parameters = CK_ECDH1_DERIVE_PARAMS(
+                kdf: ck_ec_kdf_t(CKD_NULL), ulSharedDataLen: 0, pSharedData: nil,
+                ulPublicDataLen: CK_ULONG(pointBytes.count), pPublicData: pointBytes.baseAddress)
+            return withUnsafeMutableBytes(of: &parameters) { raw in
+                var mechanism = CK_MECHANISM(
+                    mechanism: CK_MECHANISM_TYPE(CKM_ECDH1_DERIVE), pParameter: raw.baseAddress,
+                    ulParameterLen: CK_ULONG(raw.count))
+                return PKCS11Attribute.withTemplate(template) { attributes, count in
+                    calls += 1
+                    return functions.pointee.C_DeriveKey!(
+                        handle, &mechanism, CK_OBJECT_HANDLE(baseKey), attributes, count, &derived)
+                }
+            }
+        }
+        try call("C_DeriveKey") { result }
+        return UInt(derived)
+    }
+
+    /// Destroys an object (the session key a derivation made); a failure is ignored: a session object ends with
+    /// its session anyway.
+    ///
+    /// The corresponding C function is `C_DestroyObject`.
+    func destroyObject(_ session: borrowing PKCS11Session, _ object: UInt) {
+        _ = f.C_DestroyObject!(CK_SESSION_HANDLE(session.handle), CK_OBJECT_HANDLE(object))
+    }
+
+    /// Decrypts `cryptogram` with `key` under `padding`, into guarded memory of at most `capacity` bytes.
+    ///
+    /// The output buffer is as long as the modulus, so one call suffices; a module that claims to have written more
+    /// than it was given is refused. The corresponding C functions are `C_DecryptInit` and `C_Decrypt`.
+    func decrypt(
+        _ session: borrowing PKCS11Session, key: UInt, padding: PKCS11RSAPadding, cryptogram: [UInt8], capacity: Int
+    ) throws(PKCS11Failure) -> SecretBytes {
+        let handle = CK_SESSION_HANDLE(session.handle)
+        let initialized: CK_RV = padding.withMechanism { mechanism in
+            calls += 1
+            return functions.pointee.C_DecryptInit!(handle, mechanism, CK_OBJECT_HANDLE(key))
+        }
+        try call("C_DecryptInit") { initialized }
+        let output = SecretBytes(count: capacity)
+        var written = CK_ULONG(capacity)
+        var input = cryptogram
+        let result = output.withUnsafeMutableBytes { buffer in
+            input.withUnsafeMutableBufferPointer { inputBytes in
+                calls += 1
+                return functions.pointee.C_Decrypt!(
+                    handle, inputBytes.baseAddress, CK_ULONG(inputBytes.count),
+                    buffer.baseAddress?.assumingMemoryBound(to: CK_BYTE.self), &written)
+            }
+        }
+        try call("C_Decrypt") { result }
+        guard written <= capacity else {
+            throw .module(PKCS11ModuleError(.wrongLength, "C_Decrypt wrote \(written) bytes into \(capacity)"))
+        }
+        return output.prefix(Int(written))
+    }
+
+    /// Finalizes the module: its sessions close and it forgets every login. p11-kit's modules are finalized
+    /// together, once, by the first of them.
+    ///
+    /// The corresponding C functions are `C_Finalize` and `p11_kit_modules_finalize`.
+    func finalize() {
+        switch owner {
+        case .library(let loaded): loaded.finalize()
+        case .p11kit(let list): list.finalize()
+        }
+    }
+
+    /// Throws the return value of one call, with the C function's name.
+    private func call(_ function: String, _ body: () -> CK_RV) throws(PKCS11Failure) {
+        let result = body()
+        guard result != CKR_OK else { return }
+        throw .call(PKCS11Error(rawValue: result), function)
+    }
+}
+
+/// A module loaded by path: finalized, then unloaded, when the last user goes.
+private final class LoadedLibrary {
+    private let library: DynamicLibrary
+    private let functions: UnsafeMutablePointer<CK_FUNCTION_LIST>
+    private var finalized = false
+
+    init(library: consuming DynamicLibrary, functions: UnsafeMutablePointer<CK_FUNCTION_LIST>) {
+        self.library = library
+        self.functions = functions
+    }
+
+    func finalize() {
+        guard !finalized else { return }
+        finalized = true
+        _ = functions.pointee.C_Finalize!(nil)
+    }
+
+    deinit {
+        finalize()
+        // Unloading runs the module's destructors; some (SoftHSM with OpenSSL 3) crash in them. The process that
+        // loads modules ends soon after and skips them (`exitImmediately`), so the module stays mapped.
+        library.keepLoaded()
+    }
+}
+
+/// p11-kit's list of configured modules: finalized and released when the last module of it goes.
+private final class P11KitModules {
+    let list: UnsafeMutablePointer<UnsafeMutablePointer<CK_FUNCTION_LIST>?>
+    private var finalized = false
+
+    init(list: UnsafeMutablePointer<UnsafeMutablePointer<CK_FUNCTION_LIST>?>) { self.list = list }
+
+    func finalize() {
+        guard !finalized else { return }
+        finalized = true
+        _ = p11_kit_modules_finalize(list)
+    }
+
+    deinit {
+        finalize()
+        p11_kit_modules_release(list)
+    }
+}
+
+/// An open session with a token, closed when its owner goes away.
+struct PKCS11Session: ~Copyable {
+    let module: PKCS11Module
+    /// The `CK_SESSION_HANDLE`.
+    let handle: UInt
+
+    deinit { module.closeSession(handle) }
+}
+
+/// What went wrong in a call to a module: the return value of a named function, or an answer tokenpin refused.
+enum PKCS11Failure: Error {
+    /// The function returned an error.
+    case call(PKCS11Error, String)
+    /// The module answered something impossible (a count or length past the buffer, an absurd size).
+    case module(PKCS11ModuleError)
+}

@@ -1,0 +1,542 @@
+internal import CP11Kit
+import TokenpinCardCrypto
+import TokenpinCore
+
+/// The tokens of the loaded modules and the operations tokenpin performs on them: listing with key discovery,
+/// and login followed by one key operation. This runs where the modules are loaded, the helper process.
+///
+/// Every operation opens its own session, checks that the slot still holds the token it names (its serial
+/// number), logs in, does its work, logs out and closes the session, so no login outlives a request.
+final class PKCS11Tokens {
+    let modules: [PKCS11Module]
+
+    /// The most private and public key objects read from one token.
+    static let maximumKeys = 64
+
+    init(modules: [PKCS11Module]) { self.modules = modules }
+
+    /// Loads the modules `source` names.
+    static func load(_ source: PKCS11ModuleSource) throws(PKCS11ModuleError) -> PKCS11Tokens {
+        switch source {
+        case .p11kit: PKCS11Tokens(modules: try PKCS11Module.loadConfigured())
+        case .path(let path): PKCS11Tokens(modules: [try PKCS11Module.load(path: path)])
+        }
+    }
+
+    /// PKCS#11 calls made so far, over all modules.
+    var calls: Int { modules.reduce(0) { $0 + $1.calls } }
+
+    /// Finalizes every module loaded by path.
+    func finalize() {
+        for module in modules { module.finalize() }
+    }
+
+    // MARK: Listing
+
+    /// Every token present with the keys on it that can agree a secret, each marked whether `uri` matches it.
+    ///
+    /// A module or token whose calls fail is skipped and noted; one that answers something impossible (a count
+    /// or length past its buffer, a point off its curve) fails the whole listing: nothing it says can be trusted.
+    func list(uri text: String?) throws(PKCS11TokenError) -> PKCS11Inventory {
+        // No URI is the empty one, which p11-kit matches with everything.
+        let uri = try PKCS11URI(parsing: text ?? "pkcs11:")
+        var inventory = PKCS11Inventory()
+        for (index, module) in modules.enumerated() {
+            do throws(PKCS11Failure) {
+                let info = try module.info()
+                let moduleMatches = uri.matches(module: info, name: module.name, path: module.path)
+                for slot in try module.slots(tokenPresent: true) {
+                    do throws(PKCS11Failure) {
+                        guard let listing = try listing(module: module, index: index, slot: slot, uri: uri) else {
+                            continue
+                        }
+                        var listed = listing
+                        if !moduleMatches {
+                            listed.matches = listed.matches.map { _ in false }
+                            listed.looseMatches = listed.looseMatches.map { _ in false }
+                        }
+                        inventory.listings.append(listed)
+                    } catch .call(let error, let function) {
+                        inventory.problems.append("\(module.name), slot \(slot): \(function) failed: \(error)")
+                    }
+                }
+            } catch {
+                switch error {
+                case .call(let error, let function):
+                    inventory.problems.append("\(module.name): \(function) failed: \(error)")
+                case .module(let error):
+                    throw .malformed("\(module.name): \(error.detail)")
+                }
+            }
+        }
+        return inventory
+    }
+
+    /// The token in `slot` and its keys; nil when the slot turns out to hold none.
+    private func listing(module: PKCS11Module, index: Int, slot: UInt, uri: borrowing PKCS11URI)
+        throws(PKCS11Failure) -> PKCS11TokenListing?
+    {
+        let slotInfo = try module.slotInfo(slot)
+        guard UInt(slotInfo.flags) & PKCS11Constant.tokenPresentFlag != 0 else { return nil }
+        let tokenInfo: CK_TOKEN_INFO
+        do {
+            tokenInfo = try module.tokenInfo(slot)
+        } catch .call(let error, _) where error == .tokenNotPresent {
+            return nil
+        }
+        let token = Self.token(tokenInfo, slotInfo: slotInfo, module: module, index: index, slot: slot)
+        let tokenMatches = uri.matches(slot: slotInfo, id: slot) && uri.matches(token: tokenInfo)
+        let mechanisms = Set(try module.mechanisms(slot))
+        let session = try module.openSession(slot)
+        let found = try keys(in: session, module: module, token: token, tokenInfo: tokenInfo, mechanisms: mechanisms)
+        // A private key hidden until login has a label no one can read yet: its match is tried with its public
+        // key's label (the same on most tokens) and, for `looseMatches`, with none (OpenSC labels them differently).
+        var matches: [Bool] = []
+        var looseMatches: [Bool] = []
+        for key in found.keys {
+            let attributes = [
+                PKCS11Attribute.ulong(PKCS11Constant.classAttribute, PKCS11Constant.privateKeyClass),
+                .bytes(PKCS11Constant.idAttribute, key.id),
+            ]
+            let labelled =
+                key.label.isEmpty
+                ? attributes : attributes + [.bytes(PKCS11Constant.labelAttribute, Array(key.label.utf8))]
+            let strict = tokenMatches && uri.matches(attributes: labelled)
+            matches.append(strict)
+            looseMatches.append(strict || (!key.privateKeySeen && tokenMatches && uri.matches(attributes: attributes)))
+        }
+        return PKCS11TokenListing(
+            token: token, keys: found.keys, matches: matches, looseMatches: looseMatches, unusable: found.unusable)
+    }
+
+    /// The token as tokenpin describes it, from what its module says.
+    static func token(
+        _ info: CK_TOKEN_INFO, slotInfo: CK_SLOT_INFO, module: PKCS11Module, index: Int, slot: UInt
+    ) -> PKCS11TokenInfo {
+        let minimum = UInt(info.ulMinPinLen)
+        let maximum = UInt(info.ulMaxPinLen)
+        // CK_EFFECTIVELY_INFINITE (0) and CK_UNAVAILABLE_INFORMATION as a maximum: no bound the token states.
+        var pinLength: ClosedRange<Int>?
+        if maximum != 0, maximum != PKCS11Constant.unavailable, minimum <= maximum, maximum <= 4096 {
+            pinLength = Int(minimum)...Int(maximum)
+        }
+        return PKCS11TokenInfo(
+            module: module.name, moduleIndex: index, slot: slot,
+            slotDescription: PKCS11KeyAttributes.text(withUnsafeBytes(of: slotInfo.slotDescription) { Array($0) }),
+            isHardware: UInt(slotInfo.flags) & PKCS11Constant.hardwareSlotFlag != 0,
+            isRemovable: UInt(slotInfo.flags) & PKCS11Constant.removableDeviceFlag != 0,
+            label: PKCS11KeyAttributes.text(withUnsafeBytes(of: info.label) { Array($0) }),
+            manufacturer: PKCS11KeyAttributes.text(withUnsafeBytes(of: info.manufacturerID) { Array($0) }),
+            model: PKCS11KeyAttributes.text(withUnsafeBytes(of: info.model) { Array($0) }),
+            serial: PKCS11KeyAttributes.text(withUnsafeBytes(of: info.serialNumber) { Array($0) }),
+            flags: PKCS11TokenFlags(rawValue: UInt(info.flags)), pinLength: pinLength,
+            uri: PKCS11URI.format(token: info))
+    }
+
+    /// One key object's attributes that discovery reads.
+    private struct KeyObject {
+        var keyType: UInt?
+        var id: [UInt8]
+        var label: String
+        var derive: Bool?
+        var decrypt: Bool?
+        var ecParameters: [UInt8]?
+        var ecPoint: [UInt8]?
+        var modulus: [UInt8]?
+        var exponent: [UInt8]?
+    }
+
+    private static let keyAttributeTypes: [UInt] = [
+        PKCS11Constant.keyTypeAttribute, PKCS11Constant.idAttribute, PKCS11Constant.labelAttribute,
+        PKCS11Constant.deriveAttribute, PKCS11Constant.decryptAttribute, PKCS11Constant.ecParametersAttribute,
+        PKCS11Constant.ecPointAttribute, PKCS11Constant.modulusAttribute, PKCS11Constant.publicExponentAttribute,
+    ]
+
+    /// The key objects of `objectClass` visible in the session.
+    private func keyObjects(_ session: borrowing PKCS11Session, module: PKCS11Module, objectClass: UInt)
+        throws(PKCS11Failure) -> [KeyObject]
+    {
+        let handles = try module.findObjects(
+            session, matching: [.ulong(PKCS11Constant.classAttribute, objectClass)], limit: Self.maximumKeys)
+        var objects: [KeyObject] = []
+        for handle in handles {
+            let values = try module.attributes(session, of: handle, Self.keyAttributeTypes)
+            objects.append(
+                KeyObject(
+                    keyType: PKCS11Attribute.ulong(from: values[PKCS11Constant.keyTypeAttribute]),
+                    id: values[PKCS11Constant.idAttribute] ?? [],
+                    label: PKCS11KeyAttributes.text(values[PKCS11Constant.labelAttribute] ?? []),
+                    derive: PKCS11Attribute.bool(from: values[PKCS11Constant.deriveAttribute]),
+                    decrypt: PKCS11Attribute.bool(from: values[PKCS11Constant.decryptAttribute]),
+                    ecParameters: values[PKCS11Constant.ecParametersAttribute],
+                    ecPoint: values[PKCS11Constant.ecPointAttribute],
+                    modulus: values[PKCS11Constant.modulusAttribute],
+                    exponent: values[PKCS11Constant.publicExponentAttribute]))
+        }
+        return objects
+    }
+
+    /// The keys on a token that agree secrets, from its private keys (where they show before login) and its
+    /// public keys, paired by `CKA_ID` and key type; the others with why they cannot be used.
+    private func keys(
+        in session: borrowing PKCS11Session, module: PKCS11Module, token: PKCS11TokenInfo, tokenInfo: CK_TOKEN_INFO,
+        mechanisms: Set<UInt>
+    ) throws(PKCS11Failure) -> (keys: [PKCS11Key], unusable: [String]) {
+        let privateKeys = try keyObjects(session, module: module, objectClass: PKCS11Constant.privateKeyClass)
+        let publicKeys = try keyObjects(session, module: module, objectClass: PKCS11Constant.publicKeyClass)
+        var keys: [PKCS11Key] = []
+        var unusable: [String] = []
+        var paired = Set<Int>()
+        func name(_ object: KeyObject) -> String {
+            let label = object.label.isEmpty ? "" : " '\(object.label)'"
+            return "key\(label) (id \(PKCS11KeyAttributes.hex(object.id)))"
+        }
+        for privateKey in privateKeys {
+            let publicIndex = publicKeys.firstIndex { $0.id == privateKey.id && $0.keyType == privateKey.keyType }
+            if let publicIndex { paired.insert(publicIndex) }
+            let publicKey = publicIndex.map { publicKeys[$0] }
+            do throws(PKCS11ModuleError) {
+                if let key = try key(
+                    privateKey, publicKey: publicKey, privateSeen: true, token: token, tokenInfo: tokenInfo,
+                    mechanisms: mechanisms, unusable: &unusable)
+                {
+                    keys.append(key)
+                }
+            } catch {
+                unusable.append("\(name(privateKey)): \(error.detail)")
+            }
+        }
+        // Public keys whose private key the token hides until login (CKA_PRIVATE): checked when logging in.
+        let hidesPrivateKeys = token.flags.contains(.loginRequired)
+        for (index, publicKey) in publicKeys.enumerated() where !paired.contains(index) && hidesPrivateKeys {
+            do throws(PKCS11ModuleError) {
+                if let key = try key(
+                    publicKey, publicKey: publicKey, privateSeen: false, token: token, tokenInfo: tokenInfo,
+                    mechanisms: mechanisms, unusable: &unusable)
+                {
+                    keys.append(key)
+                }
+            } catch {
+                unusable.append("\(name(publicKey)): \(error.detail)")
+            }
+        }
+        return (keys, unusable)
+    }
+
+    /// The key a private key object (or, with `privateSeen` false, a public key standing for a hidden one) makes,
+    /// or nil with why in `unusable`; a malformed public attribute throws.
+    private func key(
+        _ object: KeyObject, publicKey: KeyObject?, privateSeen: Bool, token: PKCS11TokenInfo,
+        tokenInfo: CK_TOKEN_INFO, mechanisms: Set<UInt>, unusable: inout [String]
+    ) throws(PKCS11ModuleError) -> PKCS11Key? {
+        let label = object.label.isEmpty ? (publicKey?.label ?? "") : object.label
+        let name = "key\(label.isEmpty ? "" : " '\(label)'") (id \(PKCS11KeyAttributes.hex(object.id)))"
+        let algorithm: PKCS11KeyAlgorithm
+        let publicHalf: PKCS11PublicKey
+        switch object.keyType {
+        case PKCS11Constant.ecKeyType:
+            if privateSeen, object.derive != true {
+                unusable.append("EC \(name): the private key may not derive (CKA_DERIVE is false)")
+                return nil
+            }
+            guard mechanisms.contains(PKCS11Constant.ecdhMechanism) else {
+                unusable.append("EC \(name): the token does not list CKM_ECDH1_DERIVE")
+                return nil
+            }
+            guard let parameters = object.ecParameters ?? publicKey?.ecParameters else {
+                unusable.append("EC \(name): no EC parameters (CKA_EC_PARAMS)")
+                return nil
+            }
+            let curve = try PKCS11KeyAttributes.curve(parameters: parameters)
+            guard let pointValue = publicKey?.ecPoint ?? object.ecPoint else {
+                unusable.append("EC \(name): no public key (no public key object with its CKA_ID, no CKA_EC_POINT)")
+                return nil
+            }
+            algorithm = .ecdh(curve)
+            publicHalf = .ec(point: try PKCS11KeyAttributes.point(pointValue, on: curve))
+        case PKCS11Constant.rsaKeyType:
+            if privateSeen, object.decrypt != true {
+                unusable.append("RSA \(name): the private key may not decrypt (CKA_DECRYPT is false)")
+                return nil
+            }
+            let padding: PKCS11RSAPadding
+            if mechanisms.contains(PKCS11Constant.rsaOAEPMechanism) {
+                padding = .oaep
+            } else if mechanisms.contains(PKCS11Constant.rsaPKCSMechanism) {
+                padding = .pkcs1
+            } else {
+                unusable.append("RSA \(name): the token lists neither CKM_RSA_PKCS_OAEP nor CKM_RSA_PKCS")
+                return nil
+            }
+            guard let modulus = object.modulus ?? publicKey?.modulus,
+                let exponent = object.exponent ?? publicKey?.exponent
+            else {
+                unusable.append("RSA \(name): no public key (CKA_MODULUS, CKA_PUBLIC_EXPONENT)")
+                return nil
+            }
+            let rsa = try PKCS11KeyAttributes.rsa(modulus: modulus, exponent: exponent)
+            algorithm = .rsa(bits: rsa.bits, padding: padding)
+            publicHalf = .rsa(modulus: rsa.modulus, exponent: rsa.exponent)
+        default:
+            let type = object.keyType.map { "0x" + String($0, radix: 16) } ?? "no"
+            unusable.append("\(name): key type \(type) agrees no secret tokenpin uses (EC or RSA)")
+            return nil
+        }
+        return PKCS11Key(
+            token: token, id: object.id, label: label, algorithm: algorithm, publicKey: publicHalf,
+            privateKeySeen: privateSeen,
+            // A private key hidden until login has a label no one can read yet (OpenSC's PIV keys: `KEY MAN key`,
+            // its public key `KEY MAN pubkey`): its URI names it by token and id alone.
+            uri: PKCS11URI.format(token: tokenInfo, keyID: object.id, label: privateSeen ? label : ""))
+    }
+
+    // MARK: Operations
+
+    /// The module and token a request names, checked: the slot must still hold the token with that serial.
+    private func open(_ reference: PKCS11KeyReference) throws(PKCS11TokenError) -> (PKCS11Module, PKCS11TokenFlags) {
+        guard modules.indices.contains(reference.moduleIndex) else {
+            throw .invalidRequest("no module \(reference.moduleIndex) in this helper")
+        }
+        let module = modules[reference.moduleIndex]
+        let info = try Self.map(module) { () throws(PKCS11Failure) in try module.tokenInfo(reference.slot) }
+        let serial = PKCS11KeyAttributes.text(withUnsafeBytes(of: info.serialNumber) { Array($0) })
+        guard serial == reference.serial else {
+            throw .tokenChanged(
+                "slot \(reference.slot) of \(module.name) now holds the token with serial \(serial), not \(reference.serial)"
+            )
+        }
+        return (module, PKCS11TokenFlags(rawValue: UInt(info.flags)))
+    }
+
+    /// The key `reference` names, read afresh from its token (its public half included): no login.
+    func key(_ reference: PKCS11KeyReference) throws(PKCS11TokenError) -> PKCS11Key {
+        let (module, _) = try open(reference)
+        let uri = try PKCS11URI(parsing: "pkcs11:")
+        let found = try Self.map(module) { () throws(PKCS11Failure) -> PKCS11TokenListing? in
+            try listing(module: module, index: reference.moduleIndex, slot: reference.slot, uri: uri)
+        }
+        guard let key = found?.keys.first(where: { $0.id == reference.id }) else {
+            let reasons = found?.unusable.filter { $0.contains("(id \(PKCS11KeyAttributes.hex(reference.id)))") } ?? []
+            throw .unusable(
+                "no usable key with id \(PKCS11KeyAttributes.hex(reference.id)) on the token"
+                    + (reasons.isEmpty ? "" : ": " + reasons.joined(separator: "; ")))
+        }
+        return key
+    }
+
+    /// The token's flags now (for the tries hint after a refusal).
+    func status(_ reference: PKCS11KeyReference) throws(PKCS11TokenError) -> PKCS11TokenInfo {
+        let (module, _) = try open(reference)
+        return try Self.map(module) { () throws(PKCS11Failure) in
+            let info = try module.tokenInfo(reference.slot)
+            let slotInfo = try module.slotInfo(reference.slot)
+            return Self.token(
+                info, slotInfo: slotInfo, module: module, index: reference.moduleIndex, slot: reference.slot)
+        }
+    }
+
+    /// Logs in (with `pin`, or through the protected authentication path, or not at all when the token needs no
+    /// login), runs `body` and logs out.
+    private func withLogin<R: ~Copyable>(
+        _ reference: PKCS11KeyReference, pin: borrowing SecretBytes?,
+        _ body: (PKCS11Module, borrowing PKCS11Session) throws(PKCS11TokenError) -> R
+    ) throws(PKCS11TokenError) -> R {
+        let (module, flags) = try open(reference)
+        if flags.contains(.userPINLocked) { throw .pinLocked }
+        let session = try Self.map(module) { () throws(PKCS11Failure) in try module.openSession(reference.slot) }
+        if flags.contains(.loginRequired) {
+            let protected = flags.contains(.protectedAuthenticationPath)
+            if !protected, pin == nil {
+                throw .invalidRequest("the token needs its PIN and none was given; nothing was sent to the token")
+            }
+            do throws(PKCS11Failure) {
+                if protected { try module.login(session, pin: nil) } else { try module.login(session, pin: pin) }
+            } catch .call(let error, _) where error.isWrongPIN {
+                let tries = (try? module.tokenInfo(reference.slot)).map { PKCS11TokenFlags(rawValue: UInt($0.flags)) }
+                throw .wrongPIN(tries.map(PKCS11PINTries.init) ?? .unknown)
+            } catch .call(let error, _) where error == .pinLocked {
+                throw .pinLocked
+            } catch .call(let error, _) where error == .userAlreadyLoggedIn {
+                // Another session of this process logged in; the operation runs under that login.
+            } catch {
+                throw Self.tokenError(error, module)
+            }
+        }
+        defer { module.logout(session) }
+        return try body(module, session)
+    }
+
+    /// The one private key with `reference`'s `CKA_ID`, of `keyType`, allowed to `use` (derive or decrypt).
+    private func privateKey(
+        _ reference: PKCS11KeyReference, keyType: UInt, use: UInt, module: PKCS11Module,
+        session: borrowing PKCS11Session
+    ) throws(PKCS11TokenError) -> UInt {
+        let template: [PKCS11Attribute] = [
+            .ulong(PKCS11Constant.classAttribute, PKCS11Constant.privateKeyClass),
+            .ulong(PKCS11Constant.keyTypeAttribute, keyType), .bytes(PKCS11Constant.idAttribute, reference.id),
+            .bool(use, true),
+        ]
+        let found = try Self.map(module) { () throws(PKCS11Failure) in
+            try module.findObjects(session, matching: template, limit: 2)
+        }
+        let what = use == PKCS11Constant.deriveAttribute ? "derive (CKA_DERIVE)" : "decrypt (CKA_DECRYPT)"
+        let id = PKCS11KeyAttributes.hex(reference.id)
+        guard found.count == 1 else {
+            throw found.isEmpty
+                ? .unusable("no private key with id \(id) that may \(what) is on the token after login")
+                : .unusable("more than one private key with id \(id) may \(what); tokenpin cannot tell which to use")
+        }
+        return found[0]
+    }
+
+    /// Logs in and derives the ECDH secret of the key with `peerPoint` (`CKM_ECDH1_DERIVE`, `CKD_NULL`), read from a
+    /// session object that is destroyed before this returns: the x coordinate, in guarded memory.
+    ///
+    /// The PIN is used from its guarded memory. The secret's length is the curve's coordinate length, checked.
+    func derive(
+        _ reference: PKCS11KeyReference, curve: WeierstrassCurve, pin: borrowing SecretBytes?, peerPoint: [UInt8]
+    )
+        throws(PKCS11TokenError) -> SecretBytes
+    {
+        guard peerPoint.count == curve.pointLength, peerPoint.first == 0x04 else {
+            throw .invalidRequest("the challenge is not an uncompressed \(curve.rawValue) point")
+        }
+        return try withLogin(reference, pin: pin) { (module, session) throws(PKCS11TokenError) -> SecretBytes in
+            let key = try privateKey(
+                reference, keyType: PKCS11Constant.ecKeyType, use: PKCS11Constant.deriveAttribute, module: module,
+                session: session)
+            let parameters = try Self.map(module) { () throws(PKCS11Failure) in
+                try module.attributes(session, of: key, [PKCS11Constant.ecParametersAttribute])
+            }
+            if let value = parameters[PKCS11Constant.ecParametersAttribute],
+                let onToken = PKCS11KeyAttributes.curveParameters.first(where: { $0.1 == value })?.0, onToken != curve
+            {
+                throw .unusable("the private key is on \(onToken.rawValue), the binding's key on \(curve.rawValue)")
+            }
+            let length = curve.coordinateLength
+            var template: [PKCS11Attribute] = [
+                .ulong(PKCS11Constant.classAttribute, PKCS11Constant.secretKeyClass),
+                .ulong(PKCS11Constant.keyTypeAttribute, PKCS11Constant.genericSecretKeyType),
+                .bool(PKCS11Constant.tokenAttribute, false), .bool(PKCS11Constant.sensitiveAttribute, false),
+                .bool(PKCS11Constant.extractableAttribute, true),
+                .ulong(PKCS11Constant.valueLengthAttribute, UInt(length)),
+            ]
+            let derived: UInt
+            do throws(PKCS11Failure) {
+                derived = try module.deriveECDH(session, baseKey: key, peerPoint: peerPoint, template: template)
+            } catch .call(let error, _)
+                where [.templateInconsistent, .attributeTypeInvalid, .attributeValueInvalid].contains(error)
+            {
+                // Some modules take no CKA_VALUE_LEN with CKD_NULL (the length is the curve's); ask without it.
+                template.removeLast()
+                derived = try Self.map(module) { () throws(PKCS11Failure) in
+                    try module.deriveECDH(session, baseKey: key, peerPoint: peerPoint, template: template)
+                }
+            } catch {
+                throw Self.tokenError(error, module)
+            }
+            defer { module.destroyObject(session, derived) }
+            return try Self.map(module) { () throws(PKCS11Failure) in
+                try module.secretValue(session, of: derived, length: length)
+            }
+        }
+    }
+
+    /// Logs in and decrypts `cryptogram` (as long as the modulus) with the RSA key under `padding`; the plaintext
+    /// must be `expectedLength` bytes. In guarded memory.
+    func decrypt(
+        _ reference: PKCS11KeyReference, padding: PKCS11RSAPadding, pin: borrowing SecretBytes?, cryptogram: [UInt8],
+        expectedLength: Int
+    ) throws(PKCS11TokenError) -> SecretBytes {
+        guard RSAKeys.supportedModulusBits.contains(cryptogram.count * 8) else {
+            throw .invalidRequest("the challenge is \(cryptogram.count) bytes, not an RSA 2048-4096 cryptogram")
+        }
+        guard (1...(cryptogram.count - padding.overhead)).contains(expectedLength) else {
+            throw .invalidRequest("a \(expectedLength)-byte secret does not fit the cryptogram")
+        }
+        return try withLogin(reference, pin: pin) { (module, session) throws(PKCS11TokenError) -> SecretBytes in
+            let key = try privateKey(
+                reference, keyType: PKCS11Constant.rsaKeyType, use: PKCS11Constant.decryptAttribute, module: module,
+                session: session)
+            let plain = try Self.map(module) { () throws(PKCS11Failure) in
+                try module.decrypt(
+                    session, key: key, padding: padding, cryptogram: cryptogram, capacity: cryptogram.count)
+            }
+            guard plain.count == expectedLength else {
+                throw .malformed("C_Decrypt gave \(plain.count) bytes, the secret has \(expectedLength)")
+            }
+            return plain
+        }
+    }
+
+    /// Changes the user PIN from `old` to `new`; with `keypad` (and no PINs), the token's protected authentication
+    /// path asks for both.
+    ///
+    /// Both PINs are used from guarded memory; a wrong current PIN may spend a try.
+    func setPIN(_ reference: PKCS11KeyReference, old: borrowing SecretBytes, new: borrowing SecretBytes, keypad: Bool)
+        throws(PKCS11TokenError)
+    {
+        let (module, flags) = try open(reference)
+        if flags.contains(.userPINLocked) { throw .pinLocked }
+        if keypad, !flags.contains(.protectedAuthenticationPath) {
+            throw .invalidRequest("the token has no keypad to enter its PINs on; nothing was sent to the token")
+        }
+        let session = try Self.map(module) { () throws(PKCS11Failure) in
+            try module.openSession(reference.slot, readWrite: true)
+        }
+        do throws(PKCS11Failure) {
+            if keypad { try module.setPINOnKeypad(session) } else { try module.setPIN(session, old: old, new: new) }
+        } catch .call(let error, _) where error == .pinIncorrect {
+            let tries = (try? module.tokenInfo(reference.slot)).map { PKCS11TokenFlags(rawValue: UInt($0.flags)) }
+            throw .wrongPIN(tries.map(PKCS11PINTries.init) ?? .unknown)
+        } catch .call(let error, _) where error == .pinLocked {
+            throw .pinLocked
+        } catch .call(let error, _) where error == .pinLengthRange || error == .pinInvalid {
+            throw .invalidRequest("the token does not take the new PIN (\(error.name)); the PIN is unchanged")
+        } catch {
+            throw Self.tokenError(error, module)
+        }
+    }
+
+    // MARK: Errors
+
+    private static func map<R: ~Copyable>(_ module: PKCS11Module, _ body: () throws(PKCS11Failure) -> R)
+        throws(PKCS11TokenError) -> R
+    {
+        do {
+            return try body()
+        } catch {
+            throw tokenError(error, module)
+        }
+    }
+
+    static func tokenError(_ failure: PKCS11Failure, _ module: PKCS11Module) -> PKCS11TokenError {
+        switch failure {
+        case .call(let error, let function):
+            if error == .pinLocked { return .pinLocked }
+            return .module(error, function: function, module: module.name)
+        case .module(let error): return .malformed("\(module.name): \(error.detail)")
+        }
+    }
+}
+
+/// What a request names to find a key again in the helper: the module and slot it was listed in, the serial of
+/// the token expected there, and the key's `CKA_ID`.
+public struct PKCS11KeyReference: Sendable, Equatable {
+    public var moduleIndex: Int
+    public var slot: UInt
+    public var serial: String
+    public var id: [UInt8]
+
+    public init(moduleIndex: Int, slot: UInt, serial: String, id: [UInt8]) {
+        self.moduleIndex = moduleIndex
+        self.slot = slot
+        self.serial = serial
+        self.id = id
+    }
+
+    /// The reference of a listed key.
+    public init(_ key: PKCS11Key) {
+        self.init(moduleIndex: key.token.moduleIndex, slot: key.token.slot, serial: key.token.serial, id: key.id)
+    }
+}

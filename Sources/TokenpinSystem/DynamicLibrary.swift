@@ -1,0 +1,72 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A shared object loaded into the process, unloaded when its owner goes away.
+///
+/// Non-copyable: exactly one value owns the handle, and its `deinit` gives it back (`dlclose`). Symbols found in it
+/// are valid only while the owner lives.
+public struct DynamicLibrary: ~Copyable {
+    private let handle: UnsafeMutableRawPointer
+    /// The path it was loaded from.
+    public let path: String
+
+    /// Loads `path` with every symbol resolved now and kept local to it (`RTLD_NOW | RTLD_LOCAL`).
+    ///
+    /// A relative name is searched as the dynamic linker searches (`LD_LIBRARY_PATH`, the cache). The corresponding C
+    /// function is `dlopen`.
+    /// - Throws: `DynamicLibraryError` with the dynamic linker's message (`dlerror`).
+    public init(loading path: String) throws(DynamicLibraryError) {
+        _ = dlerror()
+        guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
+            throw DynamicLibraryError(message: Self.lastError() ?? "cannot load \(path)")
+        }
+        self.handle = handle
+        self.path = path
+    }
+
+    deinit { _ = dlclose(handle) }
+
+    /// The address of the symbol `name`, or nil when the library does not define it.
+    ///
+    /// The corresponding C function is `dlsym`.
+    public func symbol(named name: String) -> UnsafeMutableRawPointer? {
+        _ = dlerror()
+        return dlsym(handle, name)
+    }
+
+    /// Keeps the library loaded for the life of the process: its `deinit` no longer unloads it.
+    ///
+    /// For modules whose destructors must not run before the process ends. The corresponding C function is `dlopen`
+    /// with `RTLD_NOLOAD | RTLD_NODELETE`.
+    public func keepLoaded() {
+        _ = dlopen(path, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)
+    }
+
+    private static func lastError() -> String? {
+        guard let message = dlerror() else { return nil }
+        return String(cString: message)
+    }
+}
+
+/// Why a shared object could not be loaded: the dynamic linker's own message.
+public struct DynamicLibraryError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// `dlerror`'s text (`cannot open shared object file: No such file or directory`).
+    public var message: String
+
+    /// An error with the dynamic linker's message.
+    public init(message: String) { self.message = message }
+
+    public var description: String { message }
+}
+
+extension String {
+    /// Copies a C string that a C library allocated for the caller, and frees it; nil for a null pointer.
+    ///
+    /// The corresponding C function is `free`.
+    public init?(takingMallocated pointer: UnsafeMutablePointer<CChar>?) {
+        guard let pointer else { return nil }
+        defer { free(pointer) }
+        self.init(cString: pointer)
+    }
+}
