@@ -10,6 +10,7 @@
 #   piv        the client's parsing of PIV card answers: CHUID, discovery, GET VERSION/SERIAL/METADATA, GENERAL
 #              AUTHENTICATE templates and chained (61xx) answers, alone and through a PIVSession and PIVCard
 #   certificate  the X.509 certificates read from a PIV slot (the key, the subject, the certificate object)
+#   pkcs11     tokenpin's reading of its PKCS#11 helper's replies (the framing and every reply; a hostile module)
 # Swift targets link modules built here from every *.swift under their source folders (so files added or renamed
 # there are picked up) with -sanitize=fuzzer,address. Seeds are real: protocol lines, a record that `tokenpin enrol`
 # wrote, the example configuration, and the commands and answers of sessions with the simulated card.
@@ -21,7 +22,7 @@
 #   FUZZ_DIR=DIR         keep builds, corpora and logs in DIR (default: this run's temporary directory)
 . "$(dirname "$0")/../EndToEnd/lib.sh"
 SECONDS_EACH=${FUZZ_SECONDS:-10}
-TARGETS=${FUZZ_TARGETS:-json pam apdu record config simulator openpgp piv certificate}
+TARGETS=${FUZZ_TARGETS:-json pam apdu record config simulator openpgp piv certificate pkcs11}
 OUT=${FUZZ_DIR:-$WORK/fuzz}
 HARNESS=$ROOT/Tests/Fuzz
 REGRESSIONS=$HARNESS/regressions
@@ -29,18 +30,21 @@ mkdir -p "$OUT/lib" "$OUT/seeds"
 wanted() { [[ " $TARGETS " == *" $1 "* ]]; }
 
 # --- Building ----------------------------------------------------------------------------------------------------
+# p11-kit's headers, for CP11Kit (TokenpinPKCS11's system library).
+P11KIT_CFLAGS=()
+for flag in $(pkg-config --cflags p11-kit-1 2>/dev/null); do P11KIT_CFLAGS+=(-Xcc "$flag"); done
 SWIFTC=(swiftc -sanitize=fuzzer,address -parse-as-library -O -swift-version 6 -enable-upcoming-feature ExistentialAny
     -enable-upcoming-feature MemberImportVisibility -I "$OUT/lib" -I "$OUT/lib/CTokenpinShims" -I "$ROOT/Sources/CSodium"
-    -I "$ROOT/Sources/COpenSSL" -L "$OUT/lib"
-    -use-ld=lld)
+    -I "$ROOT/Sources/COpenSSL" -I "$ROOT/Sources/CP11Kit" -L "$OUT/lib"
+    "${P11KIT_CFLAGS[@]}" -use-ld=lld)
 declare -A BUILT=()
 
-# module NAME FOLDER: a static library with its module interface, from every Swift file under FOLDER.
+# module NAME FOLDER [FLAGS...]: a static library with its module interface, from every Swift file under FOLDER.
 module() {
     local name=$1 files
     [ -n "${BUILT[$name]:-}" ] && return "${BUILT[$name]}"
     mapfile -t files < <(find "$ROOT/$2" -name '*.swift' | sort)
-    "${SWIFTC[@]}" -module-name "$name" -emit-module -emit-module-path "$OUT/lib/$name.swiftmodule" \
+    "${SWIFTC[@]}" "${@:3}" -module-name "$name" -emit-module -emit-module-path "$OUT/lib/$name.swiftmodule" \
         -emit-library -static -o "$OUT/lib/lib$name.a" "${files[@]}" >"$OUT/build-$name.log" 2>&1
     BUILT[$name]=$?
     [ "${BUILT[$name]}" = 0 ] || not_ok "build the $name module for fuzzing: $(grep -m2 'error:' "$OUT/build-$name.log")"
@@ -67,6 +71,8 @@ cardcrypto() { core && module TokenpinCardCrypto Sources/TokenpinCardCrypto; }
 openpgp() { core && apdu && cardcrypto && module TokenpinOpenPGP Sources/TokenpinOpenPGP; }
 simulator() { core && apdu && cardcrypto && module TokenpinSimulator Simulator/Sources/TokenpinSimulator; }
 piv() { core && apdu && cardcrypto && module TokenpinPIV Sources/TokenpinPIV; }
+# The helper's wire is internal to TokenpinPKCS11: its target imports it @testable.
+pkcs11() { core && cardcrypto && module TokenpinPKCS11 Sources/TokenpinPKCS11 -enable-testing; }
 
 # link NAME SWIFT-FILES... -- LIBRARIES...: builds the fuzz target NAME.
 link() {
@@ -78,7 +84,8 @@ link() {
         libraries+=("-l$library")
         [ "$library" = TokenpinCore ] && libraries+=("-lTokenpinSystem" "-lCTokenpinShims")  # the core's own dependencies
         # The card algorithms (libcrypto) under the OpenPGP session and the simulator.
-        [[ "$library" = TokenpinOpenPGP || "$library" = TokenpinSimulator || "$library" = TokenpinPIV ]] \
+        [[ "$library" = TokenpinOpenPGP || "$library" = TokenpinSimulator || "$library" = TokenpinPIV \
+            || "$library" = TokenpinPKCS11 ]] \
             && libraries+=("-lTokenpinCardCrypto")
     done
     "${SWIFTC[@]}" -o "$OUT/fuzz-$name" "${files[@]}" "${libraries[@]}" -lsodium -lcrypto >"$OUT/build-$name.log" 2>&1 \
@@ -238,5 +245,15 @@ if { wanted piv || wanted certificate; } && piv && simulator \
     then
         fuzz certificate 8192 "$OUT/seeds/certificates"
     fi
+fi
+# The PKCS#11 helper's replies, seeded by every kind of reply as the helper sends it (the target writes them).
+if wanted pkcs11 && pkcs11 \
+    && link pkcs11 pkcs11_replies.swift -- TokenpinPKCS11 TokenpinCardCrypto TokenpinCore p11-kit; then
+    mkdir -p "$OUT/seeds/pkcs11"
+    : > "$OUT/seeds/empty"
+    TOKENPIN_SEED_DIR=$OUT/seeds/pkcs11 SWIFT_BACKTRACE=enable=no "$OUT/fuzz-pkcs11" "$OUT/seeds/empty" \
+        >"$OUT/pkcs11-seeds.log" 2>&1
+    check "seed replies of the PKCS#11 helper are written" test -s "$OUT/seeds/pkcs11/inventory"
+    fuzz pkcs11 16384 "$OUT/seeds/pkcs11"
 fi
 finish
