@@ -53,7 +53,7 @@ final class RecordingLine: CardConnection {
     func transmit(_ command: [UInt8]) throws -> [UInt8] {
         let answer = try inner.transmit(command)
         recording.exchanges.withLock { $0.append((command, answer)) }
-        if TappedConnection.isKeyOperation(command) && answer.suffix(2) == [0x90, 0x00] {
+        if HostileCardConnection.isKeyOperation(command) && answer.suffix(2) == [0x90, 0x00] {
             recording.keyAnswers.withLock { $0.append(answer) }
         }
         return answer
@@ -95,6 +95,11 @@ final class HostileCardConnection: CardConnection {
         return [0x6D, 0x00]
     }
 
+    /// Whether `command` is GENERAL AUTHENTICATE on a key slot (not the management key's `9B`).
+    static func isKeyOperation(_ command: [UInt8]) -> Bool {
+        command.count >= 4 && command[1] == 0x87 && command[3] != 0x9B
+    }
+
     private func randomBytes(_ count: ClosedRange<Int>) -> [UInt8] {
         (0..<Int.random(in: count, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
     }
@@ -102,12 +107,12 @@ final class HostileCardConnection: CardConnection {
     func transmit(_ command: [UInt8]) throws -> [UInt8] {
         let instruction = command.count > 1 ? command[1] : 0
         var answer: [UInt8]
-        if TappedConnection.isKeyOperation(command) {
+        if HostileCardConnection.isKeyOperation(command) {
             answer =
                 command[0] & 0x10 != 0 ? [0x90, 0x00] : keyAnswers.randomElement(using: &generator) ?? [0x6F, 0x00]
-        } else if instruction == TappedConnection.verify {
+        } else if instruction == 0x20 {  // VERIFY: any PIN
             answer = [0x90, 0x00]
-        } else if instruction == TappedConnection.getResponse && Int.random(in: 0..<4, using: &generator) == 0 {
+        } else if instruction == 0xC0 && Int.random(in: 0..<4, using: &generator) == 0 {  // GET RESPONSE: endless
             answer = randomBytes(0...64) + [0x61, 0xFF]
         } else {
             answer = realAnswer(to: command)
