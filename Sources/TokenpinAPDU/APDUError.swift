@@ -18,6 +18,8 @@ public struct APDUError: Error, Hashable, Sendable, CustomStringConvertible {
         case invalidStructure
         /// A card returned more data than the protocol allows.
         case responseTooLong
+        /// A status word the command cannot be answered with (a wrong-PIN `63 Cx` to a command that sent no PIN).
+        case unexpectedStatus
     }
 
     /// The kind of malformation.

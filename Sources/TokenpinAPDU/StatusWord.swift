@@ -75,6 +75,16 @@ public struct StatusWord: RawRepresentable, Hashable, Sendable, CustomStringConv
     /// For `63 Cx`: the retry counter value the card reports (a wrong PIN, or the answer to an empty VERIFY).
     public var retriesLeft: Int? { (sw1 == 0x63 && sw2 & 0xF0 == 0xC0) ? Int(sw2 & 0x0F) : nil }
 
+    /// The instructions that check a PIN: VERIFY `20`, CHANGE REFERENCE DATA `24`, RESET RETRY COUNTER `2C`
+    /// (ISO/IEC 7816-4, §11.5.6, §11.5.7, §11.5.10). Only their answers can mean a wrong PIN.
+    public static let pinInstructions: Set<UInt8> = [0x20, 0x24, 0x2C]
+
+    /// Whether this is a wrong-PIN status (`63 Cx`) answering `instruction`, which checks no PIN: an answer the
+    /// command cannot have, to be treated as a malformed one, never as a PIN outcome.
+    public func isMisplacedPINStatus(answering instruction: UInt8) -> Bool {
+        retriesLeft != nil && !Self.pinInstructions.contains(instruction)
+    }
+
     /// `63 Cx` with the given number of tries left.
     public static func wrongPIN(retriesLeft: Int) -> StatusWord {
         StatusWord(sw1: 0x63, sw2: 0xC0 | UInt8(clamping: max(0, min(15, retriesLeft))))

@@ -105,6 +105,66 @@ public enum EllipticCurveDH {
         _ = try publicKeyObject(point, curve: curve)
     }
 
+    /// The largest multiple of the generator `knownLogarithm(of:on:)` looks for.
+    public static let smallMultipleBound = 1024
+
+    /// The discrete logarithm of `point` when anyone can know it: k when the point is k·G or -k·G with
+    /// 1 ≤ k ≤ `smallMultipleBound` (the generator itself is private key 1), else nil.
+    ///
+    /// An agreement with such a key is computed by anyone from the challenge alone (and the x coordinate, the
+    /// secret, is the same for -k·G). Throws for a point that is not on the curve. The corresponding C functions
+    /// are `EC_POINT_oct2point`, `EC_POINT_add` and `EC_POINT_cmp`.
+    public static func knownLogarithm(of point: [UInt8], on curve: WeierstrassCurve) throws(CardCryptoError) -> Int? {
+        try validate(point: point, on: curve)
+        guard let group = EC_GROUP_new_by_curve_name(curve.nid) else {
+            throw libcryptoError("EC_GROUP_new_by_curve_name(\(curve.groupName))")
+        }
+        defer { EC_GROUP_free(group) }
+        let context = try BigNumberContext()
+        guard let target = EC_POINT_new(group), let negated = EC_POINT_new(group), let multiple = EC_POINT_new(group),
+            let generator = EC_GROUP_get0_generator(group)
+        else { throw libcryptoError("EC_POINT_new") }
+        defer {
+            EC_POINT_free(target)
+            EC_POINT_free(negated)
+            EC_POINT_free(multiple)
+        }
+        guard EC_POINT_oct2point(group, target, point, point.count, context.pointer) == 1,
+            EC_POINT_copy(negated, target) == 1, EC_POINT_invert(group, negated, context.pointer) == 1,
+            EC_POINT_copy(multiple, generator) == 1
+        else { throw libcryptoError("EC_POINT_oct2point") }
+        for k in 1...smallMultipleBound {
+            if EC_POINT_cmp(group, multiple, target, context.pointer) == 0
+                || EC_POINT_cmp(group, multiple, negated, context.pointer) == 0
+            {
+                return k
+            }
+            guard EC_POINT_add(group, multiple, multiple, generator, context.pointer) == 1 else {
+                throw libcryptoError("EC_POINT_add")
+            }
+        }
+        return nil
+    }
+
+    /// -P for the uncompressed point P (the same x coordinate, y negated), for tests of `knownLogarithm`.
+    ///
+    /// The corresponding C functions are `EC_POINT_oct2point`, `EC_POINT_invert` and `EC_POINT_point2oct`.
+    static func negated(_ point: [UInt8], on curve: WeierstrassCurve) throws(CardCryptoError) -> [UInt8] {
+        try validate(point: point, on: curve)
+        guard let group = EC_GROUP_new_by_curve_name(curve.nid) else { throw libcryptoError("EC_GROUP_new") }
+        defer { EC_GROUP_free(group) }
+        let context = try BigNumberContext()
+        guard let value = EC_POINT_new(group) else { throw libcryptoError("EC_POINT_new") }
+        defer { EC_POINT_free(value) }
+        var out = [UInt8](repeating: 0, count: curve.pointLength)
+        guard EC_POINT_oct2point(group, value, point, point.count, context.pointer) == 1,
+            EC_POINT_invert(group, value, context.pointer) == 1,
+            EC_POINT_point2oct(group, value, POINT_CONVERSION_UNCOMPRESSED, &out, out.count, context.pointer)
+                == curve.pointLength
+        else { throw libcryptoError("EC_POINT_invert") }
+        return out
+    }
+
     /// The shared secret of `privateKey` and `peerPoint`: the x coordinate of their product, in guarded memory.
     ///
     /// The corresponding C functions are `EVP_PKEY_derive_init`, `EVP_PKEY_derive_set_peer` (which checks

@@ -172,12 +172,19 @@ public enum RSAKeys {
         }
     }
 
+    /// Checks that (n, e) is a public key tokenpin encrypts to: a modulus of 2048 to 4096 bits that is odd, and
+    /// an odd exponent of at least 3 and at most 64 bits. Throws `.keyTooSmall`, `.invalidLength` or
+    /// `.invalidKey` saying which.
+    public static func validatePublicKey(modulus: [UInt8], publicExponent: [UInt8]) throws(CardCryptoError) {
+        _ = try publicKeyObject(modulus: modulus, publicExponent: publicExponent)
+    }
+
     /// A public key object for (n, e).
     static func publicKeyObject(modulus: [UInt8], publicExponent: [UInt8]) throws(CardCryptoError) -> PKey {
         let n = try BigNumber(modulus)
         let e = try BigNumber(publicExponent)
         try checkPublic(modulusBits: n.bitCount, exponent: e)
-        guard n.isOdd else { throw CardCryptoError(.invalidKey, "an RSA modulus is odd") }
+        guard n.isOdd else { throw CardCryptoError(.invalidKey, "the RSA modulus is even: a modulus must be odd") }
         let parameters = try ParameterList { builder throws(CardCryptoError) in
             try builder.push("n", number: n)
             try builder.push("e", number: e)

@@ -123,11 +123,13 @@ public final class Daemon: Sendable {
             schedule: CardRemovalPolicy.dispatchSchedule,
             locate: { user, serial in
                 // The binding as the record keeps it: a card that only claims its identity cancels no lock.
+                let configuration = state.value.withLock { $0 }
+                let timed = cards?.withTimeouts(of: configuration)
                 guard let record = try? records.load(user: user) else { return nil }
                 guard let binding = record.slot(.token)?.token ?? record.slot(.composite)?.token,
                     binding.serial == serial
-                else { return cards?.reader(holding: serial) }
-                return cards?.reader(holding: binding)
+                else { return timed?.reader(holding: serial) }
+                return timed?.reader(holding: binding)
             },
             onLocked: { user in hub.publish(user: user, name: "sessionsLocked", fields: []) })
         do {

@@ -1,3 +1,5 @@
+import TokenpinAPDU
+
 /// Instruction bytes of the OpenPGP card commands tokenpin sends.
 ///
 /// OpenPGP card 3.4.1, §7.2 (commands in detail). The hex is in each comment; call sites use the names.
@@ -20,6 +22,22 @@ public enum OpenPGPInstruction {
     public static let generateAsymmetricKeyPair: UInt8 = 0x47
     /// `C0`: GET RESPONSE (ISO/IEC 7816-4), for answers announced with `61 xx`.
     public static let getResponse: UInt8 = 0xC0
+
+    /// The command as messages name it: `GET DATA`, `PSO:DECIPHER` (the only security operation tokenpin sends).
+    public static func name(of instruction: UInt8) -> String {
+        switch instruction {
+        case select: "SELECT"
+        case verify: "VERIFY"
+        case changeReferenceData: "CHANGE REFERENCE DATA"
+        case resetRetryCounter: "RESET RETRY COUNTER"
+        case getData: "GET DATA"
+        case putData, 0xDB: "PUT DATA"
+        case performSecurityOperation: "PSO:DECIPHER"
+        case generateAsymmetricKeyPair: "GENERATE ASYMMETRIC KEY PAIR"
+        case getResponse: "GET RESPONSE"
+        default: "instruction " + Hex.encode([instruction])
+        }
+    }
 }
 
 /// Parameter bytes with a meaning of their own.

@@ -429,7 +429,19 @@ public struct OpenPGPSession {
             throw .transport(error)
         }
         trace?("< \(response)")
+        try Self.refuseMisplacedPINStatus(response.statusWord, answering: command.ins)
         return response
+    }
+
+    /// A wrong-PIN status (`63 Cx`) to a command that sent no PIN is a malformed answer, never a PIN outcome: it
+    /// would report tries and a wrong PIN where no PIN was tried.
+    static func refuseMisplacedPINStatus(_ statusWord: StatusWord, answering instruction: UInt8) throws(OpenPGPError) {
+        guard statusWord.isMisplacedPINStatus(answering: instruction) else { return }
+        throw .malformed(
+            APDUError(
+                .unexpectedStatus,
+                "\(OpenPGPInstruction.name(of: instruction)) answered \(statusWord), a wrong-PIN status, "
+                    + "though no PIN was sent"))
     }
 
     /// Sends a short APDU whose data or answer is secret, keeping every copy under control.
@@ -499,6 +511,12 @@ public struct OpenPGPSession {
             secureZero(&more)
         }
         trace?("< \(data.isEmpty ? "" : "\(data.count) bytes [sensitive], ")\(statusWord)")
+        do {
+            try Self.refuseMisplacedPINStatus(statusWord, answering: header[1])
+        } catch {
+            secureZero(&data)
+            throw error
+        }
         return (data, statusWord)
     }
 

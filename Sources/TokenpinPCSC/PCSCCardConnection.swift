@@ -19,8 +19,15 @@ public import TokenpinAPDU
 /// a leave it goes on believing its PIN verified and every later operation fails (`6982`, "Bad PIN") until
 /// scdaemon restarts (measured: Tests/EndToEnd/token-algorithms.sh, docs/troubleshooting.md).
 ///
-/// **Threads.** Every call blocks until pcscd (and the card) answer. Use a connection from one thread at a
-/// time and keep it off the Swift concurrency cooperative pool (a dedicated thread or dispatch queue).
+/// **Deadlines.** Every pcsc-lite call runs on the connection's own thread and is waited for at most until its
+/// deadline (`timeouts`: `card-timeout`, 10 s, per command; longer for key generation). A reader that does not
+/// answer in time makes the call throw `CardTimeoutError`; the connection is then given up, `SCardCancel` is called
+/// on its context, and the card is disconnected with a reset once pcscd answers the call that overran
+/// (`PCSCWatchdog`). While that call is outstanding, a new connection to the reader fails at once.
+///
+/// **Threads.** Every call blocks until pcscd (and the card) answer or the deadline passes. Use a connection from
+/// one thread at a time and keep it off the Swift concurrency cooperative pool (a dedicated thread or dispatch
+/// queue).
 public final class PCSCCardConnection: CardConnection {
     /// The reader the card is in.
     public let readerName: String
@@ -53,6 +60,11 @@ public final class PCSCCardConnection: CardConnection {
     /// The PINs verified on the card since it was last cleared.
     private var verified = VerifiedState()
 
+    /// How long each call may wait for the reader; key generation has its own, longer deadline.
+    public var timeouts: CardTimeouts
+    /// Runs each pcsc-lite call with its deadline, and owns the handles once a call overran.
+    private let watchdog: PCSCWatchdog
+
     private let shareMode: ShareMode
     private let protocols: CardProtocols
     private let context: Int
@@ -67,36 +79,75 @@ public final class PCSCCardConnection: CardConnection {
     /// Connects to the card in `reader`.
     ///
     /// Opens a context of its own, then connects in `shareMode` (shared by default, so gpg's scdaemon in
-    /// shared mode and other tokenpin processes can coexist) with T=1 or T=0.
+    /// shared mode and other tokenpin processes can coexist) with T=1 or T=0, each call within `timeouts`.
     /// Throws `PCSCError`: `.noService`, `.unknownReader`, `.noSmartCard`, `.sharingViolation`,
-    /// `.unresponsiveCard`, ... The corresponding C functions are `SCardEstablishContext` and `SCardConnect`.
-    public init(reader: String, shareMode: ShareMode = .shared, protocols: CardProtocols = .any) throws(PCSCError) {
-        let context = try PCSCLibrary.establishContext()
+    /// `.unresponsiveCard`, ...; `CardTimeoutError` when pcscd or the reader did not answer in time, or an earlier
+    /// call to the reader still waits for its answer. The corresponding C functions are `SCardEstablishContext` and
+    /// `SCardConnect`.
+    public init(
+        reader: String, shareMode: ShareMode = .shared, protocols: CardProtocols = .any,
+        timeouts: CardTimeouts = .standard
+    ) throws {
+        if PCSCWatchdog.isStillWaiting(reader) {
+            throw CardTimeoutError(reader: reader, timeout: timeouts.command, call: "SCardConnect", stillWaiting: true)
+        }
+        let watchdog = PCSCWatchdog(reader: reader)
+        let context = try watchdog.run("SCardEstablishContext", timeout: timeouts.command) {
+            let context = try PCSCLibrary.establishContext()
+            watchdog.watch(context: context)
+            return context
+        }
         let connected: (card: Int, activeProtocol: UInt32)
         do {
-            connected = try PCSCLibrary.connect(
-                context, reader: reader, shareMode: shareMode.rawValue,
-                protocols: protocols.rawValue)
+            connected = try watchdog.run("SCardConnect", timeout: timeouts.command) {
+                let connected = try PCSCLibrary.connect(
+                    context, reader: reader, shareMode: shareMode.rawValue, protocols: protocols.rawValue)
+                watchdog.watch(card: connected.card)
+                return connected
+            }
         } catch {
-            PCSCLibrary.releaseContext(context)
+            if !watchdog.hasGivenUp { PCSCLibrary.releaseContext(context) }
             throw error
         }
+        let status = try? watchdog.run("SCardStatus", timeout: timeouts.command) {
+            try PCSCLibrary.status(connected.card)
+        }
+        self.watchdog = watchdog
+        self.timeouts = timeouts
         self.context = context
         self.card = connected.card
         self.readerName = reader
         self.shareMode = shareMode
         self.protocols = protocols
         self.activeProtocol = CardProtocols(rawValue: connected.activeProtocol)
-        let status = try? PCSCLibrary.status(connected.card)
         self.atr = status?.atr ?? []
         self.lengthCapabilities = ATR(status?.atr ?? [])?.lengthCapabilities ?? .shortOnly
+        if watchdog.hasGivenUp { isConnected = false }
     }
 
     deinit {
-        if isConnected {
-            try? PCSCLibrary.disconnect(card, disposition: releaseDisposition().rawValue)
+        // After an overrun the watchdog owns the handles. Else they are released here, within the deadline
+        // (resetting a card that may hold a verified PIN); a release that overruns is left to the watchdog.
+        guard !watchdog.hasGivenUp else { return }
+        let (card, context, connected) = (self.card, self.context, isConnected)
+        let disposition = verified.isEmpty ? CardDisposition.leave : .reset
+        let watchdog = self.watchdog
+        try? watchdog.run("SCardDisconnect", timeout: timeouts.command) {
+            if connected { try? PCSCLibrary.disconnect(card, disposition: disposition.rawValue) }
+            PCSCLibrary.releaseContext(context)
+            watchdog.watch(card: nil)
+            watchdog.watch(context: nil)
         }
-        PCSCLibrary.releaseContext(context)
+    }
+
+    /// Runs one pcsc-lite call on the connection's thread within `timeout` (default: the command deadline).
+    private func call<R>(_ name: String, timeout: Duration? = nil, _ body: @escaping () throws -> R) throws -> R {
+        do {
+            return try watchdog.run(name, timeout: timeout ?? timeouts.command, body)
+        } catch let error as CardTimeoutError {
+            isConnected = false
+            throw error
+        }
     }
 
     /// Sends one command APDU and returns the raw answer (data and status word).
@@ -104,21 +155,18 @@ public final class PCSCCardConnection: CardConnection {
     /// No GET RESPONSE or chaining happens here; `send(_:)` does that. The receive buffer is wiped after the
     /// answer is copied out. The caller wipes the returned array when it holds a secret.
     /// Throws `PCSCError`: `.removedCard`, `.resetCard`, `.noSmartCard` when the card went away, `.timeout`
-    /// or `.unresponsiveCard` when it stopped answering. The corresponding C function is `SCardTransmit`.
-    public func transmit(_ command: [UInt8]) throws(PCSCError) -> [UInt8] {
-        guard isConnected else { throw PCSCError.invalidHandle }
+    /// or `.unresponsiveCard` when it stopped answering; `CardTimeoutError` when the answer did not come within the
+    /// command's deadline. The corresponding C function is `SCardTransmit`.
+    public func transmit(_ command: [UInt8]) throws -> [UInt8] {
+        try checkConnected()
         let count: Int
         do {
-            count = try PCSCLibrary.transmit(
-                card, protocolT1: activeProtocol != .t0, command: command,
-                receive: &receiveBuffer)
-        } catch {
+            count = try rawTransmit(command)
+        } catch let error as PCSCError {
             // The reset we asked for at the end of the last transaction: renegotiate and send again.
             guard error == .resetCard, expectsOwnReset else { throw error }
             try resynchronize()
-            count = try PCSCLibrary.transmit(
-                card, protocolT1: activeProtocol != .t0, command: command,
-                receive: &receiveBuffer)
+            count = try rawTransmit(command)
         }
         expectsOwnReset = false
         let answer = Array(receiveBuffer[0..<count])
@@ -139,7 +187,7 @@ public final class PCSCCardConnection: CardConnection {
     /// repeated at disconnect.
     /// The corresponding C functions are `SCardBeginTransaction` and `SCardEndTransaction`.
     public func withTransaction<R: ~Copyable>(_ body: () throws -> R) throws -> R {
-        guard isConnected else { throw PCSCError.invalidHandle }
+        try checkConnected()
         if transactionDepth > 0 {
             transactionDepth += 1
             let result: R
@@ -153,11 +201,11 @@ public final class PCSCCardConnection: CardConnection {
             return result
         }
         do {
-            try PCSCLibrary.beginTransaction(card)
-        } catch {
+            try beginTransaction()
+        } catch let error as PCSCError {
             guard error == .resetCard, expectsOwnReset else { throw error }
             try resynchronize()
-            try PCSCLibrary.beginTransaction(card)
+            try beginTransaction()
         }
         transactionDepth = 1
         // No `defer` here: Swift 6.3 crashes compiling `defer` with a `~Copyable` result.
@@ -187,9 +235,13 @@ public final class PCSCCardConnection: CardConnection {
     /// Ends the transaction, first dropping a verified PIN: by resetting the card or, with
     /// `leavesCardWhenCleared`, by VERIFY P1 = `FF` where the card does it.
     private func endTransaction() {
+        guard isConnected else { return }
         let disposition = releaseDisposition()
+        let card = self.card
         do {
-            try PCSCLibrary.endTransaction(card, disposition: disposition.rawValue)
+            try call("SCardEndTransaction") {
+                try PCSCLibrary.endTransaction(card, disposition: disposition.rawValue)
+            }
             if disposition == .reset {
                 verified.forget()
                 expectsOwnReset = true
@@ -209,9 +261,8 @@ public final class PCSCCardConnection: CardConnection {
             lastSecurityRelease = .reset
             return .reset
         }
-        let cleared = verified.clear { command throws(PCSCError) -> [UInt8] in
-            let count = try PCSCLibrary.transmit(
-                card, protocolT1: activeProtocol != .t0, command: command, receive: &receiveBuffer)
+        let cleared = verified.clear { command throws -> [UInt8] in
+            let count = try rawTransmit(command)
             return Array(receiveBuffer[0..<count])
         }
         let disposition: CardDisposition = cleared ? .leave : .reset
@@ -224,26 +275,55 @@ public final class PCSCCardConnection: CardConnection {
     /// Use after `PCSCError.resetCard` (another process reset the card): the card's state (selected
     /// application, verified PINs) is gone, so select the application again.
     /// The corresponding C function is `SCardReconnect`.
-    public func reconnect() throws(PCSCError) {
-        guard isConnected else { throw PCSCError.invalidHandle }
+    public func reconnect() throws {
+        try checkConnected()
         try resynchronize()
     }
 
-    private func resynchronize() throws(PCSCError) {
-        let active = try PCSCLibrary.reconnect(
-            card, shareMode: shareMode.rawValue, protocols: protocols.rawValue,
-            initialization: CardDisposition.leave.rawValue)
+    private func resynchronize() throws {
+        let (card, shareMode, protocols) = (self.card, self.shareMode.rawValue, self.protocols.rawValue)
+        let active = try call("SCardReconnect") {
+            try PCSCLibrary.reconnect(
+                card, shareMode: shareMode, protocols: protocols, initialization: CardDisposition.leave.rawValue)
+        }
         activeProtocol = CardProtocols(rawValue: active)
         expectsOwnReset = false
-        if let status = try? PCSCLibrary.status(card) { atr = status.atr }
+        if let status = try? call("SCardStatus", { try PCSCLibrary.status(card) }) { atr = status.atr }
+    }
+
+    /// SCardBeginTransaction within the command deadline.
+    private func beginTransaction() throws {
+        let card = self.card
+        try call("SCardBeginTransaction") { try PCSCLibrary.beginTransaction(card) }
+    }
+
+    /// SCardTransmit of `command` into the receive buffer within the command's deadline; the answer's length.
+    private func rawTransmit(_ command: [UInt8]) throws -> Int {
+        let (card, t1) = (self.card, activeProtocol != .t0)
+        return try call("SCardTransmit", timeout: timeouts.deadline(for: command)) { [self] in
+            try PCSCLibrary.transmit(card, protocolT1: t1, command: command, receive: &receiveBuffer)
+        }
+    }
+
+    /// Throws when the connection is closed: `CardTimeoutError` after a call overran (the reader still owes
+    /// the answer), `.invalidHandle` after `close()`.
+    private func checkConnected() throws {
+        guard isConnected else {
+            if watchdog.hasGivenUp {
+                throw CardTimeoutError(
+                    reader: readerName, timeout: timeouts.command, call: "SCardTransmit", stillWaiting: true)
+            }
+            throw PCSCError.invalidHandle
+        }
     }
 
     /// The reader's name, state and the card's ATR as pcscd sees them now.
     ///
     /// The corresponding C function is `SCardStatus`.
-    public func status() throws(PCSCError) -> ReaderStatus {
-        guard isConnected else { throw PCSCError.invalidHandle }
-        let status = try PCSCLibrary.status(card)
+    public func status() throws -> ReaderStatus {
+        try checkConnected()
+        let card = self.card
+        let status = try call("SCardStatus") { try PCSCLibrary.status(card) }
         // SCardStatus reports SCARD_ABSENT, SCARD_PRESENT, ... (not SCARD_STATE_ bits); translate.
         var state: ReaderState = []
         if status.state & 0x0004 != 0 { state.insert(.present) }  // SCARD_PRESENT
@@ -256,12 +336,24 @@ public final class PCSCCardConnection: CardConnection {
     ///
     /// Calling it again does nothing. After it, every call throws `PCSCError.invalidHandle`.
     /// The corresponding C function is `SCardDisconnect`.
-    public func disconnect() throws(PCSCError) {
+    public func disconnect() throws {
         guard isConnected else { return }
         let disposition = releaseDisposition()
+        guard isConnected else { return }  // clearing the PINs overran: the watchdog resets the card
+        let card = self.card
         isConnected = false
         verified.forget()
-        try PCSCLibrary.disconnect(card, disposition: disposition.rawValue)
+        do {
+            try watchdog.run("SCardDisconnect", timeout: timeouts.command) {
+                try PCSCLibrary.disconnect(card, disposition: disposition.rawValue)
+            }
+        } catch let error as CardTimeoutError {
+            throw error  // the watchdog resets the card once pcscd answers
+        } catch {
+            watchdog.watch(card: nil)
+            throw error
+        }
+        watchdog.watch(card: nil)
     }
 
     /// Records the PINs a successful VERIFY, CHANGE REFERENCE DATA or RESET RETRY COUNTER left verified

@@ -27,6 +27,21 @@ public struct PCSCContext: ~Copyable, Sendable {
     /// A token that cancels a blocking wait on this context from another thread.
     public var canceller: PCSCCanceller { PCSCCanceller(context: handle) }
 
+    /// Every reader with the state of its card, read by a context of its own within `timeout`.
+    ///
+    /// Throws `PCSCError` (`.noService` when pcscd is not running) or `CardTimeoutError` (reader nil) when pcscd
+    /// did not answer in time; `SCardCancel` then ends a `SCardGetStatusChange` still waiting. The corresponding C
+    /// functions are `SCardEstablishContext`, `SCardListReaders` and `SCardGetStatusChange`.
+    public static func readerStatuses(within timeout: Duration) throws -> [ReaderStatus] {
+        let watchdog = PCSCWatchdog(reader: nil)
+        return try watchdog.run("SCardGetStatusChange", timeout: timeout) {
+            let context = try PCSCContext()
+            watchdog.watch(context: context.handle)
+            defer { watchdog.watch(context: nil) }  // released by the context itself, not by the watchdog
+            return try context.readerStatuses()
+        }
+    }
+
     /// The names of the readers pcscd knows; empty when there is none.
     ///
     /// The corresponding C function is `SCardListReaders`.

@@ -1,3 +1,5 @@
+import TokenpinAPDU
+
 /// The PIV application's identifiers, instructions and references. SP 800-73-4; piv-facts.md.
 public enum PIVApplicationID {
     /// The AID as clients send it in SELECT: the RID and PIX prefix `A0 00 00 03 08` (cards take it truncated).
@@ -20,6 +22,27 @@ enum PIVCommand {
     static let getVersion: UInt8 = 0xFD
     static let getSerial: UInt8 = 0xF8
     static let getMetadata: UInt8 = 0xF7
+    static let setManagementKey: UInt8 = 0xFF
+
+    /// The command as messages name it: `GENERAL AUTHENTICATE`, `GET VERSION`.
+    static func name(of instruction: UInt8) -> String {
+        switch instruction {
+        case select: "SELECT"
+        case getData: "GET DATA"
+        case putData: "PUT DATA"
+        case generateKeyPair: "GENERATE ASYMMETRIC KEY PAIR"
+        case verify: "VERIFY"
+        case changeReferenceData: "CHANGE REFERENCE DATA"
+        case resetRetryCounter: "RESET RETRY COUNTER"
+        case generalAuthenticate: "GENERAL AUTHENTICATE"
+        case getResponse: "GET RESPONSE"
+        case getVersion: "GET VERSION"
+        case getSerial: "GET SERIAL"
+        case getMetadata: "GET METADATA"
+        case setManagementKey: "SET MANAGEMENT KEY"
+        default: "instruction " + Hex.encode([instruction])
+        }
+    }
 }
 
 /// A key slot (key reference) of the PIV application.

@@ -325,6 +325,7 @@ public struct PIVSession {
             secureZero(&more)
         }
         trace?("< \(data.isEmpty ? "" : "\(data.count) bytes [sensitive], ")\(statusWord)")
+        try Self.refuseMisplacedPINStatus(statusWord, answering: PIVCommand.generalAuthenticate)
         try check(statusWord)
         guard let range = Self.responseValue(in: data) else {
             throw .malformed(APDUError(.invalidStructure, "GENERAL AUTHENTICATE answered no 7C { 82 } template"))
@@ -434,7 +435,19 @@ public struct PIVSession {
             throw .transport(error)
         }
         trace?("< \(response)")
+        try Self.refuseMisplacedPINStatus(response.statusWord, answering: command.ins)
         return response
+    }
+
+    /// A wrong-PIN status (`63 Cx`) to a command that sent no PIN is a malformed answer, never a PIN outcome: it
+    /// would report tries and a wrong PIN where no PIN was tried.
+    static func refuseMisplacedPINStatus(_ statusWord: StatusWord, answering instruction: UInt8) throws(PIVError) {
+        guard statusWord.isMisplacedPINStatus(answering: instruction) else { return }
+        throw .malformed(
+            APDUError(
+                .unexpectedStatus,
+                "\(PIVCommand.name(of: instruction)) answered \(statusWord), a wrong-PIN status, though no PIN was sent"
+            ))
     }
 
     private func transmitRaw(_ apdu: [UInt8]) throws(PIVError) -> [UInt8] {

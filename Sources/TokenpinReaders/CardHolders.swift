@@ -84,9 +84,11 @@ public enum CardHolders {
             let connection = try PCSCCardConnection(reader: reader)
             connection.close()
             return .free(sharedWith: running().filter { $0.name == "scdaemon" })
-        } catch {
+        } catch let error as PCSCError {
             if error == .sharingViolation { return .exclusive(diagnosis(reader: reader)) }
             return .failed(error.hint.map { "\($0) (\(error.description))" } ?? error.description)
+        } catch {
+            return .failed("\(error)")
         }
     }
 

@@ -8,15 +8,18 @@ internal import TokenpinSystem
 // The card sources the executables plug into the service: PC/SC readers through pcscd, and the in-process
 // simulated card. Kept out of TokenpinService so the service never imports PC/SC or the simulator.
 
-/// The PC/SC readers through pcscd: what tokenpin uses with real tokens.
+/// The PC/SC readers through pcscd: what tokenpin uses with real tokens. Every wait on pcscd and a reader has a
+/// deadline (`timeouts`, from `card-timeout`).
 public struct PCSCReaders: CardReaders {
+    /// How long pcscd and each reader may take to answer.
+    public var timeouts: CardTimeouts
+
     /// The readers pcscd knows.
-    public init() {}
+    public init(timeouts: CardTimeouts = .standard) { self.timeouts = timeouts }
 
     public func list() throws(ServiceError) -> [ReaderPresence] {
         do {
-            let context = try PCSCContext()
-            return try context.readerStatuses().map {
+            return try PCSCContext.readerStatuses(within: timeouts.command).map {
                 ReaderPresence(name: $0.name, cardPresent: $0.state.contains(.present))
             }
         } catch {
@@ -26,17 +29,28 @@ public struct PCSCReaders: CardReaders {
 
     public func open(_ reader: String) throws(ServiceError) -> any CardConnection {
         do {
-            return try PCSCCardConnection(reader: reader)
+            return try PCSCCardConnection(reader: reader, timeouts: timeouts)
         } catch {
             // Who holds it, said the same way wherever tokenpin meets it (verify, PAM through tokenpind, doctor).
-            if error == .sharingViolation { throw .cardHeldElsewhere(CardHolders.diagnosis(reader: reader)) }
+            if let error = error as? PCSCError, error == .sharingViolation {
+                throw .cardHeldElsewhere(CardHolders.diagnosis(reader: reader))
+            }
             throw Self.serviceError(error)
         }
     }
 
-    public func describe(_ transportError: any Error) -> ServiceError {
-        if let error = transportError as? PCSCError { return Self.serviceError(error) }
-        return .tokenUnavailable("\(transportError)")
+    public func describe(_ transportError: any Error) -> ServiceError { Self.serviceError(transportError) }
+
+    public func withTimeouts(_ timeouts: CardTimeouts) -> any CardReaders { PCSCReaders(timeouts: timeouts) }
+
+    /// A card connection's error: PC/SC's (see below), or a deadline that passed (the token is unavailable, or
+    /// pcscd does not answer: a service tokenpin needs is not working).
+    static func serviceError(_ error: any Error) -> ServiceError {
+        if let error = error as? PCSCError { return serviceError(error) }
+        if let timeout = error as? CardTimeoutError {
+            return timeout.reader == nil ? .serviceUnavailable("\(timeout)") : .tokenUnavailable("\(timeout)")
+        }
+        return .tokenUnavailable("\(error)")
     }
 
     /// pcscd down is "a service is not running" (exit 69); everything else makes the token unavailable (exit 6).

@@ -13,6 +13,18 @@ public protocol CardReaders: Sendable {
     func open(_ reader: String) throws(ServiceError) -> any CardConnection
     /// Turns a transport error (inside `TokenCardError.transport`) into a service error with a plain message.
     func describe(_ transportError: any Error) -> ServiceError
+    /// The same readers with these deadlines on every wait (`card-timeout`); readers without waits of their own
+    /// (in process) return themselves.
+    func withTimeouts(_ timeouts: CardTimeouts) -> any CardReaders
+}
+
+extension CardReaders {
+    public func withTimeouts(_ timeouts: CardTimeouts) -> any CardReaders { self }
+
+    /// The same readers with the deadlines `configuration` sets (`card-timeout`).
+    public func withTimeouts(of configuration: Configuration) -> any CardReaders {
+        withTimeouts(CardTimeouts(seconds: configuration.cardTimeoutSeconds))
+    }
 }
 
 /// What tokenpind knows of cards beyond one user's record, for a user who is not root (`CardScope.boundCardOnly`).

@@ -80,44 +80,62 @@ extension PINService {
         return try finishBoth(card: card, counter: record.counter, interaction) { () throws -> VerifyReport in
             let shared = try cardSecret(card, binding: binding, interaction)
             let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: [UInt8](slot.kdf.salt))
-            guard slot.open(keyEncryptionKey: tokenKey, user: user) != nil else {
+            guard let opened = slot.open(keyEncryptionKey: tokenKey, user: user) else {
                 throw TokenFailure(
                     kind: .refused,
                     reason: "card \(card.label) does not open the token slot (was its "
                         + "decryption key replaced?)", cardTriesLeft: card.pinTriesNow())
             }
-            let report = try countedAttempt(pin: pin) { record, vaultKey in
-                guard let current = record.slot(.token), current.token?.ephemeralPublicKey == binding.ephemeralPublicKey
-                else {
-                    throw TokenFailure(
-                        kind: .unavailable,
-                        reason: "the token slot was re-sealed by another verification "
-                            + "while the card was asked; try again")
+            // The card's answer crossed the line and opened the token slot: whatever the PIN does, that answer must
+            // not open it again. A success re-seals (or removes) the slot; a failure re-seals it here.
+            func retire() {
+                try? store.withLock(user: user) { () throws in
+                    guard var record = try store.load(user: user) else { return }
+                    if try retireTokenChallenge(binding.ephemeralPublicKey, record: &record, vaultKey: opened) {
+                        try store.save(record)
+                    }
                 }
-                let renewed = try freshAgreement(current, reader: card.reader)
-                switch step {
-                case .reseal:
-                    try sealToken(record: &record, vaultKey: vaultKey, agreement: renewed)
-                    return
-                case .removeToken:
-                    record.setSlot(.token, nil)
-                    logger.info("token disabled", [("user", user), ("method", "both")])
-                    interaction.report(.typeChanged(type: .token, enabled: false))
-                    return
-                case .rebind:
-                    break
-                }
-                // The composite slot takes the PIN slot's and the token slot's place: from now on no copy of the
-                // record opens without the card.
-                try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
-                try sealTokenSlots(
-                    record: &record, vaultKey: vaultKey, pin: pin, shared: renewed.secret,
-                    binding: renewed.binding, mode: .both)
-                record.policy.mode = .both
-                record.updated = time.now
-                logger.info("token re-bound", [("user", user), ("card", card.label), ("mode", "both")])
-                interaction.report(.typeChanged(type: .token, enabled: true))
             }
+            let report: VerifyReport
+            do {
+                report = try countedAttempt(pin: pin) { record, vaultKey in
+                    guard let current = record.slot(.token),
+                        current.token?.ephemeralPublicKey == binding.ephemeralPublicKey
+                    else {
+                        throw TokenFailure(
+                            kind: .unavailable,
+                            reason: "the token slot was re-sealed by another verification "
+                                + "while the card was asked; try again")
+                    }
+                    guard let currentBinding = current.token else { throw ServiceError.tokenNotEnabled }
+                    switch step {
+                    case .reseal:
+                        try sealToken(record: &record, vaultKey: vaultKey, binding: currentBinding, reader: card.reader)
+                        return
+                    case .removeToken:
+                        record.setSlot(.token, nil)
+                        logger.info("token disabled", [("user", user), ("method", "both")])
+                        interaction.report(.typeChanged(type: .token, enabled: false))
+                        return
+                    case .rebind:
+                        break
+                    }
+                    // The composite slot takes the PIN slot's and the token slot's place: from now on no copy of the
+                    // record opens without the card.
+                    try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
+                    var rebound = currentBinding
+                    rebound.reader = card.reader
+                    try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, binding: rebound, mode: .both)
+                    record.policy.mode = .both
+                    record.updated = time.now
+                    logger.info("token re-bound", [("user", user), ("card", card.label), ("mode", "both")])
+                    interaction.report(.typeChanged(type: .token, enabled: true))
+                }
+            } catch {
+                retire()
+                throw error
+            }
+            if case .verified = report.outcome {} else { retire() }
             return report
         }
     }

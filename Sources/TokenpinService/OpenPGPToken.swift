@@ -52,8 +52,19 @@ final class OpenPGPToken: TokenApplication {
 
     var pinMaxLength: Int { data.passwordStatus.maxLengthPW1 }
 
-    /// No key, or an algorithm tokenpin does not support (named, with the list of those it does).
+    /// No key, an algorithm tokenpin does not support (named, with the list of those it does), or a key it cannot
+    /// use (judged from the public key, read when first asked: `TokenKeyAlgorithm.judge`).
     var unusableReason: String? {
+        if let reason = attributesProblem { return reason }
+        guard case .failure(let error) = decryptionKey else { return nil }
+        switch error {
+        case .unusable(let why), .malformed(let why), .refused(let why): return why
+        default: return "the decryption key cannot be read (\(error))"
+        }
+    }
+
+    /// Why the attributes read at open rule the decryption key out, or nil.
+    private var attributesProblem: String? {
         guard let attributes = data.algorithmAttributes[.decryption] else {
             return "the card does not say which algorithm its decryption key uses"
         }
@@ -65,10 +76,22 @@ final class OpenPGPToken: TokenApplication {
         return nil
     }
 
-    /// The decryption key's algorithm, read from the attributes at open, when a binding can use the key as it is.
+    /// The decryption key as a binding would keep it, read (GET PUBLIC KEY) and judged once, when first asked.
+    private lazy var decryptionKey: Result<TokenCardKey, TokenCardError> = {
+        do throws(TokenCardError) {
+            guard let algorithm = data.algorithmAttributes[.decryption].flatMap(TokenKeyAlgorithm.init(attributes:))
+            else { throw .unusable("the card has no usable decryption key") }
+            let publicKey = try run { session throws(OpenPGPError) in try session.publicKey(for: .decryption) }
+            return .success(try Self.key(algorithm, publicKey))
+        } catch {
+            return .failure(error)
+        }
+    }()
+
+    /// The decryption key's algorithm, when a binding can use the key as it is.
     var keyDescription: String? {
-        guard unusableReason == nil else { return nil }
-        return data.algorithmAttributes[.decryption].flatMap(TokenKeyAlgorithm.init(attributes:))?.description
+        guard unusableReason == nil, case .success(let key) = decryptionKey else { return nil }
+        return key.algorithm.description
     }
 
     /// The card's serial as tokenpin records it: manufacturer and serial number, 12 hex digits.
@@ -79,11 +102,8 @@ final class OpenPGPToken: TokenApplication {
     /// The decryption key as it is on the card (GET PUBLIC KEY; nothing is changed). OpenPGP has no slots.
     func bindableKey(slot: String?) throws(TokenCardError) -> TokenCardKey {
         guard slot == nil else { throw .unusable("an OpenPGP card has no key slots to choose (--slot is for PIV)") }
-        if let reason = unusableReason { throw .unusable(reason) }
-        guard let algorithm = data.algorithmAttributes[.decryption].flatMap(TokenKeyAlgorithm.init(attributes:))
-        else { throw .unusable("the card has no usable decryption key") }
-        let publicKey = try run { session throws(OpenPGPError) in try session.publicKey(for: .decryption) }
-        return try Self.key(algorithm, publicKey)
+        if let reason = attributesProblem { throw .unusable(reason) }
+        return try decryptionKey.get()
     }
 
     /// The binding's form of a public key the card returned, checked against its attributes.
@@ -97,6 +117,8 @@ final class OpenPGPToken: TokenApplication {
             throw .unusable(error.description)
         }
     }
+
+    var keyOperationName: String { "PSO:DECIPHER" }
 
     /// VERIFY PW1 (hashed as the KDF-DO asks) and PSO:DECIPHER of the binding's challenge, in one transaction.
     func answer(pin: borrowing SecretBytes, binding: TokenBinding, algorithm: TokenKeyAlgorithm)

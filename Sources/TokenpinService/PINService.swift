@@ -179,10 +179,16 @@ public struct PINService: Sendable {
     }
 
     /// `verifyPIN` on a record already read without the lock (the counted attempt reads it again under the lock).
-    func verifyPIN(_ interaction: some Interaction, record: EnrolmentRecord) throws -> VerifyReport {
+    /// `retiringChallenge` is a token challenge a failed token attempt may have sent to the card: a success
+    /// re-seals the token slot under a fresh one (`retireTokenChallenge`).
+    func verifyPIN(_ interaction: some Interaction, record: EnrolmentRecord, retiringChallenge: Data? = nil) throws
+        -> VerifyReport
+    {
         if let early = earlyOutcome(record) { return earlyReport(early, record) }
         let pin = try readAttemptPIN(interaction, .pin, record: record)
-        return try countedAttempt(pin: pin) { _, _ in }
+        return try countedAttempt(pin: pin) { record, vaultKey in
+            try retireTokenChallenge(retiringChallenge, record: &record, vaultKey: vaultKey)
+        }
     }
 
     /// The counter an attempt of this class spends: the PIN's own, or for remote and other attempts theirs.
@@ -339,12 +345,11 @@ public struct PINService: Sendable {
     /// `change` in `mode = both`: the current PIN and the card (it must be present), then the new PIN twice;
     /// the composite slot is sealed again with the new PIN and the same card.
     func changeBoth(_ interaction: some Interaction) throws -> VerifyReport {
-        try verifyBoth(interaction, prompt: .currentPIN) { record, vaultKey, shared, current in
+        try verifyBoth(interaction, prompt: .currentPIN) { record, vaultKey, current in
             try store.save(record)
             let newPIN = try readNewPIN(interaction) { candidate in candidate.matches(current) ? .sameAsCurrent : nil }
             guard let binding = record.slot(.composite)?.token else { throw ServiceError.tokenNotEnabled }
-            try sealTokenSlots(
-                record: &record, vaultKey: vaultKey, pin: newPIN, shared: shared, binding: binding, mode: .both)
+            try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: newPIN, binding: binding, mode: .both)
             record.updated = time.now
             interaction.report(.changed)
         }
@@ -514,6 +519,9 @@ public struct PINService: Sendable {
             throw .crypto(error)
         } catch let error as TokenFailure {
             throw error.serviceError
+        } catch let error as TokenKeyError {
+            // A card key tokenpin cannot use is the token being unavailable, never an I/O error.
+            throw .tokenUnavailable(error.description)
         } catch {
             throw .input("unexpected error: \(error)")
         }

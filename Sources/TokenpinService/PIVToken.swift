@@ -155,26 +155,27 @@ final class PIVToken: TokenApplication {
                     "slot \(name) holds a \(publicKey.algorithm?.name ?? "") key for signing or authentication; "
                         + "keys that agree secrets live in 9d or 82-95")
             }
+            let algorithm: TokenKeyAlgorithm
+            let key: [UInt8]
+            var exponent: [UInt8]?
             switch publicKey {
-            case .ecc(let algorithm, let point):
-                let curve: WeierstrassCurve = algorithm == .eccP384 ? .nistP384 : .nistP256
-                do {
-                    try EllipticCurveDH.validate(point: point, on: curve)
-                } catch {
-                    throw .malformed("the \(algorithm.name) key in slot \(name) is not a point of the curve")
+            case .ecc(let pivAlgorithm, let point):
+                algorithm = .ecdh(pivAlgorithm == .eccP384 ? .nistP384 : .nistP256)
+                key = point
+            case .rsa(let modulus, let e):
+                let bits = TokenKeyAlgorithm.bitCount(modulus)
+                guard bits == 2048 else {
+                    throw .unusable("slot \(name) holds an RSA \(bits) key; supported: \(supportedList)")
                 }
-                return TokenCardKey(slot: name, algorithm: .ecdh(curve), publicKey: point, exponent: nil)
-            case .rsa(let modulus, let exponent):
-                let trimmed = Array(modulus.drop { $0 == 0 })
-                let e = Array(exponent.drop { $0 == 0 })
-                guard trimmed.count == 256, trimmed[0] & 0x80 != 0 else {
-                    throw .unusable(
-                        "slot \(name) holds an RSA \(trimmed.count * 8) key; supported: \(supportedList)")
-                }
-                guard (1...8).contains(e.count) else {
-                    throw .unusable("slot \(name) holds an RSA key with a \(e.count)-byte exponent")
-                }
-                return TokenCardKey(slot: name, algorithm: .rsa(bits: 2048), publicKey: trimmed, exponent: e)
+                algorithm = .rsa(bits: 2048)
+                key = modulus
+                exponent = e
+            }
+            do {
+                let judged = try algorithm.judge(key: key, exponent: exponent)
+                return TokenCardKey(slot: name, algorithm: algorithm, publicKey: judged.key, exponent: judged.exponent)
+            } catch {
+                throw .unusable("slot \(name): \(error.description)")
             }
         }
     }
@@ -192,6 +193,8 @@ final class PIVToken: TokenApplication {
             throw .refused("a PIV \(name) cannot contain the byte FF; nothing was sent to the card")
         }
     }
+
+    var keyOperationName: String { "GENERAL AUTHENTICATE" }
 
     func answer(pin: borrowing SecretBytes, binding: TokenBinding, algorithm: TokenKeyAlgorithm)
         throws(TokenCardError) -> SecretBytes

@@ -100,8 +100,15 @@ protocol TokenApplication: AnyObject {
     /// The key a binding uses: the one in `slot` where the application has slots (nil: its default).
     func bindableKey(slot: String?) throws(TokenCardError) -> TokenCardKey
 
-    /// Verifies the card PIN and has the bound key answer the binding's challenge, in one transaction:
-    /// the secret a token slot is sealed under.
+    /// The command the bound key answers a challenge with, as messages name it: `PSO:DECIPHER`,
+    /// `GENERAL AUTHENTICATE`.
+    var keyOperationName: String { get }
+
+    /// Verifies the card PIN and has the bound key answer the binding's challenge, in one transaction.
+    ///
+    /// The answer crossed the reader line: the service checks it against the secret it computed (binding) or
+    /// opens the slot with it (verify), and never seals a slot under it; every seal is made under a fresh
+    /// challenge the card has not seen (`PINService.freshAgreement`).
     func answer(pin: borrowing SecretBytes, binding: TokenBinding, algorithm: TokenKeyAlgorithm)
         throws(TokenCardError) -> SecretBytes
 

@@ -62,38 +62,95 @@ enum TokenKeyAlgorithm: Equatable, CustomStringConvertible {
         }
     }
 
-    /// The card's public key as a binding keeps it (the key or modulus, and an RSA exponent), checked.
+    /// The card's OpenPGP public key as a binding keeps it (the key or modulus, and an RSA exponent), judged.
     func bindingKey(from publicKey: CardPublicKey) throws(TokenKeyError) -> (key: [UInt8], exponent: [UInt8]?) {
         switch (self, publicKey) {
         case (.cv25519, _):
             guard let key = publicKey.curve25519 else {
                 throw TokenKeyError("the card did not return a cv25519 public key")
             }
-            return (key, nil)
-        case (.ecdh(let curve), .ecc(let point)):
-            do {
-                try EllipticCurveDH.validate(point: point, on: curve)
-            } catch {
-                throw TokenKeyError("the card's \(self) public key is not a point of the curve (\(error.detail))")
-            }
-            return (point, nil)
-        case (.rsa(let bits), .rsa(let modulus, let exponent)):
-            let trimmed = Array(modulus.drop { $0 == 0 })
-            guard trimmed.count == bits / 8, trimmed[0] & 0x80 != 0 else {
-                throw TokenKeyError(
-                    "the card's RSA key has a \(trimmed.count * 8)-bit modulus, its attributes say \(bits)")
-            }
-            let e = Array(exponent.drop { $0 == 0 })
-            guard (1...8).contains(e.count) else { throw TokenKeyError("the card's RSA exponent is \(e.count) bytes") }
-            return (trimmed, e)
+            return try judge(key: key, exponent: nil)
+        case (.ecdh, .ecc(let point)):
+            return try judge(key: point, exponent: nil)
+        case (.rsa, .rsa(let modulus, let exponent)):
+            return try judge(key: modulus, exponent: exponent)
         default:
             throw TokenKeyError("the card's public key does not match its \(self) attributes")
         }
     }
 
+    /// Judges a card's public key for this algorithm, whatever application it came from (OpenPGP, PIV, PKCS#11):
+    /// the key and RSA exponent a binding keeps, or why tokenpin cannot use it. One place decides, when the card
+    /// is read, so `readers` and `toggle token on` say it before anything is asked.
+    ///
+    /// - ECDH: an uncompressed point on the curve, and not ±k·G for k up to 1024 (the generator is private key 1:
+    ///   anyone computes the answer to any challenge from the challenge alone).
+    /// - cv25519: 32 bytes, not of small order (no secret could be agreed), not k·B for k up to 1024 or the key of
+    ///   the all-zero secret.
+    /// - RSA: the modulus as long as the algorithm says (2048, 3072 or 4096 bits, top bit set), odd; an odd
+    ///   exponent of 3 to 64 bits.
+    func judge(key: [UInt8], exponent: [UInt8]?) throws(TokenKeyError) -> (key: [UInt8], exponent: [UInt8]?) {
+        switch self {
+        case .cv25519:
+            guard key.count == X25519.keyLength else {
+                throw TokenKeyError("the card's cv25519 key has \(key.count) bytes, not 32")
+            }
+            if X25519.isSmallOrder(key) {
+                throw TokenKeyError("the card's cv25519 key is a point of small order: no secret can be agreed with it")
+            }
+            if let logarithm = X25519.knownLogarithm(of: key) {
+                throw TokenKeyError(
+                    "the card's cv25519 key is \(logarithm)·B, a known private key: anyone could answer for it")
+            }
+            return (key, nil)
+        case .ecdh(let curve):
+            let multiple: Int?
+            do {
+                multiple = try EllipticCurveDH.knownLogarithm(of: key, on: curve)
+            } catch {
+                throw TokenKeyError("the card's \(self) public key is not a point of the curve (\(error.detail))")
+            }
+            if let multiple {
+                throw TokenKeyError(
+                    "the card's \(self) key is ±\(multiple)·G, a known private key: anyone could answer for it")
+            }
+            return (key, nil)
+        case .rsa(let bits):
+            let trimmed = Array(key.drop { $0 == 0 })
+            guard trimmed.count == bits / 8, trimmed[0] & 0x80 != 0 else {
+                throw TokenKeyError(
+                    "the card's RSA key has a \(Self.bitCount(trimmed))-bit modulus, not the \(bits) bits of its algorithm"
+                )
+            }
+            let e = Array((exponent ?? []).drop { $0 == 0 })
+            guard (1...8).contains(e.count) else {
+                throw TokenKeyError("the card's RSA exponent has \(e.count) bytes; tokenpin takes 1 to 8")
+            }
+            do {
+                try RSAKeys.validatePublicKey(modulus: trimmed, publicExponent: e)
+            } catch {
+                throw TokenKeyError("the card's RSA key cannot be used: \(error.detail)")
+            }
+            return (trimmed, e)
+        }
+    }
+
     /// A fresh challenge for the card key in `binding` and the answer the card will give to it, computed here.
-    /// No APDU is sent; ephemeral private keys are wiped when this returns.
-    func freshChallenge(for binding: TokenBinding) throws -> TokenChallenge {
+    /// No APDU is sent; ephemeral private keys are wiped when this returns. A key the arithmetic refuses (a record
+    /// naming a key no card binding could have) is a `TokenKeyError`, as at binding.
+    func freshChallenge(for binding: TokenBinding) throws(TokenKeyError) -> TokenChallenge {
+        do {
+            return try agreement(with: binding)
+        } catch let error as TokenKeyError {
+            throw error
+        } catch let error as CardCryptoError {
+            throw TokenKeyError("the bound \(self) key cannot be used: \(error.detail)")
+        } catch {
+            throw TokenKeyError("the bound \(self) key cannot be used: \(error)")
+        }
+    }
+
+    private func agreement(with binding: TokenBinding) throws -> TokenChallenge {
         let cardKey = [UInt8](binding.cardPublicKey)
         switch self {
         case .cv25519:
@@ -121,6 +178,12 @@ enum TokenKeyAlgorithm: Equatable, CustomStringConvertible {
         case .ecdh: try session.decipher(ecdhPoint: challenge)
         case .rsa: try session.decipher(rsaCryptogram: challenge)
         }
+    }
+
+    /// The significant bits of a big-endian number.
+    static func bitCount(_ bytes: [UInt8]) -> Int {
+        guard let first = bytes.firstIndex(where: { $0 != 0 }) else { return 0 }
+        return (bytes.count - first - 1) * 8 + (8 - bytes[first].leadingZeroBitCount)
     }
 
     /// The size of the random secret encrypted to an RSA card key.

@@ -62,6 +62,10 @@ struct TokenFailure: Error {
     var cardTriesLeft: Int? = nil
     /// Another program holds the card exclusively: tokenpin could not look at it, and says who holds it.
     var heldElsewhere = false
+    /// The slot's challenge, when it may have reached the card before the failure: the card's answer may have
+    /// crossed the line (and been kept by whoever owns it), so the challenge is retired at the next opening of
+    /// the vault, by the PIN fallback.
+    var sentChallenge: Data? = nil
 
     var serviceError: ServiceError {
         switch kind {
@@ -72,10 +76,10 @@ struct TokenFailure: Error {
 }
 
 extension PINService {
-    /// The card source, or the error that says there is none.
+    /// The card source with the configuration's deadlines (`card-timeout`), or the error that says there is none.
     func readers() throws(ServiceError) -> any CardReaders {
         guard let cards else { throw .tokenUnavailable("this tokenpin has no card readers configured") }
-        return cards
+        return cards.withTimeouts(of: configuration)
     }
 
     /// Turns a card error into a token failure with a plain reason.
@@ -92,6 +96,9 @@ extension PINService {
             return TokenFailure(
                 kind: .refused, reason: "the PIN of card \(card) is blocked; unblock it with `tokenpin token unblock`",
                 cardTriesLeft: 0)
+        case .transport(let timeout as CardTimeoutError):
+            // Nothing was counted; the reader is named, since the card in it did not get a word in.
+            return TokenFailure(kind: .unavailable, reason: "card \(card): \(timeout)")
         case .transport(let inner):
             let described = (try? readers())?.describe(inner) ?? .tokenUnavailable("\(inner)")
             if case .serviceUnavailable(let why) = described { return TokenFailure(kind: .service, reason: why) }
@@ -177,18 +184,10 @@ extension PINService {
         let serial = binding.serial
         let lastReader = binding.reader
         let kind = binding.applicationKind
-        // A reader whose card another program holds exclusively could not be looked at: the card may be that one,
-        // and the person must hear who holds it, not that it is nowhere.
-        var unreadable: [String] = []
-        func look(in reader: String) throws(TokenFailure) -> (any TokenApplication)? {
-            do {
-                return try openCard(reader: reader, kind: kind)
-            } catch {
-                if error.kind == .service { throw error }
-                if error.heldElsewhere { unreadable.append(error.reason) }
-                return nil
-            }
-        }
+        // Why readers that hold a card could not be read: reported when the card is found in none, since it may
+        // be one of them (a card that answers nonsense or stalls is not a card that is absent; a reader whose card
+        // another program holds exclusively could not be looked at, and the person must hear who holds it).
+        var problems: [TokenFailure] = []
         var impostor: String?
         func isBound(_ card: any TokenApplication) -> Bool {
             guard card.identity == serial else { return false }
@@ -204,10 +203,17 @@ extension PINService {
                 return false
             }
         }
-        if let lastReader, selection.accepts(reader: lastReader), let card = try look(in: lastReader) {
-            if isBound(card) { return card }
-            card.close()
+        func open(_ reader: String) -> (any TokenApplication)? {
+            do {
+                let card = try openCard(reader: reader, kind: kind)
+                if isBound(card) { return card }
+                card.close()
+            } catch {
+                problems.append(error)
+            }
+            return nil
         }
+        if let lastReader, selection.accepts(reader: lastReader), let card = open(lastReader) { return card }
         let presences: [ReaderPresence]
         do {
             presences = try readers().list()
@@ -215,24 +221,31 @@ extension PINService {
             if case .serviceUnavailable(let why) = error { throw TokenFailure(kind: .service, reason: why) }
             throw TokenFailure(kind: .unavailable, reason: error.message)
         }
+        // The card was pulled from the reader it was bound in: that reader failed for want of a card.
+        if !presences.contains(where: { $0.name == lastReader && $0.cardPresent }) { problems.removeAll() }
         let candidates = presences.filter {
             $0.cardPresent && selection.accepts(reader: $0.name) && $0.name != lastReader
         }
         if presences.isEmpty { throw TokenFailure(kind: .unavailable, reason: "no card reader is connected") }
         for reader in candidates {
-            guard let card = try look(in: reader.name) else { continue }
-            if isBound(card) { return card }
-            card.close()
+            if let card = open(reader.name) { return card }
         }
+        if let service = problems.first(where: { $0.kind == .service }) { throw service }
         if let impostor {
             throw TokenFailure(
                 kind: .unavailable,
                 reason: "the card in \(impostor) claims to be card \(cardLabel(serial: serial)) but does not prove it "
                     + "(its card-authentication key did not sign tokenpin's challenge); no PIN was sent to it")
         }
-        if let why = unreadable.first {
+        if let held = problems.first(where: \.heldElsewhere) {
             throw TokenFailure(
-                kind: .unavailable, reason: "card \(cardLabel(serial: serial)) could not be looked for: " + why)
+                kind: .unavailable, reason: "card \(cardLabel(serial: serial)) could not be looked for: " + held.reason)
+        }
+        if !problems.isEmpty {
+            throw TokenFailure(
+                kind: .unavailable,
+                reason: "card \(cardLabel(serial: serial)) is not in any reader that answered ("
+                    + problems.map(\.reason).joined(separator: "; ") + ")")
         }
         let othersPresent = presences.contains { $0.cardPresent && selection.accepts(reader: $0.name) }
         throw TokenFailure(
@@ -319,7 +332,7 @@ extension PINService {
         }
         if record.slot(.composite) != nil {
             if method == .pin { throw ServiceError.tokenUnavailable("mode = both: the PIN alone cannot verify") }
-            return try verifyBoth(interaction, prompt: .pin) { _, _, _, _ in }
+            return try verifyBoth(interaction, prompt: .pin) { _, _, _ in }
         }
         guard record.slot(.token) != nil else {
             if method == .token { throw ServiceError.tokenNotEnabled }
@@ -332,6 +345,7 @@ extension PINService {
             return try verifyTokenAndPIN(interaction)
         }
         var tokenFailure: String?
+        var sentChallenge: Data?
         if method != .pin {
             do {
                 return try store.withLock(user: user) { () throws -> VerifyReport in
@@ -354,9 +368,10 @@ extension PINService {
                     throw failure.serviceError
                 }
                 tokenFailure = failure.reason
+                sentChallenge = failure.sentChallenge
             }
         }
-        var report = try verifyPIN(interaction, record: record)
+        var report = try verifyPIN(interaction, record: record, retiringChallenge: sentChallenge)
         report.tokenFailure = tokenFailure
         return report
     }
@@ -367,13 +382,12 @@ extension PINService {
     }
 
     /// One token verification, under the user's lock: open the token slot with the card, then re-seal it under
-    /// a fresh ephemeral key so the card answer just used never opens it again. The PIN counter is not touched.
+    /// a fresh challenge so the card answer just used never opens it again. The PIN counter is not touched.
     func verifyToken(record: EnrolmentRecord, _ interaction: some Interaction) throws -> VerifyReport {
-        guard let slot = record.slot(.token) else { throw ServiceError.tokenNotEnabled }
+        guard let slot = record.slot(.token), let binding = slot.token else { throw ServiceError.tokenNotEnabled }
         let opened = try openTokenSlot(slot, interaction)
         var record = record
-        let renewed = try freshAgreement(slot, reader: opened.card.reader)
-        try sealToken(record: &record, vaultKey: opened.vaultKey, agreement: renewed)
+        try sealToken(record: &record, vaultKey: opened.vaultKey, binding: binding, reader: opened.card.reader)
         let notice = takeOtherAttempts(&record)
         record.updated = time.now
         try store.save(record)
@@ -408,27 +422,36 @@ extension PINService {
             throw TokenFailure(
                 kind: .refused,
                 reason: "card \(card.label) does not open the token slot (was its decryption key replaced?)",
-                cardTriesLeft: card.pinTriesNow())
+                cardTriesLeft: card.pinTriesNow(), sentChallenge: binding.ephemeralPublicKey)
         }
         return OpenedTokenSlot(
             vaultKey: vaultKey, card: VerifiedCard(serial: card.identity, reader: card.reader),
             nanoseconds: time.monotonicNanoseconds &- start)
     }
 
-    /// A binding and the secret the card answers for it (computed here for a fresh binding).
+    /// What a slot is sealed under: a binding with a challenge that never crossed the reader line, and the
+    /// secret the card's private key will answer to it, computed here.
+    ///
+    /// Only `freshAgreement` makes one, so no seal can take a secret a card answered: an answer that crossed the
+    /// line (a sniffed USB bus, a hostile reader driver, a fake card replaying it) is only ever checked or used to
+    /// open, never sealed under. The next opening sends the challenge to the card, and re-seals under a new one.
     struct KeyAgreement: ~Copyable {
         let binding: TokenBinding
         let secret: SecretBytes
+
+        fileprivate init(binding: TokenBinding, secret: consuming SecretBytes) {
+            self.binding = binding
+            self.secret = secret
+        }
     }
 
-    /// The re-seal's key agreement: a fresh challenge for the card's key (an ephemeral pair for ECDH, a random
-    /// secret encrypted to an RSA key) and the secret the card would answer to it, computed here from the card's
-    /// public key. No APDU is sent; ephemeral private keys are wiped when this returns, and the new challenge
-    /// replaces the slot's (TokenKeyAgreement.swift).
-    func freshAgreement(_ slot: VaultSlot, reader: String?) throws -> KeyAgreement {
-        guard var binding = slot.token else {
-            throw StoreError(.corrupt, path: recordPath, "token slot without a binding")
-        }
+    /// A fresh challenge for the card key in `binding` (an ephemeral pair for ECDH, a random secret encrypted to
+    /// an RSA key) and the secret the card would answer to it, computed here from the card's public key. No APDU
+    /// is sent; ephemeral private keys are wiped when this returns, and the new challenge replaces the binding's
+    /// (TokenKeyAgreement.swift). The same for every application (OpenPGP, PIV, PKCS#11): only the card's public
+    /// key and algorithm are used.
+    func freshAgreement(_ binding: TokenBinding, reader: String?) throws -> KeyAgreement {
+        var binding = binding
         let fresh = try bindingAlgorithm(binding).freshChallenge(for: binding)
         binding.ephemeralPublicKey = Data(fresh.challenge)
         if let reader { binding.reader = reader }
@@ -464,8 +487,29 @@ extension PINService {
         do {
             return try card.answer(pin: cardPIN, binding: binding, algorithm: algorithm)
         } catch {
-            throw failure(error, card: card.label)
+            var failure = failure(error, card: card.label)
+            switch error {
+            case .wrongPIN, .blocked: break  // VERIFY refused: the key was not asked
+            default: failure.sentChallenge = binding.ephemeralPublicKey
+            }
+            throw failure
         }
+    }
+
+    /// Re-seals the token slot under a fresh challenge when its challenge is still `sent`, one that may have
+    /// reached the card in a verification that then failed: whatever answer the card gave opens nothing from now
+    /// on. No APDU; run where the vault key is open under the user's lock (the PIN's counted attempt). True when it
+    /// re-sealed (the caller saves the record).
+    @discardableResult
+    func retireTokenChallenge(_ sent: Data?, record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes) throws
+        -> Bool
+    {
+        guard let sent, let binding = record.slot(.token)?.token, binding.ephemeralPublicKey == sent else {
+            return false
+        }
+        try sealToken(record: &record, vaultKey: vaultKey, binding: binding, reader: nil)
+        logger.info("token challenge retired", [("user", user)])
+        return true
     }
 
     /// `cardSecret` for binding: a refusal is an error, there is nothing to fall back to.
@@ -480,11 +524,11 @@ extension PINService {
         }
     }
 
-    /// `mode = both`: the card first (its own counter), then one counted PIN attempt on the composite slot.
-    /// `onSuccess` gets the record, the vault key and the card's shared secret.
+    /// `mode = both`: the card first (its own counter), then one counted PIN attempt on the composite slot, which
+    /// is then re-sealed under a fresh challenge. `onSuccess` gets the record, the vault key and the PIN.
     func verifyBoth(
         _ interaction: some Interaction, prompt: SecretPrompt,
-        onSuccess: (inout EnrolmentRecord, borrowing SecretBytes, borrowing SecretBytes, borrowing PIN) throws -> Void
+        onSuccess: (inout EnrolmentRecord, borrowing SecretBytes, borrowing PIN) throws -> Void
     )
         throws -> VerifyReport
     {
@@ -518,15 +562,16 @@ extension PINService {
                         salt: [UInt8](slot.kdf.salt))
                 },
                 onSuccess: { record, vaultKey in
-                    // Re-seal under a fresh ephemeral key: the PIN's key and KDF parameters stay, the card's part changes.
-                    guard let slot = record.slot(.composite), let pinKey = pinKeyHolder.key.take() else {
+                    // Re-seal under a fresh challenge: the PIN's key and KDF parameters stay, the card's part changes.
+                    guard let slot = record.slot(.composite), let current = slot.token,
+                        let pinKey = pinKeyHolder.key.take()
+                    else {
                         throw StoreError(.corrupt, path: recordPath, "composite slot vanished during verification")
                     }
-                    let renewed = try freshAgreement(slot, reader: card.reader)
                     try sealComposite(
-                        record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: slot.kdf, shared: renewed.secret,
-                        binding: renewed.binding)
-                    try onSuccess(&record, vaultKey, renewed.secret, pin)
+                        record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: slot.kdf,
+                        agreement: freshAgreement(current, reader: card.reader))
+                    try onSuccess(&record, vaultKey, pin)
                 })
         }
     }
@@ -607,6 +652,7 @@ extension PINService {
                     "card \(probe.label) is not usable: \(probe.unusableReason ?? "unknown"); "
                         + "`tokenpin toggle token on --generate-key` \(generation)")
             }
+            if let slot, !generateKey { try judgeKey(in: slot, of: probe) }
             let pin = try readAttemptPIN(interaction, .pin, record: record)
             return try countedAttempt(pin: pin) { record, vaultKey in
                 try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
@@ -614,6 +660,21 @@ extension PINService {
                     record: &record, vaultKey: vaultKey, pin: pin, probe: probe, slot: slot,
                     generateKey: generateKey, assumeYes: assumeYes, mode: bindingMode(requested: mode), interaction)
             }
+        }
+    }
+
+    /// Reads and judges the key in the named `slot` of the card `probe` found, before anything is asked: a key
+    /// tokenpin cannot use is refused (exit 6) without a PIN spent.
+    func judgeKey(in slot: String, of probe: CardProbe) throws {
+        let card = try openCard(reader: probe.reader, kind: probe.kind)
+        defer { card.close() }
+        do {
+            _ = try card.bindableKey(slot: slot)
+        } catch {
+            if case .unusable(let why) = error {
+                throw ServiceError.tokenUnavailable("card \(card.label) is not usable: \(why)")
+            }
+            throw failure(error, card: card.label)
         }
     }
 
@@ -668,45 +729,48 @@ extension PINService {
             cardPublicExponent: key.exponent.map { Data($0) })
         binding.setApplication(card.kind, slot: key.slot)
         binding.cardAuthentication = card.cardAuthenticationKey()
-        let fresh = try algorithm.freshChallenge(for: binding)
-        binding.ephemeralPublicKey = Data(fresh.challenge)
-        let shared = try requireCardSecret(card, binding: binding, interaction, pin: cardPIN.take())
-        // Prove the binding: the card's answer must equal the secret computed here from its public key.
-        guard shared.isEqual(to: fresh.secret) else {
+        // Prove the binding with one challenge: the card's answer must equal the secret computed here from its
+        // public key. That answer crossed the reader line, so the slots are sealed under a second challenge,
+        // which never did (sealTokenSlots).
+        let proof = try freshAgreement(binding, reader: reader)
+        let shared = try requireCardSecret(card, binding: proof.binding, interaction, pin: cardPIN.take())
+        guard shared.isEqual(to: proof.secret) else {
             throw ServiceError.cardRefused(
-                "card \(card.label) answered PSO:DECIPHER with a secret that does not match its public key")
+                "card \(card.label) answered \(card.keyOperationName) with a secret that does not match its public key"
+            )
         }
-        try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, shared: shared, binding: binding, mode: mode)
+        try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, binding: binding, mode: mode)
         record.policy = .init(mode: mode, fallback: configuration.fallback)
         record.updated = time.now
         logger.info("token enabled", [("user", user), ("card", card.label), ("mode", mode.rawValue)])
         interaction.report(.typeChanged(type: .token, enabled: true))
     }
 
-    /// Seals the vault key for the card: a `token` slot (`mode = either`), or a `composite` slot that
-    /// replaces the PIN slot (`mode = both`).
+    /// Seals the vault key for the card of `binding` under a fresh challenge: a `token` slot (`mode = either`), or
+    /// a `composite` slot that replaces the PIN slot (`mode = both`).
     func sealTokenSlots(
         record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pin: borrowing PIN,
-        shared: borrowing SecretBytes, binding: TokenBinding, mode: VerificationMode
+        binding: TokenBinding, mode: VerificationMode
     ) throws {
         if mode == .both {
             let pinKDF = try chooseKDF()
             let pinKey = try deriveKey(pinKDF, from: pin.secret)
             try sealComposite(
-                record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: pinKDF, shared: shared, binding: binding)
+                record: &record, vaultKey: vaultKey, pinKey: pinKey, kdf: pinKDF,
+                agreement: freshAgreement(binding, reader: nil))
             record.setSlot(.pin, nil)
             record.setSlot(.token, nil)
         } else {
-            let agreement = KeyAgreement(binding: binding, secret: shared.duplicate())
-            try sealToken(record: &record, vaultKey: vaultKey, agreement: agreement)
+            try sealToken(record: &record, vaultKey: vaultKey, binding: binding, reader: nil)
         }
     }
 
-    /// Seals the vault key into the `token` slot for `agreement`, under a fresh BLAKE2b salt.
+    /// Seals the vault key into the `token` slot for the card of `binding`, under a fresh challenge and a fresh
+    /// BLAKE2b salt; `reader` (when known) is where the card was just used.
     func sealToken(
-        record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes,
-        agreement: borrowing KeyAgreement
+        record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, binding: TokenBinding, reader: String?
     ) throws {
+        let agreement = try freshAgreement(binding, reader: reader)
         let kdf = KDFParameters(algorithm: .blake2b)
         let tokenKey = try TokenKeys.tokenKey(
             sharedSecret: agreement.secret, binding: agreement.binding,
@@ -720,13 +784,14 @@ extension PINService {
     }
 
     /// Seals the vault key into the `composite` slot: the PIN's key (derived with `kdf`, whose salt the slot
-    /// keeps) mixed with the token key of `shared` and `binding`.
+    /// keeps) mixed with the token key of `agreement`.
     func sealComposite(
         record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pinKey: borrowing SecretBytes,
-        kdf: KDFParameters, shared: borrowing SecretBytes, binding: TokenBinding
+        kdf: KDFParameters, agreement: borrowing KeyAgreement
     ) throws {
         let salt = [UInt8](kdf.salt)
-        let tokenKey = try TokenKeys.tokenKey(sharedSecret: shared, binding: binding, salt: salt)
+        let binding = agreement.binding
+        let tokenKey = try TokenKeys.tokenKey(sharedSecret: agreement.secret, binding: binding, salt: salt)
         let compositeKey = try TokenKeys.compositeKey(tokenKey: tokenKey, pinKey: pinKey, binding: binding, salt: salt)
         let created = record.slot(.composite)?.created ?? time.now
         record.setSlot(
@@ -753,7 +818,7 @@ extension PINService {
                     throw ServiceError.tokenUnavailable(
                         "mode = both: the PIN alone cannot switch the token off; the card is needed too")
                 }
-                return try verifyBoth(interaction, prompt: .pin) { record, vaultKey, _, pin in
+                return try verifyBoth(interaction, prompt: .pin) { record, vaultKey, pin in
                     let kdf = try chooseKDF()
                     let pinKey = try deriveKey(kdf, from: pin.secret)
                     record.setSlot(

@@ -18,6 +18,10 @@ struct CountingReaders: CardReaders {
     }
 
     func describe(_ transportError: any Error) -> ServiceError { inner.describe(transportError) }
+
+    func withTimeouts(_ timeouts: CardTimeouts) -> any CardReaders {
+        CountingReaders(inner: inner.withTimeouts(timeouts), counter: counter)
+    }
 }
 
 /// Answers the benchmark's prompts: its own PIN for the scratch record, and the card's PINs asked once from the

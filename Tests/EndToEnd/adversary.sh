@@ -379,7 +379,7 @@ check "remote login: the card PIN tries and the PIN counter are untouched" \
 printf 'pam-remote = pin\n' >> "$CONFIG"; kill -HUP "$DAEMON_PID"; sleep 0.5
 pamtester -I rhost=203.0.113.7 "$SHIPPED" "$VICTIM" authenticate < <(printf '000000\n000000\n') >"$WORK/out" 2>&1
 check "remote login, pam-remote = pin: the PIN is asked, never the card" \
-    bash -c "grep -q 'PIN: ' '$WORK/out' && ! grep -q 'Card PIN' '$WORK/out'"
+    bash -c "grep -q 'tokenpin PIN for ' '$WORK/out' && ! grep -q 'Card PIN' '$WORK/out'"
 check "remote login: a wrong PIN counts on the remote/other counter" \
     test "$(status_of "$VICTIM" | json_field otherFailures):$(remaining "$VICTIM")" = "1:$before_pin"
 check "remote login: the card was not touched" test "$(card_tries_of "$VICTIM")" = "$before_card"

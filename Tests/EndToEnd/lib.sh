@@ -142,25 +142,43 @@ stop_sim() {
     for _ in $(seq 100); do card_present || return 0; sleep 0.05; done
 }
 
-# check_replays NAME TAP INS STATE SERIAL [ARGS...]: a fake card with the real one's identity (tokenpin-sim STATE
-# SERIAL ARGS) that takes any PIN and answers instruction INS with each card answer TAP recorded, one per verify
-# (the suite's `tp`); none may open the token slot, since the challenge rotated after each verify. The real card
-# then comes back and verifies again. Returns 1 when it does not come back.
+# check_replays NAME TAP INS STATE SERIAL [ARGS...]: run right after the bind, with the real card in. A fake card with
+# the real one's identity (tokenpin-sim STATE SERIAL ARGS) that takes any PIN and answers instruction INS with each
+# card answer TAP recorded (the bind's, then each verify's) is put in: right after the bind, after one verify with
+# the real card and after four. None may open the token slot, since every seal is made under a challenge that never
+# crossed the line. The real card (card PIN $CARD_PIN, default 123456) then verifies again; `tp` is the suite's
+# tokenpin. Prints the figure: answers tried, windows. Returns 1 when the real card does not come back.
 check_replays() {
-    local name=$1 tap=$2 ins=$3 state=$4 serial=$5 answers answer replayed=0
+    local name=$1 tap=$2 ins=$3 state=$4 serial=$5 answers answer tried=0 refused=0 verified=0 window pin=${CARD_PIN:-123456}
     shift 5
-    mapfile -t answers <"$tap"
-    check "$name: the tap saw the bind's and the verifies' answers" test "${#answers[@]}" -ge 3
-    for answer in "${answers[@]}"; do
+    # What the tap holds now: the bind's answer, after whatever the card's setup put there (a self-signed
+    # certificate is a GENERAL AUTHENTICATE too); each window adds the verifies' answers.
+    local before
+    before=$(wc -l <"$tap")
+    for window in 0 1 4; do
+        while [ "$verified" -lt "$window" ]; do
+            tp verify --method token --pin-stdin <<<"$pin" >"$WORK/out" 2>"$WORK/err" \
+                || { not_ok "$name: the real card verifies ($(head -c 300 "$WORK/err"))"; return 1; }
+            verified=$((verified + 1))
+        done
+        mapfile -t answers <"$tap"
+        for answer in "${answers[@]}"; do
+            stop_sim
+            start_sim "$state" "$serial" "$@" --fault sw:9000@20 --fault "answer:$answer@$ins" || continue
+            tp verify --method token --pin-stdin <<<000000 >"$WORK/out" 2>"$WORK/err"
+            if [ $? = 1 ] && grep -q "does not open the token slot" "$WORK/err"; then refused=$((refused + 1)); fi
+            tried=$((tried + 1))
+        done
         stop_sim
-        start_sim "$state" "$serial" "$@" --fault sw:9000@20 --fault "answer:$answer@$ins" || continue
-        tp verify --method token --pin-stdin <<<000000 >"$WORK/out" 2>"$WORK/err"
-        if [ $? = 1 ] && grep -q "does not open the token slot" "$WORK/err"; then replayed=$((replayed + 1)); fi
+        # The real card again, its answers tapped as before.
+        start_sim "$state" "$serial" "$@" --tap "$tap" || { not_ok "$name: the real card is back"; return 1; }
     done
-    check "$name: every replayed card answer is refused (${replayed}/${#answers[@]})" test "$replayed" = "${#answers[@]}"
-    stop_sim
-    start_sim "$state" "$serial" "$@" || { not_ok "$name: the real card is back"; return 1; }
-    expect_code "$name: the real card still verifies after the replays" 0 tp verify --method token --pin-stdin <<<123456
+    check "$name: the tap saw the bind's answer and each verify's (${tried} replays in 3 windows)" \
+        test "$before" -ge 1 -a "$tried" = $((3 * before + 5))
+    check "$name: no replayed answer verifies, right after the bind, after 1 verify or after 4 (${refused}/${tried} refused)" \
+        test "$refused" = "$tried"
+    echo "# replay: $name: $tried captured answers tried from a fake card, in 3 windows (after the bind, 1 and 4 verifies)"
+    expect_code "$name: the real card still verifies after the replays" 0 tp verify --method token --pin-stdin <<<"$pin"
 }
 
 cleanup() {

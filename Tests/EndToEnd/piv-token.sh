@@ -76,12 +76,12 @@ run_profile() {
     check "$name: the binding names the application, the slot and the algorithm" \
         bash -c "grep -rqE '\"application\" ?: ?\"piv\"' '$store' && grep -rqE '\"slot\" ?: ?\"$slot\"' '$store' \
             && grep -rqE '\"algorithm\" ?: ?\"nistp256\"' '$store'"
+    # Each GENERAL AUTHENTICATE (87) answer the line carried, the bind's first, replayed by a fake card from right
+    # after the bind on.
+    check_replays "$name" "$tap" 87 "$state" 0C0FFEE5 --profile "$name" || return
     expect_code "$name: verify with the card" 0 tp --json verify --method token --pin-stdin <<<123456
     check "$name: verified by the token" grep -q '"method":"token"' "$WORK/out"
     expect_code "$name: verify with the card again (the challenge rotated)" 0 tp verify --method token --pin-stdin <<<123456
-
-    # Each GENERAL AUTHENTICATE (87) answer the line carried, replayed by a fake card.
-    check_replays "$name" "$tap" 87 "$state" 0C0FFEE5 --profile "$name" || return
 
     # The fallback is for a person at the terminal (scripts must name --method): typed on a pseudo-terminal.
     python3 "$ROOT/Tests/TokenpinCLITests/Support/keyboard.py" 'wait:Card PIN|000000\r|wait:falling back to the PIN|wait:tokenpin PIN for |482916\r' \
@@ -144,7 +144,9 @@ run_profile piv-card generate
 run_slot() {
     local algorithm=$1 slot=$2 name=$3 store=$WORK/store-$3
     tp() { "$BIN/tokenpin" --local --store "$store" --config "$CONFIG" --reader "$READER" "$@"; }
-    start_sim "$WORK/$name.json" 0C0FFEE5 --reset --profile yubikey || { not_ok "$name: the card is inserted"; return; }
+    local tap=$WORK/$name.tap
+    start_sim "$WORK/$name.json" 0C0FFEE5 --reset --profile yubikey --tap "$tap" \
+        || { not_ok "$name: the card is inserted"; return; }
     ykpiv -a generate -s "$slot" -A "$algorithm" -o "$WORK/$name.pem" >"$WORK/out"
     [ -s "$WORK/ca.key" ] || openssl req -new -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
         -keyout "$WORK/ca.key" -subj "/CN=test CA" -out "$WORK/ca.pem" >/dev/null 2>&1
@@ -158,6 +160,7 @@ run_slot() {
         tp toggle token on --app piv --slot "$slot" --pin-stdin < <(printf '482916\n123456\n')
     check "$name: the binding names slot $slot and $name" \
         bash -c "grep -rqE '\"slot\" ?: ?\"$slot\"' '$store' && grep -rqE '\"algorithm\" ?: ?\"$name\"' '$store'"
+    check_replays "$name" "$tap" 87 "$WORK/$name.json" 0C0FFEE5 --profile yubikey || return
     expect_code "$name: verify with the card" 0 tp verify --method token --pin-stdin <<<123456
     expect_code "$name: verify with the card again" 0 tp verify --method token --pin-stdin <<<123456
     expect_code "$name: a wrong card PIN is refused" 1 tp verify --method token --pin-stdin <<<000000

@@ -54,6 +54,9 @@ run_algorithm() {
     else
         check "$name: the binding names the algorithm" grep -rqE "\"algorithm\" ?: ?\"$name\"" "$store"
     fi
+    # Each PSO:DECIPHER (2A) answer the line carried, the bind's first, replayed by a fake card from right after
+    # the bind on.
+    check_replays "$name" "$tap" 2A "$state" "$serial" || return
     expect_code "$name: verify with the card" 0 tp --json verify --method token --pin-stdin <<<123456
     check "$name: verified by the token" grep -q '"method":"token"' "$WORK/out"
 
@@ -65,9 +68,6 @@ run_algorithm() {
     check "$name: the wrong card PIN counted on the card" bash -c "'$BIN/tokenpin' --local --store '$store' --config '$CONFIG' \
         --reader '$READER' --json status | grep -q '\"cardTriesLeft\":2'"
     expect_code "$name: the right card PIN verifies again" 0 tp verify --method token --pin-stdin <<<123456
-
-    # Each PSO:DECIPHER (2A) answer the line carried, replayed by a fake card.
-    check_replays "$name" "$tap" 2A "$state" "$serial" || return
 
     local decrypted
     decrypted=$("${gpg_batch[@]}" --passphrase 123456 -d "$WORK/$name.asc" 2>/dev/null)

@@ -7,6 +7,10 @@
 #   config     the configuration parser (drop-ins and the user's own file)
 #   simulator  the simulator's command processing (a hostile client's APDUs)
 #   openpgp    the client's parsing of OpenPGP card answers, alone and through an OpenPGPSession (a hostile card)
+#   piv        the client's parsing of PIV card answers: CHUID, discovery, GET VERSION/SERIAL/METADATA, GENERAL
+#              AUTHENTICATE templates and chained (61xx) answers, alone and through a PIVSession and PIVCard
+#   certificate  the X.509 certificates read from a PIV slot (the key, the subject, the certificate object)
+#   pkcs11     tokenpin's reading of its PKCS#11 helper's replies (the framing and every reply; a hostile module)
 # Swift targets link modules built here from every *.swift under their source folders (so files added or renamed
 # there are picked up) with -sanitize=fuzzer,address. Seeds are real: protocol lines, a record that `tokenpin enrol`
 # wrote, the example configuration, and the commands and answers of sessions with the simulated card.
@@ -18,7 +22,7 @@
 #   FUZZ_DIR=DIR         keep builds, corpora and logs in DIR (default: this run's temporary directory)
 . "$(dirname "$0")/../EndToEnd/lib.sh"
 SECONDS_EACH=${FUZZ_SECONDS:-10}
-TARGETS=${FUZZ_TARGETS:-json pam apdu record config simulator openpgp}
+TARGETS=${FUZZ_TARGETS:-json pam apdu record config simulator openpgp piv certificate pkcs11}
 OUT=${FUZZ_DIR:-$WORK/fuzz}
 HARNESS=$ROOT/Tests/Fuzz
 REGRESSIONS=$HARNESS/regressions
@@ -26,18 +30,21 @@ mkdir -p "$OUT/lib" "$OUT/seeds"
 wanted() { [[ " $TARGETS " == *" $1 "* ]]; }
 
 # --- Building ----------------------------------------------------------------------------------------------------
+# p11-kit's headers, for CP11Kit (TokenpinPKCS11's system library).
+P11KIT_CFLAGS=()
+for flag in $(pkg-config --cflags p11-kit-1 2>/dev/null); do P11KIT_CFLAGS+=(-Xcc "$flag"); done
 SWIFTC=(swiftc -sanitize=fuzzer,address -parse-as-library -O -swift-version 6 -enable-upcoming-feature ExistentialAny
     -enable-upcoming-feature MemberImportVisibility -I "$OUT/lib" -I "$OUT/lib/CTokenpinShims" -I "$ROOT/Sources/CSodium"
-    -I "$ROOT/Sources/COpenSSL" -L "$OUT/lib"
-    -use-ld=lld)
+    -I "$ROOT/Sources/COpenSSL" -I "$ROOT/Sources/CP11Kit" -L "$OUT/lib"
+    "${P11KIT_CFLAGS[@]}" -use-ld=lld)
 declare -A BUILT=()
 
-# module NAME FOLDER: a static library with its module interface, from every Swift file under FOLDER.
+# module NAME FOLDER [FLAGS...]: a static library with its module interface, from every Swift file under FOLDER.
 module() {
     local name=$1 files
     [ -n "${BUILT[$name]:-}" ] && return "${BUILT[$name]}"
     mapfile -t files < <(find "$ROOT/$2" -name '*.swift' | sort)
-    "${SWIFTC[@]}" -module-name "$name" -emit-module -emit-module-path "$OUT/lib/$name.swiftmodule" \
+    "${SWIFTC[@]}" "${@:3}" -module-name "$name" -emit-module -emit-module-path "$OUT/lib/$name.swiftmodule" \
         -emit-library -static -o "$OUT/lib/lib$name.a" "${files[@]}" >"$OUT/build-$name.log" 2>&1
     BUILT[$name]=$?
     [ "${BUILT[$name]}" = 0 ] || not_ok "build the $name module for fuzzing: $(grep -m2 'error:' "$OUT/build-$name.log")"
@@ -63,6 +70,9 @@ apdu() { module TokenpinAPDU Sources/TokenpinAPDU; }
 cardcrypto() { core && module TokenpinCardCrypto Sources/TokenpinCardCrypto; }
 openpgp() { core && apdu && cardcrypto && module TokenpinOpenPGP Sources/TokenpinOpenPGP; }
 simulator() { core && apdu && cardcrypto && module TokenpinSimulator Simulator/Sources/TokenpinSimulator; }
+piv() { core && apdu && cardcrypto && module TokenpinPIV Sources/TokenpinPIV; }
+# The helper's wire is internal to TokenpinPKCS11: its target imports it @testable.
+pkcs11() { core && cardcrypto && module TokenpinPKCS11 Sources/TokenpinPKCS11 -enable-testing; }
 
 # link NAME SWIFT-FILES... -- LIBRARIES...: builds the fuzz target NAME.
 link() {
@@ -74,7 +84,9 @@ link() {
         libraries+=("-l$library")
         [ "$library" = TokenpinCore ] && libraries+=("-lTokenpinSystem" "-lCTokenpinShims")  # the core's own dependencies
         # The card algorithms (libcrypto) under the OpenPGP session and the simulator.
-        [[ "$library" = TokenpinOpenPGP || "$library" = TokenpinSimulator ]] && libraries+=("-lTokenpinCardCrypto")
+        [[ "$library" = TokenpinOpenPGP || "$library" = TokenpinSimulator || "$library" = TokenpinPIV \
+            || "$library" = TokenpinPKCS11 ]] \
+            && libraries+=("-lTokenpinCardCrypto")
     done
     "${SWIFTC[@]}" -o "$OUT/fuzz-$name" "${files[@]}" "${libraries[@]}" -lsodium -lcrypto >"$OUT/build-$name.log" 2>&1 \
         || { not_ok "build the $name fuzz target: $(grep -m2 'error' "$OUT/build-$name.log")"; return 1; }
@@ -189,7 +201,8 @@ if wanted config && core && link config config_parser.swift -- TokenpinCore; the
 fi
 # Sessions with the simulated card give both the simulator's commands and the client's answers.
 if { wanted simulator || wanted openpgp; } && openpgp && simulator \
-    && link seed-transcript seed_transcript.swift -- TokenpinOpenPGP TokenpinSimulator TokenpinCore TokenpinAPDU; then
+    && link seed-transcript seed_transcript.swift seed_support.swift -- TokenpinOpenPGP TokenpinSimulator TokenpinCore \
+        TokenpinAPDU; then
     mkdir -p "$OUT/seeds/transcript"
     : > "$OUT/seeds/empty"
     TOKENPIN_SEED_DIR=$OUT/seeds/transcript SWIFT_BACKTRACE=enable=no "$OUT/fuzz-seed-transcript" "$OUT/seeds/empty" \
@@ -202,9 +215,45 @@ if { wanted simulator || wanted openpgp; } && openpgp && simulator \
     then
         fuzz simulator 8192 "$OUT/seeds/commands"
     fi
-    if wanted openpgp && link openpgp openpgp_responses.swift chunks.swift -- TokenpinOpenPGP TokenpinCore TokenpinAPDU
+    if wanted openpgp \
+        && link openpgp openpgp_responses.swift chunks.swift fuzzed_card.swift -- TokenpinOpenPGP TokenpinCore TokenpinAPDU
     then
         fuzz openpgp 8192 "$OUT/seeds/answers"
     fi
+fi
+# PIV sessions with the simulated card (a YubiKey, a PIV card) give the piv target's seeds; openssl's certificates
+# (P-256, P-384, RSA 2048) the certificate target's.
+if { wanted piv || wanted certificate; } && piv && simulator \
+    && link piv-seed-transcript piv_seed_transcript.swift seed_support.swift -- TokenpinPIV TokenpinSimulator \
+        TokenpinCore TokenpinAPDU; then
+    mkdir -p "$OUT/seeds/piv" "$OUT/seeds/certificates"
+    : > "$OUT/seeds/empty"
+    TOKENPIN_SEED_DIR=$OUT/seeds/piv SWIFT_BACKTRACE=enable=no "$OUT/fuzz-piv-seed-transcript" "$OUT/seeds/empty" \
+        >"$OUT/piv-seed-transcript.log" 2>&1
+    check "seed PIV sessions with the simulated card run" test -s "$OUT/seeds/piv/answers-piv-card-rsa"
+    for key in "ec -pkeyopt ec_paramgen_curve:P-256" "ec -pkeyopt ec_paramgen_curve:P-384" "rsa:2048"; do
+        # shellcheck disable=SC2086 # the key's words are openssl's arguments
+        openssl req -x509 -newkey $key -nodes -keyout /dev/null -subj "/CN=tokenpin fuzz seed" -days 1 -outform DER \
+            -out "$OUT/seeds/certificates/${key##*[:-]}.der" >/dev/null 2>&1
+    done
+    if wanted piv && link piv piv_responses.swift chunks.swift fuzzed_card.swift -- TokenpinPIV TokenpinCore TokenpinAPDU
+    then
+        fuzz piv 8192 "$OUT/seeds/piv"
+    fi
+    if wanted certificate && link certificate certificate_parser.swift fuzzed_card.swift -- TokenpinPIV TokenpinCore \
+        TokenpinAPDU
+    then
+        fuzz certificate 8192 "$OUT/seeds/certificates"
+    fi
+fi
+# The PKCS#11 helper's replies, seeded by every kind of reply as the helper sends it (the target writes them).
+if wanted pkcs11 && pkcs11 \
+    && link pkcs11 pkcs11_replies.swift -- TokenpinPKCS11 TokenpinCardCrypto TokenpinCore p11-kit; then
+    mkdir -p "$OUT/seeds/pkcs11"
+    : > "$OUT/seeds/empty"
+    TOKENPIN_SEED_DIR=$OUT/seeds/pkcs11 SWIFT_BACKTRACE=enable=no "$OUT/fuzz-pkcs11" "$OUT/seeds/empty" \
+        >"$OUT/pkcs11-seeds.log" 2>&1
+    check "seed replies of the PKCS#11 helper are written" test -s "$OUT/seeds/pkcs11/inventory"
+    fuzz pkcs11 16384 "$OUT/seeds/pkcs11"
 fi
 finish

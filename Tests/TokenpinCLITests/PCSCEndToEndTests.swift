@@ -15,12 +15,31 @@ extension PCSCSandbox {
 
 /// A tokenpin-sim process: a virtual card in one vpcd reader, through the real pcscd.
 final class VirtualCard {
-    let simulator: SimulatorProcess
+    private(set) var simulator: SimulatorProcess
     var index: Int { simulator.portIndex }
 
-    init(index: Int, state: String, serial: String = "0000AAAA", arguments: [String] = [], cli: CLI) throws {
-        simulator = try SimulatorProcess(portIndex: index, state: state, arguments: ["--serial", serial] + arguments)
-        try cli.waitForCard(in: simulator.reader, present: true)
+    /// `readable`: wait until `tokenpin readers` reads the card's serial too (not for a card whose answers are spoiled).
+    ///
+    /// When a card vanished mid-command (a fault) and pcscd's reset of it failed, pcscd may keep the reader marked
+    /// as holding an unpowered card that the next card, connecting to vpcd before pcscd polled the reader again,
+    /// never replaces (in about half the runs of this suite on main; pcsc-lite 1.9.9, vpcd 3.3): that card is started
+    /// once more, which pcscd sees as a removal and an insertion.
+    init(
+        index: Int, state: String, serial: String = "0000AAAA", arguments: [String] = [], readable: Bool = true,
+        cli: CLI
+    ) throws {
+        let start = {
+            try SimulatorProcess(portIndex: index, state: state, arguments: ["--serial", serial] + arguments)
+        }
+        try cli.waitForCard(in: PCSCSandbox.reader(index), present: false)
+        simulator = try start()
+        if try cli.waitForCard(in: simulator.reader, present: true, readable: readable, attempts: 60, record: false) {
+            return
+        }
+        simulator.kill()
+        try cli.waitForCard(in: PCSCSandbox.reader(index), present: false)
+        simulator = try start()
+        try cli.waitForCard(in: simulator.reader, present: true, readable: readable)
     }
 
     /// Pulls the card and waits until `tokenpin readers` shows it gone.
@@ -35,20 +54,25 @@ extension CLI {
     /// A CLI limited to the readers of this suite (`reader = tokenpin vpcd 0 *`).
     static func pcsc(_ extra: String = "") -> CLI { CLI(config: "reader = tokenpin vpcd 0 *\n" + extra) }
 
-    /// Polls `tokenpin readers --json` until `reader` shows a card (or none).
-    func waitForCard(in reader: String, present: Bool) throws {
-        for _ in 0..<200 {
+    /// Polls `tokenpin readers --json` until `reader` shows a card (with its serial, when `readable`) or none, at
+    /// most `attempts` times; false (recorded as an issue when `record`) when it never did.
+    @discardableResult
+    func waitForCard(
+        in reader: String, present: Bool, readable: Bool = true, attempts: Int = 200, record: Bool = true
+    ) throws -> Bool {
+        for _ in 0..<attempts {
             let result = try run(["--json", "readers"])
             let readers = result.json["readers"] as? [[String: Any]] ?? []
             if let entry = readers.first(where: { $0["name"] as? String == reader }),
-                entry["cardPresent"] as? Bool == present, !present || entry["serial"] is String
+                entry["cardPresent"] as? Bool == present, !present || !readable || entry["serial"] is String
             {
-                return
+                return true
             }
-            if readers.isEmpty && !present { return }
+            if readers.isEmpty && !present { return true }
             usleep(50_000)
         }
-        Issue.record("\(reader) did not show the card \(present ? "inserted" : "removed")")
+        if record { Issue.record("\(reader) did not show the card \(present ? "inserted" : "removed")") }
+        return false
     }
 
     func reader(_ json: [String: Any], _ name: String) -> [String: Any]? {

@@ -12,6 +12,7 @@ import TokenpinTestSupport
         #expect(configuration.policy.minLength == 6 && configuration.policy.maxLength == 32)
         #expect(configuration.policy.charset == .digits && configuration.policy.minUnique == 3)
         #expect(configuration.mode == .either && configuration.fallback == .allow)
+        #expect(configuration.cardTimeoutSeconds == 10)
     }
 
     @Test func parsesKeysCommentsAndQuotes() throws {
@@ -28,6 +29,7 @@ import TokenpinTestSupport
                 mode = both
                 fallback = deny
                 reader = Yubico*
+                card-timeout = 3
 
                 """, file: "t.conf")
         #expect(configuration.retriesMax == 3)
@@ -37,6 +39,7 @@ import TokenpinTestSupport
         #expect(configuration.appearance.errorColor == "bright-red")
         #expect(configuration.mode == .both && configuration.fallback == .deny)
         #expect(configuration.reader == "Yubico*")
+        #expect(configuration.cardTimeoutSeconds == 3)
     }
 
     @Test(arguments: [
@@ -50,6 +53,8 @@ import TokenpinTestSupport
         ("mode = sometimes", 1, "either, both"),
         ("dot = ab", 1, "single character"),
         ("kdf-memory-mib = 2", 1, "kdf-memory-mib"),
+        ("card-timeout = 0", 1, "card-timeout must be a whole number from 1 to 600"),
+        ("card-timeout = 601", 1, "card-timeout"),
     ])
     func errorsNameFileAndLine(text: String, line: Int, fragment: String) {
         var configuration = Configuration()

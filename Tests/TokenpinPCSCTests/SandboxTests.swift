@@ -220,7 +220,7 @@ struct SandboxTests {
         do {
             _ = try PCSCCardConnection(reader: reader)
             Issue.record("a second connection got a card held exclusively")
-        } catch {
+        } catch let error as PCSCError {
             #expect(error == .sharingViolation)
             #expect(error.hint?.contains("scdaemon") == true)
         }

@@ -8,26 +8,36 @@ import TokenpinTestSupport
 
 @testable import TokenpinService
 
-/// What passes between the service and a simulated card: every PSO:DECIPHER answer is kept, and in replay mode
-/// the card is a fake claiming the real card's serial (its SELECT and GET DATA answers are the real card's),
-/// which takes any card PIN and answers PSO:DECIPHER with captured bytes.
+/// What passes between the service and a simulated card: every answer of the bound key (PSO:DECIPHER, or a PIV
+/// GENERAL AUTHENTICATE with a key slot, its `61xx` parts joined) is kept, and in replay mode the card is a fake
+/// claiming the real card's identity (its SELECT and GET DATA answers are the real card's), which takes any card
+/// PIN and answers the key's command with captured bytes.
 final class CardTap: Sendable {
     struct State {
         var answers: [[UInt8]] = []
         var replay: [UInt8]?
+        /// A hostile reader: it keeps the real card's key answers and hands the service `6F 00` instead.
+        var withhold = false
+        /// The data of a key answer whose rest the card announced with `61xx`.
+        var pending: [UInt8]?
     }
 
     let state = Mutex(State())
-    /// The raw PSO:DECIPHER answers (data and status word) the real card gave, in order.
+    /// The raw answers of the bound key (data and status word) the real card gave, in order.
     var answers: [[UInt8]] { state.withLock { $0.answers } }
     /// Makes the card a fake answering `answer` (nil: the real card again).
     func replay(_ answer: [UInt8]?) { state.withLock { $0.replay = answer } }
+    /// Makes the reader keep the card's key answers from the service (false: pass them on again).
+    func withhold(_ on: Bool) { state.withLock { $0.withhold = on } }
 }
 
 /// A connection to a simulated card through a `CardTap`.
 final class TappedConnection: CardConnection {
     static let verify: UInt8 = 0x20  // VERIFY
     static let decipher: UInt8 = 0x2A  // PERFORM SECURITY OPERATION
+    static let generalAuthenticate: UInt8 = 0x87  // PIV GENERAL AUTHENTICATE
+    static let getResponse: UInt8 = 0xC0  // GET RESPONSE
+    static let managementKey: UInt8 = 0x9B  // the PIV management key's reference (its answers are no slot's)
 
     let inner: SimulatedCardConnection
     let tap: CardTap
@@ -43,18 +53,41 @@ final class TappedConnection: CardConnection {
         set { inner.lengthCapabilities = newValue }
     }
 
+    /// Whether `command` is the bound key's operation: PSO:DECIPHER, or GENERAL AUTHENTICATE on a key slot.
+    static func isKeyOperation(_ command: [UInt8]) -> Bool {
+        guard command.count >= 4 else { return false }
+        return command[1] == decipher || (command[1] == generalAuthenticate && command[3] != managementKey)
+    }
+
     func transmit(_ command: [UInt8]) throws -> [UInt8] {
         let instruction = command.count > 1 ? command[1] : 0
+        let keyOperation = Self.isKeyOperation(command)
         if let replay = tap.state.withLock({ $0.replay }) {
             if instruction == Self.verify { return [0x90, 0x00] }
-            if instruction == Self.decipher { return replay }
+            // The leading parts of a chained command answer 90 00; the last part answers the captured bytes.
+            if keyOperation { return command[0] & 0x10 != 0 ? [0x90, 0x00] : replay }
         }
         let answer = try inner.transmit(command)
-        // Any algorithm's answer (a chained command's earlier parts answer a bare 90 00 and are not kept).
-        if instruction == Self.decipher, answer.count > 2, answer.suffix(2) == [0x90, 0x00] {
-            tap.state.withLock { $0.answers.append(answer) }
+        guard answer.count >= 2, keyOperation || instruction == Self.getResponse else { return answer }
+        let data = Array(answer.dropLast(2))
+        let more = answer[answer.count - 2] == 0x61
+        let withheld = tap.state.withLock { state -> Bool in
+            if keyOperation && command[0] & 0x10 == 0 {
+                state.pending = []
+            }
+            guard let pending = state.pending else { return false }
+            if more {
+                state.pending = pending + data
+            } else {
+                // Any algorithm's answer (a chained command's earlier parts answer a bare 90 00 and are not kept).
+                if answer.suffix(2) == [0x90, 0x00], !(pending + data).isEmpty {
+                    state.answers.append(pending + answer)
+                }
+                state.pending = nil
+            }
+            return state.withhold && !more
         }
-        return answer
+        return withheld ? [0x6F, 0x00] : answer
     }
 }
 
@@ -89,21 +122,20 @@ func tappedSetup(mode: VerificationMode = .either, decryptionKey: [UInt8]? = nil
 }
 
 @Suite struct TokenResealTests {
-    @Test func aCapturedCardAnswerOpensTheSlotAtMostOnce() throws {
+    @Test func theBindsOwnAnswerNeverOpensTheSlot() throws {
         let setup = try tappedSetup()
         let captured = try #require(setup.tap.answers.first)
         setup.tap.replay(captured)
-        // The answer for the slot's current ephemeral key: it opens once (this is what re-sealing bounds) ...
-        #expect(
-            try setup.service.verify(ScriptedInteraction(["000000"]), method: .token).outcome
-                == .verified(method: .token))
-        // ... and never again: that verify re-sealed the slot under a fresh ephemeral key.
+        // The bind checked the card with one challenge and sealed the slot under another, computed here: the
+        // answer that crossed the line opens nothing, not even before the first verify.
         let replayed = try setup.service.verify(ScriptedInteraction(["000000"]), method: .token)
         guard case .tokenRejected(let reason) = replayed.outcome else {
-            Issue.record("a replayed card answer verified: \(replayed.outcome)")
+            Issue.record("the bind's card answer verified: \(replayed.outcome)")
             return
         }
         #expect(reason.contains("does not open the token slot"))
+        setup.tap.replay(nil)
+        #expect(try setup.service.verify(ScriptedInteraction([cardPIN])).outcome == .verified(method: .token))
     }
 
     @Test func aRealVerifyRetiresEveryAnswerCapturedBeforeIt() throws {

@@ -11,8 +11,11 @@ public struct CardFaults: Sendable, Equatable {
         /// With `afterProcessing` the command takes effect first (a counter already decremented), as when a
         /// card is pulled between its write and its answer.
         case vanish(afterProcessing: Bool)
-        /// The answer comes after `delay`.
+        /// The answer comes after `delay` (`delay:MS`, or `late:MS` for an answer past a client's deadline).
         case delay(Duration)
+        /// The command takes effect and the card never answers it: the reader waits until the card is pulled
+        /// (as vpcd, and pcscd with it, wait for a card that went quiet mid-command).
+        case stall
         /// The command takes effect, but the answer bytes are malformed.
         case malformed(Malformation)
         /// The card answers this status word without data and without doing anything.
@@ -74,9 +77,11 @@ public struct CardFaults: Sendable, Equatable {
 
     /// Parses a rule from its command-line form: `KIND[:ARG][@INS][*TIMES]`.
     ///
-    /// Kinds: `vanish`, `vanish-after`, `delay:MILLISECONDS`, `malformed:empty|oneByte|truncated|badTLV`,
-    /// `sw:HEX4`, `answer:HEX` (data and status word). `@2A` limits the rule to INS `2A`; `*1` makes it fire once. Examples: `sw:6A88@CA`,
-    /// `vanish-after@20*1`, `delay:1500`.
+    /// Kinds: `vanish`, `vanish-after`, `delay:MILLISECONDS` (or `late:MILLISECONDS`), `stall`,
+    /// `malformed:empty|oneByte|truncated|badTLV`, `sw:HEX4`, `answer:HEX` (data and status word). `@2A` limits
+    /// the rule to INS `2A`; `*1` makes it fire once. Examples: `sw:6A88@CA`, `vanish-after@20*1`, `delay:1500`,
+    /// `stall@2A*1`, `late:15000@87`. Every kind works on every profile: faults act on the card's answers, not on
+    /// an application.
     public static func parseRule(_ text: String) throws(SimulatorError) -> Rule {
         var body = Substring(text)
         var times: Int?
@@ -101,11 +106,12 @@ public struct CardFaults: Sendable, Equatable {
         switch (parts.first ?? "", argument) {
         case ("vanish", nil): fault = .vanish(afterProcessing: false)
         case ("vanish-after", nil): fault = .vanish(afterProcessing: true)
-        case ("delay", let value?):
+        case ("delay", let value?), ("late", let value?):
             guard let milliseconds = Int(value), milliseconds >= 0 else {
-                throw SimulatorError(.invalidArgument, "fault '\(text)': delay needs milliseconds")
+                throw SimulatorError(.invalidArgument, "fault '\(text)': \(parts[0]) needs milliseconds")
             }
             fault = .delay(.milliseconds(milliseconds))
+        case ("stall", nil): fault = .stall
         case ("malformed", let value?):
             guard let kind = Malformation(rawValue: value) else {
                 throw SimulatorError(
@@ -127,7 +133,7 @@ public struct CardFaults: Sendable, Equatable {
         default:
             throw SimulatorError(
                 .invalidArgument,
-                "fault '\(text)': expected vanish, vanish-after, delay:MS, "
+                "fault '\(text)': expected vanish, vanish-after, delay:MS, late:MS, stall, "
                     + "malformed:KIND, sw:HEX4 or answer:HEX")
         }
         return Rule(instruction: instruction, fault: fault, times: times)

@@ -10,6 +10,8 @@ public enum CardReply: Sendable, Equatable {
     case removed
     /// No answer: the card is inserted but not powered.
     case notPowered
+    /// No answer, ever: the card went quiet mid-command (the command took effect); the reader waits for it.
+    case stalled
 }
 
 /// A virtual OpenPGP card (OpenPGP card application 3.4): the state machine behind `SimulatedCardConnection`
@@ -195,7 +197,7 @@ public final class SimulatedCard: Sendable {
     public func process(_ command: [UInt8]) -> [UInt8] {
         switch respond(to: command) {
         case .response(let bytes, _): return bytes
-        case .removed, .notPowered: return []
+        case .removed, .notPowered, .stalled: return []
         }
     }
 
@@ -232,6 +234,9 @@ public final class SimulatedCard: Sendable {
                 return .removed
             case .delay(let delay)?:
                 return .response(response, delay: delay)
+            case .stall?:
+                engine.pending = []
+                return .stalled
             case .malformed(let kind)?:
                 return .response(kind.apply(to: response), delay: .zero)
             default:

@@ -44,6 +44,9 @@ public final class SimulatedCardConnection: CardConnection {
             throw SimulatorError(.cardRemoved, "the simulated card was removed from the reader")
         case .notPowered:
             throw SimulatorError(.cardNotPowered, "the simulated card is not powered")
+        case .stalled:
+            // In process nothing waits: the answer that will never come is the deadline passing at once.
+            throw CardTimeoutError(reader: "simulated card", timeout: nil, call: "transmit")
         }
     }
 

@@ -34,7 +34,8 @@ enum Arguments {
     static let fault = Option.value(
         "--fault", valueName: "rule", isRepeatable: true,
         help: "Inject a fault: KIND[:ARG][@INS][*TIMES] with KIND one of vanish,\n"
-            + "vanish-after, delay:MS, malformed:empty|oneByte|truncated|badTLV, sw:HEX4,\n"
+            + "vanish-after, delay:MS, late:MS, stall (no answer until pulled),\n"
+            + "malformed:empty|oneByte|truncated|badTLV, sw:HEX4,\n"
             + "answer:HEX (data and status word, the card doing nothing).\n"
             + "Example: --fault sw:6A88@CA --fault vanish-after@20*1")
     static let reinsertAfter = Option.value(
@@ -46,9 +47,9 @@ enum Arguments {
         "--trace", help: "Print each APDU header and status word to stderr (never PIN data).")
     static let tap = Option.value(
         "--tap", valueName: "file",
-        help: "Append each PSO:DECIPHER answer and each complete PIV GENERAL AUTHENTICATE\n"
-            + "answer with a key slot (hex, with its status word) to the file, as an\n"
-            + "eavesdropper on the reader's line sees it: for replay tests.")
+        help: "Append each PSO:DECIPHER answer and each PIV GENERAL AUTHENTICATE answer\n"
+            + "with a key slot (its 61xx parts joined; hex, with its status word) to the\n"
+            + "file, as an eavesdropper on the reader's line sees it: for replay tests.")
     static let profile = Option.value(
         "--profile", valueName: "name", allowedValues: SimulatedProfile.names,
         help: "The card: openpgp (OpenPGP alone), piv-card (PIV alone), yubikey5 or yubikey\n"
@@ -76,7 +77,7 @@ struct Options {
     var faults: [CardFaults.Rule] = []
     var stats = false
     var trace = false
-    var tapPath: String?
+    var tap: LineTap?
     var reinsertDelay: Duration = .seconds(1)
     var profile = SimulatedProfile.openpgp
 
@@ -110,7 +111,7 @@ struct Options {
         }
         options.stats = parsed.isSet(Arguments.stats)
         options.trace = parsed.isSet(Arguments.trace)
-        options.tapPath = parsed.value(Arguments.tap)
+        options.tap = parsed.value(Arguments.tap).map(LineTap.init(path:))
         if let name = parsed.value(Arguments.profile), let profile = SimulatedProfile(name: name) {
             options.profile = profile
         }
@@ -241,21 +242,6 @@ struct Statistics {
     }
 }
 
-/// Appends a successful PSO:DECIPHER answer, or a PIV GENERAL AUTHENTICATE answer with a key slot (not the
-/// management key's challenges) that came whole (`9000`, no `61xx`), to the tap file, one hex line.
-func tap(_ command: [UInt8], _ answer: [UInt8], into path: String) {
-    guard command.count >= 4, answer.count > 2, answer.suffix(2) == [0x90, 0x00] else { return }
-    let decipher = command[1] == CardInstruction.performSecurityOperation && command[2] == 0x80 && command[3] == 0x86
-    let pivKey = command[0] == 0x00 && command[1] == PIVInstruction.generalAuthenticate && command[3] != 0x9B
-    guard decipher || pivKey else { return }
-    do {
-        let file = try FileDescriptor.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode: 0o600)
-        try file.writeAll(Array((Hex.encode(answer) + "\n").utf8))
-    } catch {
-        printError("tokenpin-sim: cannot write the tap file \(path): \(error)")
-    }
-}
-
 /// Instructions whose data carries a PIN or a key: traces print only their header.
 let sensitiveInstructions: Set<UInt8> = [
     CardInstruction.verify, CardInstruction.changeReferenceData,
@@ -297,7 +283,7 @@ func serve(_ socket: VPCDSocket, card: SimulatedCard, options: Options, statisti
                     "apdu \(header)\(body) -> \(Hex.encode(bytes.suffix(2))) (\(bytes.count) bytes, card \(card.lastProcessingTime))"
                 )
             }
-            if let tapPath = options.tapPath { tap(message, bytes, into: tapPath) }
+            options.tap?.record(message, bytes)
             if delay > .zero { pause(delay) }
             if !socket.send(bytes) { return false }
         case .removed:
@@ -306,6 +292,12 @@ func serve(_ socket: VPCDSocket, card: SimulatedCard, options: Options, statisti
         case .notPowered:
             // vpcd always powers the card before sending APDUs; answer nothing like a dead card.
             if !socket.send([]) { return false }
+        case .stalled:
+            // The connection stays open and silent: vpcd (and pcscd with it) waits for the answer until the card
+            // is pulled (SIGTERM), as with a card that went quiet mid-command.
+            printError("tokenpin-sim: fault injection: the card stalls")
+            while !isStopping { pause(.seconds(1)) }
+            return false
         }
     }
     return false

@@ -111,6 +111,8 @@ struct FaultTests {
             ("malformed:badTLV@47", CardFaults.Rule(instruction: 0x47, fault: .malformed(.badTLV))),
             ("sw:6A88@CA*3", CardFaults.Rule(instruction: 0xCA, fault: .status(.referencedDataNotFound), times: 3)),
             ("answer:01029000@2A", CardFaults.Rule(instruction: 0x2A, fault: .answer([0x01, 0x02, 0x90, 0x00]))),
+            ("stall@2A*1", CardFaults.Rule(instruction: 0x2A, fault: .stall, times: 1)),
+            ("late:15000@87", CardFaults.Rule(instruction: 0x87, fault: .delay(.milliseconds(15000)))),
         ])
     func parseRule(text: String, rule: CardFaults.Rule) throws {
         #expect(try CardFaults.parseRule(text) == rule)
@@ -120,10 +122,20 @@ struct FaultTests {
         "bad fault rules are rejected",
         arguments: [
             "", "explode", "delay", "delay:x", "sw:6A", "sw:6A88@XYZ",
-            "vanish*0", "malformed:nope", "answer:90", "answer:xyz",
+            "vanish*0", "malformed:nope", "answer:90", "answer:xyz", "stall:5", "late", "late:-1",
         ])
     func badRule(text: String) {
         #expect { try CardFaults.parseRule(text) } throws: { ($0 as? SimulatorError)?.code == .invalidArgument }
+    }
+
+    @Test("a stalled card does what it was asked and never answers; in process that is a deadline passing")
+    func stall() throws {
+        let harness = try Harness()
+        harness.card.faults = CardFaults(rules: [.init(instruction: CardInstruction.verify, fault: .stall, times: 1)])
+        #expect(harness.card.respond(to: Hex.decode("0020008206303030303030") ?? []) == .stalled)
+        harness.card.faults = CardFaults(rules: [.init(instruction: CardInstruction.verify, fault: .stall, times: 1)])
+        #expect { try harness.verify(0x82, "000000") } throws: { $0 is CardTimeoutError }
+        #expect(try harness.getData(0xC4).data[4] == 1, "both wrong PINs were counted by the card")
     }
 
     @Test("a powered-off card gives no answer through the connection")

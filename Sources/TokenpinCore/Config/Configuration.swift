@@ -171,6 +171,9 @@ public struct Configuration: Sendable, Equatable {
     public var fallback: FallbackPolicy = .allow
     /// The reader to use (a name or a glob); nil means any reader with the enrolled card.
     public var reader: String?
+    /// Seconds pcscd, a reader and its card may take to answer one command (`card-timeout`); key generation on
+    /// the card waits at least 120 s.
+    public var cardTimeoutSeconds: Int = 10
     /// Colours and prompts.
     public var appearance = Appearance()
     /// tokenpind: the memory all Argon2id work may use at once, in MiB (`daemon-kdf-memory`, default 1 GiB).
@@ -361,7 +364,7 @@ public struct Configuration: Sendable, Equatable {
         "retries-max", "fail-delay", "kdf-target-ms", "kdf-memory-mib", "kdf-passes",
         "pin-min-length", "pin-max-length", "pin-charset", "pin-min-unique", "pin-blocklist", "pin-blocklist-rules",
         "pin-check", "pin-check-timeout",
-        "mode", "fallback", "reader",
+        "mode", "fallback", "reader", "card-timeout",
         "color", "color-prompt", "color-dots", "color-error", "color-warning", "color-success", "dot",
         "prompt-pin", "prompt-new-pin", "prompt-confirm-pin", "prompt-current-pin", "prompt-recovery-key",
         "prompt-card-pin",
@@ -446,6 +449,7 @@ public struct Configuration: Sendable, Equatable {
         case "mode": mode = try choice(VerificationMode.self)
         case "fallback": fallback = try choice(FallbackPolicy.self)
         case "reader": reader = value.isEmpty ? nil : value
+        case "card-timeout": cardTimeoutSeconds = try integer(1...600)
         case "color": appearance.color = try choice(Appearance.ColorChoice.self)
         case "color-prompt": appearance.promptColor = try color()
         case "color-dots": appearance.dotsColor = try color()

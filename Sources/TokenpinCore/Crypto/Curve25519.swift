@@ -60,6 +60,56 @@ public enum X25519 {
         guard status == 0 else { throw CryptoError(.invalidPublicKey, "X25519 peer key is a low-order point") }
         return shared
     }
+
+    /// Whether `publicKey` is a point of small order: every clamped scalar sends it to zero, so an agreement with
+    /// it has no secret. Found by libsodium's own check (`crypto_scalarmult` refuses an all-zero result).
+    public static func isSmallOrder(_ publicKey: [UInt8]) -> Bool {
+        guard publicKey.count == keyLength else { return false }
+        let probe = SecureRandom.secret(keyLength)
+        return (try? sharedSecret(secretKey: probe, peerPublicKey: publicKey)) == nil
+    }
+
+    /// The largest multiple of the base point `knownLogarithm(of:)` looks for.
+    public static let smallMultipleBound = 1024
+
+    /// The discrete logarithm of `publicKey` when anyone can know it, as messages show it: `3` for the
+    /// u-coordinate of 3·B (k·B with 1 ≤ k ≤ `smallMultipleBound`; B the base point, u = 9), `2^254` for the public
+    /// key of the all-zero secret (clamped to 2^254). Nil for any other key.
+    ///
+    /// An agreement with such a key is computed by anyone from the challenge alone. The multiples are walked on
+    /// the birationally equivalent Edwards curve and mapped to Montgomery u, through libsodium
+    /// (`crypto_scalarmult_ed25519_base_noclamp`, `crypto_core_ed25519_add`, `crypto_sign_ed25519_pk_to_curve25519`).
+    public static func knownLogarithm(of publicKey: [UInt8]) -> String? {
+        Sodium.ensureReady()
+        guard publicKey.count == keyLength else { return nil }
+        var zero = [UInt8](repeating: 0, count: keyLength)
+        if let zeroKey = try? X25519.publicKey(for: SecretBytes(consuming: &zero)), zeroKey == publicKey {
+            return "2^254"
+        }
+        if let index = baseMultiples.firstIndex(of: publicKey) { return String(index + 1) }
+        return nil
+    }
+
+    /// The u-coordinates of B, 2B, ... `smallMultipleBound`·B, computed once.
+    private static let baseMultiples: [[UInt8]] = {
+        Sodium.ensureReady()
+        var multiples: [[UInt8]] = []
+        multiples.reserveCapacity(smallMultipleBound)
+        var one = [UInt8](repeating: 0, count: 32)
+        one[0] = 1  // little-endian scalar 1
+        var base = [UInt8](repeating: 0, count: 32)
+        guard crypto_scalarmult_ed25519_base_noclamp(&base, one) == 0 else { return [] }
+        var point = base
+        for _ in 1...smallMultipleBound {
+            var u = [UInt8](repeating: 0, count: 32)
+            guard crypto_sign_ed25519_pk_to_curve25519(&u, point) == 0 else { return multiples }
+            multiples.append(u)
+            var next = [UInt8](repeating: 0, count: 32)
+            guard crypto_core_ed25519_add(&next, point, base) == 0 else { return multiples }
+            point = next
+        }
+        return multiples
+    }()
 }
 
 /// Ed25519 signatures (RFC 8032) through libsodium.
