@@ -27,7 +27,8 @@ DEBUG_DIR      = .build/debug
 
 # Build and run: libsodium, libcrypto (OpenSSL 3) and pcsc-lite headers. Tests add the real PC/SC stack and peers.
 # libp11-kit-dev: PKCS#11's header and p11-kit's module loading and URIs (TokenpinPKCS11, through CP11Kit).
-BUILD_PACKAGES = libsodium-dev libssl-dev libpcsclite-dev pkg-config libpam0g-dev scdoc libp11-kit-dev
+# libsystemd-dev: sd-login's header for tokenpind's card-bind check (the library itself is loaded with dlopen).
+BUILD_PACKAGES = libsodium-dev libssl-dev libpcsclite-dev pkg-config libpam0g-dev libsystemd-dev scdoc libp11-kit-dev
 # python3-venv, python3-dev and gcc: Simulator/Tests/EndToEnd/ykman-clients.sh installs ykman from PyPI into a venv,
 # building pyscard (against libpcsclite-dev, a build package) from source.
 # softhsm2, opensc-pkcs11, gnutls-bin (p11tool) and p11-kit-modules: the PKCS#11 tests' real modules and peers

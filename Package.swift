@@ -36,6 +36,12 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // sd-login's header (libsystemd-dev) for tokenpind's "who owns the active session" check; no link: the
+        // daemon loads libsystemd with dlopen, so it runs where there is no systemd.
+        .systemLibrary(
+            name: "CSystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
         // p11-kit: PKCS#11's header (pkcs11.h), module loading and RFC 7512 URIs; TokenpinPKCS11 is its only importer.
         .systemLibrary(
             name: "CP11Kit",
@@ -148,7 +154,7 @@ let package = Package(
             dependencies: [
                 "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinSystem", "TokenpinAPDU",
                 "CTokenpinShims",
-                "CTokenpinPAM",
+                "CTokenpinPAM", "CSystemd",
             ],
             swiftSettings: strictSettings
         ),
@@ -170,7 +176,8 @@ let package = Package(
         .testTarget(
             name: "TokenpinDaemonTests",
             dependencies: [
-                "TokenpinDaemon", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinTestSupport",
+                "TokenpinDaemon", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinSystem",
+                "TokenpinTestSupport",
             ],
             swiftSettings: strictSettings
         ),

@@ -2,8 +2,12 @@
  * pam_tokenpin: a PAM module that verifies and changes a tokenpin PIN through tokenpind.
  *
  * C with no Swift runtime, so that login, sshd, sudo and screen lockers load nothing heavy. It speaks
- * protocol version 2 (docs/protocol.md; it still reads version 1 replies) over the daemon's Unix socket:
+ * protocol version 3 (docs/protocol.md; it still reads version 1 and 2 replies) over the daemon's Unix socket:
  * newline-delimited JSON, of which it reads only flat objects (prompt, event, the verify/change result, error).
+ * Each request says who is asking: the invoking real uid (getuid(): the user who ran su or sudo, 0 for login and
+ * sshd), PAM_SERVICE, PAM_RHOST, PAM_TTY and PAM_RUSER. The daemon classes the attempt from them (own, local,
+ * remote, other): the token answers only the user themselves and local logins, and remote and other attempts
+ * count on a counter of their own (docs/pam.md, "Who is asking").
  *
  *   auth      asks for the PIN (and any relayed card PIN) through the conversation, shows tries left and
  *             "last try" as PAM_TEXT_INFO.
@@ -54,6 +58,7 @@
 #define TP_MAX_STRING 4096
 #define TP_MAX_SECRET 1024  /* bytes; PINs, card PINs and the policy's longest PIN (256) fit */
 #define TP_MAX_MESSAGES 64  /* daemon messages in one exchange: prompts and events of verify or change fit */
+#define TP_MAX_ITEM 255     /* bytes of a PAM item sent as an invoker field; the daemon takes up to 256 */
 
 enum tp_mode { TP_MODE_EITHER, TP_MODE_PIN, TP_MODE_TOKEN };
 
@@ -445,22 +450,51 @@ static size_t tp_escape(char *out, const char *text, size_t length) {
     return n;
 }
 
+/* Appends `,"key":"value"` for the PAM item `item` to `out` (at `*n`, `capacity` bytes) when it is set: at most
+   TP_MAX_ITEM bytes of it, any byte that is not printable ASCII sent as `?`, so the field is always valid UTF-8
+   (a PAM item is whatever bytes the application set). */
+static void tp_append_item(pam_handle_t *pamh, int item, const char *key, char *out, size_t *n, size_t capacity) {
+    const void *value = NULL;
+    if (pam_get_item(pamh, item, &value) != PAM_SUCCESS || value == NULL) return;
+    const char *text = value;
+    char clean[TP_MAX_ITEM + 1];
+    size_t length = 0;
+    for (; text[length] != '\0' && length < TP_MAX_ITEM; length++)
+        clean[length] = (text[length] >= 0x20 && text[length] < 0x7F) ? text[length] : '?';
+    char escaped[6 * TP_MAX_ITEM + 1];
+    size_t size = tp_escape(escaped, clean, length);
+    escaped[size] = '\0';
+    int written = snprintf(out + *n, capacity - *n, ",\"%s\":\"%s\"", key, escaped);
+    if (written > 0 && (size_t)written < capacity - *n) *n += (size_t)written;
+}
+
 /* Sends a request naming `op`, `user` and, for verify, the method the options force (NULL: token first, then
- * the PIN as the daemon's fallback setting allows). */
-static int tp_send_request(struct tp_conn *conn, const char *op, const char *user, const char *method) {
-    char line[512];
+ * the PIN as the daemon's fallback setting allows), with the invoker fields: who runs this PAM stack. */
+static int tp_send_request(pam_handle_t *pamh, struct tp_conn *conn, const char *op, const char *user,
+                           const char *method) {
+    char *line = malloc(8192);
+    if (line == NULL) return -1;
     char escaped[6 * 64 + 1];
     size_t length = strlen(user);
-    if (length > 64) return -1;
+    if (length > 64) { free(line); return -1; }
     size_t n = tp_escape(escaped, user, length);
     escaped[n] = '\0';
     char extra[64] = "";
     if (strcmp(op, "change") == 0) snprintf(extra, sizeof(extra), ",\"newPINAttempts\":1");
     else if (method != NULL) snprintf(extra, sizeof(extra), ",\"method\":\"%s\"", method);
-    int written = snprintf(line, sizeof(line), "{\"v\":2,\"type\":\"request\",\"op\":\"%s\",\"user\":\"%s\"%s}\n",
-                           op, escaped, extra);
-    if (written < 0 || (size_t)written >= sizeof(line)) return -1;
-    return tp_write_all(conn->fd, line, (size_t)written);
+    int written = snprintf(line, 8192, "{\"v\":3,\"type\":\"request\",\"op\":\"%s\",\"user\":\"%s\"%s,\"invokerUID\":%u",
+                           op, escaped, extra, (unsigned)getuid());
+    if (written < 0 || written >= 8192) { free(line); return -1; }
+    size_t used = (size_t)written;
+    tp_append_item(pamh, PAM_SERVICE, "service", line, &used, 8192 - 3);
+    tp_append_item(pamh, PAM_RHOST, "rhost", line, &used, 8192 - 3);
+    tp_append_item(pamh, PAM_TTY, "tty", line, &used, 8192 - 3);
+    tp_append_item(pamh, PAM_RUSER, "ruser", line, &used, 8192 - 3);
+    memcpy(line + used, "}\n", 2);
+    used += 2;
+    int status = tp_write_all(conn->fd, line, used);
+    free(line);
+    return status;
 }
 
 /* Sends the answer to `prompt`; every buffer that held the secret is wiped. */
@@ -471,7 +505,7 @@ static int tp_send_secret(struct tp_conn *conn, const char *prompt, const char *
     char *line = malloc(capacity);
     if (line == NULL) return -1;
     size_t n = 0;
-    memcpy(line, "{\"v\":2,\"type\":\"secret\",\"prompt\":\"", 33);
+    memcpy(line, "{\"v\":3,\"type\":\"secret\",\"prompt\":\"", 33);
     n = 33;
     n += tp_escape(line + n, prompt, prompt_length);
     memcpy(line + n, "\",\"value\":\"", 11);
@@ -486,7 +520,7 @@ static int tp_send_secret(struct tp_conn *conn, const char *prompt, const char *
 }
 
 static void tp_send_cancel(struct tp_conn *conn) {
-    static const char line[] = "{\"v\":2,\"type\":\"cancel\"}\n";
+    static const char line[] = "{\"v\":3,\"type\":\"cancel\"}\n";
     (void)tp_write_all(conn->fd, line, sizeof(line) - 1);
 }
 
@@ -594,6 +628,20 @@ static void tp_on_event(struct tp_exchange *x, const struct tp_message *message)
     if (event != NULL && strcmp(event, "tokenFailed") == 0) {
         const char *reason = tp_string(message, "reason");
         tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Token not used: %s", reason ? reason : "unavailable");
+    } else if (event != NULL && strcmp(event, "otherAttempts") == 0) {
+        /* Told at the user's own or local success: what su and remote logins tried meanwhile (then cleared). */
+        long long failures = tp_int(message, "failures", 0);
+        const char *service = tp_string(message, "service");
+        const char *invoker = tp_string(message, "invoker");
+        const char *rhost = tp_string(message, "rhost");
+        const char *kind = tp_string(message, "class");
+        int remote = kind != NULL && strcmp(kind, "remote") == 0;
+        char by[160] = "";
+        if (!remote && invoker != NULL) snprintf(by, sizeof(by), " by %s", invoker);
+        else if (remote && rhost != NULL) snprintf(by, sizeof(by), " from %s", rhost);
+        tp_say(x->pamh, x->options, PAM_TEXT_INFO, "%lld failed %s from %s%s since you last verified here; "
+               "the PIN and token still work here.", failures, failures == 1 ? "attempt" : "attempts",
+               service != NULL ? service : (remote ? "a remote login" : "another user"), by);
     } else if (event != NULL && strcmp(event, "policyViolation") == 0) {
         const char *rule = tp_string(message, "rule");
         const char *reason = tp_string(message, "reason");
@@ -617,6 +665,23 @@ static int tp_on_result(struct tp_exchange *x, const struct tp_message *message)
         x->verified = 1;
         if (x->changing && x->secret_sent) tp_say(x->pamh, x->options, PAM_TEXT_INFO, "PIN changed.");
         return PAM_SUCCESS;
+    }
+    /* A remote or other attempt (su, sshd) spends a counter of its own; a lock there leaves the PIN working at the
+       machine, and the messages say so. */
+    const char *counter = tp_string(message, "counter");
+    int apart = counter != NULL && strcmp(counter, "others") == 0;
+    if (apart && strcmp(outcome, "locked") == 0) {
+        tp_say(x->pamh, x->options, PAM_ERROR_MSG,
+               "PIN locked for su and remote logins after too many wrong entries; the user unlocks it by "
+               "verifying at this machine or as themselves.");
+        return PAM_MAXTRIES;
+    }
+    if (apart && strcmp(outcome, "rejected") == 0) {
+        long long tries = tp_tries(message);
+        if (tries >= 0)
+            tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Wrong PIN. %lld %s left for su and remote logins.", tries,
+                   tries == 1 ? "try" : "tries");
+        return PAM_AUTH_ERR;
     }
     if (strcmp(outcome, "rejected") == 0) {
         long long tries = tp_tries(message);
@@ -645,6 +710,9 @@ static int tp_on_error(struct tp_exchange *x, const struct tp_message *message) 
     if (code == NULL) code = "?";
     tp_debug(x->pamh, x->options, "error %s", code);
     if (strcmp(code, "not-enrolled") == 0 && !x->secret_sent) return tp_unavailable(x->options);
+    /* The daemon does not answer this kind of attempt (a remote login with pam-remote = ignore): nothing was
+       asked, so the module steps aside as pam_fprintd does for remote sessions. */
+    if (strcmp(code, "ignored") == 0 && !x->secret_sent) return tp_unavailable(x->options);
     if (strcmp(code, "policy") == 0 && x->changing && x->secret_sent) {
         /* One message per refusal: the event already said why. */
         if (!x->refusal_said)
@@ -667,7 +735,7 @@ static int tp_converse(struct tp_exchange *x, char *line, struct tp_message *mes
         explicit_bzero(line, strlen(line));
         const char *type = parsed == 0 ? tp_string(message, "type") : NULL;
         long long version = tp_int(message, "v", 0);
-        if (type == NULL || version < 1 || version > 2) {
+        if (type == NULL || version < 1 || version > 3) {
             pam_syslog(x->pamh, LOG_ERR, "tokenpind sent a message this module cannot read");
             tp_message_free(message);
             tp_send_cancel(x->conn);
@@ -722,7 +790,7 @@ static int tp_run(pam_handle_t *pamh, const struct tp_options *options, const ch
     const char *method = NULL;
     if (options->mode == TP_MODE_PIN) method = "pin";
     else if (options->mode == TP_MODE_TOKEN || !options->fallback_allow) method = "token";
-    if (tp_send_request(conn, op, user, x.changing ? NULL : method) != 0) {
+    if (tp_send_request(pamh, conn, op, user, x.changing ? NULL : method) != 0) {
         /* The daemon accepted the connection: it was reached, so this is a failure, not "unavailable". */
         pam_syslog(pamh, LOG_NOTICE, "cannot send the request to tokenpind");
         result = PAM_AUTH_ERR;

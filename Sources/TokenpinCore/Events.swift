@@ -47,6 +47,9 @@ public enum Event: Sendable, Equatable {
     case policyViolation(rule: String, reason: String? = nil)
     /// An authentication type was switched on or off.
     case typeChanged(type: AuthenticationType, enabled: Bool)
+    /// Remote logins or other users (`su`) failed to verify as this user since the user's last own or local
+    /// success; told at that success, which clears them.
+    case otherAttempts(OtherAttemptsNotice)
 
     /// The stable name used in JSON output and logs.
     public var name: String {
@@ -62,6 +65,7 @@ public enum Event: Sendable, Equatable {
         case .cancelled: "cancelled"
         case .policyViolation: "policyViolation"
         case .typeChanged: "typeChanged"
+        case .otherAttempts: "otherAttempts"
         }
     }
 }

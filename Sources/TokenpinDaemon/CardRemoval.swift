@@ -68,18 +68,18 @@ public final class CardRemovalPolicy: Sendable {
     private let locker: any SessionLocker
     private let settings: @Sendable () -> (action: CardRemovalAction, grace: Int)
     private let schedule: @Sendable (Int, @escaping @Sendable () -> Void) -> Void
-    private let locate: @Sendable (String) -> String?
+    private let locate: @Sendable (_ user: String, _ serial: String) -> String?
     private let logger: Logger
     private let onLocked: @Sendable (String) -> Void
 
     /// Creates the policy; `settings` reads the current configuration (so `SIGHUP` applies); `locate` names
-    /// the reader holding the card with a serial, or nil (the daemon reads the cards present, see
-    /// `CardReaders.reader(holding:)`).
+    /// the reader holding the card a user verified with (its serial, and the card-authentication key the user's
+    /// binding recorded), or nil (the daemon reads the cards present, see `CardReaders.reader(holding:)`).
     public init(
         locker: any SessionLocker, logger: Logger,
         settings: @escaping @Sendable () -> (action: CardRemovalAction, grace: Int),
         schedule: @escaping @Sendable (Int, @escaping @Sendable () -> Void) -> Void,
-        locate: @escaping @Sendable (String) -> String?,
+        locate: @escaping @Sendable (_ user: String, _ serial: String) -> String?,
         onLocked: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.locker = locker
@@ -138,7 +138,7 @@ public final class CardRemovalPolicy: Sendable {
             let cardCameBack = state.withLock { $0.insertions != insertions }
             for (user, serial) in users.sorted(by: { $0.key < $1.key }) {
                 // Only the card the user verified with cancels the lock, wherever it is now.
-                if cardCameBack, let back = locate(serial) {
+                if cardCameBack, let back = locate(user, serial) {
                     logger.info(
                         "card back within lock-grace; sessions stay unlocked",
                         [("user", user), ("reader", back)])

@@ -37,6 +37,10 @@ public struct DaemonOptions: Sendable {
     public var maximumParallelKDF = 2 * ProcessInfo.processInfo.activeProcessorCount
     /// The longest one write to a client may block (`SO_SNDTIMEO`): a client that stops reading is dropped then.
     public var sendTimeoutMilliseconds = 5000
+    /// The journal's socket for the audit trail (nil: log lines on stderr only).
+    public var journalSocket: String? = "/run/systemd/journal/socket"
+    /// Who owns the active local session (`card-bind = active-session`): sd-login, loaded when first asked.
+    public var sessions = LoginSessions()
 
     /// The defaults.
     public init() {}
@@ -72,6 +76,15 @@ public final class Daemon: Sendable {
     public let hub = EventHub()
     /// `on-card-removal`.
     public let cardRemoval: CardRemovalPolicy
+    /// Remote and other attempts in flight, per target user and per invoker.
+    public let untrustedAttempts = InFlightAttempts()
+    /// The login-password check's throttle.
+    public let passwordThrottle = PasswordThrottle()
+    /// Cards being bound right now.
+    let cardClaims = CardClaims()
+    /// The audit trail (the journal, else stderr).
+    public let audit: AuditTrail
+    var sessions: LoginSessions { options.sessions }
     let draining = Atomic<Bool>(false)
     let listenFD = Atomic<Int32>(-1)
     let bound = Atomic<Bool>(false)
@@ -81,6 +94,7 @@ public final class Daemon: Sendable {
     public init(options: DaemonOptions, logger: Logger) throws(DaemonError) {
         self.options = options
         self.logger = logger
+        audit = AuditTrail(journalSocket: options.journalSocket, logger: logger)
         let configuration = try Self.loadConfiguration(options)
         configurationState = ConfigurationBox(configuration)
         budget = MemoryBudget(
@@ -95,13 +109,19 @@ public final class Daemon: Sendable {
         let state = configurationState
         let hub = self.hub
         let cards = options.cards
+        let records = self.store
         cardRemoval = CardRemovalPolicy(
             locker: LoginctlLocker(loginctl: options.loginctl), logger: logger,
             settings: { state.value.withLock { ($0.onCardRemoval, $0.lockGraceSeconds) } },
             schedule: CardRemovalPolicy.dispatchSchedule,
-            locate: { serial in
-                let configuration = state.value.withLock { $0 }
-                return cards?.withTimeouts(of: configuration).reader(holding: serial)
+            locate: { user, serial in
+                let readers = cards?.withTimeouts(of: state.value.withLock { $0 })
+                // The binding as the record keeps it: a card that only claims its identity cancels no lock.
+                guard let record = try? records.load(user: user) else { return nil }
+                guard let binding = record.slot(.token)?.token ?? record.slot(.composite)?.token,
+                    binding.serial == serial
+                else { return readers?.reader(holding: serial) }
+                return readers?.reader(holding: binding)
             },
             onLocked: { user in hub.publish(user: user, name: "sessionsLocked", fields: []) })
         do {
@@ -125,6 +145,9 @@ public final class Daemon: Sendable {
             throw DaemonError("configuration: \(error)")
         }
     }
+
+    /// The protocol version this daemon writes (`tokenpind --version`).
+    public static var protocolVersion: Int { ProtocolLimits.version }
 
     /// The configuration in force.
     public var configuration: Configuration { configurationState.value.withLock { $0 } }

@@ -11,6 +11,12 @@ extension Daemon {
     /// record's `flock`, then key-derivation memory around each derivation only. The lock is given back before
     /// the reply is written, and writes are bounded by the send timeout, so a client that does not read holds
     /// nothing that anyone else needs.
+    ///
+    /// Who asks decides which lock an operation takes: the user's own and local attempts share the user's lock;
+    /// a remote or other attempt (sshd, `su victim`) takes a lock of its own per remote host or invoking uid, so
+    /// one parked at its prompt never holds what the user's own verification needs. Such attempts are also held
+    /// to a share per target user and per source, remote host or invoking uid (`InFlightAttempts`), and PAM's
+    /// prompts to `daemon-pam-prompt-timeout`.
     func perform(_ request: Request, channel: LineChannel, peer: Peer) -> Bool {
         let configuration = self.configuration
         let user: String
@@ -20,11 +26,14 @@ extension Daemon {
             logger.warning("refused", [("peer.uid", String(peer.uid)), ("op", request.operation.rawValue)])
             return (try? channel.send(error.protocolMessage)) != nil
         }
+        let context = Authorization.context(peer: peer, user: user, invoker: request.invoker)
+        let fromPAM = peer.isRoot && request.invoker != nil
         operations.increment()
         defer { operations.decrement() }
         let relay = RelayInteraction(
             channel: channel, daemon: self, user: user,
-            promptTimeoutSeconds: configuration.daemonPromptTimeoutSeconds,
+            promptTimeoutSeconds: fromPAM
+                ? configuration.daemonPAMPromptTimeoutSeconds : configuration.daemonPromptTimeoutSeconds,
             newPINAttempts: min(max(1, request.newPINAttempts ?? 1), 5))
         let selection = CardSelection(
             reader: request.reader ?? configuration.reader, serial: request.serial, application: request.application)
@@ -35,28 +44,55 @@ extension Daemon {
         service.derivationGate = BudgetGate(
             budget: budget, waitSeconds: waitSeconds,
             capacityMiB: configuration.daemonKDFMemoryMiB)
-        // A root daemon must not lend its pcscd rights: a user reaches only the card bound to their own record.
+        // A root daemon must not lend its pcscd rights: a user reaches only the card bound to their own record, or
+        // to bind, a card no other record binds when `card-bind` lets them.
         service.cardScope = peer.isRoot ? .any : .boundCardOnly
-        logger.debug("request", [("peer.uid", String(peer.uid)), ("user", user), ("op", request.operation.rawValue)])
+        if !peer.isRoot {
+            service.cardAccess = DaemonCardAccess(
+                store: store, policy: configuration.cardBind, peer: peer, sessions: sessions, claims: cardClaims)
+        }
+        service.attempt = context
+        service.invokerNames = { Peer.loginName(uid: $0) }
+        logger.debug(
+            "request",
+            [
+                ("peer.uid", String(peer.uid)), ("user", user), ("op", request.operation.rawValue),
+                ("class", context.class.rawValue),
+            ])
         var reply: Reply?
         var error: ServiceError?
+        let lockKey = Self.lockKey(user: user, context: context)
         var locked = false
+        var inFlight = false
         do throws(ServiceError) {
+            try admit(request.operation, user: user, context: context, configuration: configuration)
+            if !context.class.isTrusted {
+                guard untrustedAttempts.begin(user: user, source: InFlightAttempts.source(of: context)) else {
+                    throw .busy("too many remote and other attempts for \(user), or from this source, at once")
+                }
+                inFlight = true
+            }
             if request.operation.createsFirstWayIn {
                 try checkFirstWayIn(peer: peer, user: user, relay: relay, configuration: configuration)
             }
             if request.operation.needsUserLock {
-                guard userLocks.lock(user, waitingAtMost: waitSeconds) else {
+                guard userLocks.lock(lockKey, waitingAtMost: waitSeconds) else {
                     throw .busy("another operation for \(user) is running")
                 }
                 locked = true
             }
-            reply = try execute(request, service: service, user: user, relay: relay, configuration: configuration)
+            reply = try execute(
+                request, service: service, user: user, relay: relay, configuration: configuration, peer: peer)
         } catch let caught {
             error = caught
         }
         // Everything is given back before the client is written to: the reply waits for no one.
-        if locked { userLocks.unlock(user) }
+        if locked { userLocks.unlock(lockKey) }
+        if inFlight { untrustedAttempts.end(user: user, source: InFlightAttempts.source(of: context)) }
+        if !peer.isRoot { cardClaims.release(user) }
+        if let error, request.operation == .verify || request.operation == .change {
+            audit.record(AuditEvent(.verifyFailed, user: user, context: context, result: error.code))
+        }
         if let failure = relay.failure {
             if failure.code != .closed && failure.code != .truncated && failure.code != .io {
                 try? channel.send(failure.message)
@@ -76,6 +112,9 @@ extension Daemon {
     /// `enrol` and `import` create a first way in: a user (not root) proves who they are with their login password
     /// first (`enrol-auth = password`), before any lock is taken. An existing record is refused before the password
     /// is asked (the operation checks again under the lock).
+    ///
+    /// The check is throttled per uid as a login is (`PasswordThrottle`): one at a time, and after a wrong password
+    /// a delay during which a check is answered `delayed` without running PAM.
     func checkFirstWayIn(
         peer: Peer, user: String, relay: RelayInteraction,
         configuration: Configuration
@@ -88,17 +127,60 @@ extension Daemon {
             throw .store(error)
         }
         if existing != nil { throw .alreadyEnrolled(user: user, path: store.recordPath(for: user)) }
+        let context = AttemptContext(class: .own, invokerUID: peer.uid, service: configuration.enrolPAMService)
+        if let wait = passwordThrottle.begin(uid: peer.uid) {
+            audit.record(
+                AuditEvent(.passwordRefused, user: user, context: context, method: "password", result: "delayed"))
+            throw .passwordDelayed(seconds: wait)
+        }
+        var outcome = PasswordThrottle.Outcome.notTried
+        defer { passwordThrottle.end(uid: peer.uid, outcome) }
         let check = LoginPasswordCheck(service: configuration.enrolPAMService)
         do {
             try check.verify(user: user, relay)
         } catch {
             if case .passwordRejected = error {
+                outcome = .rejected
                 logger.warning("login password refused before enrolment", [("user", user)])
                 hub.publish(user: user, name: "passwordRejected", fields: [])
+                audit.record(
+                    AuditEvent(.passwordRefused, user: user, context: context, method: "password", result: "rejected"))
             }
             throw error
         }
+        outcome = .accepted
         logger.info("login password checked before enrolment", [("user", user)])
+        audit.record(
+            AuditEvent(.passwordAccepted, user: user, context: context, method: "password", result: "accepted"))
+    }
+
+    /// Refuses, before anything is asked, what a class may not do: a remote or other attempt only verifies or
+    /// changes the PIN, and only as `pam-remote` and `pam-other-user` allow.
+    func admit(
+        _ operation: TokenpinProtocol.Operation, user: String, context: AttemptContext, configuration: Configuration
+    ) throws(ServiceError) {
+        guard !context.class.isTrusted else { return }
+        guard operation == .verify || operation == .change else {
+            throw .permissionDenied("a \(context.class.rawValue) PAM attempt may only verify or change the PIN")
+        }
+        if context.class == .remote, configuration.pamRemote == .ignore {
+            throw .ignored("tokenpind does not answer remote logins (pam-remote = ignore); nothing was asked")
+        }
+        if context.class == .other, configuration.pamOtherUser == .deny {
+            throw .permissionDenied(
+                "pam-other-user = deny: another user's PAM stack (\(context.service ?? "su")) may not verify as "
+                    + "\(user); nothing was asked")
+        }
+    }
+
+    /// The lock an operation takes: the user's, shared by own and local attempts; one per remote host for remote
+    /// attempts and one per invoking uid for other users', so none of those waits for, or holds, the user's.
+    static func lockKey(user: String, context: AttemptContext) -> String {
+        switch context.class {
+        case .own, .local: user
+        case .remote: user + "\u{1}remote\u{1}" + (context.rhost ?? "")
+        case .other: user + "\u{1}other\u{1}" + String(context.invokerUID ?? 0)
+        }
     }
 
     /// Runs the operation and builds the final message.
@@ -106,9 +188,10 @@ extension Daemon {
     /// This is the one place a decoded request becomes a call of `PINOperations`; `ping` and `import` are the
     /// daemon's own.
     func execute(
-        _ request: Request, service: some PINOperations, user: String, relay: RelayInteraction,
-        configuration: Configuration
+        _ request: Request, service: PINService, user: String, relay: RelayInteraction,
+        configuration: Configuration, peer: Peer
     ) throws(ServiceError) -> Reply {
+        let context = service.attempt
         switch request.operation {
         case .ping:
             return Reply(.result(exitCode: 0, fields: [JSONMember("version", .int(ProtocolLimits.version))]))
@@ -118,14 +201,17 @@ extension Daemon {
         case .verify:
             let report = try service.verify(relay, method: request.method)
             publishOutcome(report, user: user, success: nil)
+            auditOutcome(report, user: user, context: context)
             return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
         case .change:
             let report = try service.change(relay)
             publishOutcome(report, user: user, success: .changed)
+            auditOutcome(report, user: user, context: context)
             return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
         case .reset:
             let report = try service.reset(relay)
             publishOutcome(report, user: user, success: .reset)
+            auditOutcome(report, user: user, context: context)
             return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
         case .status:
             let report = try service.status()
@@ -149,6 +235,15 @@ extension Daemon {
                     mode: request.mode, slot: request.slot)
                 : try service.disableToken(relay, method: request.method)
             publishOutcome(report, user: user, success: .typeChanged(type: .token, enabled: on))
+            auditOutcome(report, user: user, context: context)
+            // The counted PIN check cleared what remote and other attempts did: the user is told here too.
+            if let notice = report.otherAttempts { relay.report(.otherAttempts(notice)) }
+            if case .verified(let method) = report.outcome {
+                audit.record(
+                    AuditEvent(
+                        on ? .bound : .unbound, user: user, context: context, method: method.rawValue,
+                        result: on ? "bound" : "unbound"))
+            }
             let serial = (try? service.types())?.first { $0.type == .token }?.serial
             return Reply(
                 .result(
@@ -167,10 +262,37 @@ extension Daemon {
             try service.unblockCardPIN(relay, admin: request.admin ?? false)
             return Reply(.result(exitCode: 0, fields: []))
         case .import:
-            let path = try importRecord(request.record ?? [], user: user, configuration: configuration)
+            let path = try importRecord(request.record ?? [], user: user, configuration: configuration, peer: peer)
+            audit.record(AuditEvent(.imported, user: user, context: context, result: "imported"))
             return Reply(.result(exitCode: 0, fields: [JSONMember("record", .text(path))]))
         case .watch:
             throw .input("watch is not an operation")
+        }
+    }
+
+    /// Records the outcome of a counted attempt in the audit trail: a success, a failure, and a lock it caused.
+    func auditOutcome(_ report: VerifyReport, user: String, context: AttemptContext) {
+        let remaining = report.counter?.remaining
+        switch report.outcome {
+        case .verified(let method):
+            audit.record(
+                AuditEvent(.verified, user: user, context: context, method: method.rawValue, result: "verified"))
+        case .rejected:
+            audit.record(
+                AuditEvent(.verifyFailed, user: user, context: context, result: "rejected", remaining: remaining))
+        case .locked:
+            // Locked by this very attempt (it ran the key derivation), or already locked before anything was asked.
+            let now = report.kdfNanoseconds > 0
+            audit.record(
+                AuditEvent(now ? .locked : .verifyFailed, user: user, context: context, result: "locked", remaining: 0))
+        case .delayed:
+            audit.record(
+                AuditEvent(.verifyFailed, user: user, context: context, result: "delayed", remaining: remaining))
+        case .tokenRejected:
+            audit.record(
+                AuditEvent(
+                    .verifyFailed, user: user, context: context, method: "token", result: "token-rejected",
+                    remaining: remaining))
         }
     }
 
@@ -184,6 +306,8 @@ extension Daemon {
                 JSONMember("remaining", .int(counter.remaining)), JSONMember("lastTry", .bool(counter.remaining == 1)),
             ]
         }
+        // A remote or other attempt spends its own counter; watchers are told which.
+        if report.countedApart { fields.append(JSONMember("counter", .text("others"))) }
         hub.publish(user: user, name: event.name, fields: fields)
         if case .verified(let method) = report.outcome, method == .token || method == .both, let card = report.card {
             cardRemoval.tokenVerified(user: user, serial: card.serial, reader: card.reader)

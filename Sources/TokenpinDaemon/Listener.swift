@@ -83,14 +83,14 @@ extension Daemon {
                 close(client)
                 continue
             }
-            guard connections.open(uid: peer.uid) else {
+            guard connections.open(uid: peer.accountingUID) else {
                 let channel = LineChannel(fd: client)
                 try? channel.send(ProtocolError(.busy, "too many connections; try again").message)
                 logger.warning("connection refused: limit reached", [("peer.uid", String(peer.uid))])
                 continue
             }
             let thread = Thread { [self] in
-                defer { connections.close(uid: peer.uid) }
+                defer { connections.close(uid: peer.accountingUID) }
                 serveConnection(fd: client, peer: peer)
             }
             thread.stackSize = 1 << 20

@@ -1,5 +1,7 @@
 internal import CTokenpinShims
+import Foundation
 import TokenpinService
+internal import TokenpinSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -15,17 +17,39 @@ public struct Peer: Sendable, Equatable {
     public var gid: UInt32
     /// The login name of `uid`, or `uid<N>` when it has none.
     public var name: String
+    /// The uid the connection is accounted to: `uid`, or for a root peer the real uid of its process (`su`,
+    /// `sudo` are root processes acting for the user who ran them), so one user's setuid processes fill only
+    /// that user's share of connections.
+    public var accountingUID: UInt32
 
     /// Creates a peer.
-    public init(pid: Int32, uid: UInt32, gid: UInt32, name: String) {
+    public init(pid: Int32, uid: UInt32, gid: UInt32, name: String, accountingUID: UInt32? = nil) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
         self.name = name
+        self.accountingUID = accountingUID ?? uid
     }
 
     /// Whether the peer is root.
     public var isRoot: Bool { uid == 0 }
+
+    /// The real uid of process `pid` (`/proc/PID/status`, its `Uid:` line), or nil when it cannot be read.
+    ///
+    /// Read right after `accept`, while the peer is connected. A pid reused in between would only move the
+    /// connection into another uid's share.
+    public static func realUID(ofProcess pid: Int32) -> UInt32? {
+        guard pid > 0,
+            let file = try? FileDescriptor.open("/proc/\(pid)/status", O_RDONLY | O_CLOEXEC),
+            let bytes = try? file.readAll(maximumCount: 8192)
+        else { return nil }
+        // `Uid:\t<real>\t<effective>\t<saved>\t<filesystem>`.
+        for line in bytes.split(separator: 0x0A) where line.starts(with: Array("Uid:".utf8)) {
+            let fields = line.dropFirst(4).split(whereSeparator: { $0 == 0x20 || $0 == 0x09 })
+            return fields.first.flatMap { UInt32(String(decoding: $0, as: UTF8.self)) }
+        }
+        return nil
+    }
 
     /// The credentials of the peer of `fd`.
     ///
@@ -35,7 +59,8 @@ public struct Peer: Sendable, Equatable {
         var uid: uid_t = 0
         var gid: gid_t = 0
         guard tokenpin_peer_credentials(fd, &pid, &uid, &gid) == 0 else { return nil }
-        return Peer(pid: pid, uid: uid, gid: gid, name: userName(uid: uid))
+        let accounting = uid == 0 ? realUID(ofProcess: pid) ?? 0 : uid
+        return Peer(pid: pid, uid: uid, gid: gid, name: userName(uid: uid), accountingUID: accounting)
     }
 
     /// The login name of `uid` from the password database, or `uid<N>`.

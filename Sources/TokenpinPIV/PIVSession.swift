@@ -237,6 +237,25 @@ public struct PIVSession {
         return secret
     }
 
+    /// The card's private-key operation on `input` with the key in `slot`, as a signature: for ECC keys `input` is
+    /// the digest and the answer a DER `SEQUENCE { r, s }`; for RSA keys `input` is a block as long as the modulus
+    /// and the answer its raw RSA. SP 800-73-4 part 2, §3.2.4 GENERAL AUTHENTICATE: `7C { 82 00, 81 input }`.
+    ///
+    /// The card-authentication key (`9E`) answers without a PIN, so a host can check a card before it sends one.
+    /// - Throws: `.invalidArgument` for an input of the wrong size, `.securityStatusNotSatisfied` when the key's
+    ///   policy wants the PIN, `.referencedDataNotFound` (no key), `.incorrectData` (another algorithm).
+    public func sign(slot: PIVSlot, algorithm: PIVAlgorithm, input: [UInt8]) throws(PIVError) -> [UInt8] {
+        if let length = algorithm.modulusLength, input.count != length {
+            throw .invalidArgument("an RSA block for this key has \(length) bytes, not \(input.count)")
+        }
+        if let coordinate = algorithm.coordinateLength, input.count != coordinate {
+            throw .invalidArgument("a digest for this key has \(coordinate) bytes, not \(input.count)")
+        }
+        let template = TLV(tag: 0x7C, children: [TLV(tag: 0x82, value: []), TLV(tag: 0x81, value: input)]).encoded
+        let answer = try generalAuthenticate(algorithm: algorithm, slot: slot, template: template)
+        return answer.withUnsafeBytes { [UInt8]($0) }
+    }
+
     /// Decrypts an RSA PKCS#1 v1.5 cryptogram with the key in `slot`: the card's raw RSA, then the padding
     /// checked and removed here; the message in guarded memory.
     ///

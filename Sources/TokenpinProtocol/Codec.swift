@@ -59,6 +59,9 @@ extension Event {
             [JSONMember("rule", .text(rule))] + (reason.map { [JSONMember("reason", .text($0))] } ?? [])
         case .typeChanged(let type, let enabled):
             [JSONMember("authType", .text(type.rawValue)), JSONMember("enabled", .bool(enabled))]
+        case .otherAttempts(let notice):
+            [JSONMember("failures", .int(notice.failures))]
+                + (notice.last.map { OtherAttempts.protocolMembers($0, invoker: notice.invoker) } ?? [])
         }
     }
 
@@ -94,6 +97,12 @@ extension Event {
                 return nil
             }
             self = .typeChanged(type: type, enabled: value["enabled"]?.boolValue ?? false)
+        case "otherAttempts":
+            guard let failures = try? value.number("failures", in: ProtocolRanges.failures) else { return nil }
+            self = .otherAttempts(
+                OtherAttemptsNotice(
+                    failures: failures, last: try? OtherAttempts.attempt(protocolValue: value),
+                    invoker: value["invoker"]?.stringValue))
         default: return nil
         }
     }
@@ -206,6 +215,8 @@ extension VerifyReport {
             fields += counter.protocolFields.filter { field in !fields.contains { $0.key == field.key } }
         }
         if let tokenFailure { fields.append(JSONMember("tokenFailure", .text(tokenFailure))) }
+        // A remote or other attempt's counter is theirs, not the PIN's own: the PAM module words a lock so.
+        if countedApart { fields.append(JSONMember("counter", .text("others"))) }
         fields.append(JSONMember("kdfNanoseconds", .integer(Int64(clamping: kdfNanoseconds))))
         return fields
     }
@@ -240,6 +251,38 @@ extension VerifyReport {
         self.init(
             outcome: outcome, tokenFailure: value["tokenFailure"]?.stringValue, kdfNanoseconds: nanoseconds,
             counter: try RetryCounter(protocolFields: value))
+        countedApart = value["counter"]?.stringValue == "others"
+    }
+}
+
+extension OtherAttempts {
+    /// A remote or other attempt's fields, flat (the `otherAttempts` event, `status`'s `otherLast`): `class`,
+    /// `service`, `invokerUID`, `invoker` (the name, when known), `rhost`, `at` (ms since 1970).
+    static func protocolMembers(_ attempt: Attempt, invoker: String?) -> [JSONMember] {
+        [
+            JSONMember("class", .text(attempt.class.rawValue)),
+            JSONMember("service", attempt.service.map(JSONValue.text) ?? .null),
+            JSONMember("invokerUID", .int(Int(attempt.invokerUID))),
+            JSONMember("invoker", invoker.map(JSONValue.text) ?? .null),
+            JSONMember("rhost", attempt.rhost.map(JSONValue.text) ?? .null),
+            JSONMember("at", ProtocolDate.encode(attempt.at)),
+        ]
+    }
+
+    /// The attempt of such fields; `bad-field` for a class that is not remote or other, a uid or a date out of range.
+    static func attempt(protocolValue value: JSONValue) throws(ProtocolError) -> Attempt {
+        guard let name = value["class"]?.stringValue, let attemptClass = AttemptClass(rawValue: name),
+            !attemptClass.isTrusted
+        else { throw ProtocolError(.badField, "`class` must be remote or other") }
+        guard let uid = try value.number("invokerUID", in: 0...Int(UInt32.max)) else {
+            throw ProtocolError(.missingField, "`invokerUID` is missing")
+        }
+        guard let at = try ProtocolDate.decode(value, "at") else {
+            throw ProtocolError(.missingField, "`at` is missing")
+        }
+        return Attempt(
+            class: attemptClass, service: value["service"]?.stringValue, invokerUID: UInt32(uid),
+            rhost: value["rhost"]?.stringValue, at: at)
     }
 }
 
@@ -313,6 +356,10 @@ extension StatusReport {
             JSONMember("fallback", fallback.map { .text($0.rawValue) } ?? .null),
             JSONMember("modeSource", modeSource.map { .text($0.rawValue) } ?? .null),
             JSONMember("token", token?.protocolValue ?? .null),
+            JSONMember("otherFailures", .int(otherFailures)), JSONMember("otherLocked", .bool(otherLocked)),
+            JSONMember(
+                "otherLast",
+                otherLast.map { .object(OtherAttempts.protocolMembers($0, invoker: otherLastInvoker)) } ?? .null),
         ])
     }
 
@@ -346,6 +393,12 @@ extension StatusReport {
             fallback: value["fallback"]?.stringValue.flatMap(FallbackPolicy.init(rawValue:)),
             token: token,
             modeSource: value["modeSource"]?.stringValue.flatMap(ModeInForce.Source.init(rawValue:)))
+        otherFailures = try value.number("otherFailures", in: ProtocolRanges.failures) ?? 0
+        otherLocked = value["otherLocked"]?.boolValue ?? false
+        if let last = value["otherLast"], last != .null {
+            otherLast = try OtherAttempts.attempt(protocolValue: last)
+            otherLastInvoker = last["invoker"]?.stringValue
+        }
     }
 }
 
@@ -427,8 +480,9 @@ extension ServiceError {
             fields = [JSONMember("cryptoCode", .text(error.code.rawValue)), JSONMember("detail", .text(error.detail))]
         case .malformedRecoveryKey(let detail), .tokenUnavailable(let detail), .serviceUnavailable(let detail),
             .input(let detail), .configuration(let detail), .cardRefused(let detail), .permissionDenied(let detail),
-            .usage(let detail), .busy(let detail), .passwordRejected(let detail):
+            .usage(let detail), .busy(let detail), .passwordRejected(let detail), .ignored(let detail):
             fields = [JSONMember("detail", .text(detail))]
+        case .passwordDelayed(let seconds): fields = [JSONMember("retryAfter", .int(seconds))]
         case .tokenAlreadyEnabled(let serial): fields = [JSONMember("serial", .text(serial))]
         case .cancelled, .pinAlwaysEnabled, .tokenNotEnabled: fields = []
         }
@@ -470,6 +524,9 @@ extension ServiceError {
         case "usage": self = .usage(detail)
         case "busy": self = .busy(detail)
         case "password-rejected": self = .passwordRejected(detail)
+        case "delayed":
+            self = .passwordDelayed(seconds: (try? value.number("retryAfter", in: ProtocolRanges.delay)) ?? 0)
+        case "ignored": self = .ignored(detail)
         default:
             if code.hasPrefix("store-"), let storeCode = StoreError.Code(rawValue: String(code.dropFirst(6))) {
                 self = .store(StoreError(storeCode, path: path, detail))

@@ -36,6 +36,8 @@ public struct DaemonClient: Sendable {
     public var timeoutMilliseconds: Int32
     /// The reader or card the token operations should use (`--reader`, `--serial`).
     public var selection: CardSelection = CardSelection()
+    /// Who runs the PAM stack, sent with every request when set (what pam_tokenpin reports; tests speak as it).
+    public var invoker: Invoker?
 
     /// The default socket.
     public static let defaultSocketPath = "/run/tokenpin/socket"
@@ -251,6 +253,8 @@ public struct DaemonClient: Sendable {
         // A prompt this side could not answer (standard input ended, no terminal, the person cancelled): the
         // daemon is told `cancel` and answers `cancelled`, but the reason the user sees is this side's own.
         var localFailure: ServiceError?
+        var request = request
+        if request.invoker == nil { request.invoker = invoker }
         do {
             try channel.send(ClientMessage.request(request))
             while true {

@@ -63,6 +63,8 @@ public struct Request: Sendable, Equatable {
     public var application: TokenApplicationKind?
     /// `toggle token on`: the PIV slot holding the key to bind (`9d`, `82`...).
     public var slot: String?
+    /// Who runs the PAM stack that sent the request (version 3); the daemon reads it only from root peers.
+    public var invoker: Invoker?
 
     /// Creates a request.
     public init(
@@ -76,6 +78,36 @@ public struct Request: Sendable, Equatable {
         self.on = on
         self.record = record
     }
+}
+
+/// Who invoked a PAM stack, as the PAM module reports it in a request (protocol version 3): the real uid of the
+/// process it runs in (`getuid()`), and the items `PAM_SERVICE`, `PAM_RHOST`, `PAM_TTY`, `PAM_RUSER`.
+///
+/// The daemon trusts these only from a root peer (the module runs inside login, su, sshd, sudo); a peer that is not
+/// root is always the user themselves.
+public struct Invoker: Sendable, Equatable {
+    /// The invoking real uid.
+    public var uid: UInt32
+    /// `PAM_SERVICE` (`su`, `sshd`, `sudo`, `login`).
+    public var service: String?
+    /// `PAM_RHOST`: set by sshd (and other remote logins).
+    public var rhost: String?
+    /// `PAM_TTY`.
+    public var tty: String?
+    /// `PAM_RUSER`: the requesting user, as the application says.
+    public var ruser: String?
+
+    /// Creates an invoker.
+    public init(uid: UInt32, service: String? = nil, rhost: String? = nil, tty: String? = nil, ruser: String? = nil) {
+        self.uid = uid
+        self.service = service
+        self.rhost = rhost
+        self.tty = tty
+        self.ruser = ruser
+    }
+
+    /// The wire names of the invoker fields.
+    static let fieldNames: Set<String> = ["invokerUID", "service", "rhost", "tty", "ruser"]
 }
 
 /// What a client sends.
@@ -116,7 +148,9 @@ extension ClientMessage {
         let type = try fields.string("type")
         switch type {
         case "request":
-            let common: Set<String> = ["v", "type", "op", "user", "newPINAttempts", "reader", "serial", "app"]
+            var common: Set<String> = ["v", "type", "op", "user", "newPINAttempts", "reader", "serial", "app"]
+            let version = fields["v"]?.intValue ?? 0
+            if version >= ProtocolLimits.invokerVersion { common.formUnion(Invoker.fieldNames) }
             try fields.allow(
                 common.union(["authType", "on", "record", "method", "generateKey", "yes", "admin", "mode", "slot"]))
             let opName = try fields.string("op")
@@ -143,6 +177,7 @@ extension ClientMessage {
                 }
                 request.application = kind
             }
+            if version >= ProtocolLimits.invokerVersion { request.invoker = try Self.invoker(fields) }
             switch operation {
             case .toggle:
                 let name = try fields.string("authType")
@@ -203,6 +238,27 @@ extension ClientMessage {
         default:
             throw ProtocolError(.unknownType, "unknown message type `\(type)`")
         }
+    }
+
+    /// The invoker fields of a version 3 request, or nil when `invokerUID` is absent (the other fields need it).
+    static func invoker(_ fields: MessageFields) throws(ProtocolError) -> Invoker? {
+        guard let uid = try fields.optionalInt("invokerUID", in: 0...Int(UInt32.max)) else {
+            if let stray = Invoker.fieldNames.first(where: { fields[$0] != nil }) {
+                throw ProtocolError(.missingField, "`\(stray)` needs `invokerUID`")
+            }
+            return nil
+        }
+        var invoker = Invoker(uid: UInt32(uid))
+        var texts: [String?] = []
+        for key in ["service", "rhost", "tty", "ruser"] {
+            let text = try fields.optionalString(key)
+            if let text, text.utf8.count > ProtocolLimits.maximumInvokerText {
+                throw ProtocolError(.badField, "`\(key)` is longer than \(ProtocolLimits.maximumInvokerText) bytes")
+            }
+            texts.append(text)
+        }
+        (invoker.service, invoker.rhost, invoker.tty, invoker.ruser) = (texts[0], texts[1], texts[2], texts[3])
+        return invoker
     }
 
     /// The optional `method` field of `verify` and `toggle`: `pin` or `token`.
@@ -340,6 +396,15 @@ extension ClientMessage {
             if let serial = request.serial { members.append(JSONMember("serial", .text(serial))) }
             if let kind = request.application { members.append(JSONMember("app", .text(kind.rawValue))) }
             if let slot = request.slot { members.append(JSONMember("slot", .text(slot))) }
+            if let invoker = request.invoker {
+                members.append(JSONMember("invokerUID", .int(Int(invoker.uid))))
+                for (key, value) in [
+                    ("service", invoker.service), ("rhost", invoker.rhost), ("tty", invoker.tty),
+                    ("ruser", invoker.ruser),
+                ] {
+                    if let value { members.append(JSONMember(key, .text(value))) }
+                }
+            }
         case .secret:
             break  // built above, without intermediate copies
         case .confirm(let answer):

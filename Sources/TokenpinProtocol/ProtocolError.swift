@@ -51,12 +51,17 @@ public struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible
 
 /// The protocol's constants.
 public enum ProtocolLimits {
-    /// The protocol version this build writes (`"v":2`). Version 2 renamed `triesLeft` to `remaining` (the PIN's
-    /// tries, in `rejected` results and prompts) and `cardPINTriesLeft` to `cardTriesLeft`, the names the CLI's
-    /// `--json` uses.
-    public static let version = 2
-    /// The versions this build reads: version 1's field names are still accepted for one version.
-    public static let acceptedVersions = 1...2
+    /// The protocol version this build writes (`"v":3`). Version 3 added the invoker fields of a request
+    /// (`invokerUID`, `service`, `rhost`, `tty`, `ruser`: who runs the PAM stack). Version 2 renamed `triesLeft`
+    /// to `remaining` (the PIN's tries, in `rejected` results and prompts) and `cardPINTriesLeft` to
+    /// `cardTriesLeft`, the names the CLI's `--json` uses.
+    public static let version = 3
+    /// The versions this build reads: versions 1 and 2 still read (version 1's field names for one more version).
+    public static let acceptedVersions = 1...3
+    /// The first version whose requests may carry the invoker fields.
+    public static let invokerVersion = 3
+    /// The longest invoker text field (`service`, `rhost`, `tty`, `ruser`), in bytes.
+    public static let maximumInvokerText = 256
     /// The longest line either side accepts, newline excluded (64 KiB).
     public static let maximumLineLength = 65_536
     /// The longest record `import` accepts, before base64 (48 KiB).

@@ -27,6 +27,20 @@ extension CardReaders {
     }
 }
 
+/// What tokenpind knows of cards beyond one user's record, for a user who is not root (`CardScope.boundCardOnly`).
+///
+/// Through the daemon a user touches only the card bound to their own record, or, to bind, a card no other record
+/// binds, and only when `card-bind` lets them (by default: they own the active local session).
+public protocol CardAccess: Sendable {
+    /// The identities of the cards bound to records other than `user`'s.
+    func identities(boundToOthersThan user: String) -> Set<String>
+    /// Why `user` may not bind a card no record binds (`card-bind`), or nil when they may.
+    func bindRefusal(for user: String) -> String?
+    /// Reserves the card with `identity` for `user`'s binding until `user`'s operation ends; false when another
+    /// user's operation holds it.
+    func claim(_ identity: String, for user: String) -> Bool
+}
+
 /// A reader's name and whether a card is in it.
 public struct ReaderPresence: Sendable, Equatable {
     /// The reader's name.

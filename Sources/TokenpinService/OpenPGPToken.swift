@@ -128,15 +128,25 @@ final class OpenPGPToken: TokenApplication {
         try? card.transaction { session throws(OpenPGPError) in try session.retriesLeft(.pw1) }
     }
 
-    /// A new cv25519 decryption key, after showing the key it replaces and asking (`replace` typed, or
-    /// `assumeYes`), with the admin PIN.
+    /// VERIFY PW1 for PSO:DECIPHER (`82`), in a transaction of its own (OpenPGP card 3.4.1, §7.2.2).
+    func checkPIN(_ pin: borrowing SecretBytes) throws(TokenCardError) {
+        try run { session throws(OpenPGPError) in
+            try session.verify(.pw1, pin: pin, keyDerivation: card.keyDerivation(session))
+        }
+    }
+
+    /// A new cv25519 decryption key: the admin PIN asked and checked (VERIFY PW3), then the key it replaces shown
+    /// and confirmed (`replace` typed, or `assumeYes`), then PUT DATA and GENERATE with the admin PIN.
     func generateKey(slot: String?, assumeYes: Bool, _ interaction: some Interaction) throws -> TokenCardKey {
         guard slot == nil else {
             throw TokenCardError.unusable("an OpenPGP card has no key slots to choose (--slot is for PIV)")
         }
-        try confirmReplacement(assumeYes: assumeYes, interaction)
         let adminPIN = try interaction.readSecret(
             .adminPIN(card: label, triesLeft: data.passwordStatus.retriesPW3))
+        try run { session throws(OpenPGPError) in
+            try session.verify(.pw3, pin: adminPIN, keyDerivation: card.keyDerivation(session))
+        }
+        try confirmReplacement(assumeYes: assumeYes, interaction)
         let publicKey = try run { session throws(OpenPGPError) -> CardPublicKey in
             try session.verify(.pw3, pin: adminPIN, keyDerivation: card.keyDerivation(session))
             try session.setAlgorithmAttributes(.cv25519, for: .decryption)

@@ -38,6 +38,10 @@ public struct VerifyReport: Sendable, Equatable {
     public var counter: RetryCounter?
     /// The card that verified (`method` token or both), for the card-removal lock.
     public var card: VerifiedCard?
+    /// Whether `counter` is the remote/other counter (a remote or other attempt), not the PIN's own.
+    public var countedApart = false
+    /// What remote and other attempts did since the user's last own or local success, cleared by this one.
+    public var otherAttempts: OtherAttemptsNotice?
 
     /// Creates a report.
     public init(
@@ -118,6 +122,14 @@ public struct StatusReport: Sendable, Equatable {
     public var token: TokenStatus?
     /// Where `mode` comes from: the record, or the configuration when it is stricter than the binding.
     public var modeSource: ModeInForce.Source?
+    /// Failed remote and other attempts since the user's last own or local success (`otherFailures`).
+    public var otherFailures = 0
+    /// Whether remote and other attempts are locked out (`otherLocked`).
+    public var otherLocked = false
+    /// The last remote or other attempt (`otherLast`), and its invoker's name when known.
+    public var otherLast: OtherAttempts.Attempt?
+    /// The login name of `otherLast`'s invoker.
+    public var otherLastInvoker: String?
 
     /// The record was bound in `either` under `mode = both`: re-binding in `both` adds the composite slot's
     /// offline protection.

@@ -27,6 +27,13 @@ public struct PINService: Sendable {
     public var derivationGate: (any DerivationGate)?
     /// Which cards operations may reach: `.any` in local mode; the daemon sets `.boundCardOnly` for non-root peers.
     public var cardScope: CardScope = .any
+    /// Which cards other records bind and who may bind a free one, under `.boundCardOnly` (the daemon's); nil:
+    /// no card but the user's own bound one.
+    public var cardAccess: (any CardAccess)?
+    /// Who asks (the daemon classes each request); `.own` in local mode.
+    public var attempt: AttemptContext = .own
+    /// Login names of uids, for what the user is told about other users' attempts (the daemon's lookup).
+    public var invokerNames: (@Sendable (UInt32) -> String?)?
 
     /// Points where tests inject faults.
     public struct Hooks: Sendable {
@@ -124,10 +131,33 @@ public struct PINService: Sendable {
     func verifyPIN(_ interaction: some Interaction, record: EnrolmentRecord, retiringChallenge: Data? = nil) throws
         -> VerifyReport
     {
-        if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
-        let pin = PIN(try interaction.readPIN(.pin, remaining: record.counter.remaining))
+        if let early = earlyOutcome(record) { return earlyReport(early, record) }
+        let pin = PIN(try interaction.readPIN(.pin, remaining: reportCounter(record).remaining))
         return try countedAttempt(pin: pin) { record, vaultKey in
             try retireTokenChallenge(retiringChallenge, record: &record, vaultKey: vaultKey)
+        }
+    }
+
+    /// The counter an attempt of this class spends: the PIN's own, or for remote and other attempts theirs.
+    func reportCounter(_ record: EnrolmentRecord) -> RetryCounter {
+        countsApart ? otherCounter(record) : record.counter
+    }
+
+    /// The report of an attempt answered before anything was asked (locked, delayed).
+    func earlyReport(_ outcome: VerifyOutcome, _ record: EnrolmentRecord) -> VerifyReport {
+        var report = VerifyReport(outcome: outcome, counter: reportCounter(record))
+        report.countedApart = countsApart && !record.counter.isLocked
+        return report
+    }
+
+    /// Counts an attempt of this class, before its PIN is checked (invariant 1, on the counter it spends).
+    func countAttempt(_ record: inout EnrolmentRecord, at now: Date) {
+        if countsApart {
+            var others = record.otherAttempts ?? OtherAttempts()
+            others.consume(otherAttempt(at: now), maximum: configuration.retriesMax)
+            record.otherAttempts = others
+        } else {
+            record.counter.consumeAttempt(at: now)
         }
     }
 
@@ -144,7 +174,7 @@ public struct PINService: Sendable {
             guard var record = try store.load(user: user) else {
                 throw ServiceError.notEnrolled(user: user, path: recordPath)
             }
-            if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
+            if let early = earlyOutcome(record) { return earlyReport(early, record) }
             guard let slot = record.slot(slotKind) else {
                 throw ServiceError.tokenUnavailable("mode = both: the PIN alone cannot verify; the token is needed too")
             }
@@ -154,7 +184,7 @@ public struct PINService: Sendable {
             let opened = try withDerivationMemory(for: slot.kdf) { () throws -> SecretBytes? in
                 // Invariant 1: count the attempt durably before the PIN is checked.
                 let now = time.now
-                record.counter.consumeAttempt(at: now)
+                countAttempt(&record, at: now)
                 record.updated = now
                 try store.save(record)
                 try hooks.afterCounterPersisted?()
@@ -165,24 +195,40 @@ public struct PINService: Sendable {
                 return slot.open(keyEncryptionKey: kek, user: user)
             }
             guard let vaultKey = opened else {
-                logger.info("wrong PIN", [("user", user), ("pin.remaining", String(record.counter.remaining))])
+                let counter = reportCounter(record)
+                logger.info(
+                    "wrong PIN",
+                    [("user", user), ("pin.remaining", String(counter.remaining)), ("class", attempt.class.rawValue)])
                 let outcome: VerifyOutcome =
-                    record.counter.isLocked
-                    ? .locked : .rejected(remaining: record.counter.remaining, lastTry: record.counter.remaining == 1)
-                return VerifyReport(outcome: outcome, kdfNanoseconds: kdfTime, counter: record.counter)
+                    counter.isLocked
+                    ? .locked : .rejected(remaining: counter.remaining, lastTry: counter.remaining == 1)
+                var report = VerifyReport(outcome: outcome, kdfNanoseconds: kdfTime, counter: counter)
+                report.countedApart = countsApart
+                return report
             }
-            record.counter.restore(max: configuration.retriesMax)
+            var notice: OtherAttemptsNotice?
+            if countsApart {
+                record.otherAttempts?.succeeded()
+            } else {
+                record.counter.restore(max: configuration.retriesMax)
+                notice = takeOtherAttempts(&record)
+            }
             record.updated = time.now
             try onSuccess(&record, vaultKey)
             try store.save(record)
-            logger.info("verified", [("user", user), ("method", "pin")])
-            return VerifyReport(outcome: .verified(method: .pin), kdfNanoseconds: kdfTime, counter: record.counter)
+            logger.info("verified", [("user", user), ("method", "pin"), ("class", attempt.class.rawValue)])
+            var report = VerifyReport(
+                outcome: .verified(method: .pin), kdfNanoseconds: kdfTime, counter: reportCounter(record))
+            report.otherAttempts = notice
+            report.countedApart = countsApart
+            return report
         }
     }
 
     /// Locked or delayed before anything is asked, or nil.
     func earlyOutcome(_ record: EnrolmentRecord) -> VerifyOutcome? {
         if record.counter.isLocked { return .locked }
+        if countsApart { return earlyOtherOutcome(record) }
         let delay = record.counter.delay(at: time.now, schedule: configuration.failDelay)
         return delay > 0 ? .delayed(seconds: delay) : nil
     }
@@ -194,11 +240,21 @@ public struct PINService: Sendable {
     /// The lock is held from the check of the current PIN to the write of the new slot. Other slots (the
     /// recovery key, a token binding) keep working: they wrap the same vault key.
     public func change(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+        let report = try changeRecord(interaction)
+        announceOtherAttempts(report, interaction)
+        return report
+    }
+
+    /// `change` on the record as it is now.
+    func changeRecord(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
         try guarded { () throws -> VerifyReport in
             let record = try loadRecord()
-            if record.slot(.composite) != nil { return try changeBoth(interaction) }
-            if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
-            let current = PIN(try interaction.readPIN(.currentPIN, remaining: record.counter.remaining))
+            if record.slot(.composite) != nil {
+                if countsApart { throw tokenRefusedToThisClass() }
+                return try changeBoth(interaction)
+            }
+            if let early = earlyOutcome(record) { return earlyReport(early, record) }
+            let current = PIN(try interaction.readPIN(.currentPIN, remaining: reportCounter(record).remaining))
             return try countedAttempt(pin: current) { record, vaultKey in
                 // Save the restored counter first: the current PIN was right, whatever happens next.
                 try store.save(record)
@@ -347,7 +403,9 @@ public struct PINService: Sendable {
                 kdf: (record?.slot(.pin) ?? record?.slot(.composite))?.kdf,
                 types: Self.types(of: record), mode: inForce?.mode ?? record?.policy.mode,
                 fallback: record.map { fallbackAllowed($0) ? .allow : .deny },
-                token: token, modeSource: inForce?.source)
+                token: token, modeSource: inForce?.source
+            )
+            .withOtherAttempts(record?.otherAttempts, maximum: configuration.retriesMax, names: invokerNames)
         }
     }
 

@@ -227,6 +227,85 @@ final class PIVToken: TokenApplication {
         return secret
     }
 
+    /// VERIFY of the PIV PIN (`80`), in a transaction of its own; a PIN the card cannot take is refused first.
+    func checkPIN(_ pin: borrowing SecretBytes) throws(TokenCardError) {
+        try Self.checkPIN(pin, "PIN")
+        let card = self.card
+        try Self.map { () throws(PIVError) in
+            try card.transaction { session throws(PIVError) in try session.verify(pin: pin) }
+        }
+    }
+
+    // MARK: Card authentication
+
+    /// The card-authentication key (`9E`) as a binding records it, read from YubiKey metadata or the slot's
+    /// certificate; nil when the slot holds none tokenpin can check (P-256, P-384, RSA 2048).
+    func cardAuthenticationKey() -> CardAuthenticationKey? {
+        let card = self.card
+        let content = try? card.transaction { session throws(PIVError) in
+            try card.content(of: .cardAuthentication, session)
+        }
+        guard case .key(let publicKey, _)? = content else { return nil }
+        switch publicKey {
+        case .ecc(.eccP256, let point): return CardAuthenticationKey(algorithm: "nistp256", publicKey: Data(point))
+        case .ecc(.eccP384, let point): return CardAuthenticationKey(algorithm: "nistp384", publicKey: Data(point))
+        case .rsa(let modulus, let exponent):
+            let n = Array(modulus.drop { $0 == 0 })
+            let e = Array(exponent.drop { $0 == 0 })
+            guard n.count == 256, (1...8).contains(e.count) else { return nil }
+            return CardAuthenticationKey(algorithm: "rsa2048", publicKey: Data(n), exponent: Data(e))
+        default: return nil
+        }
+    }
+
+    /// GENERAL AUTHENTICATE with `9E` on 32 (48) fresh random bytes, or an RSA block of random bytes, and the
+    /// answer checked against the recorded public key (SP 800-73-4 part 2, §3.2.4; the CAK needs no PIN).
+    func prove(_ key: CardAuthenticationKey) throws(TokenCardError) {
+        let card = self.card
+        let slot = PIVSlot.cardAuthentication
+        let refused = TokenCardError.refused(
+            "the card did not prove it holds the card-authentication key recorded when it was bound")
+        do {
+            switch key.algorithm {
+            case "nistp256", "nistp384":
+                let algorithm: PIVAlgorithm = key.algorithm == "nistp256" ? .eccP256 : .eccP384
+                let curve: WeierstrassCurve = key.algorithm == "nistp256" ? .nistP256 : .nistP384
+                let challenge = SecureRandom.bytes(algorithm.coordinateLength ?? 32)
+                let signature = try Self.map { () throws(PIVError) -> [UInt8] in
+                    try card.transaction { session throws(PIVError) in
+                        try session.sign(slot: slot, algorithm: algorithm, input: challenge)
+                    }
+                }
+                let good = try CardSignatures.ecdsaVerify(
+                    der: signature, digest: challenge, publicPoint: [UInt8](key.publicKey), on: curve)
+                guard good else { throw refused }
+            case "rsa2048":
+                // A block below the modulus (a leading zero byte) of random bytes: the card's raw RSA of it, raised
+                // to e here, must give it back.
+                let block = [0x00] + SecureRandom.bytes(255)
+                let answer = try Self.map { () throws(PIVError) -> [UInt8] in
+                    try card.transaction { session throws(PIVError) in
+                        try session.sign(slot: slot, algorithm: .rsa2048, input: block)
+                    }
+                }
+                guard answer.count == 256 else { throw refused }
+                let back = try answer.withUnsafeBytes { bytes in
+                    try RSAKeys.rawPublic(
+                        SecretBytes(copying: bytes), modulus: [UInt8](key.publicKey),
+                        publicExponent: [UInt8](key.exponent ?? Data()))
+                }
+                guard back == block else { throw refused }
+            default:
+                throw refused
+            }
+        } catch let error as TokenCardError {
+            if case .transport = error { throw error }
+            throw refused
+        } catch {
+            throw refused
+        }
+    }
+
     // MARK: Key generation
 
     func generateKey(slot name: String?, assumeYes: Bool, _ interaction: some Interaction) throws -> TokenCardKey {
@@ -254,6 +333,20 @@ final class PIVToken: TokenApplication {
             throw TokenCardError.unusable("every retired key slot (82-95) holds a key; name one with --slot")
         }
         let slotName = Self.slotName(slot)
+        let text = try interaction.readSecret(.managementKey(card: label))
+        let key = try Self.managementKey(fromHex: text, algorithm: managementAlgorithm)
+        let isDefault = Self.defaultManagementKey.withUnsafeBytes { key.isEqual(to: $0) }
+        if isDefault && !assumeYes {
+            throw ServiceError.usage(
+                "the card still has the factory management key (010203...08 three times), which anyone can use to "
+                    + "replace its keys; set your own (yubico-piv-tool -a set-mgm-key) or add --yes to use it")
+        }
+        // The management key is checked on the card before anything is shown, confirmed or written.
+        try Self.map { () throws(PIVError) in
+            try card.transaction { session throws(PIVError) in
+                try session.authenticate(managementKey: key, algorithm: managementAlgorithm)
+            }
+        }
         if current != .empty, !assumeYes {
             let question =
                 "Card \(label) holds a key in slot \(slotName) (\(Self.describe(current))). --generate-key replaces "
@@ -262,14 +355,6 @@ final class PIVToken: TokenApplication {
             guard try interaction.confirmTyped(question, word: PINService.replaceWord) else {
                 throw ServiceError.cancelled
             }
-        }
-        let text = try interaction.readSecret(.managementKey(card: label))
-        let key = try Self.managementKey(fromHex: text, algorithm: managementAlgorithm)
-        let isDefault = Self.defaultManagementKey.withUnsafeBytes { key.isEqual(to: $0) }
-        if isDefault && !assumeYes {
-            throw ServiceError.usage(
-                "the card still has the factory management key (010203...08 three times), which anyone can use to "
-                    + "replace its keys; set your own (yubico-piv-tool -a set-mgm-key) or add --yes to use it")
         }
         let publicKey = try Self.map { () throws(PIVError) -> PIVPublicKey in
             try card.transaction { session throws(PIVError) in

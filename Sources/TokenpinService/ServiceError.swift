@@ -43,6 +43,12 @@ public enum ServiceError: Error, Sendable, Equatable {
     case busy(String)
     /// The login password asked before a first way in (`enrol`, `import` through the daemon) was wrong.
     case passwordRejected(String)
+    /// The login-password check is throttled after a wrong password (or one runs already for this user): try
+    /// again in `seconds`; PAM was not run and nothing was counted.
+    case passwordDelayed(seconds: Int)
+    /// tokenpind does not answer this kind of attempt (a remote login with `pam-remote = ignore`): nothing was
+    /// asked, and a PAM stack goes on to its next module.
+    case ignored(String)
 
     /// A sentence for the user.
     public var message: String {
@@ -70,6 +76,9 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .usage(let why): why
         case .busy(let why): "busy: \(why); nothing was counted, try again"
         case .passwordRejected(let why): why
+        case .passwordDelayed(let seconds):
+            "a login password was refused a moment ago: try again in \(seconds) s (PAM was not run, nothing was counted)"
+        case .ignored(let why): why
         }
     }
 
@@ -95,6 +104,8 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .usage: "usage"
         case .busy: "busy"
         case .passwordRejected: "password-rejected"
+        case .passwordDelayed: "delayed"
+        case .ignored: "ignored"
         }
     }
 }
@@ -176,6 +187,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .usage: self = .usage
         case .busy: self = .serviceUnavailable
         case .passwordRejected: self = .notVerified
+        case .passwordDelayed: self = .locked
+        case .ignored: self = .permissionDenied
         }
     }
 }

@@ -109,12 +109,25 @@ protocol TokenApplication: AnyObject {
     func answer(pin: borrowing SecretBytes, binding: TokenBinding, algorithm: TokenKeyAlgorithm)
         throws(TokenCardError) -> SecretBytes
 
+    /// Checks the card PIN on the card (VERIFY and nothing else), before an operation writes to the card: a wrong
+    /// PIN throws `.wrongPIN` and nothing on the card changes.
+    func checkPIN(_ pin: borrowing SecretBytes) throws(TokenCardError)
+
     /// Generates a new key for the token (`--generate-key`), in `slot` where the application has slots.
     ///
-    /// Shows what it would replace and asks (`assumeYes` answers for scripts), asks for the credential the
-    /// card needs (the admin PIN, a management key), and returns the new key. A refusal throws
-    /// `ServiceError.cancelled` and writes nothing.
+    /// Called after the card PIN was checked (`checkPIN`). Asks for the credential the card needs (the admin PIN,
+    /// a management key) and checks it on the card, then shows what it would replace and asks (`assumeYes`
+    /// answers for scripts), and only then generates and returns the new key. A wrong credential or a refusal
+    /// throws and writes nothing.
     func generateKey(slot: String?, assumeYes: Bool, _ interaction: some Interaction) throws -> TokenCardKey
+
+    /// The card-authentication key a binding records (PIV `9E`: a key that signs without a PIN), or nil when the
+    /// card has none or the application defines none (OpenPGP cards cannot prove themselves without a PIN).
+    func cardAuthenticationKey() -> CardAuthenticationKey?
+
+    /// Has the card prove it holds the private half of `key`: it signs a fresh random challenge, with no PIN.
+    /// Throws `.refused` when the answer is not a signature by that key; a card that fails gets no PIN.
+    func prove(_ key: CardAuthenticationKey) throws(TokenCardError)
 
     /// Changes the card PIN from `current` to `new`.
     func changePIN(current: borrowing SecretBytes, new: borrowing SecretBytes) throws(TokenCardError)
@@ -133,6 +146,14 @@ protocol TokenApplication: AnyObject {
 
     /// Ends the session: the connection closes and no verified PIN outlives it.
     func close()
+}
+
+extension TokenApplication {
+    func cardAuthenticationKey() -> CardAuthenticationKey? { nil }
+
+    func prove(_ key: CardAuthenticationKey) throws(TokenCardError) {
+        throw .unusable("a \(kind.displayName) card cannot prove which card it is without its PIN")
+    }
 }
 
 /// Opens the application of `kind` on the card behind `connection`: its SELECT and the reads it caches.

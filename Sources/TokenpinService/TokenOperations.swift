@@ -164,6 +164,9 @@ extension PINService {
 
     /// Opens the bound card's application in whichever reader holds the card, trying the reader it was bound in
     /// first; the card is recognised by the identity read from it. Never sends a PIN anywhere else.
+    ///
+    /// A binding that recorded a card-authentication key (PIV `9E`) also needs the card to sign a fresh challenge
+    /// with it (no PIN) first: a card that only claims the identity gets no PIN and is not the bound card.
     func openEnrolledCard(_ binding: TokenBinding) throws(TokenFailure) -> any TokenApplication {
         let serial = binding.serial
         let lastReader = binding.reader
@@ -171,10 +174,30 @@ extension PINService {
         // Why readers that hold a card could not be read: reported when the card is found in none, since it may
         // be one of them (a card that answers nonsense or stalls is not a card that is absent).
         var problems: [TokenFailure] = []
+        var impostor: String?
+        func isBound(_ card: any TokenApplication) -> Bool {
+            guard card.identity == serial else { return false }
+            guard let key = binding.cardAuthentication else { return true }
+            do {
+                try card.prove(key)
+                return true
+            } catch {
+                guard case .refused = error else {
+                    // A card that fails to answer (a reader past its deadline) proves nothing either way.
+                    problems.append(failure(error, card: card.reader))
+                    return false
+                }
+                logger.warning(
+                    "a card claims the bound identity but does not prove it",
+                    [("card", card.label), ("reader", card.reader)])
+                impostor = card.reader
+                return false
+            }
+        }
         func open(_ reader: String) -> (any TokenApplication)? {
             do {
                 let card = try openCard(reader: reader, kind: kind)
-                if card.identity == serial { return card }
+                if isBound(card) { return card }
                 card.close()
             } catch {
                 problems.append(error)
@@ -198,6 +221,12 @@ extension PINService {
         for reader in candidates {
             if let card = open(reader.name) { return card }
         }
+        if let impostor {
+            throw TokenFailure(
+                kind: .unavailable,
+                reason: "the card in \(impostor) claims to be card \(cardLabel(serial: serial)) but does not prove it "
+                    + "(its card-authentication key did not sign tokenpin's challenge); no PIN was sent to it")
+        }
         if let service = problems.first(where: { $0.kind == .service }) { throw service }
         if !problems.isEmpty {
             throw TokenFailure(
@@ -212,11 +241,36 @@ extension PINService {
                 + (othersPresent ? " (other cards are)" : " (no card present)"))
     }
 
+    /// Under `.boundCardOnly`, the probes of cards this user may touch: their own bound card, or when they may
+    /// bind (`card-bind`) and have no binding, the cards no other record binds. Also how many were hidden.
+    func touchable(_ probes: [CardProbe]) throws(ServiceError) -> (visible: [CardProbe], hidden: Int) {
+        guard cardScope == .boundCardOnly else { return (probes, 0) }
+        let own = try guarded { () throws -> String? in try boundCard()?.serial }
+        let mayBind = own == nil ? try mayBindFreeCard() : false
+        let others = mayBind ? cardAccess?.identities(boundToOthersThan: user) ?? [] : []
+        let visible = probes.filter { probe in
+            guard let serial = probe.serial else { return false }
+            if let own { return serial == own }
+            return mayBind && !others.contains(serial)
+        }
+        return (visible, probes.filter { $0.serial != nil }.count - visible.count)
+    }
+
     /// The card to bind or manage: the only usable one, the one the selection names, or the person's choice.
+    ///
+    /// Under `.boundCardOnly` only cards the user may touch are considered, listed or named in a message: a card
+    /// bound to another user's record is refused (77) before anything is asked, without saying which it is.
     func chooseCard(_ interaction: some Interaction) throws(ServiceError) -> CardProbe {
-        let probes = try probeCards().filter { $0.kind != nil && selection.accepts(serial: $0.serial) }
+        let (visible, hidden) = try touchable(try probeCards())
+        let probes = visible.filter { $0.kind != nil && selection.accepts(serial: $0.serial) }
         let cards = selection.application.map { "\($0.displayName) card" } ?? "OpenPGP or PIV card"
         guard !probes.isEmpty else {
+            if hidden > 0 {
+                throw .permissionDenied(
+                    "through tokenpind you may bind only a card no other user's record binds, and the "
+                        + (hidden == 1 ? "card present is" : "cards present are")
+                        + " bound to another record; nothing was asked or sent to a card")
+            }
             if selection.serial != nil {
                 throw .tokenUnavailable("no \(cards) with serial \(selection.serial ?? "") is present")
             }
@@ -237,53 +291,71 @@ extension PINService {
     public func verify(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError)
         -> VerifyReport
     {
-        try guarded { () throws -> VerifyReport in
-            let record = try loadRecord()
-            if record.slot(.composite) != nil {
-                if method == .pin { throw ServiceError.tokenUnavailable("mode = both: the PIN alone cannot verify") }
-                return try verifyBoth(interaction, prompt: .pin) { _, _, _ in }
-            }
-            guard record.slot(.token) != nil else {
-                if method == .token { throw ServiceError.tokenNotEnabled }
-                return try verifyPIN(interaction, record: record)
-            }
-            if modeInForce(record)?.source == .configuration {
-                if method == .pin {
-                    throw ServiceError.tokenUnavailable("mode = both (configuration): the PIN alone cannot verify")
-                }
-                return try verifyTokenAndPIN(interaction)
-            }
-            var tokenFailure: String?
-            var sentChallenge: Data?
-            if method != .pin {
-                do {
-                    return try store.withLock(user: user) { () throws -> VerifyReport in
-                        // The slot as it is now: another verification may have re-sealed it since it was read.
-                        guard let current = try store.load(user: user) else {
-                            throw ServiceError.notEnrolled(user: user, path: recordPath)
-                        }
-                        return try verifyToken(record: current, interaction)
-                    }
-                } catch let failure as TokenFailure {
-                    let fallback = method == nil && fallbackAllowed(record)
-                    interaction.report(
-                        .tokenFailed(reason: failure.reason, fallback: fallback, cardTriesLeft: failure.cardTriesLeft))
-                    if !fallback {
-                        if failure.kind == .refused {
-                            return VerifyReport(
-                                outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
-                                counter: record.counter)
-                        }
-                        throw failure.serviceError
-                    }
-                    tokenFailure = failure.reason
-                    sentChallenge = failure.sentChallenge
-                }
-            }
-            var report = try verifyPIN(interaction, record: record, retiringChallenge: sentChallenge)
-            report.tokenFailure = tokenFailure
-            return report
+        let report = try guarded { () throws -> VerifyReport in try verifyRecord(interaction, method: method) }
+        announceOtherAttempts(report, interaction)
+        return report
+    }
+
+    /// Tells the user what remote and other attempts did, at the own or local success that cleared them.
+    func announceOtherAttempts(_ report: VerifyReport, _ interaction: some Interaction) {
+        if let notice = report.otherAttempts { interaction.report(.otherAttempts(notice)) }
+    }
+
+    /// `verify` on the record as it is now.
+    func verifyRecord(_ interaction: some Interaction, method: VerificationMethod?) throws -> VerifyReport {
+        let record = try loadRecord()
+        if countsApart {
+            // Remote and other attempts get the PIN only: the card stays with the person at this machine.
+            let tokenNeeded =
+                record.slot(.composite) != nil || modeInForce(record)?.source == .configuration
+                || (record.slot(.token) != nil && !fallbackAllowed(record))
+            if tokenNeeded || method == .token { throw tokenRefusedToThisClass() }
+            return try verifyPIN(interaction, record: record)
         }
+        if record.slot(.composite) != nil {
+            if method == .pin { throw ServiceError.tokenUnavailable("mode = both: the PIN alone cannot verify") }
+            return try verifyBoth(interaction, prompt: .pin) { _, _, _ in }
+        }
+        guard record.slot(.token) != nil else {
+            if method == .token { throw ServiceError.tokenNotEnabled }
+            return try verifyPIN(interaction, record: record)
+        }
+        if modeInForce(record)?.source == .configuration {
+            if method == .pin {
+                throw ServiceError.tokenUnavailable("mode = both (configuration): the PIN alone cannot verify")
+            }
+            return try verifyTokenAndPIN(interaction)
+        }
+        var tokenFailure: String?
+        var sentChallenge: Data?
+        if method != .pin {
+            do {
+                return try store.withLock(user: user) { () throws -> VerifyReport in
+                    // The slot as it is now: another verification may have re-sealed it since it was read.
+                    guard let current = try store.load(user: user) else {
+                        throw ServiceError.notEnrolled(user: user, path: recordPath)
+                    }
+                    return try verifyToken(record: current, interaction)
+                }
+            } catch let failure as TokenFailure {
+                let fallback = method == nil && fallbackAllowed(record)
+                interaction.report(
+                    .tokenFailed(reason: failure.reason, fallback: fallback, cardTriesLeft: failure.cardTriesLeft))
+                if !fallback {
+                    if failure.kind == .refused {
+                        return VerifyReport(
+                            outcome: .tokenRejected(reason: failure.reason), tokenFailure: failure.reason,
+                            counter: record.counter)
+                    }
+                    throw failure.serviceError
+                }
+                tokenFailure = failure.reason
+                sentChallenge = failure.sentChallenge
+            }
+        }
+        var report = try verifyPIN(interaction, record: record, retiringChallenge: sentChallenge)
+        report.tokenFailure = tokenFailure
+        return report
     }
 
     /// `fallback = deny` in the configuration or in the record wins.
@@ -298,12 +370,15 @@ extension PINService {
         let opened = try openTokenSlot(slot, interaction)
         var record = record
         try sealToken(record: &record, vaultKey: opened.vaultKey, binding: binding, reader: opened.card.reader)
+        let notice = takeOtherAttempts(&record)
         record.updated = time.now
         try store.save(record)
         logger.info("verified", [("user", user), ("method", "token")])
-        return VerifyReport(
+        var report = VerifyReport(
             outcome: .verified(method: .token), kdfNanoseconds: opened.nanoseconds, counter: record.counter,
             card: opened.card)
+        report.otherAttempts = notice
+        return report
     }
 
     /// The vault key a card opened, and which card it was.
@@ -376,13 +451,21 @@ extension PINService {
     /// Asks for the card PIN (showing the card's tries left), verifies it on the card and has the bound key
     /// answer the slot's challenge: VERIFY and the key operation (PSO:DECIPHER, GENERAL AUTHENTICATE) in one
     /// transaction.
-    func cardSecret(_ card: any TokenApplication, binding: TokenBinding, _ interaction: some Interaction) throws
-        -> SecretBytes
-    {
+    func cardSecret(
+        _ card: any TokenApplication, binding: TokenBinding, _ interaction: some Interaction,
+        pin held: consuming SecretBytes? = nil
+    ) throws -> SecretBytes {
         let tries = card.pinTriesLeft
-        guard tries > 0 else { throw failure(.blocked, card: card.label) }
         let algorithm = try bindingAlgorithm(binding)
-        let cardPIN = try interaction.readSecret(.cardPIN(card: card.label, triesLeft: tries))
+        let cardPIN: SecretBytes
+        switch consume held {
+        case .some(let given):
+            // Asked (and checked on the card) earlier in the same operation: `--generate-key`.
+            cardPIN = given
+        case .none:
+            guard tries > 0 else { throw failure(.blocked, card: card.label) }
+            cardPIN = try interaction.readSecret(.cardPIN(card: card.label, triesLeft: tries))
+        }
         do {
             return try card.answer(pin: cardPIN, binding: binding, algorithm: algorithm)
         } catch {
@@ -412,11 +495,12 @@ extension PINService {
     }
 
     /// `cardSecret` for binding: a refusal is an error, there is nothing to fall back to.
-    func requireCardSecret(_ card: any TokenApplication, binding: TokenBinding, _ interaction: some Interaction) throws
-        -> SecretBytes
-    {
+    func requireCardSecret(
+        _ card: any TokenApplication, binding: TokenBinding, _ interaction: some Interaction,
+        pin: consuming SecretBytes? = nil
+    ) throws -> SecretBytes {
         do {
-            return try cardSecret(card, binding: binding, interaction)
+            return try cardSecret(card, binding: binding, interaction, pin: pin)
         } catch let failure as TokenFailure {
             throw ServiceError.cardRefused(failure.reason)
         }
@@ -528,8 +612,19 @@ extension PINService {
                 throw ServiceError.tokenAlreadyEnabled(serial: cardLabel(serial: binding.serial))
             }
             if let early = earlyOutcome(record) { return VerifyReport(outcome: early, counter: record.counter) }
+            if cardScope == .boundCardOnly {
+                // Who may bind a card no record binds (`card-bind`), before anything is asked.
+                guard let cardAccess else {
+                    throw ServiceError.permissionDenied("through tokenpind only root may bind a card here")
+                }
+                if let refusal = cardAccess.bindRefusal(for: user) { throw ServiceError.permissionDenied(refusal) }
+            }
             // Find the card before asking for anything: a missing card costs no PIN try.
             let probe = try chooseCard(interaction)
+            if cardScope == .boundCardOnly, let serial = probe.serial, cardAccess?.claim(serial, for: user) != true {
+                throw ServiceError.permissionDenied(
+                    "another user is binding this card right now; nothing was asked or sent to it")
+            }
             if slot == nil && !probe.usable && !generateKey {
                 let generation =
                     probe.kind == .piv
@@ -584,8 +679,17 @@ extension PINService {
             )
         }
         let key: TokenCardKey
+        var cardPIN: SecretBytes?
         do {
             if generateKey {
+                // Nothing destructive before the card PIN: it is checked first (a wrong one stops here, the card's
+                // keys untouched), then the admin PIN or management key, then what the key replaces is shown and
+                // confirmed, and only then is the key generated.
+                let tries = card.pinTriesLeft
+                guard tries > 0 else { throw TokenCardError.blocked }
+                let typed = try interaction.readSecret(.cardPIN(card: card.label, triesLeft: tries))
+                try card.checkPIN(typed)
+                cardPIN = consume typed
                 key = try card.generateKey(slot: slot, assumeYes: assumeYes, interaction)
                 logger.info(
                     "generated a key for the token",
@@ -606,11 +710,12 @@ extension PINService {
             reader: reader, algorithm: algorithm.bindingName,
             cardPublicExponent: key.exponent.map { Data($0) })
         binding.setApplication(card.kind, slot: key.slot)
+        binding.cardAuthentication = card.cardAuthenticationKey()
         // Prove the binding with one challenge: the card's answer must equal the secret computed here from its
         // public key. That answer crossed the reader line, so the slots are sealed under a second challenge,
         // which never did (sealTokenSlots).
         let proof = try freshAgreement(binding, reader: reader)
-        let shared = try requireCardSecret(card, binding: proof.binding, interaction)
+        let shared = try requireCardSecret(card, binding: proof.binding, interaction, pin: cardPIN.take())
         guard shared.isEqual(to: proof.secret) else {
             throw ServiceError.cardRefused(
                 "card \(card.label) answered \(card.keyOperationName) with a secret that does not match its public key"
@@ -764,17 +869,25 @@ extension PINService {
     /// Every reader the selection allows and the card in it; under `.boundCardOnly` only the reader holding
     /// the card bound to the record (none without a binding, and then no card is read at all).
     public func listReaders() throws(ServiceError) -> [ReaderInfo] {
-        var bound: String?
-        if cardScope == .boundCardOnly {
-            bound = try guarded { () throws -> String? in try boundCard()?.serial }
-            guard bound != nil else { return [] }
+        guard cardScope == .boundCardOnly else {
+            return try probeCards().map { probe in
+                probe.kind == nil && probe.problem == "no card"
+                    ? ReaderInfo(name: probe.reader, cardPresent: false) : probe.info
+            }
         }
-        let readers = try probeCards().map { probe in
-            probe.kind == nil && probe.problem == "no card"
-                ? ReaderInfo(name: probe.reader, cardPresent: false) : probe.info
-        }
-        guard let bound else { return readers }
-        return readers.filter { $0.serial == bound }
+        let bound = try guarded { () throws -> String? in try boundCard()?.serial }
+        let mayBind = bound == nil ? try mayBindFreeCard() : false
+        // No card is read at all for a user who may touch none.
+        guard bound != nil || mayBind else { return [] }
+        return try touchable(try probeCards()).visible.map(\.info)
+    }
+
+    /// Whether this user, through the daemon, may bind a card no other record binds: enrolled, and `card-bind`
+    /// lets them.
+    func mayBindFreeCard() throws(ServiceError) -> Bool {
+        guard let cardAccess else { return false }
+        let enrolled = try guarded { () throws -> Bool in try store.exists() && store.load(user: user) != nil }
+        return enrolled && cardAccess.bindRefusal(for: user) == nil
     }
 
     /// The card bound to the record (token or composite slot), or nil when there is no record or no binding.
@@ -931,13 +1044,26 @@ extension CardReaders {
     /// Reads only public data (the application's SELECT and what it reads at open) and sends no PIN; the
     /// daemon uses it to tell whether the card a user verified with came back within `lock-grace`.
     public func reader(holding serial: String) -> String? {
+        reader(holding: serial, proof: nil)
+    }
+
+    /// `reader(holding:)` for a binding: a card that recorded a card-authentication key (PIV `9E`) must also sign a
+    /// fresh challenge with it (no PIN), so a card that only claims the identity cancels no card-removal lock.
+    public func reader(holding binding: TokenBinding) -> String? {
+        reader(holding: binding.serial, proof: binding.cardAuthentication)
+    }
+
+    func reader(holding serial: String, proof: CardAuthenticationKey?) -> String? {
         let kind = TokenApplicationKind(identity: serial)
         guard let presences = try? list() else { return nil }
         for presence in presences where presence.cardPresent {
             guard let connection = try? open(presence.name) else { continue }
             defer { connection.close() }
-            let token = try? openTokenApplication(kind, connection: connection, reader: presence.name)
-            if token?.identity == serial { return presence.name }
+            guard let token = try? openTokenApplication(kind, connection: connection, reader: presence.name),
+                token.identity == serial
+            else { continue }
+            if let proof, (try? token.prove(proof)) == nil { continue }
+            return presence.name
         }
         return nil
     }

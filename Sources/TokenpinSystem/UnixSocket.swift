@@ -42,6 +42,33 @@ extension FileDescriptor {
         return FileDescriptor(owning: fd)
     }
 
+    /// A new Unix datagram socket (close-on-exec).
+    ///
+    /// The corresponding C function is `socket`.
+    public static func unixDatagramSocket() throws(Errno) -> FileDescriptor {
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw Errno.current }
+        return FileDescriptor(owning: fd)
+    }
+
+    /// Sends `bytes` as one datagram to `address`, retrying `EINTR`; never blocks (`MSG_DONTWAIT`), so a reader that
+    /// is not keeping up loses the datagram (`.wouldBlock`) instead of stalling the sender.
+    ///
+    /// The corresponding C function is `sendto`.
+    public func sendDatagram(_ bytes: [UInt8], to address: UnixSocketAddress) throws(Errno) {
+        let fd = rawValue
+        while true {
+            let sent = bytes.withUnsafeBytes { buffer in
+                address.withSocketAddress {
+                    sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL), $0, $1)
+                }
+            }
+            if sent >= 0 { return }
+            let error = Errno.current
+            if error != .interrupted { throw error }
+        }
+    }
+
     /// Connects this socket to `address`.
     ///
     /// Not retried on `EINTR` (the connection then completes in the background). The corresponding C function

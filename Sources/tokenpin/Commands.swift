@@ -22,6 +22,8 @@ extension Context {
                     "tokenpind has no record for \(user), but there is a local one (\(store.recordPath(for: user)))",
                 hint: "move it into tokenpind with `tokenpin import`", extra: extra)
         }
+        var extra = extra
+        if case .passwordDelayed(let seconds) = error { extra.append(("retryAfter", .int(seconds))) }
         return console.fail(
             ExitCode(error), errorCode: error.code, message: error.message, hint: hint(for: error), extra: extra)
     }
@@ -65,6 +67,16 @@ extension Context {
         }
     }
 
+    /// A remote or other attempt's fields for `--json` (`class`, `service`, `invokerUID`, `invoker`, `rhost`, `at`).
+    func otherAttemptPairs(_ attempt: OtherAttempts.Attempt?, invoker: String?) -> [(String, JSONValue)] {
+        guard let attempt else { return [] }
+        return [
+            ("class", .string(attempt.class.rawValue)), ("service", .optional(attempt.service)),
+            ("invokerUID", .int(Int(attempt.invokerUID))), ("invoker", .optional(invoker)),
+            ("rhost", .optional(attempt.rhost)), ("at", .optional(attempt.at)),
+        ]
+    }
+
     /// Prints the outcome of a verification-like operation and returns its exit code.
     func finish(
         _ report: VerifyReport, success: String, event successEvent: Event? = nil,
@@ -106,6 +118,16 @@ extension Context {
         if let failure = report.tokenFailure, console.json {
             let refused = if case .tokenRejected = report.outcome { true } else { false }
             object.append(("tokenFailure", tokenFailureJSON(failure, askCard: refused)))
+        }
+        if report.countedApart { object.append(("counter", .string("others"))) }
+        if let notice = report.otherAttempts {
+            object.append(
+                (
+                    "otherAttempts",
+                    .object(
+                        [("failures", .int(notice.failures))]
+                            + otherAttemptPairs(notice.last, invoker: notice.invoker))
+                ))
         }
         if code != .success {
             let message: String
@@ -580,6 +602,12 @@ struct StatusCommand: Command {
                     application == .piv ? "PIV slot \(token.slot ?? "9d")" : "the OpenPGP decryption key"
                 say("Binding:    \(key), \(token.algorithm ?? "cv25519")")
             }
+            if report.otherFailures > 0 || report.otherLast != nil {
+                let notice = OtherAttemptsNotice(
+                    failures: report.otherFailures, last: report.otherLast, invoker: report.otherLastInvoker)
+                let locked = report.otherLocked ? "; locked for su and remote logins until you verify here" : ""
+                say("Others:     " + notice.sentence + locked)
+            }
             if let mode = report.mode, report.types.contains(where: { $0.type == .token && $0.enabled }) {
                 let source =
                     report.modeSource == .configuration
@@ -599,6 +627,12 @@ struct StatusCommand: Command {
             ("locked", .bool(report.locked)),
             ("lockedAt", .optional(report.lockedAt)), ("delay", .int(report.delaySeconds)),
             ("failures", .int(report.failures)),
+            ("otherFailures", .int(report.otherFailures)), ("otherLocked", .bool(report.otherLocked)),
+            (
+                "otherLast",
+                report.otherLast == nil
+                    ? .null : .object(context.otherAttemptPairs(report.otherLast, invoker: report.otherLastInvoker))
+            ),
         ]
         object.append(("kdf", report.kdf.map(kdfJSON) ?? .null))
         object.append(("types", report.enrolled ? typesJSON(report.types) : .array([])))

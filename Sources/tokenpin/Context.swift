@@ -238,6 +238,9 @@ final class CLIInteraction: Interaction {
             if fallback { console.note(style.warning("Token not used: ") + reason + "; falling back to the PIN") }
         case .wrongPIN(let remaining, let lastTry):
             console.note(style.error("Wrong PIN. ") + Self.triesText(remaining: remaining, lastTry: lastTry))
+        case .otherAttempts(let notice):
+            // Told once, at the success that cleared them: su and remote logins that tried this user's PIN.
+            console.note(style.warning("Note: ") + notice.sentence + ".")
 
         default:
             break

@@ -142,10 +142,10 @@ extension DemoCommand {
             narrator.result(true, "refused: \(why.prefix(80))…")
         }
 
-        narrator.step("Switch the token on with --generate-key: PIN, admin PIN, card PIN; the card makes a cv25519 key")
+        narrator.step("Switch the token on with --generate-key: PIN, card PIN, admin PIN; the card makes a cv25519 key")
         narrator.expect(
             try service.enableToken(
-                ScriptedInteraction([pin, "12345678", cardPIN]), generateKey: true,
+                ScriptedInteraction([pin, cardPIN, "12345678"]), generateKey: true,
                 assumeYes: true
             ).outcome, .verified(method: .pin))
         let types = try service.types()

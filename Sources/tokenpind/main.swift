@@ -25,6 +25,10 @@ enum Options {
         "--reader", valueName: "reader", allowedValues: ["sim"],
         help: "Use the simulated card (state in DIR/sim-card.json) instead of PC/SC readers;\n"
             + "choose PC/SC readers with the `reader` setting.")
+    static let journalSocket = Option.value(
+        "--journal-socket", valueName: "path",
+        help: "The journal's socket for the audit trail (default /run/systemd/journal/socket);\n"
+            + "`none`: audit lines on stderr only.")
     static let debug = Option.flag("--debug", help: "Log requests at debug level (never a secret).")
     static let noReaders = Option.flag(
         "--no-readers", help: "Do not watch PC/SC readers and cards (no reader events for watchers).")
@@ -34,7 +38,7 @@ enum Options {
     static let program = Program(
         "tokenpind",
         overview: "The tokenpin daemon: keeps PIN records root-owned and serves tokenpin, pam_tokenpin and watchers.",
-        options: [socket, stateDirectory, config, reader, debug, noReaders, help, version],
+        options: [socket, stateDirectory, config, reader, journalSocket, debug, noReaders, help, version],
         sections: [
             HelpSection(
                 "SIGNALS",
@@ -64,13 +68,14 @@ if parsed.isSet(Options.help) {
     exit(0)
 }
 if parsed.isSet(Options.version) {
-    print("tokenpind \(tokenpinVersion) (protocol 1)")
+    print("tokenpind \(tokenpinVersion) (protocol \(Daemon.protocolVersion))")
     exit(0)
 }
 var options = DaemonOptions()
 if let socket = parsed.value(Options.socket) { options.socketPath = socket }
 if let directory = parsed.value(Options.stateDirectory) { options.stateDirectory = directory }
 if let config = parsed.value(Options.config) { options.configFile = config }
+if let journal = parsed.value(Options.journalSocket) { options.journalSocket = journal == "none" ? nil : journal }
 let level: Logger.Level = parsed.isSet(Options.debug) ? .debug : .info
 let simulatedCard = parsed.value(Options.reader) == "sim"
 

@@ -88,7 +88,8 @@ kill "$AT_PROMPT" 2>/dev/null; wait "$AT_PROMPT" 2>/dev/null
 
 # Socket activation: systemd-socket-activate passes the listening socket as fd 3.
 if command -v systemd-socket-activate >/dev/null; then
-    systemd-socket-activate -l "$SOCKET" "$TOKENPIND" --state-dir "$STATE" --config "$CONFIG" >>"$WORK/daemon.log" 2>&1 &
+    systemd-socket-activate -l "$SOCKET" "$TOKENPIND" --state-dir "$STATE" --config "$CONFIG" --journal-socket none \
+        >>"$WORK/daemon.log" 2>&1 &
     DAEMON_PID=$!
     for _ in $(seq 50); do [ -S "$SOCKET" ] && break; sleep 0.05; done
     STATUS=$(client status)

@@ -38,7 +38,9 @@ expect_code() {
 }
 
 start_daemon() {
-    "$TOKENPIND" --socket "$SOCKET" --state-dir "$STATE" --config "$CONFIG" "$@" >>"$WORK/daemon.log" 2>&1 &
+    # Never the machine's journal: the audit trail goes to the log (JOURNAL names a socket of the suite's own).
+    "$TOKENPIND" --socket "$SOCKET" --state-dir "$STATE" --config "$CONFIG" --journal-socket "${JOURNAL:-none}" "$@" \
+        >>"$WORK/daemon.log" 2>&1 &
     DAEMON_PID=$!
     for _ in $(seq 100); do [ -S "$SOCKET" ] && client status >/dev/null 2>&1 && return 0; sleep 0.05; done
     echo "tokenpind did not start:"; cat "$WORK/daemon.log"; return 1
@@ -171,8 +173,11 @@ cleanup() {
 trap cleanup EXIT
 
 # The PAM service tokenpind checks login passwords with before a user enrols (enrol-auth = password, the
-# default): pam_unix alone, as the shipped /etc/pam.d/tokenpin-enrol.
-pam_service ENROL_SERVICE 'auth required pam_unix.so' 'account required pam_unix.so'
+# default): the shipped /etc/pam.d/tokenpin-enrol, its pam_faillock tallies kept in this run's directory.
+mkdir -p "$WORK/faillock"
+mapfile -t ENROL_LINES < <(sed -e '/^#/d' -e '/^$/d' -e "s|pam_faillock.so \([a-z]*\)|pam_faillock.so \1 dir=$WORK/faillock|" \
+    "$ROOT/pam/tokenpin-enrol")
+pam_service ENROL_SERVICE "${ENROL_LINES[@]}"
 printf 'enrol-pam-service = %s\n' "$ENROL_SERVICE" >> "$CONFIG"
 
 finish() {

@@ -39,7 +39,7 @@ if [ "${1:-}" = --inside ]; then
     runtime_checks() {
         local prefix=$1 sbin=$1/sbin bin=$1/bin
         check "tokenpin --version: tokenpin $VERSION" [ "$("$bin/tokenpin" --version 2>&1)" = "tokenpin $VERSION" ]
-        check "tokenpind --version: tokenpind $VERSION" bash -c "'$sbin/tokenpind' --version 2>&1 | grep -qx 'tokenpind $VERSION (protocol 1)'"
+        check "tokenpind --version: tokenpind $VERSION" bash -c "'$sbin/tokenpind' --version 2>&1 | grep -qx 'tokenpind $VERSION (protocol 3)'"
         check "binaries need no Swift library and find every library" \
             bash -c "! ldd '$bin/tokenpin' '$sbin/tokenpind' | grep -Ei 'swift|Foundation|dispatch|not found'"
         check "binaries are stripped" bash -c "! readelf -S '$bin/tokenpin' '$sbin/tokenpind' | grep -Eq '\.symtab|\.debug_info'"
@@ -59,7 +59,8 @@ if [ "${1:-}" = --inside ]; then
         check "/etc/pam.d/tokenpin-enrol is the daemon's password-only service" cmp -s /etc/pam.d/tokenpin-enrol "$ROOT/pam/tokenpin-enrol"
 
         # The installed daemon on a private socket, the installed CLI as its client, the installed module.
-        "$sbin/tokenpind" --socket "$SOCKET" --state-dir "$STATE" --config "$CONFIG" --no-readers >>"$WORK/daemon.log" 2>&1 &
+        "$sbin/tokenpind" --socket "$SOCKET" --state-dir "$STATE" --config "$CONFIG" --no-readers --journal-socket none \
+            >>"$WORK/daemon.log" 2>&1 &
         DAEMON_PID=$!
         for _ in $(seq 100); do [ -S "$SOCKET" ] && break; sleep 0.05; done
         check "installed tokenpind listens on its private socket" [ -S "$SOCKET" ]

@@ -15,8 +15,8 @@ tokenpin() { "$BIN/tokenpin" --socket "$SOCKET" --user "$ERIN" "$@"; }
 FACTORY=010203040506070801020304050607080102030405060708
 
 tokenpin enrol --pin-stdin < <(printf '482916\n482916\n') >/dev/null
-expect_code "toggle token on --app piv --generate-key through the daemon (PIN, management key, card PIN relayed)" 0 \
-    tokenpin toggle token on --app piv --generate-key --yes --pin-stdin < <(printf '482916\n%s\n123456\n' "$FACTORY")
+expect_code "toggle token on --app piv --generate-key through the daemon (PIN, card PIN, management key relayed)" 0 \
+    tokenpin toggle token on --app piv --generate-key --yes --pin-stdin < <(printf '482916\n123456\n%s\n' "$FACTORY")
 check "the binding is a PIV one" bash -c "'$BIN/tokenpin' --socket '$SOCKET' --user '$ERIN' --json status | grep -q 'piv-guid:'"
 
 auth() { pamtester "$1" "$2" authenticate; }

@@ -16,8 +16,8 @@ pam_service PINONLY "auth required $MODULE mode=pin" "account required pam_permi
 tokenpin() { "$BIN/tokenpin" --socket "$SOCKET" --user "$DAVE" "$@"; }
 
 tokenpin enrol --pin-stdin < <(printf '482916\n482916\n') >/dev/null
-expect_code "toggle token on through the daemon (PIN, admin PIN, card PIN relayed)" 0 \
-    tokenpin toggle token on --generate-key --yes --pin-stdin < <(printf '482916\n12345678\n123456\n')
+expect_code "toggle token on through the daemon (PIN, card PIN, admin PIN relayed)" 0 \
+    tokenpin toggle token on --generate-key --yes --pin-stdin < <(printf '482916\n123456\n12345678\n')
 check "types through the daemon: token enabled" bash -c "'$BIN/tokenpin' --socket '$SOCKET' --user '$DAVE' types | grep -q 'token  enabled'"
 
 auth() { pamtester "$1" "$2" authenticate; }

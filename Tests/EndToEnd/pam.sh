@@ -142,7 +142,11 @@ def note(text):
 def describe(line):
     try:
         message = json.loads(line.decode("utf-8", "replace"))  # a secret that is not UTF-8 still shows as one
-        return "got %s %s" % (message.get("type"), message.get("prompt") or message.get("op") or "")
+        text = "got %s %s" % (message.get("type"), message.get("prompt") or message.get("op") or "")
+        if message.get("type") == "request":  # who is asking (protocol version 3), never a secret
+            text += " v=%s invoker=%s service=%s rhost=%s tty=%s ruser=%s" % tuple(
+                message.get(key) for key in ("v", "invokerUID", "service", "rhost", "tty", "ruser"))
+        return text
     except ValueError:
         return "got unreadable"
 
@@ -250,6 +254,24 @@ fake_auth() {
     else not_ok "$name: wanted PAM_$want, got exit $got: $(tr '\n' ' ' < "$WORK/err")"; fi
 }
 
+# Every request says who runs the stack (protocol version 3): the invoking real uid and the PAM items.
+start_fake root "$PROMPT" read "$(result verified 0)" \
+    && pamtester -I rhost=198.51.100.4 -I ruser=carol -I tty=/dev/pts/7 "$FAKE" "$ALICE" authenticate <<<482916 \
+        >/dev/null 2>&1
+check "the request carries the invoker: v=3, uid 0, the service, PAM_RHOST, PAM_TTY, PAM_RUSER" \
+    grep -q "got request verify v=3 invoker=0 service=$FAKE rhost=198.51.100.4 tty=/dev/pts/7 ruser=carol" "$FAKE_LOG"
+# A remote login the daemon does not answer (pam-remote = ignore) is "unavailable" before anything was sent.
+fake_auth "error ignored before any secret" IGNORE "$(error ignored 77)"
+check "error ignored: nothing was sent" no_secret
+# A remote or other attempt's lock (counter: others) says the PIN still works at the machine.
+start_fake root "$PROMPT" read 'send {"v":3,"type":"result","exitCode":3,"outcome":"locked","counter":"others"}' \
+    && { harness "$FAKE" "$ALICE" auth loud <<<482916 >"$WORK/out" 2>&1
+         check "a lock of su and remote logins: PAM_MAXTRIES and says so" grep -q "locked for su and remote logins" "$WORK/out"; }
+start_fake root 'send {"v":3,"type":"event","event":"otherAttempts","failures":2,"class":"other","service":"su","invokerUID":1001,"invoker":"bob","rhost":null,"at":1}' \
+    "$PROMPT" read "$(result verified 0)" \
+    && { harness "$FAKE" "$ALICE" auth loud <<<482916 >"$WORK/out" 2>&1
+         check "what su tried is told at the user's success" grep -q "2 failed attempts from su by bob" "$WORK/out"; }
+
 # After the secret was sent, only `verified` succeeds.
 start_fake root "$PROMPT" read "$(result verified 0)" && expect_code "fake daemon as root: verified authenticates" 0 auth "$FAKE" "$ALICE" <<<482916
 # Protocol version 2 names the tries `remaining`; version 1's `triesLeft` is still read (one version).
@@ -274,8 +296,8 @@ fake_auth "result locked after the secret" MAXTRIES "$PROMPT" read "$(result loc
 fake_auth "result rejected after the secret" AUTH_ERR "$PROMPT" read "$(result rejected 1)"
 fake_auth "result with an unknown outcome" AUTH_ERR "$PROMPT" read "$(result maybe 0)"
 fake_auth "result verified with a non-zero exit code" AUTH_ERR "$PROMPT" read "$(result verified 1)"
-fake_auth "result verified, protocol version 3" AUTH_ERR "$PROMPT" read \
-    'send {"v":3,"type":"result","exitCode":0,"outcome":"verified"}'
+fake_auth "result verified, protocol version 4" AUTH_ERR "$PROMPT" read \
+    'send {"v":4,"type":"result","exitCode":0,"outcome":"verified"}'
 fake_auth "result with a duplicate outcome key" AUTH_ERR "$PROMPT" read \
     'send {"v":1,"type":"result","exitCode":0,"outcome":"verified","outcome":"rejected"}'
 fake_auth "garbage after the secret" AUTH_ERR "$PROMPT" read 'send this is not JSON'

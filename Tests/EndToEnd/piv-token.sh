@@ -4,7 +4,7 @@
 # certificate for it is imported, as a user would set the card up, and tokenpin binds that key. On a PIV card
 # alone (`--profile piv-card`) Debian's yubico-piv-tool cannot authenticate (it wants the YubiKey extensions) and
 # piv-tool cannot generate (OpenSSL 3), so tokenpin generates the key itself: `--generate-key --yes` with the
-# factory management key, into the first empty retired slot, 82. Then, for both: `toggle token on --app piv`,
+# factory management key (PIN, card PIN, management key), into the first empty retired slot, 82. Then, for both: `toggle token on --app piv`,
 # verify with the card, a wrong card PIN falls back to the PIN (counted on the card), a 9-byte card PIN is
 # refused without costing a try, `token change-pin`, `token unblock` with the PUK after blocking the PIN, the
 # card pulled (token unavailable, the PIN still verifies), and `mode = both`; a fake card with the same identity
@@ -67,11 +67,11 @@ run_profile() {
         slot=82
         expect_code "$name: --generate-key without --yes refuses the factory management key" 2 \
             tp toggle token on --app piv --generate-key --pin-stdin \
-            < <(printf '482916\n010203040506070801020304050607080102030405060708\n123456\n')
+            < <(printf '482916\n123456\n010203040506070801020304050607080102030405060708\n')
         check "$name: ... saying why" grep -q "factory management key" "$WORK/err"
-        expect_code "$name: --generate-key --yes (PIN, management key, card PIN)" 0 \
+        expect_code "$name: --generate-key --yes (PIN, card PIN, management key)" 0 \
             tp toggle token on --app piv --generate-key --yes --pin-stdin \
-            < <(printf '482916\n010203040506070801020304050607080102030405060708\n123456\n')
+            < <(printf '482916\n123456\n010203040506070801020304050607080102030405060708\n')
     fi
     check "$name: the binding names the application, the slot and the algorithm" \
         bash -c "grep -rqE '\"application\" ?: ?\"piv\"' '$store' && grep -rqE '\"slot\" ?: ?\"$slot\"' '$store' \
@@ -126,7 +126,7 @@ run_profile() {
         # A key tokenpin generated has no certificate, and a PIV card names its keys only through certificates:
         # a new binding generates a new key (into 83).
         expect_code "$name: bind in mode both" 0 tpb toggle token on --app piv --generate-key --yes --mode both \
-            --pin-stdin < <(printf '482916\n010203040506070801020304050607080102030405060708\n13572468\n')
+            --pin-stdin < <(printf '482916\n13572468\n010203040506070801020304050607080102030405060708\n')
     fi
     expect_code "$name: mode both verifies with the PIN and the card" 0 \
         tpb --json verify --method token --pin-stdin < <(printf '482916\n13572468\n')

@@ -69,7 +69,7 @@ final class TestDaemon {
 
         let bind = try cli.run(
             socket + ["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-            input: "482916\n12345678\n123456\n")
+            input: "482916\n123456\n12345678\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         let guessed = try cli.run(socket + ["verify", "--pin-stdin"], input: "482916\n")
         #expect(guessed.status == 2 && guessed.stderr.contains("--method"), "\(guessed.stderr)")
@@ -124,7 +124,7 @@ final class TestDaemon {
         #expect(try cli.run(socket + ["enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
         let bind = try cli.run(
             socket + ["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-            input: "482916\n12345678\n123456\n")
+            input: "482916\n123456\n12345678\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         let watch = cli.start(socket + ["watch"])
         usleep(1_000_000)  // watch subscribes in about 10 ms; the event is lost if it comes first

@@ -50,7 +50,10 @@ import Testing
         try Self.giveTheSimulatedCardAForeignKey(cli.store + "/sim-card.json", cli)
         let arguments = ["--reader", "sim", "toggle", "token", "on", "--generate-key"]
         let refused = try TerminalTests().type(
-            ["wait:PIN: ", "482916\\r", "wait:to go ahead", "yes\\r"], cli, arguments)
+            [
+                "wait:PIN: ", "482916\\r", "wait:Card PIN", "123456\\r", "wait:Admin PIN", "12345678\\r",
+                "wait:to go ahead", "yes\\r",
+            ], cli, arguments)
         #expect(refused.status == 130, "\(refused.screen)")
         #expect(
             refused.screen.contains(Self.fingerprint) && refused.screen.contains("created 2023-09-12"),
@@ -59,8 +62,8 @@ import Testing
 
         let typed = try TerminalTests().type(
             [
-                "wait:PIN: ", "482916\\r", "wait:to go ahead", "replace\\r",
-                "wait:Admin PIN", "12345678\\r", "wait:Card PIN", "123456\\r",
+                "wait:PIN: ", "482916\\r", "wait:Card PIN", "123456\\r", "wait:Admin PIN", "12345678\\r",
+                "wait:to go ahead", "replace\\r",
             ], cli, arguments)
         #expect(typed.status == 0, "\(typed.screen)")
         #expect(typed.screen.contains("Token enabled"))
@@ -73,7 +76,7 @@ import Testing
         try Self.giveTheSimulatedCardAForeignKey(cli.store + "/sim-card.json", cli)
         let result = try cli.run(
             ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-            input: "482916\n12345678\n123456\n")
+            input: "482916\n123456\n12345678\n")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try Self.decryptionFingerprint(cli) != Self.fingerprintHex)
     }
@@ -89,7 +92,7 @@ import Testing
         #expect(try cli.run(socket + ["enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
         let script = try cli.run(
             socket + ["toggle", "token", "on", "--generate-key", "--pin-stdin"],
-            input: "482916\n12345678\n123456\n")
+            input: "482916\n123456\n12345678\n")
         #expect(script.status == 2, "\(script.stderr)")
         #expect(script.stderr.contains("add --yes") && script.stderr.contains(Self.fingerprint), "\(script.stderr)")
         #expect(try Self.decryptionFingerprint(cli, path: cardFile) == Self.fingerprintHex)
@@ -97,8 +100,8 @@ import Testing
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") {
             let typed = try TerminalTests().type(
                 [
-                    "wait:PIN: ", "482916\\r", "wait:to go ahead", "replace\\r",
-                    "wait:Admin PIN", "12345678\\r", "wait:Card PIN", "123456\\r",
+                    "wait:PIN: ", "482916\\r", "wait:Card PIN", "123456\\r", "wait:Admin PIN", "12345678\\r",
+                    "wait:to go ahead", "replace\\r",
                 ],
                 cli, socket + ["toggle", "token", "on", "--generate-key"])
             #expect(typed.status == 0, "\(typed.screen)")

@@ -95,7 +95,7 @@ import Testing
         #expect(try cli.run(["--reader", "sim", "toggle", "token", "off"]).stdout.contains("already disabled"))
         let bind = try cli.run(
             ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-            input: "482916\n12345678\n123456\n")
+            input: "482916\n123456\n12345678\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         let on = try cli.run(["--reader", "sim", "--json", "toggle", "token", "on", "--pin-stdin"], input: "")
         #expect(on.status == 0 && on.json["event"] as? String == "unchanged", "\(on.stdout)")

@@ -51,7 +51,7 @@ import Testing
         #expect(try cli.run(socket + ["enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
         let bind = try cli.run(
             socket + ["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-            input: "482916\n12345678\n123456\n")
+            input: "482916\n123456\n12345678\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         daemon.stop()
         daemon = try TestDaemon(cli, config: "mode = both\n")

@@ -84,7 +84,7 @@ extension CLI {
         try enrol()
         let bind = try run(
             ["--json", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-            input: "482916\n12345678\n123456\n")
+            input: "482916\n123456\n12345678\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         #expect(bind.json["event"] as? String == "typeChanged")
         #expect(bind.json["enabled"] as? Bool == true)
@@ -108,7 +108,7 @@ extension CLI {
 
         let bind = try cli.run(
             ["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-            input: "482916\n12345678\n123456\n")
+            input: "482916\n123456\n12345678\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         #expect(bind.stdout.contains("Token enabled: card FFFE:0000AAAA"))
 

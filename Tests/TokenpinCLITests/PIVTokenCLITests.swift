@@ -14,13 +14,13 @@ import Testing
         let sim = ["--reader", "sim"]
         let refused = try cli.run(
             sim + ["toggle", "token", "on", "--app", "piv", "--generate-key", "--pin-stdin"],
-            input: "482916\n\(Self.factoryKey)\n123456\n", environment: Self.pivCard)
+            input: "482916\n123456\n\(Self.factoryKey)\n", environment: Self.pivCard)
         #expect(refused.status == 2, "\(refused.stderr)")
         #expect(refused.stderr.contains("factory management key"), "\(refused.stderr)")
 
         let bind = try cli.run(
             sim + ["--json", "toggle", "token", "on", "--app", "piv", "--generate-key", "--yes", "--pin-stdin"],
-            input: "482916\n\(Self.factoryKey)\n123456\n", environment: Self.pivCard)
+            input: "482916\n123456\n\(Self.factoryKey)\n", environment: Self.pivCard)
         #expect(bind.status == 0, "\(bind.stderr)")
         let slots = cli.record["slots"] as? [[String: Any]] ?? []
         let binding = try #require(slots.lazy.compactMap { $0["token"] as? [String: Any] }.first)

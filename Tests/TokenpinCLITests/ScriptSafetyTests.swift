@@ -10,7 +10,7 @@ import Testing
         try cli.enrol()
         let bind = try cli.run(
             ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
-            input: "482916\n12345678\n123456\n")
+            input: "482916\n123456\n12345678\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         return cli
     }
@@ -77,7 +77,7 @@ import Testing
         try KeyReplacementCLITests.giveTheSimulatedCardAForeignKey(cli.store + "/sim-card.json", cli)
         let result = try cli.run(
             ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--pin-stdin"],
-            input: "482916\n12345678\n123456\n")
+            input: "482916\n123456\n12345678\n")
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains("add --yes"))
         #expect(result.stderr.contains(KeyReplacementCLITests.fingerprint), "the key is shown: \(result.stderr)")
@@ -92,7 +92,7 @@ import Testing
         try cli.enrol()
         let result = try cli.run(
             ["--reader", "sim", "toggle", "token", "on", "--generate-key", "--pin-stdin"],
-            input: "482916\n12345678\n123456\n")
+            input: "482916\n123456\n12345678\n")
         #expect(result.status == 0, "\(result.stderr)")
     }
 
@@ -100,7 +100,7 @@ import Testing
         let cli = CLI()
         let result = try cli.run(
             ["--reader", "sim", "--json", "bench", "--token", "--iterations", "1", "--pin-stdin"],
-            input: "12345678\n123456\n")
+            input: "123456\n12345678\n")
         #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
         #expect(result.json["apdusPerVerify"] as? Int ?? 0 > 0)
     }

@@ -120,7 +120,7 @@ import TokenpinSimulator
         // A Gnuk takes no extended APDUs: the bare round must send GET DATA short, as the session does.
         let result = try cli.run(
             ["--reader", "sim", "--json", "bench", "--token", "--iterations", "1", "--pin-stdin"],
-            input: "12345678\n123456\n", environment: ["TOKENPIN_SIM_PROFILE": profile])
+            input: "123456\n12345678\n", environment: ["TOKENPIN_SIM_PROFILE": profile])
         #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
         #expect((4...5).contains(result.json["apdusPerVerify"] as? Int ?? 0), "\(result.stdout)")
     }

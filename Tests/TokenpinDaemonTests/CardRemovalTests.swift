@@ -52,7 +52,7 @@ struct RemovalRig {
         let (scheduler, slots) = (self.scheduler, self.slots)
         policy = CardRemovalPolicy(
             locker: locker, logger: .disabled, settings: { (action, grace) },
-            schedule: { scheduler.schedule($0, $1) }, locate: { slots.locate($0) })
+            schedule: { scheduler.schedule($0, $1) }, locate: { slots.locate($1) })
     }
 
     var locked: [String] { locker.locked.withLock { $0 } }

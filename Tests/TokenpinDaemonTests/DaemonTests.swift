@@ -159,6 +159,7 @@ final class TestDaemon: Sendable {
         options.socketPath = directory + "/socket"
         options.stateDirectory = directory + "/state"
         options.configFile = file
+        options.journalSocket = nil  // never the machine's journal; tests that read the fields name a socket
         adjust(&options)
         socket = options.socketPath
         daemon = try Daemon(options: options, logger: logs.logger(label: "tokenpind", level: .debug))

@@ -75,7 +75,7 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     @Test(arguments: [
         ("{\"type\":\"request\",\"op\":\"verify\"}", ProtocolError.Code.missingField),
-        ("{\"v\":3,\"type\":\"request\",\"op\":\"verify\"}", .unsupportedVersion),
+        ("{\"v\":4,\"type\":\"request\",\"op\":\"verify\"}", .unsupportedVersion),
         ("{\"v\":0,\"type\":\"request\",\"op\":\"verify\"}", .unsupportedVersion),
         ("{\"v\":\"1\",\"type\":\"request\",\"op\":\"verify\"}", .unsupportedVersion),
         ("{\"v\":1,\"type\":\"request\",\"op\":\"format-disk\"}", .unknownType),

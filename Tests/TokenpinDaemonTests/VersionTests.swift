@@ -54,7 +54,7 @@ import TokenpinService
         }
     }
 
-    @Test(arguments: [0, 3, 99])
+    @Test(arguments: [0, 4, 99])
     func refusesOtherVersions(version: Int) {
         let line = Array(#"{"v":\#(version),"type":"request","op":"ping"}"#.utf8)
         #expect { _ = try ClientMessage.parse(line) } throws: { ($0 as? ProtocolError)?.code == .unsupportedVersion }

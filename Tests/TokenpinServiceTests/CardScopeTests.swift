@@ -10,10 +10,23 @@ import TokenpinTestSupport
 /// The admin PIN's tries left.
 func adminPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 6) }
 
-/// What a non-root peer of the daemon gets: the same service, limited to the card bound to its record.
-func daemonScoped(_ service: PINService) -> PINService {
+/// What tokenpind tells the service about cards for a user who is not root: the bindings of the other records in
+/// the same store, `card-bind`'s answer (`refusal`, nil: may bind), and claims that always succeed.
+struct StoreCardAccess: CardAccess {
+    let store: RecordStore
+    var refusal: String?
+
+    func identities(boundToOthersThan user: String) -> Set<String> { store.boundIdentities(except: user) }
+    func bindRefusal(for user: String) -> String? { refusal }
+    func claim(_ identity: String, for user: String) -> Bool { true }
+}
+
+/// What a non-root peer of the daemon gets: the same service, limited to the card bound to its record, or to bind,
+/// a card no other record binds (`card-bind` refusing with `refusal` when set).
+func daemonScoped(_ service: PINService, refusal: String? = nil) -> PINService {
     var scoped = service
     scoped.cardScope = .boundCardOnly
+    scoped.cardAccess = StoreCardAccess(store: service.store, refusal: refusal)
     return scoped
 }
 
@@ -41,8 +54,11 @@ func bobBeforeOthersCards() throws -> (bob: PINService, alice: TokenSetup, spare
 
     @Test func readersAndStatusShowOnlyTheBoundCard() throws {
         let (bob, alice, spare) = try bobBeforeOthersCards()
-        #expect(try bob.listReaders().isEmpty, "no binding: no card")
-        #expect(try bob.status().token?.readers.isEmpty == true)
+        // No binding: only the card no other record binds, and none at all when card-bind refuses.
+        #expect(try bob.listReaders().map(\.name) == ["Reader B"], "alice's card is never shown to bob")
+        let refused = daemonScoped(bob, refusal: "card-bind = root")
+        #expect(try refused.listReaders().isEmpty, "no binding, may not bind: no card")
+        #expect(try refused.status().token?.readers.isEmpty == true)
 
         let scopedAlice = daemonScoped(alice.service)
         let readers = try scopedAlice.listReaders()
@@ -122,7 +138,7 @@ func bobBeforeOthersCards() throws -> (bob: PINService, alice: TokenSetup, spare
                 == .rejected(remaining: 4, lastTry: false))
         #expect(script.prompts == [.pin], "a wrong PIN: no admin PIN, no card PIN")
         #expect(adminPINTries(setup.card) == 3 && cardPINTries(setup.card) == 3)
-        #expect(try scoped.listReaders().isEmpty, "nothing bound")
+        #expect(try scoped.listReaders().map(\.name) == ["Reader A"], "nothing bound: the free card still shows")
 
         let stranger = daemonScoped(
             PINService(
@@ -139,9 +155,9 @@ func bobBeforeOthersCards() throws -> (bob: PINService, alice: TokenSetup, spare
         }
         #expect(setup.card.processedCount == before, "no record: the card is not touched")
 
-        let right = ScriptedInteraction(["482916", adminPIN, cardPIN])
+        let right = ScriptedInteraction(["482916", cardPIN, adminPIN])
         #expect(try scoped.enableToken(right, generateKey: true, assumeYes: true).outcome == .verified(method: .pin))
-        #expect(right.prompts.map(\.name) == ["pin", "admin-pin", "card-pin"])
+        #expect(right.prompts.map(\.name) == ["pin", "card-pin", "admin-pin"])
         #expect(try scoped.listReaders().map(\.name) == ["Reader A"])
     }
 }

@@ -58,13 +58,13 @@ func cardWithForeignDecryptionKey(serial: UInt32 = 0x0000_2222) throws -> Simula
 
     @Test func theKeyIsShownAndMustBeTypedAway() throws {
         let service = try service(try cardWithForeignDecryptionKey())
-        let script = ScriptedInteraction(["482916", adminPIN, cardPIN], confirmations: [true])
+        let script = ScriptedInteraction(["482916", cardPIN, adminPIN], confirmations: [true])
         _ = try service.enableToken(script, generateKey: true)
         let question = try #require(script.questions.first)
         #expect(question.contains(shown), "\(question)")
         #expect(question.contains(fingerprint), "\(question)")
         #expect(question.contains(created), "\(question)")
-        #expect(script.prompts.map(\.name) == ["pin", "admin-pin", "card-pin"])
+        #expect(script.prompts.map(\.name) == ["pin", "card-pin", "admin-pin"])
         #expect(try service.store.load(user: "alice")?.slot(.token) != nil)
     }
 
@@ -72,9 +72,10 @@ func cardWithForeignDecryptionKey(serial: UInt32 = 0x0000_2222) throws -> Simula
         let service = try service(try cardWithForeignDecryptionKey())
         let before = try decryptionFingerprint(service)
         #expect(before != nil)
-        let script = ScriptedInteraction(["482916", adminPIN, cardPIN], confirmations: [false])
+        let script = ScriptedInteraction(["482916", cardPIN, adminPIN], confirmations: [false])
         #expect(throws: ServiceError.cancelled) { _ = try service.enableToken(script, generateKey: true) }
-        #expect(!script.prompts.map(\.name).contains("admin-pin"), "no admin PIN asked, nothing written")
+        // PIN, card PIN, admin PIN (checked), then the question: refused, so nothing is written.
+        #expect(script.prompts.map(\.name) == ["pin", "card-pin", "admin-pin"])
         #expect(try decryptionFingerprint(service) == before)
         #expect(try service.store.load(user: "alice")?.slot(.token) == nil)
     }
@@ -82,7 +83,7 @@ func cardWithForeignDecryptionKey(serial: UInt32 = 0x0000_2222) throws -> Simula
     @Test func withoutAWayToAskItIsUsageNamingYes() throws {
         let service = try service(try cardWithForeignDecryptionKey())
         let error = #expect(throws: ServiceError.self) {
-            _ = try service.enableToken(ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true)
+            _ = try service.enableToken(ScriptedInteraction(["482916", cardPIN, adminPIN]), generateKey: true)
         }
         guard case .usage(let message)? = error else {
             Issue.record("expected a usage error, got \(String(describing: error))")
@@ -94,7 +95,7 @@ func cardWithForeignDecryptionKey(serial: UInt32 = 0x0000_2222) throws -> Simula
 
     @Test func yesGoesAheadWithoutAsking() throws {
         let service = try service(try cardWithForeignDecryptionKey())
-        let script = ScriptedInteraction(["482916", adminPIN, cardPIN])
+        let script = ScriptedInteraction(["482916", cardPIN, adminPIN])
         _ = try service.enableToken(script, generateKey: true, assumeYes: true)
         #expect(script.questions.isEmpty)
         #expect(try service.store.load(user: "alice")?.slot(.token) != nil)
@@ -102,7 +103,7 @@ func cardWithForeignDecryptionKey(serial: UInt32 = 0x0000_2222) throws -> Simula
 
     @Test func anEmptySlotAsksNothing() throws {
         let service = try service(try newCard())
-        let script = ScriptedInteraction(["482916", adminPIN, cardPIN])
+        let script = ScriptedInteraction(["482916", cardPIN, adminPIN])
         _ = try service.enableToken(script, generateKey: true)
         #expect(script.questions.isEmpty)
         #expect(try service.store.load(user: "alice")?.slot(.token) != nil)
@@ -149,7 +150,7 @@ final class WithoutKeyInformation: CardConnection {
                     reset: { card.reset() })
             ]))
         try enrol(service)
-        let script = ScriptedInteraction(["482916", adminPIN, cardPIN])
+        let script = ScriptedInteraction(["482916", cardPIN, adminPIN])
         let error = #expect(throws: ServiceError.self) { _ = try service.enableToken(script, generateKey: true) }
         guard case .usage(let message)? = error else {
             Issue.record("the key was replaced without asking: \(String(describing: error))")

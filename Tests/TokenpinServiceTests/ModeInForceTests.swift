@@ -121,7 +121,7 @@ import TokenpinTestSupport
         var binder = setup.service
         binder.selection = CardSelection(serial: "00001111")
         _ = try binder.enableToken(
-            ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true, assumeYes: true,
+            ScriptedInteraction(["482916", cardPIN, adminPIN]), generateKey: true, assumeYes: true,
             mode: .both)
         #expect(try setup.service.store.load(user: "alice")?.slots.map(\.kind) == [.recovery, .composite])
     }

@@ -245,14 +245,22 @@ struct PIVTokenTests {
     func generateOverPopulatedSlot() throws {
         let fixture = try PIVFixture(.yubikey)
         let old = try fixture.generate(.keyManagement, .eccP384)
+        // A site's own management key (SET MANAGEMENT KEY, 3DES): the factory one is refused without --yes.
+        let site: [UInt8] = Array(repeating: 0x42, count: 24)
+        let session = PIVSession(connection: fixture.connection)
+        try session.select()
+        try session.authenticate(managementKey: bytes(PIVToken.defaultManagementKey), algorithm: .tripleDES)
+        _ = try fixture.connection.transmit([0x00, 0xFF, 0xFF, 0xFF, 27, 0x03, 0x9B, 24] + site)
         let token = try fixture.open()
-        let script = ScriptedInteraction([], confirmations: [false])
+        let script = ScriptedInteraction([Hex.encode(site)], confirmations: [false])
         #expect(throws: ServiceError.cancelled) {
             _ = try token.generateKey(slot: "9d", assumeYes: false, script)
         }
         #expect(script.questions.count == 1)
         #expect(script.questions.first?.contains("holds a key in slot 9d (P-384)") == true)
-        #expect(script.prompts.isEmpty)
+        // The management key is asked and checked on the card first; the question comes last, before anything is
+        // written.
+        #expect(script.prompts.map(\.name) == ["management-key"])
         guard case .ecc(_, let point) = old else { throw Failure("not EC") }
         #expect(try token.bindableKey(slot: "9d").publicKey == point)
         // A 3DES key of the wrong length is refused before the card.
@@ -435,9 +443,9 @@ struct PIVServiceTests {
     @Test("--generate-key with the factory management key and --yes binds a new key in 82")
     func generate() throws {
         let (service, _) = try Self.setup(.yubikey, algorithm: nil)
-        let script = ScriptedInteraction(["482916", Hex.encode(PIVToken.defaultManagementKey), "123456"])
+        let script = ScriptedInteraction(["482916", "123456", Hex.encode(PIVToken.defaultManagementKey)])
         _ = try service.enableToken(script, generateKey: true, assumeYes: true)
-        #expect(script.prompts.map(\.name) == ["pin", "management-key", "card-pin"])
+        #expect(script.prompts.map(\.name) == ["pin", "card-pin", "management-key"])
         #expect(try service.store.load(user: "alice")?.slot(.token)?.token?.slot == "82")
         #expect(try service.verify(ScriptedInteraction(["123456"])).outcome == .verified(method: .token))
     }
@@ -490,7 +498,7 @@ extension PIVServiceTests {
         }
         let openpgp = try service(.openpgp)
         _ = try openpgp.enableToken(
-            ScriptedInteraction(["482916", adminPIN, "123456"]), generateKey: true, assumeYes: true)
+            ScriptedInteraction(["482916", "123456", adminPIN]), generateKey: true, assumeYes: true)
         let piv = try service(.piv)
         _ = try piv.enableToken(ScriptedInteraction(["482916", "123456"]))
         let openpgpBinding = try #require(try openpgp.store.load(user: "alice")?.slot(.token)?.token)

@@ -115,7 +115,7 @@ func tappedSetup(mode: VerificationMode = .either, decryptionKey: [UInt8]? = nil
         cards: InProcessReaders([reader]))
     try enrol(service)
     _ = try service.enableToken(
-        ScriptedInteraction(decryptionKey == nil ? ["482916", adminPIN, cardPIN] : ["482916", cardPIN]),
+        ScriptedInteraction(decryptionKey == nil ? ["482916", cardPIN, adminPIN] : ["482916", cardPIN]),
         generateKey: decryptionKey == nil, assumeYes: true)
     #expect(tap.answers.count == 1, "the bind's PSO:DECIPHER was captured")
     return TappedSetup(service: service, card: card, tap: tap)
@@ -220,7 +220,7 @@ func tappedSetup(mode: VerificationMode = .either, decryptionKey: [UInt8]? = nil
             time: ManualTime(), cards: readers([("Reader A", card)]))
         try enrol(service)
         _ = try service.enableToken(
-            ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true, assumeYes: true)
+            ScriptedInteraction(["482916", cardPIN, adminPIN]), generateKey: true, assumeYes: true)
         // The same card in a second session (its key and serial from the state file), for a second process.
         var other = service
         other.cards = readers([("Reader A", try SimulatedCard(stateFile: stateFile))])
@@ -312,7 +312,7 @@ final class SwappingReader: Sendable {
             store: base.store, configuration: base.configuration, user: "alice", time: ManualTime(),
             cards: InProcessReaders([swap.reader]))
         try enrol(service)
-        let script = ScriptedInteraction(["482916", adminPIN, cardPIN])
+        let script = ScriptedInteraction(["482916", cardPIN, adminPIN])
         #expect { _ = try service.enableToken(script, generateKey: true, assumeYes: true) } throws: { error in
             guard let error = error as? ServiceError, error.code == "token-unavailable" else { return false }
             return error.message.contains("FFFE:00001111") && error.message.contains("FFFE:22222222")

@@ -47,7 +47,7 @@ func tokenSetup(
         var binder = service
         binder.selection = CardSelection(serial: "00001111")
         let report = try binder.enableToken(
-            ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true,
+            ScriptedInteraction(["482916", cardPIN, adminPIN]), generateKey: true,
             assumeYes: true)
         #expect(report.outcome == .verified(method: .pin))
     }
@@ -71,9 +71,9 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
 @Suite struct BindTests {
     @Test func bindingAsksPINThenAdminThenCardPIN() throws {
         let setup = try tokenSetup(bind: false)
-        let script = ScriptedInteraction(["482916", adminPIN, cardPIN])
+        let script = ScriptedInteraction(["482916", cardPIN, adminPIN])
         _ = try setup.service.enableToken(script, generateKey: true, assumeYes: true)
-        #expect(script.prompts.map(\.name) == ["pin", "admin-pin", "card-pin"])
+        #expect(script.prompts.map(\.name) == ["pin", "card-pin", "admin-pin"])
         #expect(script.events.contains(.typeChanged(type: .token, enabled: true)))
         let record = try #require(try setup.service.store.load(user: "alice"))
         #expect(record.slots.map(\.kind) == [.pin, .recovery, .token])
@@ -108,7 +108,7 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
         let setup = try tokenSetup(bind: false)
         #expect {
             _ = try setup.service.enableToken(
-                ScriptedInteraction(["482916", "87654321", cardPIN]),
+                ScriptedInteraction(["482916", cardPIN, "87654321"]),
                 generateKey: true, assumeYes: true)
         } throws: { error in
             guard case .cardRefused(let why) = error as? ServiceError else { return false }
@@ -134,7 +134,7 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
         var chosen = setup.service
         chosen.selection = CardSelection(serial: "22222222")
         _ = try chosen.enableToken(
-            ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true, assumeYes: true)
+            ScriptedInteraction(["482916", cardPIN, adminPIN]), generateKey: true, assumeYes: true)
         #expect(try chosen.types()[1].serial?.hasSuffix("22222222") == true)
     }
 }
@@ -353,7 +353,7 @@ func cardPINTries(_ card: SimulatedCard) -> Int { pinStatusByte(card, index: 4) 
             store: service.store, configuration: configuration, user: "alice", cards: readers([("R", card)]))
         let recovery = try enrol(service)
         _ = try service.enableToken(
-            ScriptedInteraction(["482916", adminPIN, cardPIN]), generateKey: true, assumeYes: true)
+            ScriptedInteraction(["482916", cardPIN, adminPIN]), generateKey: true, assumeYes: true)
         #expect(
             try service.reset(ScriptedInteraction([recovery, "915372", "915372"])).outcome
                 == .verified(method: .recovery))

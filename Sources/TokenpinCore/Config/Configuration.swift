@@ -123,6 +123,32 @@ public enum CardRemovalAction: String, Sendable, CaseIterable {
     case lock
 }
 
+/// What tokenpind does with a PAM attempt from a remote login (`pam-remote`).
+public enum RemotePolicy: String, Sendable, CaseIterable {
+    /// The PIN only, counted on the remote/other counter; the card is never offered.
+    case pin
+    /// Nothing is asked: the module steps aside (unavailable) and the stack goes on, as pam_fprintd does.
+    case ignore
+}
+
+/// What tokenpind does with a PAM attempt made by another user (`su victim`, `pam-other-user`).
+public enum OtherUserPolicy: String, Sendable, CaseIterable {
+    /// The PIN only, counted on the remote/other counter; the card is never offered.
+    case pin
+    /// Refused before anything is asked (`PAM_PERM_DENIED`).
+    case deny
+}
+
+/// Who may bind, through tokenpind, a card no record binds (`card-bind`).
+public enum CardBindPolicy: String, Sendable, CaseIterable {
+    /// The user who owns the active local logind session (the person at the seat); without logind, no user.
+    case activeSession = "active-session"
+    /// Any user.
+    case anyUser = "any-user"
+    /// Root only.
+    case root
+}
+
 /// tokenpin's settings, from `tokenpin.conf` files (`key = value`, `#` comments).
 public struct Configuration: Sendable, Equatable {
     /// Wrong PINs before the PIN locks.
@@ -171,6 +197,14 @@ public struct Configuration: Sendable, Equatable {
     public var enrolAuth: EnrolAuthentication = .password
     /// tokenpind: the PAM service that checks the login password for `enrol-auth = password` (`enrol-pam-service`).
     public var enrolPAMService: String = "tokenpin-enrol"
+    /// tokenpind: what a remote login through PAM gets (`pam-remote`).
+    public var pamRemote: RemotePolicy = .ignore
+    /// tokenpind: what another user's PAM attempt (`su`) gets (`pam-other-user`).
+    public var pamOtherUser: OtherUserPolicy = .pin
+    /// tokenpind: who may bind a card no record binds (`card-bind`).
+    public var cardBind: CardBindPolicy = .activeSession
+    /// tokenpind: seconds a PAM conversation may take to answer a prompt (`daemon-pam-prompt-timeout`).
+    public var daemonPAMPromptTimeoutSeconds: Int = 30
 
     /// The site's own check of new PINs (`pin-check`), an absolute path; nil: none.
     public var pinCheckProgram: String?
@@ -298,6 +332,7 @@ public struct Configuration: Sendable, Equatable {
         "prompt-card-pin",
         "daemon-kdf-memory", "daemon-idle-timeout", "daemon-prompt-timeout", "daemon-rate-limit",
         "on-card-removal", "lock-grace", "daemon-wait-timeout", "enrol-auth", "enrol-pam-service",
+        "pam-remote", "pam-other-user", "card-bind", "daemon-pam-prompt-timeout",
     ]
 
     mutating func set(key: String, value: String) throws(Message) {
@@ -421,6 +456,10 @@ public struct Configuration: Sendable, Equatable {
                     text: "enrol-pam-service must name a file in /etc/pam.d (letters, digits, - _ .), not `\(value)`")
             }
             enrolPAMService = value
+        case "pam-remote": pamRemote = try choice(RemotePolicy.self)
+        case "pam-other-user": pamOtherUser = try choice(OtherUserPolicy.self)
+        case "card-bind": cardBind = try choice(CardBindPolicy.self)
+        case "daemon-pam-prompt-timeout": daemonPAMPromptTimeoutSeconds = try integer(5...3600)
         default:
             throw Message(text: "unknown key `\(key)`")
         }

@@ -201,6 +201,22 @@ public struct RecordStore: Sendable {
         return record
     }
 
+    /// The identities of the cards the records of users other than `user` bind (token or composite slot).
+    ///
+    /// Reads every record in the directory; one that cannot be read is skipped (it opens nothing either).
+    public func boundIdentities(except user: String) -> Set<String> {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        var identities = Set<String>()
+        for name in names where name.hasSuffix(".json") {
+            let owner = String(name.dropLast(5))
+            guard owner != user, Self.validate(user: owner), let record = try? load(user: owner) else { continue }
+            for kind in [SlotKind.token, .composite] {
+                if let serial = record.slot(kind)?.token?.serial { identities.insert(serial) }
+            }
+        }
+        return identities
+    }
+
     /// Decodes and checks a record's bytes.
     public static func decode(_ data: Data, path: String, user: String? = nil) throws(StoreError) -> EnrolmentRecord {
         guard !data.isEmpty else { throw StoreError(.corrupt, path: path, "the record is empty (truncated?)") }

@@ -137,6 +137,9 @@ public struct EnrolmentRecord: Codable, Sendable, Equatable {
     public var policy: Policy
     /// The PIN retry counter.
     public var counter: RetryCounter
+    /// Failed attempts from remote logins and other users (`su`), counted apart from `counter`; absent until the
+    /// first one, so records without any stay as they were.
+    public var otherAttempts: OtherAttempts?
     /// The key slots.
     public var slots: [VaultSlot]
 
@@ -189,6 +192,7 @@ public struct EnrolmentRecord: Codable, Sendable, Equatable {
             return "user is not a user name tokenpin accepts (1 to 64 letters, digits, `_`, `-`, `.`)"
         }
         if let problem = counter.rangeProblem { return problem }
+        if let problem = otherAttempts?.rangeProblem { return problem }
         if slot(.pin) == nil && slot(.composite) == nil { return "record has no PIN slot" }
         if slot(.recovery) == nil { return "record has no recovery slot" }
         for kind in SlotKind.allCases where slots.filter({ $0.kind == kind }).count > 1 {

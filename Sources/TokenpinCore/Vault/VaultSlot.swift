@@ -37,6 +37,11 @@ public struct TokenBinding: Codable, Sendable, Equatable {
     public var application: String?
     /// PIV only: the key's slot, two lower-case hex digits (`9d`, `82`...).
     public var slot: String?
+    /// PIV only: the card-authentication key (`9E`) the card held when it was bound. A verification has the card
+    /// sign a fresh challenge with it (no PIN) before any card PIN is sent, so a card that only claims the bound
+    /// identity gets no PIN. Absent when the card had none, and for OpenPGP, whose cards cannot prove themselves
+    /// without a PIN.
+    public var cardAuthentication: CardAuthenticationKey?
 
     /// Creates a binding.
     public init(
@@ -76,6 +81,10 @@ public struct TokenBinding: Codable, Sendable, Equatable {
 
     /// Which field is out of range, or nil; the message names the field.
     public var problem: String? {
+        if let cardAuthentication {
+            guard application != nil else { return "token.cardAuthentication is set for an OpenPGP key" }
+            if let problem = cardAuthentication.problem { return problem }
+        }
         var sizes = (cardKey: 32, ephemeral: 32)
         if let algorithm {
             guard let known = Self.algorithmSizes[algorithm] else { return "token.algorithm \(algorithm) is unknown" }
@@ -111,6 +120,45 @@ public struct TokenBinding: Codable, Sendable, Equatable {
         }
         if let reader, reader.utf8.count > Self.maximumReaderLength {
             return "token.reader is longer than \(Self.maximumReaderLength) bytes"
+        }
+        return nil
+    }
+}
+
+/// A card's card-authentication key (PIV `9E`): a key that signs without a PIN, which proves the card is the one
+/// bound and not one that only claims its identity.
+public struct CardAuthenticationKey: Codable, Sendable, Equatable {
+    /// `nistp256`, `nistp384` or `rsa2048`.
+    public var algorithm: String
+    /// The uncompressed point `04 || x || y`, or the RSA modulus.
+    public var publicKey: Data
+    /// RSA only: the public exponent.
+    public var exponent: Data?
+
+    /// Creates the key.
+    public init(algorithm: String, publicKey: Data, exponent: Data? = nil) {
+        self.algorithm = algorithm
+        self.publicKey = publicKey
+        self.exponent = exponent
+    }
+
+    /// The algorithms and their public key sizes in bytes.
+    public static let sizes: [String: Int] = ["nistp256": 65, "nistp384": 97, "rsa2048": 256]
+
+    /// Which field is out of range, or nil.
+    public var problem: String? {
+        guard let size = Self.sizes[algorithm] else {
+            return "token.cardAuthentication.algorithm \(algorithm) is not nistp256, nistp384 or rsa2048"
+        }
+        guard publicKey.count == size else {
+            return "token.cardAuthentication.publicKey is \(publicKey.count) bytes, not \(size)"
+        }
+        if algorithm.hasPrefix("rsa") {
+            guard let exponent, (1...8).contains(exponent.count) else {
+                return "token.cardAuthentication.exponent must be 1 to 8 bytes for an RSA key"
+            }
+        } else if exponent != nil {
+            return "token.cardAuthentication.exponent is set for a key that is not RSA"
         }
         return nil
     }
@@ -211,6 +259,13 @@ public struct VaultSlot: Codable, Sendable, Equatable {
             if let application = token.application {
                 field(Array(application.utf8))
                 field(Array((token.slot ?? "").utf8))
+            }
+            // And only bindings that recorded a card-authentication key: the key a verification checks is sealed in.
+            if let authentication = token.cardAuthentication {
+                field(Array("card-authentication".utf8))
+                field(Array(authentication.algorithm.utf8))
+                field(authentication.publicKey)
+                field(authentication.exponent ?? Data())
             }
         }
         return out
