@@ -76,8 +76,8 @@ run() {
     stop_sim
 }
 
-run openpgp openpgp 'stall@2A*1' $'482916\n12345678\n123456' --generate-key --yes
-run piv piv-card 'late:15000@87*1' $'482916\n010203040506070801020304050607080102030405060708\n123456' \
+run openpgp openpgp 'stall@2A*1' $'482916\n123456\n12345678' --generate-key --yes
+run piv piv-card 'late:15000@87*1' $'482916\n123456\n010203040506070801020304050607080102030405060708' \
     --app piv --generate-key --yes
 stop_daemon
 finish

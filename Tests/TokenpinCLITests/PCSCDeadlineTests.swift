@@ -29,7 +29,7 @@ extension PCSCEndToEndTests {
             try cli.enrol()
             let bind = try cli.run(
                 ["toggle", "token", "on", "--app", "piv", "--generate-key", "--yes", "--pin-stdin"],
-                input: "482916\n\(Self.managementKey)\n123456\n")
+                input: "482916\n123456\n\(Self.managementKey)\n")
             #expect(bind.status == 0, "\(bind.stderr)")
         } else {
             try cli.bindCard()
