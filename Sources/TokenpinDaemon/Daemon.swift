@@ -122,14 +122,13 @@ public final class Daemon: Sendable {
             settings: { state.value.withLock { ($0.onCardRemoval, $0.lockGraceSeconds) } },
             schedule: CardRemovalPolicy.dispatchSchedule,
             locate: { user, serial in
+                let readers = cards?.withTimeouts(of: state.value.withLock { $0 })
                 // The binding as the record keeps it: a card that only claims its identity cancels no lock.
-                let configuration = state.value.withLock { $0 }
-                let timed = cards?.withTimeouts(of: configuration)
                 guard let record = try? records.load(user: user) else { return nil }
                 guard let binding = record.slot(.token)?.token ?? record.slot(.composite)?.token,
                     binding.serial == serial
-                else { return timed?.reader(holding: serial) }
-                return timed?.reader(holding: binding)
+                else { return readers?.reader(holding: serial) }
+                return readers?.reader(holding: binding)
             },
             onLocked: { user in hub.publish(user: user, name: "sessionsLocked", fields: []) })
         do {

@@ -196,6 +196,11 @@ extension PINService {
                 try card.prove(key)
                 return true
             } catch {
+                guard case .refused = error else {
+                    // A card that fails to answer (a reader past its deadline) proves nothing either way.
+                    problems.append(failure(error, card: card.reader))
+                    return false
+                }
                 logger.warning(
                     "a card claims the bound identity but does not prove it",
                     [("card", card.label), ("reader", card.reader)])
@@ -230,13 +235,13 @@ extension PINService {
         for reader in candidates {
             if let card = open(reader.name) { return card }
         }
-        if let service = problems.first(where: { $0.kind == .service }) { throw service }
         if let impostor {
             throw TokenFailure(
                 kind: .unavailable,
                 reason: "the card in \(impostor) claims to be card \(cardLabel(serial: serial)) but does not prove it "
                     + "(its card-authentication key did not sign tokenpin's challenge); no PIN was sent to it")
         }
+        if let service = problems.first(where: { $0.kind == .service }) { throw service }
         if let held = problems.first(where: \.heldElsewhere) {
             throw TokenFailure(
                 kind: .unavailable, reason: "card \(cardLabel(serial: serial)) could not be looked for: " + held.reason)

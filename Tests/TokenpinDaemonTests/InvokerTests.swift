@@ -205,29 +205,38 @@ private func pam(_ test: TestDaemon, _ user: String, _ invoker: Invoker) -> Daem
         #expect(table.open(uid: 0), "root's own (login, sshd) are not in it")
     }
 
-    @Test func anImportByAUserDropsCardBindings() throws {
-        let test = try TestDaemon()
-        defer { test.stop() }
-        let local = test.directory + "/local"
+    /// A record of `user` made in `directory` with its PIN, recovery key and a token slot naming a card.
+    func recordWithBinding(user: String, directory: String) throws -> [UInt8] {
         var configuration = Configuration()
         configuration.kdfMemoryMiB = 8
         configuration.kdfPasses = 1
-        let service = PINService(store: RecordStore(directory: local), configuration: configuration, user: "gus")
+        let service = PINService(store: RecordStore(directory: directory), configuration: configuration, user: user)
         _ = try service.enrol(ScriptedInteraction(["482916", "482916"]))
-        var record = try #require(try service.store.load(user: "gus"))
-        let pin = try #require(record.slot(.pin))
-        var token = pin
+        var record = try #require(try service.store.load(user: user))
+        var token = try #require(record.slot(.pin))
         token.kind = .token
         token.kdf = KDFParameters(algorithm: .blake2b)
         token.token = TokenBinding(
             serial: "FFFE00001111", cardPublicKey: Data(repeating: 9, count: 32),
             ephemeralPublicKey: Data(repeating: 8, count: 32))
         record.setSlot(.token, token)
-        let bytes = [UInt8](try RecordStore.encode(record))
+        return [UInt8](try RecordStore.encode(record))
+    }
+
+    @Test func anImportByAUserDropsCardBindingsAndRootsKeepsThem() throws {
+        let test = try TestDaemon()
+        defer { test.stop() }
         let user = Peer(pid: 10, uid: 1000, gid: 1000, name: "gus")
+        let bytes = try recordWithBinding(user: "gus", directory: test.directory + "/gus")
         _ = try test.daemon.importRecord(bytes, user: "gus", configuration: test.daemon.configuration, peer: user)
         let imported = try #require(try test.daemon.store.load(user: "gus"))
         #expect(imported.slot(.token) == nil && imported.slot(.pin) != nil && imported.slot(.recovery) != nil)
+        #expect(!imported.tokenEnabled)
+
+        let bound = try recordWithBinding(user: "hal", directory: test.directory + "/hal")
+        _ = try test.daemon.importRecord(bound, user: "hal", configuration: test.daemon.configuration, peer: root)
+        let kept = try #require(try test.daemon.store.load(user: "hal"))
+        #expect(kept.slot(.token)?.token?.serial == "FFFE00001111" && kept.slot(.pin) != nil)
     }
 }
 
