@@ -108,8 +108,10 @@ if [ "${1:-}" = --inside ]; then
         check "... naming --local" grep -q -- "--local" "$WORK/err"
         expect_code "... and --local still works" 0 tokenpin --local status
         expect_code "doctor says tokenpind is expected (69)" 69 tokenpin doctor
-        # The stack pam-auth-update rendered, with the installed tokenpind on its default socket.
-        mkdir -p /run/tokenpin && mount -t tmpfs -o mode=0755 tmpfs /run/tokenpin
+        # The stack pam-auth-update rendered, with the installed tokenpind on its default socket. /run is the host's
+        # (only /usr, /etc and /var are overlays): a tmpfs of this namespace over all of it, so that /run/tokenpin
+        # is made there and not left behind on the host.
+        mount -t tmpfs -o mode=0755 tmpfs /run && mkdir /run/tokenpin
         /usr/sbin/tokenpind --state-dir "$WORK/rendered-state" --config "$CONFIG" --no-readers >>"$WORK/daemon.log" 2>&1 &
         DAEMON_PID=$!
         for _ in $(seq 100); do [ -S /run/tokenpin/socket ] && break; sleep 0.05; done
@@ -135,7 +137,7 @@ sys.exit(0 if good and not bad else 1)' "$WORK/doctor.json" "$RENDERED"
         stop_daemon
         expect_code "the rendered profile, tokenpind stopped: the password" 0 pamtester "$RENDERED" "$ALICE" authenticate \
             <<<"$(password_of "$ALICE")"
-        umount /run/tokenpin
+        umount /run
         rm -f "/etc/pam.d/$RENDERED"
 
         expect_code "dpkg -r" 0 dpkg -r tokenpin
