@@ -39,7 +39,7 @@ BENCH_PACKAGES = hyperfine time python3 bc
 # make deb and its test (Tests/EndToEnd/package.sh).
 DEB_PACKAGES   = debhelper dpkg-dev lintian
 # The version, written once in the sources; the package takes it from there.
-VERSION       := $(shell sed -n 's/^public let tokenpinVersion = "\(.*\)"$$/\1/p' Sources/TokenpinCore/Version.swift)
+VERSION       := $(shell sed -n 's/^public let tokenpinVersion = "\(.*\)"$$/\1/p' Sources/Core/Version.swift)
 DEB_ARCH      := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DEB_DIR        = .build/deb
 DEB            = $(DEB_DIR)/tokenpin_$(VERSION)_$(DEB_ARCH).deb

@@ -21,6 +21,7 @@ let package = Package(
         // C libraries, one system library target each.
         .systemLibrary(
             name: "CSodium",
+            path: "Sources/C/CSodium",
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
@@ -28,11 +29,13 @@ let package = Package(
         // each other with angled brackets, so TokenpinPCSC (the only importer) adds /usr/include/PCSC.
         .systemLibrary(
             name: "CPCSCLite",
+            path: "Sources/C/CPCSCLite",
             providers: [.apt(["libpcsclite-dev"])]
         ),
         // OpenSSL 3 libcrypto (EVP) for the card algorithms libsodium lacks; TokenpinCardCrypto is its only importer.
         .systemLibrary(
             name: "COpenSSL",
+            path: "Sources/C/COpenSSL",
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
@@ -40,55 +43,67 @@ let package = Package(
         // daemon loads libsystemd with dlopen, so it runs where there is no systemd.
         .systemLibrary(
             name: "CSystemd",
+            path: "Sources/C/CSystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
         // p11-kit: PKCS#11's header (pkcs11.h), module loading and RFC 7512 URIs; TokenpinPKCS11 is its only importer.
         .systemLibrary(
             name: "CP11Kit",
+            path: "Sources/C/CP11Kit",
             pkgConfig: "p11-kit-1",
             providers: [.apt(["libp11-kit-dev"])]
         ),
-        .target(name: "CTokenpinShims"),
+        .target(name: "CTokenpinShims", path: "Sources/C/CTokenpinShims"),
         // libpam for tokenpind's login-password check before enrolment (the PAM module itself is pam/, plain C).
-        .target(name: "CTokenpinPAM", linkerSettings: [.linkedLibrary("pam")]),
+        .target(name: "CTokenpinPAM", path: "Sources/C/CTokenpinPAM", linkerSettings: [.linkedLibrary("pam")]),
 
         // Glibc wrapped once, swift-system style: Errno, an owning FileDescriptor, Unix sockets, AtomicFile.
-        .target(name: "TokenpinSystem", dependencies: ["CTokenpinShims"], swiftSettings: strictSettings),
+        .target(
+            name: "TokenpinSystem",
+            dependencies: ["CTokenpinShims"],
+            path: "Sources/System",
+            swiftSettings: strictSettings
+        ),
 
         // One small argv parser: commands, flags and value options declared once; help, usage and shell
         // completions generated from the declarations. Depends on nothing.
-        .target(name: "TokenpinArguments", swiftSettings: strictSettings),
+        .target(name: "TokenpinArguments", path: "Sources/Arguments", swiftSettings: strictSettings),
 
         // The domain: secrets, PIN policy, key slots, record, store, counter, events.
         .target(
             name: "TokenpinCore",
             dependencies: ["CSodium", "CTokenpinShims", "TokenpinSystem"],
+            path: "Sources/Core",
             swiftSettings: strictSettings
         ),
         // RSA and NIST/brainpool ECDH as OpenPGP cards use them, wrapping libcrypto's EVP API.
         .target(
             name: "TokenpinCardCrypto",
             dependencies: ["COpenSSL", "TokenpinCore"],
+            path: "Sources/Cards/Crypto",
             swiftSettings: strictSettings
         ),
         // APDUs, status words, BER-TLV and the CardConnection protocol.
-        .target(name: "TokenpinAPDU", swiftSettings: strictSettings),
+        .target(name: "TokenpinAPDU", path: "Sources/Cards/APDU", swiftSettings: strictSettings),
         // PC/SC over libpcsclite: readers, connections, transactions, status monitoring.
         .target(
             name: "TokenpinPCSC",
             dependencies: ["CPCSCLite", "TokenpinAPDU"],
+            path: "Sources/Cards/PCSC",
             swiftSettings: strictSettings + [.unsafeFlags(["-Xcc", "-I/usr/include/PCSC"])]
         ),
         // The OpenPGP card application session over any CardConnection.
         .target(
             name: "TokenpinOpenPGP",
             dependencies: ["TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto"],
+            path: "Sources/Cards/OpenPGP",
             swiftSettings: strictSettings
         ),
         // The PIV card application session (SP 800-73-4, YubiKey extensions) over any CardConnection.
         .target(
             name: "TokenpinPIV",
             dependencies: ["TokenpinAPDU", "TokenpinCore", "TokenpinCardCrypto"],
+            path: "Sources/Cards/PIV",
             swiftSettings: strictSettings
         ),
         // PKCS#11 tokens through p11-kit: the calls tokenpin makes, URIs, key discovery, and the isolation helper's
@@ -96,12 +111,14 @@ let package = Package(
         .target(
             name: "TokenpinPKCS11",
             dependencies: ["CP11Kit", "TokenpinCore", "TokenpinCardCrypto", "TokenpinSystem"],
+            path: "Sources/Cards/PKCS11",
             swiftSettings: strictSettings
         ),
         // The helper process PKCS#11 modules run in: a socket on standard input, nothing else inherited.
         .executableTarget(
             name: "tokenpin-pkcs11",
             dependencies: ["TokenpinPKCS11", "TokenpinCore", "TokenpinSystem"],
+            path: "Sources/Executables/tokenpin-pkcs11",
             swiftSettings: strictSettings
         ),
         // The virtual OpenPGP card (a deliverable of its own, under Simulator/).
@@ -123,6 +140,7 @@ let package = Package(
         .target(
             name: "TokenpinReaders",
             dependencies: ["TokenpinService", "TokenpinAPDU", "TokenpinPCSC", "TokenpinSimulator", "TokenpinSystem"],
+            path: "Sources/Readers",
             swiftSettings: strictSettings
         ),
 
@@ -130,6 +148,7 @@ let package = Package(
         .target(
             name: "TokenpinService",
             dependencies: ["TokenpinCore", "TokenpinAPDU", "TokenpinOpenPGP", "TokenpinCardCrypto", "TokenpinPIV"],
+            path: "Sources/Service",
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -139,6 +158,7 @@ let package = Package(
                 "TokenpinProtocol",
                 "TokenpinArguments", "TokenpinSystem", "TokenpinOpenPGP", "TokenpinDoctor",
             ],
+            path: "Sources/Executables/tokenpin",
             swiftSettings: strictSettings
         ),
         // `tokenpin doctor`'s checks: pcscd and who holds each card, tokenpind, the PAM stacks that load the module
@@ -149,6 +169,7 @@ let package = Package(
                 "TokenpinReaders", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinArguments",
                 "CTokenpinShims",
             ],
+            path: "Sources/Doctor",
             swiftSettings: strictSettings
         ),
 
@@ -156,6 +177,7 @@ let package = Package(
         .target(
             name: "TokenpinProtocol",
             dependencies: ["TokenpinService", "TokenpinCore", "TokenpinSystem"],
+            path: "Sources/Protocol",
             swiftSettings: strictSettings
         ),
         // The daemon: server, peer authorization, relayed prompts, memory budget, limits.
@@ -166,6 +188,7 @@ let package = Package(
                 "CTokenpinShims",
                 "CTokenpinPAM", "CSystemd",
             ],
+            path: "Sources/Daemon",
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -173,6 +196,7 @@ let package = Package(
             dependencies: [
                 "TokenpinDaemon", "TokenpinCore", "TokenpinReaders", "TokenpinArguments",
             ],
+            path: "Sources/Executables/tokenpind",
             swiftSettings: strictSettings
         ),
         // What the test targets share: a hand-moved clock, temporary directories, secrets from text, a scripted

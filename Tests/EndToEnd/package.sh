@@ -6,7 +6,7 @@
 # Debian policy keeps. Needs root (the namespace, dpkg, users); make test installs DEB_PACKAGES first.
 . "$(dirname "$0")/lib.sh"
 
-VERSION=$(sed -n 's/^public let tokenpinVersion = "\(.*\)"$/\1/p' "$ROOT/Sources/TokenpinCore/Version.swift")
+VERSION=$(sed -n 's/^public let tokenpinVersion = "\(.*\)"$/\1/p' "$ROOT/Sources/Core/Version.swift")
 ARCH=$(dpkg --print-architecture)
 DEB=$ROOT/.build/deb/tokenpin_${VERSION}_${ARCH}.deb
 SWIFT_DIR=${TOKENPIN_SWIFT_DIR:-$(cd "$(dirname "$(readlink -f "$(command -v swift || echo /opt/swift/usr/bin/swift)")")/../.." && pwd)}

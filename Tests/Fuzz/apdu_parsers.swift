@@ -1,4 +1,4 @@
-// Fuzz target for the APDU layer's parsers (Sources/TokenpinAPDU): BER-TLV, command and response APDUs, the
+// Fuzz target for the APDU layer's parsers (Sources/Cards/APDU): BER-TLV, command and response APDUs, the
 // historical bytes. Every byte string is card or host input, so none may trap; whatever parses must encode to
 // bytes that parse to the same value.
 // Built by Tests/Fuzz/fuzz.sh with `swiftc -sanitize=fuzzer,address`.

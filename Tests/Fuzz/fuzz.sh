@@ -34,8 +34,8 @@ wanted() { [[ " $TARGETS " == *" $1 "* ]]; }
 P11KIT_CFLAGS=()
 for flag in $(pkg-config --cflags p11-kit-1 2>/dev/null); do P11KIT_CFLAGS+=(-Xcc "$flag"); done
 SWIFTC=(swiftc -sanitize=fuzzer,address -parse-as-library -O -swift-version 6 -enable-upcoming-feature ExistentialAny
-    -enable-upcoming-feature MemberImportVisibility -I "$OUT/lib" -I "$OUT/lib/CTokenpinShims" -I "$ROOT/Sources/CSodium"
-    -I "$ROOT/Sources/COpenSSL" -I "$ROOT/Sources/CP11Kit" -L "$OUT/lib"
+    -enable-upcoming-feature MemberImportVisibility -I "$OUT/lib" -I "$OUT/lib/CTokenpinShims" -I "$ROOT/Sources/C/CSodium"
+    -I "$ROOT/Sources/C/COpenSSL" -I "$ROOT/Sources/C/CP11Kit" -L "$OUT/lib"
     "${P11KIT_CFLAGS[@]}" -use-ld=lld)
 declare -A BUILT=()
 
@@ -51,28 +51,28 @@ module() {
     return "${BUILT[$name]}"
 }
 # TokenpinSystem imports the shims (close-from for posix_spawn, the parent-death signal).
-system() { shims && module TokenpinSystem Sources/TokenpinSystem; }
+system() { shims && module TokenpinSystem Sources/System; }
 # shims: the C helpers the core imports (CTokenpinShims), as a static library with a module map.
 shims() {
     [ -n "${BUILT[CTokenpinShims]:-}" ] && return "${BUILT[CTokenpinShims]}"
     mkdir -p "$OUT/lib/CTokenpinShims"
     printf 'module CTokenpinShims {\n    header "%s"\n    export *\n}\n' \
-        "$ROOT/Sources/CTokenpinShims/include/CTokenpinShims.h" > "$OUT/lib/CTokenpinShims/module.modulemap"
-    clang -O1 -fsanitize=address -c -o "$OUT/lib/shims.o" "$ROOT/Sources/CTokenpinShims/shims.c" \
-        -I "$ROOT/Sources/CTokenpinShims/include" >"$OUT/build-shims.log" 2>&1 \
+        "$ROOT/Sources/C/CTokenpinShims/include/CTokenpinShims.h" > "$OUT/lib/CTokenpinShims/module.modulemap"
+    clang -O1 -fsanitize=address -c -o "$OUT/lib/shims.o" "$ROOT/Sources/C/CTokenpinShims/shims.c" \
+        -I "$ROOT/Sources/C/CTokenpinShims/include" >"$OUT/build-shims.log" 2>&1 \
         && ar rcs "$OUT/lib/libCTokenpinShims.a" "$OUT/lib/shims.o" >>"$OUT/build-shims.log" 2>&1
     BUILT[CTokenpinShims]=$?
     [ "${BUILT[CTokenpinShims]}" = 0 ] || not_ok "build the C shims for fuzzing: $(head -2 "$OUT/build-shims.log")"
     return "${BUILT[CTokenpinShims]}"
 }
-core() { system && shims && module TokenpinCore Sources/TokenpinCore; }
-apdu() { module TokenpinAPDU Sources/TokenpinAPDU; }
-cardcrypto() { core && module TokenpinCardCrypto Sources/TokenpinCardCrypto; }
-openpgp() { core && apdu && cardcrypto && module TokenpinOpenPGP Sources/TokenpinOpenPGP; }
+core() { system && shims && module TokenpinCore Sources/Core; }
+apdu() { module TokenpinAPDU Sources/Cards/APDU; }
+cardcrypto() { core && module TokenpinCardCrypto Sources/Cards/Crypto; }
+openpgp() { core && apdu && cardcrypto && module TokenpinOpenPGP Sources/Cards/OpenPGP; }
 simulator() { core && apdu && cardcrypto && module TokenpinSimulator Simulator/Sources/TokenpinSimulator; }
-piv() { core && apdu && cardcrypto && module TokenpinPIV Sources/TokenpinPIV; }
+piv() { core && apdu && cardcrypto && module TokenpinPIV Sources/Cards/PIV; }
 # The helper's wire is internal to TokenpinPKCS11: its target imports it @testable.
-pkcs11() { core && cardcrypto && module TokenpinPKCS11 Sources/TokenpinPKCS11 -enable-testing; }
+pkcs11() { core && cardcrypto && module TokenpinPKCS11 Sources/Cards/PKCS11 -enable-testing; }
 
 # link NAME SWIFT-FILES... -- LIBRARIES...: builds the fuzz target NAME.
 link() {
@@ -169,8 +169,8 @@ sed -E 's/^#([a-z-]+ = )/\1/' "$ROOT/config/tokenpin.conf.example" > "$OUT/seeds
 
 # --- The targets -------------------------------------------------------------------------------------------------
 if wanted json; then
-    if "${SWIFTC[@]}" -o "$OUT/fuzz-json" "$ROOT/Sources/TokenpinProtocol/JSON.swift" \
-        "$ROOT/Sources/TokenpinProtocol/ProtocolError.swift" "$HARNESS/json_parser.swift" >"$OUT/build-json.log" 2>&1; then
+    if "${SWIFTC[@]}" -o "$OUT/fuzz-json" "$ROOT/Sources/Protocol/JSON.swift" \
+        "$ROOT/Sources/Protocol/ProtocolError.swift" "$HARNESS/json_parser.swift" >"$OUT/build-json.log" 2>&1; then
         fuzz json 4096 "$OUT/seeds/lines"
     else
         not_ok "build the json fuzz target: $(grep -m2 'error' "$OUT/build-json.log")"
@@ -185,7 +185,7 @@ if wanted pam; then
     fi
 fi
 if wanted apdu; then
-    mapfile -t APDU_FILES < <(find "$ROOT/Sources/TokenpinAPDU" -name '*.swift' | sort)
+    mapfile -t APDU_FILES < <(find "$ROOT/Sources/Cards/APDU" -name '*.swift' | sort)
     if "${SWIFTC[@]}" -o "$OUT/fuzz-apdu" "${APDU_FILES[@]}" "$HARNESS/apdu_parsers.swift" >"$OUT/build-apdu.log" 2>&1
     then
         fuzz apdu 4096 "$OUT/seeds/apdu"

@@ -1,4 +1,4 @@
-// Fuzz target for the daemon protocol's JSON parser (Sources/TokenpinProtocol/JSON.swift): no input may trap,
+// Fuzz target for the daemon protocol's JSON parser (Sources/Protocol/JSON.swift): no input may trap,
 // and whatever parses must serialize to bytes that parse to the same value.
 // Built by Tests/Fuzz/fuzz.sh with `swiftc -sanitize=fuzzer,address`.
 
