@@ -465,6 +465,10 @@ extension WireReader {
         let uri = try text()
         guard uri.hasPrefix("pkcs11:") else { throw HelperWireError(.unknownValue, "a token URI without pkcs11:") }
         guard minimum <= maximum else { throw HelperWireError(.unknownValue, "a PIN length range upside down") }
+        // One encoding per value: the helper writes 0 and 0 when the token gives no PIN length.
+        guard hasLength || (minimum == 0 && maximum == 0) else {
+            throw HelperWireError(.unknownValue, "a PIN length range after \"no PIN length\"")
+        }
         return PKCS11TokenInfo(
             module: module, moduleIndex: moduleIndex, slot: slot, slotDescription: slotDescription,
             isHardware: isHardware, isRemovable: isRemovable, label: label, manufacturer: manufacturer, model: model,
@@ -495,11 +499,18 @@ extension WireReader {
                 guard first.count == curve.pointLength else {
                     throw PKCS11ModuleError(.malformedAttribute, "a \(curve.rawValue) point of \(first.count) bytes")
                 }
+                guard second.isEmpty else {
+                    throw PKCS11ModuleError(.malformedAttribute, "an exponent beside a \(curve.rawValue) point")
+                }
                 publicKey = .ec(point: try PKCS11KeyAttributes.point(first, on: curve))
             case .rsa(let bits, _):
                 let rsa = try PKCS11KeyAttributes.rsa(modulus: first, exponent: second)
                 guard rsa.bits == bits else {
                     throw PKCS11ModuleError(.malformedAttribute, "an RSA key said to have \(bits) bits has \(rsa.bits)")
+                }
+                // The helper sends the modulus and exponent as discovery normalised them, without leading zeros.
+                guard rsa.modulus == first, rsa.exponent == second else {
+                    throw PKCS11ModuleError(.malformedAttribute, "an RSA modulus or exponent with leading zeros")
                 }
                 publicKey = .rsa(modulus: rsa.modulus, exponent: rsa.exponent)
             }
