@@ -36,6 +36,9 @@ public struct PINService: Sendable {
     public var attempt: AttemptContext = .own
     /// Login names of uids, for what the user is told about other users' attempts (the daemon's lookup).
     public var invokerNames: (@Sendable (UInt32) -> String?)?
+    /// Set only by `derive`: takes the vault key a verification opens and keeps the application key derived from
+    /// it (Derive/ApplicationKeyRelease.swift).
+    var keyRelease: ApplicationKeyRelease?
 
     /// Points where tests inject faults.
     public struct Hooks: Sendable {
@@ -285,6 +288,7 @@ public struct PINService: Sendable {
             }
             record.updated = time.now
             try onSuccess(&record, vaultKey)
+            try releaseKey(vaultKey)
             try store.save(record)
             logger.info("verified", [("user", user), ("method", "pin"), ("class", attempt.class.rawValue)])
             var report = VerifyReport(

@@ -393,6 +393,7 @@ extension PINService {
         let opened = try openTokenSlot(slot, interaction)
         var record = record
         try sealToken(record: &record, vaultKey: opened.vaultKey, binding: binding, reader: opened.card.reader)
+        try releaseKey(opened.vaultKey)
         let notice = takeOtherAttempts(&record)
         record.updated = time.now
         try store.save(record)
