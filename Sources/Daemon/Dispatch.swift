@@ -204,6 +204,19 @@ extension Daemon {
             publishOutcome(report, user: user, success: nil)
             auditOutcome(report, user: user, context: context)
             return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
+        case .derive:
+            guard let application = request.applicationName else { throw .input("derive names no application") }
+            let result = try service.derive(relay, application: application, method: request.method)
+            publishOutcome(result.report, user: user, success: nil)
+            auditOutcome(result.report, user: user, context: context)
+            if result.key != nil {
+                // The application's name only: the key is in the reply and nowhere else.
+                logger.info("key released", [("user", user), ("app", application.rawValue)])
+                hub.publish(
+                    user: user, name: DeriveWire.releasedEvent,
+                    fields: [JSONMember("app", .text(application.rawValue))])
+            }
+            return Reply.derived(result)
         case .change:
             let report = try service.change(relay)
             publishOutcome(report, user: user, success: .changed)
@@ -363,7 +376,7 @@ extension TokenpinProtocol.Operation {
     /// Whether the operation reads and writes the user's record, so runs under the user's lock.
     var needsUserLock: Bool {
         switch self {
-        case .enrol, .verify, .change, .reset, .toggle, .import, .cardChangePIN, .cardUnblock, .unenrol: true
+        case .enrol, .verify, .change, .reset, .toggle, .import, .cardChangePIN, .cardUnblock, .unenrol, .derive: true
         case .ping, .status, .types, .readers, .watch: false
         }
     }

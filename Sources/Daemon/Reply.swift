@@ -29,6 +29,14 @@ struct Reply: ~Copyable {
         return Reply(bytes: line)
     }
 
+    /// A `derive` result: the key goes into the line from guarded memory (`DeriveWire`), and is wiped once sent.
+    static func derived(_ result: consuming DerivedKey) -> Reply {
+        let exitCode = Int(result.report.exitCode.rawValue)
+        let fields = result.report.protocolFields
+        guard let key = result.key.take() else { return Reply(.result(exitCode: exitCode, fields: fields)) }
+        return Reply(bytes: DeriveWire.resultLine(exitCode: exitCode, fields: fields, key: key))
+    }
+
     private init(bytes: [UInt8]) { self.bytes = bytes }
 
     var line: [UInt8] { bytes }

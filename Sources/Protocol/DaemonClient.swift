@@ -217,7 +217,7 @@ public struct DaemonClient: Sendable {
         _ = try run(request, interaction)
     }
 
-    private func selected(_ request: Request) -> Request {
+    func selected(_ request: Request) -> Request {
         var request = request
         request.reader = selection.reader
         request.serial = selection.serial

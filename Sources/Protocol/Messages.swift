@@ -31,6 +31,8 @@ public enum Operation: String, Sendable, CaseIterable {
     case cardUnblock = "card-unblock"
     /// Remove the record, after a verification (or, for root with `admin`, without one).
     case unenrol
+    /// Verify as `verify` does, then release the key of an application (`applicationName`).
+    case derive
 }
 
 /// A request: the first message of an exchange.
@@ -68,6 +70,8 @@ public struct Request: Sendable, Equatable {
     public var slot: String?
     /// Who runs the PAM stack that sent the request (version 3); the daemon reads it only from root peers.
     public var invoker: Invoker?
+    /// `derive`: the application whose key to release (`restic`, `ssh:work`).
+    public var applicationName: ApplicationName?
 
     /// Creates a request.
     public init(
@@ -160,7 +164,10 @@ extension ClientMessage {
             let version = fields["v"]?.intValue ?? 0
             if version >= ProtocolLimits.invokerVersion { common.formUnion(Invoker.fieldNames) }
             try fields.allow(
-                common.union(["authType", "on", "record", "method", "generateKey", "yes", "admin", "mode", "slot"]))
+                common.union([
+                    "authType", "on", "record", "method", "generateKey", "yes", "admin", "mode", "slot",
+                    "applicationName",
+                ]))
             let opName = try fields.string("op")
             guard let operation = Operation(rawValue: opName) else {
                 throw ProtocolError(.unknownType, "unknown operation `\(opName)`")
@@ -213,6 +220,13 @@ extension ClientMessage {
             case .verify:
                 try fields.allow(common.union(["method"]))
                 request.method = try Self.method(fields)
+            case .derive:
+                try fields.allow(common.union(["method", "applicationName"]))
+                request.method = try Self.method(fields)
+                guard let name = ApplicationName(try fields.string("applicationName")) else {
+                    throw ProtocolError(.badField, "`applicationName` must be \(ApplicationName.shape)")
+                }
+                request.applicationName = name
             case .cardUnblock, .reset:
                 try fields.allow(common.union(["admin"]))
                 request.admin = try fields.optionalBool("admin")
@@ -423,6 +437,9 @@ extension ClientMessage {
             if let serial = request.serial { members.append(JSONMember("serial", .text(serial))) }
             if let kind = request.application { members.append(JSONMember("app", .text(kind.rawValue))) }
             if let slot = request.slot { members.append(JSONMember("slot", .text(slot))) }
+            if let name = request.applicationName {
+                members.append(JSONMember("applicationName", .text(name.rawValue)))
+            }
             if let invoker = request.invoker {
                 members.append(JSONMember("invokerUID", .int(Int(invoker.uid))))
                 for (key, value) in [

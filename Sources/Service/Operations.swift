@@ -10,6 +10,10 @@ public protocol PINOperations {
     func enrol(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult
     /// Verifies the user: token first with fallback to the PIN, or only `method` when given.
     func verify(_ interaction: some Interaction, method: VerificationMethod?) throws(ServiceError) -> VerifyReport
+    /// Verifies as `verify` does, then releases the key of `application` derived from the vault key (a failed
+    /// verification releases nothing).
+    func derive(_ interaction: some Interaction, application: ApplicationName, method: VerificationMethod?)
+        throws(ServiceError) -> DerivedKey
     /// Changes the PIN after a counted check of the current one.
     func change(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport
     /// Sets a new PIN with the recovery key and resets the counter.

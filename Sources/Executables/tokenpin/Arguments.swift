@@ -107,6 +107,16 @@ enum Options {
     static let token = Option.flag(
         "--token", help: "Time token verifies against the same APDUs sent bare (prompts: card PIN, admin PIN).")
 
+    static let deriveMethod = Option.value(
+        "--method", valueName: "method", allowedValues: ["pin", "token"],
+        help: "Verify with only this type, without fallback (the same as verify's).")
+    static let keyFormat = Option.value(
+        "--format", valueName: "format", allowedValues: KeyEncoding.allCases.map(\.rawValue),
+        help: "Write the key as raw bytes (default), hex or base64 (the text forms end with a newline).")
+    static let keyFD = Option.value("--fd", valueName: "n", help: "Write the key to this open file descriptor.")
+    static let keyOutput = Option.value(
+        "--output", valueName: "file", help: "Write the key to a new file (mode 0600; an existing file is refused).")
+
     /// The options every command takes, in help order.
     static let global = [
         store, config, json, noColor, pinStdin, quiet, reader, serial, socket, local, user, help, version,
@@ -129,6 +139,14 @@ extension Program {
                     + "A wrong PIN reports the tries left; the last one says so; at 0 the PIN locks.\n"
                     + "A missing or failing token falls back to the PIN when fallback = allow; it costs no PIN try.",
                 options: [Options.verifyMethod]),
+            Subcommand(
+                "derive", abstract: "Verify, then release the 32-byte key of an application.",
+                discussion: "Prompts: as verify. A wrong PIN counts and releases nothing.\n"
+                    + "The key goes to --fd N, a new --output FILE, or standard output when it is not a terminal; "
+                    + "it is the same after change, reset and re-binding the card, and new after a new enrolment.\n"
+                    + "APP: 1 to 64 of a-z 0-9 . _ : - (ssh:work, restic, age).",
+                arguments: [Positional("app", label: "<app>")],
+                options: [Options.deriveMethod, Options.keyFormat, Options.keyFD, Options.keyOutput]),
             Subcommand(
                 "change", abstract: "Change the PIN.",
                 discussion:

@@ -244,6 +244,12 @@ struct EnrolCommand: Command {
 
     /// Creates the recovery key file: new (`O_EXCL`, never through a symlink), mode 0600. The error says why not.
     static func createSecretFile(_ path: String) -> Result<Int32, ServiceError> {
+        createSecretFile(path, purpose: "recovery key file", nothingDone: "nothing was enrolled")
+    }
+
+    /// Creates a file for a secret (`purpose` names it in the error, `nothingDone` says what did not happen):
+    /// new (`O_EXCL`, never through a symlink), mode 0600.
+    static func createSecretFile(_ path: String, purpose: String, nothingDone: String) -> Result<Int32, ServiceError> {
         let code: Errno
         do throws(Errno) {
             // The umask may have taken bits away, never added; createNew makes the mode exact.
@@ -261,7 +267,7 @@ struct EnrolCommand: Command {
         case .notDirectory: why = "a part of the path is not a directory"
         default: why = code.description
         }
-        return .failure(.input("cannot create the recovery key file \(path): \(why); nothing was enrolled"))
+        return .failure(.input("cannot create the \(purpose) \(path): \(why); \(nothingDone)"))
     }
 
     /// Writes the key and a newline and flushes them to the device; the error when that fails.
@@ -284,32 +290,40 @@ func kdfJSON(_ kdf: KDFParameters) -> JSONValue {
     ])
 }
 
+extension Context {
+    /// What refuses a verification (`verify`, `derive`) before anything is asked, or nil.
+    func verificationRefusal(method: VerificationMethod?, command: String) -> ExitCode? {
+        // Scripts never have their lines guessed: with the token enabled a line could be the card PIN or the
+        // PIN, and a PIN sent to the card as its card PIN costs card tries (three block it).
+        if method == nil, !interaction.asksOnTerminal,
+            let types = try? backend.types(), types.contains(where: { $0.type == .token && $0.enabled })
+        {
+            return console.fail(
+                .usage, errorCode: "usage",
+                message:
+                    "the token is enabled: without a terminal, \(command) needs --method pin|token to know what the line is",
+                hint: "echo \"$PIN\" | " + hints.command(adding: ["--method", "pin", "--pin-stdin"])
+                    + " (or --method token for the card PIN)")
+        }
+        if let wanted = selection.serial, method != .pin,
+            let bound = (try? backend.types())?.first(where: { $0.type == .token && $0.enabled })?.serial,
+            !matches(bound, wanted)
+        {
+            return fail(
+                .tokenUnavailable(
+                    "--serial \(wanted) is not the card bound to \(user) "
+                        + "(card \(cardLabel(serial: bound))); the card PIN goes to no other card"))
+        }
+        return nil
+    }
+}
+
 /// `tokenpin verify`: the PIN (the token first once it is enabled).
 struct VerifyCommand: Command {
     var method: VerificationMethod?
 
     func run(_ context: Context) -> ExitCode {
-        // Scripts never have their lines guessed: with the token enabled a line could be the card PIN or the
-        // PIN, and a PIN sent to the card as its card PIN costs card tries (three block it).
-        if method == nil, !context.interaction.asksOnTerminal,
-            let types = try? context.backend.types(), types.contains(where: { $0.type == .token && $0.enabled })
-        {
-            return context.console.fail(
-                .usage, errorCode: "usage",
-                message:
-                    "the token is enabled: without a terminal, verify needs --method pin|token to know what the line is",
-                hint: "echo \"$PIN\" | " + context.hints.command(adding: ["--method", "pin", "--pin-stdin"])
-                    + " (or --method token for the card PIN)")
-        }
-        if let wanted = context.selection.serial, method != .pin,
-            let bound = (try? context.backend.types())?.first(where: { $0.type == .token && $0.enabled })?.serial,
-            !matches(bound, wanted)
-        {
-            return context.fail(
-                .tokenUnavailable(
-                    "--serial \(wanted) is not the card bound to \(context.user) "
-                        + "(card \(cardLabel(serial: bound))); the card PIN goes to no other card"))
-        }
+        if let refusal = context.verificationRefusal(method: method, command: "verify") { return refusal }
         do {
             let report = try context.backend.verify(context.interaction, method: method)
             let success: String

@@ -19,6 +19,8 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
         return EnrolCommand(recoveryKeyFile: values.value(Options.recoveryKeyFile))
     case "verify":
         return VerifyCommand(method: method(Options.verifyMethod))
+    case "derive":
+        return try DeriveCommand(parsing: values, arguments: arguments, command: name)
     case "change":
         return ChangeCommand()
     case "reset":

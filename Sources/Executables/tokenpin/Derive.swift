@@ -1,0 +1,164 @@
+import TokenpinArguments
+import TokenpinCore
+import TokenpinProtocol
+import TokenpinService
+import TokenpinSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `tokenpin derive APP`: a verification exactly like `verify`, then the 32-byte key of APP on a descriptor, in a
+/// new 0600 file, or on standard output when that is not a terminal.
+///
+/// Where the key goes is settled before anything is asked: a file that exists, a descriptor that is not open or is
+/// a terminal, a terminal on standard output are refused before any prompt, so a refusal counts nothing. The key
+/// is encoded in guarded memory and written from there; the text form ends with a newline, the raw form has none.
+struct DeriveCommand: Command {
+    /// Where the key goes.
+    enum Destination: Equatable {
+        case standardOutput
+        case descriptor(Int32)
+        case file(String)
+    }
+
+    var application: ApplicationName
+    var method: VerificationMethod?
+    var encoding: KeyEncoding
+    var destination: Destination
+
+    func run(_ context: Context) -> ExitCode {
+        var context = context
+        // A key on standard output shares it with nothing: the person's messages go to standard error.
+        if destination == .standardOutput {
+            if context.console.json {
+                return usage(context, "--json and a key on standard output do not mix: use --fd N or --output FILE")
+            }
+            context.console.quiet = true
+        }
+        if let refusal = context.verificationRefusal(method: method, command: "derive") { return refusal }
+        let output: Int32
+        switch destination {
+        case .standardOutput:
+            guard isatty(1) != 1 else {
+                return usage(
+                    context,
+                    "standard output is a terminal: the key would be shown; pipe it, or use --fd N or --output FILE")
+            }
+            output = 1
+        case .descriptor(let fd):
+            guard fcntl(fd, F_GETFD) != -1 else { return usage(context, "descriptor \(fd) is not open") }
+            guard isatty(fd) != 1 else {
+                return usage(context, "descriptor \(fd) is a terminal: the key would be shown")
+            }
+            output = fd
+        case .file(let path):
+            switch EnrolCommand.createSecretFile(path, purpose: "key file", nothingDone: "nothing was derived") {
+            case .success(let fd): output = fd
+            case .failure(let error): return context.fail(error)
+            }
+        }
+        func abandon() {
+            guard case .file(let path) = destination else { return }
+            try? FileDescriptor(owning: output).close()
+            try? Paths.removeFile(path)
+        }
+        var result: DerivedKey
+        do {
+            result = try context.backend.derive(context.interaction, application: application, method: method)
+        } catch {
+            abandon()
+            let failure = context.interaction.tokenFailure
+            return context.fail(
+                error,
+                extra: failure.map {
+                    context.console.json ? [("tokenFailure", context.tokenFailureJSON($0, askCard: false))] : []
+                } ?? [])
+        }
+        guard let key = result.key.take() else {
+            abandon()
+            return context.finish(result.report, success: "")
+        }
+        let text = encoding.encode(key)
+        let failed = FileDescriptor.withBorrowed(output) { (file: borrowing FileDescriptor) -> Errno? in
+            Self.write(text, newline: encoding != .raw, to: file, sync: destination != .standardOutput)
+        }
+        if case .file(let path) = destination {
+            try? FileDescriptor(owning: output).close()
+            if failed != nil { try? Paths.removeFile(path) }
+        }
+        if let failed {
+            return context.fail(.input("cannot write the key (\(failed)); it was not kept anywhere"))
+        }
+        let shownOn: String
+        switch destination {
+        case .standardOutput: shownOn = "stdout"
+        case .descriptor(let fd): shownOn = "fd \(fd)"
+        case .file(let path): shownOn = path
+        }
+        return context.finish(
+            result.report, success: "Key for \(application) written to \(shownOn).",
+            extra: [("app", .string(application.rawValue)), ("format", .string(encoding.rawValue))])
+    }
+
+    func usage(_ context: Context, _ message: String) -> ExitCode {
+        context.console.fail(.usage, errorCode: "usage", message: message)
+    }
+
+    /// Writes `text` (and a newline) to `file`; `sync`: flushed to the device (a file). The error when that fails.
+    static func write(_ text: borrowing SecretBytes, newline: Bool, to file: borrowing FileDescriptor, sync: Bool)
+        -> Errno?
+    {
+        do throws(Errno) {
+            try text.withUnsafeBytes { bytes in Result { () throws(Errno) in try file.writeAll(bytes) } }.get()
+            if newline { try file.writeAll([0x0A]) }
+            if sync, (try? file.status()).map({ ($0.st_mode & S_IFMT) == S_IFREG }) == true { try file.fsync() }
+            return nil
+        } catch {
+            return error
+        }
+    }
+}
+
+extension DeriveCommand {
+    /// The command from its parsed arguments; what the declarations cannot check is a usage error here.
+    init(parsing values: ParsedArguments, arguments: [String], command: String) throws(UsageError) {
+        guard let name = arguments.first else { throw UsageError(message: "expected <app>", command: command) }
+        guard let application = ApplicationName(name) else {
+            throw UsageError(
+                message: "'\(name)' is not an application name: \(ApplicationName.shape)", command: command)
+        }
+        let fd = values.value(Options.keyFD)
+        let output = values.value(Options.keyOutput)
+        let destination: Destination
+        switch (fd, output) {
+        case (.some, .some):
+            throw UsageError(
+                message: "--fd and --output do not go together: the key goes to one place", command: command)
+        case (.some(let text), nil):
+            guard let number = Int32(text), number >= 0 else {
+                throw UsageError(message: "--fd takes a descriptor number, not '\(text)'", command: command)
+            }
+            guard number != 0 else {
+                throw UsageError(message: "--fd 0 is standard input, which the prompts may read", command: command)
+            }
+            destination = .descriptor(number)
+        case (nil, .some(let path)):
+            guard !path.isEmpty else { throw UsageError(message: "--output needs a file name", command: command) }
+            destination = .file(path)
+        case (nil, nil):
+            destination = .standardOutput
+        }
+        self.init(
+            application: application,
+            method: values.value(Options.deriveMethod).flatMap(VerificationMethod.init(rawValue:)),
+            encoding: values.value(Options.keyFormat).flatMap(KeyEncoding.init(rawValue:)) ?? .raw,
+            destination: destination)
+    }
+}
+
+extension UnreachableDaemon {
+    func derive(_ interaction: some Interaction, application: ApplicationName, method: VerificationMethod?)
+        throws(ServiceError) -> DerivedKey
+    { throw error }
+}

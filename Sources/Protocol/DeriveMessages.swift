@@ -1,0 +1,66 @@
+import TokenpinCore
+public import TokenpinService
+
+// `derive` on the wire: the request names the application (`applicationName`); a successful result carries the
+// key as 64 hex digits in `applicationKey`, written into the reply line straight from guarded memory, as the
+// enrolment's result carries the recovery key. A failed verification's result has no key.
+
+extension DaemonClient {
+    /// Verifies through tokenpind and receives the application key in guarded memory.
+    public func derive(_ interaction: some Interaction, application: ApplicationName, method: VerificationMethod?)
+        throws(ServiceError) -> DerivedKey
+    {
+        var request = selected(Request(.derive, user: user))
+        request.method = method
+        request.applicationName = application
+        var fields = try run(request, interaction)
+        // The key's bytes are taken out and every other reference dropped first, so the wipe reaches them in place.
+        var keyText: SecretBytes?
+        if let index = fields.firstIndex(where: { $0.key == DeriveWire.keyField }) {
+            guard case .string(var bytes) = fields[index].value else {
+                throw .serviceUnavailable("tokenpind sent a malformed key")
+            }
+            fields[index].value = .null
+            fields.remove(at: index)
+            keyText = SecretBytes(consuming: &bytes)
+        }
+        let report: VerifyReport
+        do {
+            report = try VerifyReport(protocolFields: fields)
+        } catch {
+            throw .serviceUnavailable("tokenpind sent a malformed result: \(error.detail)")
+        }
+        guard let text = keyText.take() else {
+            if case .verified = report.outcome { throw .serviceUnavailable("tokenpind verified but sent no key") }
+            return DerivedKey(report: report, key: nil)
+        }
+        guard case .verified = report.outcome,
+            let key = KeyEncoding.decodeHex(text, count: ApplicationKeys.keyLength)
+        else {
+            throw .serviceUnavailable("tokenpind sent a malformed key")
+        }
+        return DerivedKey(report: report, key: key)
+    }
+}
+
+/// The names `derive` uses on the wire.
+public enum DeriveWire {
+    /// The result field holding the key in hex.
+    public static let keyField = "applicationKey"
+    /// The event `watch` subscribers see when a key was released (`app`: the application's name, never the key).
+    public static let releasedEvent = "key-released"
+
+    /// The result line of a successful `derive`: the report's fields, then `applicationKey` in hex written from
+    /// guarded memory into the line (the caller wipes the line once it is sent).
+    public static func resultLine(exitCode: Int, fields: [JSONMember], key: borrowing SecretBytes) -> [UInt8] {
+        let head = ServerMessage.result(exitCode: exitCode, fields: fields).line
+        let hex = KeyEncoding.hex.encode(key)
+        var line: [UInt8] = []
+        line.reserveCapacity(head.count + keyField.utf8.count + hex.count + 8)
+        line += head.dropLast(2)  // `}` and the newline
+        line += Array(",\"\(keyField)\":\"".utf8)
+        hex.withUnsafeBytes { line += $0 }
+        line += Array("\"}\n".utf8)
+        return line
+    }
+}
