@@ -61,7 +61,8 @@ struct UnenrolCommand: Command {
             }
             return context.finish(
                 report,
-                success: "Removed \(sentence). To use tokenpin again: `tokenpin enrol`.",
+                success: "Removed \(sentence). To use tokenpin again: `tokenpin enrol` (a new record: new application "
+                    + "keys for `tokenpin derive`; what the old ones opened stays shut).",
                 event: .unenrolled,
                 extra: [
                     ("user", .string(context.user)), ("record", .string(status.recordPath)),
@@ -93,6 +94,8 @@ struct AdministratorResetCommand: Command {
                 "New PIN set for \(context.user) without the recovery key (logged by tokenpind). The old recovery "
                     + "key\(hadToken ? " and the token binding" : "") no longer open anything"
                     + (hadToken ? " (bind the card again: `tokenpin toggle token on`)" : "") + ".\n"
+                    + "The record is new, so are its application keys: what `tokenpin derive` opened before "
+                    + "(ssh keys, backups, age files) no longer opens with its keys.\n"
                     + "Give \(context.user) the new recovery key.\n")
             EnrolCommand(recoveryKeyFile: nil).showRecoveryKey(result.recoveryKeyText, fd: 1, context: context)
         }
@@ -101,7 +104,7 @@ struct AdministratorResetCommand: Command {
             ("user", .string(context.user)),
             ("recoveryKeyShownOn", .string(context.console.json ? "stderr" : "stdout")),
             ("kdf", kdfJSON(result.kdf)), ("record", .string(result.recordPath)),
-            ("removed", .array(hadToken ? [.string("token")] : [])),
+            ("removed", .array(hadToken ? [.string("token")] : [])), ("applicationKeysReplaced", .bool(true)),
         ])
         return .success
     }
