@@ -53,6 +53,7 @@ extension Daemon {
                 store: store, policy: configuration.cardBind, peer: peer, sessions: sessions, claims: cardClaims)
         }
         service.attempt = context
+        service.callerIsRoot = peer.isRoot
         service.invokerNames = { Peer.loginName(uid: $0) }
         logger.debug(
             "request",

@@ -10,7 +10,7 @@ public struct PINService: Sendable {
     /// Where records live.
     public let store: RecordStore
     /// The settings.
-    public let configuration: Configuration
+    public var configuration: Configuration
     /// The user whose record this service acts on.
     public let user: String
     /// The clock.
@@ -39,6 +39,8 @@ public struct PINService: Sendable {
     /// Set only by `derive`: takes the vault key a verification opens and keeps the application key derived from
     /// it (Derive/ApplicationKeyRelease.swift).
     var keyRelease: ApplicationKeyRelease?
+    /// Whether the caller is root, for `callers = root` (the daemon sets the peer's); nil: this process's user.
+    public var callerIsRoot: Bool?
 
     /// Points where tests inject faults.
     public struct Hooks: Sendable {

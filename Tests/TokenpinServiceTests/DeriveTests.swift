@@ -142,3 +142,89 @@ func released(_ result: borrowing DerivedKey) -> Bool { result.key != nil }
         #expect(!lines.contains(String(key.prefix(16))))
     }
 }
+
+/// The site's rules for an application (`derive`, `app.NAME.method`, `app.NAME.callers`), before anything is asked.
+@Suite struct DerivePolicyTests {
+    func configured(_ service: PINService, _ text: String) throws -> PINService {
+        var configuration = service.configuration
+        try configuration.apply(text: text, file: "apps.conf")
+        var service = service
+        service = PINService(
+            store: service.store, configuration: configuration, user: service.user, time: service.time,
+            cards: service.cards)
+        return service
+    }
+
+    func refusal(_ service: PINService, _ answers: [String], app: String = "restic", method: VerificationMethod? = nil)
+        -> (ServiceError?, [String])
+    {
+        let script = ScriptedInteraction(answers)
+        do {
+            _ = try service.derive(script, application: ApplicationName(app)!, method: method)
+            return (nil, script.prompts.map(\.name))
+        } catch {
+            return (error, script.prompts.map(\.name))
+        }
+    }
+
+    @Test func offIsRefusedBeforeAnyPromptAndCountsNothing() throws {
+        let base = makeService()
+        try enrol(base)
+        let service = try configured(base, "derive = off\napp.restic.derive = on\n")
+        let (error, prompts) = refusal(service, ["000001"], app: "age")
+        #expect(error?.code == "permission-denied" && prompts.isEmpty, "\(String(describing: error))")
+        #expect(try derivedHex(service, ["482916"], app: "restic") != nil)
+        let off = try configured(base, "app.restic.derive = off\n")
+        #expect(refusal(off, ["000001"]).0?.code == "permission-denied")
+        #expect(try base.store.load(user: "alice")?.counter.remaining == 5)
+    }
+
+    @Test func rootOnlyCallers() throws {
+        let base = makeService()
+        try enrol(base)
+        var service = try configured(base, "app.login-keyring.callers = root\n")
+        service.callerIsRoot = false
+        let (error, prompts) = refusal(service, ["482916"], app: "login-keyring")
+        #expect(error?.code == "permission-denied" && prompts.isEmpty)
+        service.callerIsRoot = true
+        #expect(try derivedHex(service, ["482916"], app: "login-keyring") != nil)
+        #expect(try derivedHex(service, ["482916"], app: "restic").map { _ in true } == true)
+    }
+
+    @Test func methodTokenNeedsTheCardAndNeverFallsBack() throws {
+        let setup = try tokenSetup()
+        let service = try configured(setup.service, "app.ssh:work.method = token\n")
+        #expect(refusal(service, ["482916"], app: "ssh:work", method: .pin).0?.code == "permission-denied")
+        let script = ScriptedInteraction([cardPIN])
+        let result = try service.derive(script, application: #require(ApplicationName("ssh:work")), method: nil)
+        #expect(result.report.outcome == .verified(method: .token))
+        let gotKey = released(result)
+        #expect(gotKey)
+        setup.card.remove()
+        let (error, prompts) = refusal(service, ["482916"], app: "ssh:work")
+        #expect(error?.code == "token-unavailable", "no fallback to the PIN: \(String(describing: error))")
+        #expect(!prompts.contains("pin"))
+        // Without a bound card there is nothing to verify with.
+        let pinOnly = makeService()
+        try enrol(pinOnly)
+        let plain = try configured(pinOnly, "app.ssh:work.method = token\n")
+        #expect(refusal(plain, ["482916"], app: "ssh:work").0?.code == "token-unavailable")
+    }
+
+    @Test func methodBothAsksThePINAndTheCardOverABindingInEither() throws {
+        let setup = try tokenSetup()
+        let byPIN = try #require(try derivedHex(setup.service, ["482916"], app: "backup", method: .pin))
+        let service = try configured(setup.service, "app.backup.method = both\n")
+        let script = ScriptedInteraction(["482916", cardPIN])
+        var result = try service.derive(script, application: #require(ApplicationName("backup")), method: nil)
+        #expect(result.report.outcome == .verified(method: .both))
+        #expect(script.prompts.map(\.name) == ["pin", "card-pin"])
+        guard let key = result.key.take() else {
+            Issue.record("no key released")
+            return
+        }
+        let hex = key.withUnsafeBytes { bytes in bytes.map { String(format: "%02x", $0) }.joined() }
+        #expect(hex == byPIN)
+        #expect(try derivedHex(service, ["000001", cardPIN], app: "backup") == nil)
+    }
+}

@@ -205,6 +205,10 @@ public struct Configuration: Sendable, Equatable {
     public var cardBind: CardBindPolicy = .activeSession
     /// tokenpind: seconds a PAM conversation may take to answer a prompt (`daemon-pam-prompt-timeout`).
     public var daemonPAMPromptTimeoutSeconds: Int = 30
+    /// Whether `derive` releases keys at all (`derive`); each application may say otherwise.
+    public var deriveEnabled = true
+    /// The `app.NAME.*` rules, by application name (ApplicationPolicy.swift).
+    public var applicationPolicies: [String: ApplicationPolicy] = [:]
 
     /// The site's own check of new PINs (`pin-check`), an absolute path; nil: none.
     public var pinCheckProgram: String?
@@ -370,7 +374,7 @@ public struct Configuration: Sendable, Equatable {
         "prompt-card-pin",
         "daemon-kdf-memory", "daemon-idle-timeout", "daemon-prompt-timeout", "daemon-rate-limit",
         "on-card-removal", "lock-grace", "daemon-wait-timeout", "enrol-auth", "enrol-pam-service",
-        "pam-remote", "pam-other-user", "card-bind", "daemon-pam-prompt-timeout",
+        "pam-remote", "pam-other-user", "card-bind", "daemon-pam-prompt-timeout", "derive",
     ]
 
     mutating func set(key: String, value: String) throws(Message) {
@@ -499,6 +503,7 @@ public struct Configuration: Sendable, Equatable {
         case "card-bind": cardBind = try choice(CardBindPolicy.self)
         case "daemon-pam-prompt-timeout": daemonPAMPromptTimeoutSeconds = try integer(5...3600)
         default:
+            if try setApplicationKey(key, value: value) { return }
             throw Message(text: "unknown key `\(key)`")
         }
     }

@@ -1,6 +1,10 @@
 import Synchronization
 public import TokenpinCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Takes the vault key at the moment a verification opened it and keeps only the application key derived from it.
 ///
 /// A `derive` runs the very verification `verify` runs, with one of these set on the service (`keyRelease`): the
@@ -50,18 +54,56 @@ public struct DerivedKey: ~Copyable {
 extension PINService {
     /// Verifies the user exactly as `verify` does (token first with fallback, prompts, counter, events) and, on
     /// success, releases the key of `application`; a failed verification releases nothing.
+    ///
+    /// The site's rules for the application (`ApplicationPolicy`) come first, before anything is asked: `derive`
+    /// switched off, callers restricted to root, a verification that must use the card (`method = token`) or the
+    /// PIN and the card (`method = both`, which makes the verification that of `mode = both`).
     public func derive(_ interaction: some Interaction, application: ApplicationName, method: VerificationMethod?)
         throws(ServiceError) -> DerivedKey
     {
+        let (enabled, policy) = configuration.derivePolicy(for: application)
+        guard enabled else {
+            throw .permissionDenied("derive is switched off for \(application) (tokenpin.conf); nothing was asked")
+        }
+        if policy.callers == .root, !(callerIsRoot ?? (geteuid() == 0)) {
+            throw .permissionDenied(
+                "only root may ask for the key of \(application) (callers = root); nothing was asked")
+        }
         var service = self
+        var method = method
+        if policy.method != .any {
+            if method == .pin {
+                throw .permissionDenied(
+                    "the key of \(application) needs the card (method = \(policy.method.rawValue)); not --method pin")
+            }
+            let record = try guarded { () throws -> EnrolmentRecord in try loadRecord() }
+            guard record.slot(.token) != nil || record.slot(.composite) != nil else {
+                throw .tokenUnavailable(
+                    "the key of \(application) needs the card (method = \(policy.method.rawValue)) and no token is bound"
+                )
+            }
+            if policy.method == .both {
+                // Stricter wins: the verification of `mode = both`, the PIN and the card, one counted attempt.
+                service.configuration.mode = .both
+                method = nil
+            } else if record.slot(.composite) == nil {
+                method = .token
+            }
+        }
         let release = ApplicationKeyRelease(user: user, application: application)
         service.keyRelease = release
         let report = try service.verify(interaction, method: method)
         let key = release.take()
-        guard case .verified = report.outcome, let key else {
+        guard case .verified(let used) = report.outcome, let key else {
             return DerivedKey(report: report, key: nil)
         }
-        logger.info("key released", [("user", user), ("app", application.rawValue)])
+        switch (policy.method, used) {
+        case (.any, _), (.token, .token), (.token, .both), (.both, .both): break
+        default:
+            // The rules above make this unreachable; should a path ever verify otherwise, nothing is released.
+            throw .permissionDenied("\(application) needs method = \(policy.method.rawValue); verified with \(used)")
+        }
+        logger.info("key released", [("user", user), ("app", application.rawValue), ("method", used.rawValue)])
         return DerivedKey(report: report, key: key)
     }
 
