@@ -141,9 +141,9 @@ public final class PIVCard {
     /// - Throws: what `body` throws; `.transport` when the transaction itself fails (the card went away).
     public func transaction<R: ~Copyable>(_ body: (PIVSession) throws(PIVError) -> R) throws(PIVError) -> R {
         let session = self.session
+        func select() throws(PIVError) { applicationTemplate = try session.select() }
         return try application.transaction(
-            select: { () throws(PIVError) in applicationTemplate = try session.select() },
-            closed: .transport(PIVCardClosed()), wrap: PIVError.transport
+            select: select, closed: .transport(PIVCardClosed()), wrap: PIVError.transport
         ) { () throws(PIVError) -> R in try body(session) }
     }
 
