@@ -159,7 +159,9 @@ extension ClientMessage {
         let type = try fields.string("type")
         switch type {
         case "request":
-            var common: Set<String> = ["v", "type", "op", "user", "newPINAttempts", "reader", "serial", "app"]
+            var common: Set<String> = [
+                "v", "type", "op", "user", "newPINAttempts", "reader", "serial", "app", "tokenURI",
+            ]
             let version = fields["v"]?.intValue ?? 0
             if version >= ProtocolLimits.invokerVersion { common.formUnion(Invoker.fieldNames) }
             try fields.allow(

@@ -58,7 +58,9 @@ public struct PINService: Sendable {
     ) {
         self.cards = cards
         self.selection = selection ?? CardSelection(reader: configuration.reader)
-        self.pkcs11 = PKCS11Access(module: configuration.pkcs11Module)
+        var pkcs11 = PKCS11Access(module: configuration.pkcs11Module)
+        pkcs11.timeoutMilliseconds = configuration.cardTimeoutSeconds * 1000  // `card-timeout` bounds each request
+        self.pkcs11 = pkcs11
         self.store = store
         self.configuration = configuration
         self.user = user

@@ -11,7 +11,7 @@ public struct PKCS11Access: Sendable, Equatable {
     public var helper: String?
     /// The helper's whole environment (`NAME=value`); nil: this process's (modules read `SOFTHSM2_CONF` from it).
     public var environment: [String]?
-    /// How long each helper request may take, in milliseconds.
+    /// How long each helper request may take, in milliseconds (the service sets `card-timeout`'s).
     public var timeoutMilliseconds = PKCS11Helper.defaultTimeoutMilliseconds
 
     /// Everything by default: p11-kit's modules, the installed helper.
