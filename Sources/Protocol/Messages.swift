@@ -68,6 +68,9 @@ public struct Request: Sendable, Equatable {
     public var slot: String?
     /// Who runs the PAM stack that sent the request (version 3); the daemon reads it only from root peers.
     public var invoker: Invoker?
+    /// `false`: card PINs at the keyboard even where the reader has a keypad (`--no-pinpad`); a client can only turn
+    /// the keypad off, never on where the daemon's `pinpad = off`.
+    public var pinpad: Bool?
 
     /// Creates a request.
     public init(
@@ -156,7 +159,9 @@ extension ClientMessage {
         let type = try fields.string("type")
         switch type {
         case "request":
-            var common: Set<String> = ["v", "type", "op", "user", "newPINAttempts", "reader", "serial", "app"]
+            var common: Set<String> = [
+                "v", "type", "op", "user", "newPINAttempts", "reader", "serial", "app", "pinpad",
+            ]
             let version = fields["v"]?.intValue ?? 0
             if version >= ProtocolLimits.invokerVersion { common.formUnion(Invoker.fieldNames) }
             try fields.allow(
@@ -174,6 +179,7 @@ extension ClientMessage {
             }
             request.newPINAttempts = try fields.optionalInt("newPINAttempts", in: 1...5)
             request.reader = try fields.optionalString("reader")
+            request.pinpad = try fields.optionalBool("pinpad")
             request.serial = try fields.optionalString("serial")
             for text in [request.reader, request.serial].compactMap({ $0 }) where text.isEmpty || text.utf8.count > 256
             {
@@ -423,6 +429,7 @@ extension ClientMessage {
             if let serial = request.serial { members.append(JSONMember("serial", .text(serial))) }
             if let kind = request.application { members.append(JSONMember("app", .text(kind.rawValue))) }
             if let slot = request.slot { members.append(JSONMember("slot", .text(slot))) }
+            if let pinpad = request.pinpad { members.append(JSONMember("pinpad", .bool(pinpad))) }
             if let invoker = request.invoker {
                 members.append(JSONMember("invokerUID", .int(Int(invoker.uid))))
                 for (key, value) in [

@@ -127,11 +127,18 @@ final class OpenPGPToken: TokenApplication {
         let challenge = [UInt8](binding.ephemeralPublicKey)
         return try run { session throws(OpenPGPError) -> SecretBytes in
             try session.verify(.pw1, pin: pin, keyDerivation: card.keyDerivation(session))
-            switch algorithm {
-            case .cv25519: return try session.decipher(ephemeralPublicKey: challenge)
-            case .ecdh: return try session.decipher(ecdhPoint: challenge)
-            case .rsa: return try session.decipher(rsaCryptogram: challenge)
-            }
+            return try Self.decipher(challenge, algorithm, session)
+        }
+    }
+
+    /// PSO:DECIPHER of a binding's challenge, after PW1 was verified.
+    static func decipher(_ challenge: [UInt8], _ algorithm: TokenKeyAlgorithm, _ session: OpenPGPSession)
+        throws(OpenPGPError) -> SecretBytes
+    {
+        switch algorithm {
+        case .cv25519: try session.decipher(ephemeralPublicKey: challenge)
+        case .ecdh: try session.decipher(ecdhPoint: challenge)
+        case .rsa: try session.decipher(rsaCryptogram: challenge)
         }
     }
 
@@ -226,7 +233,7 @@ final class OpenPGPToken: TokenApplication {
     func close() { card.session.connection.close() }
 
     /// One transaction of the card, with OpenPGP's errors in the token's terms.
-    private func run<R: ~Copyable>(_ body: (OpenPGPSession) throws(OpenPGPError) -> R) throws(TokenCardError) -> R {
+    func run<R: ~Copyable>(_ body: (OpenPGPSession) throws(OpenPGPError) -> R) throws(TokenCardError) -> R {
         do {
             return try card.transaction(body)
         } catch {

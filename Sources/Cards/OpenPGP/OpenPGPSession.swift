@@ -118,12 +118,17 @@ public struct OpenPGPSession {
         }
         var data = response.data
         secureZero(&data)
-        if response.statusWord == .securityStatusNotSatisfied {
-            // Cards such as the YubiKey answer a wrong PIN with 69 82 and no counter: read it from C4.
+        try checkPINAnswer(response.statusWord, for: reference)
+    }
+
+    /// What the answer to a command with a PIN of `reference` means, whoever sent the PIN (tokenpin, or a reader
+    /// from its keypad): `69 82` reads the counter from `C4` (cards such as the YubiKey answer a wrong PIN so).
+    func checkPINAnswer(_ statusWord: StatusWord, for reference: PasswordReference) throws(OpenPGPError) {
+        if statusWord == .securityStatusNotSatisfied {
             let retries = try passwordStatus().retriesLeft(for: reference)
             throw retries == 0 ? .blocked : .wrongPIN(retriesLeft: retries)
         }
-        try check(response.statusWord)
+        try check(statusWord)
     }
 
     /// Changes a password, given the current one.
@@ -143,11 +148,7 @@ public struct OpenPGPSession {
             current.withUnsafeBytes { apdu.append(contentsOf: $0) }
             new.withUnsafeBytes { apdu.append(contentsOf: $0) }
         }
-        if response.statusWord == .securityStatusNotSatisfied {
-            let retries = try passwordStatus().retriesLeft(for: reference)
-            throw retries == 0 ? .blocked : .wrongPIN(retriesLeft: retries)
-        }
-        try check(response.statusWord)
+        try checkPINAnswer(response.statusWord, for: reference)
     }
 
     /// Sets a new PW1 and its retry counter with the Resetting Code.

@@ -174,6 +174,8 @@ public struct Configuration: Sendable, Equatable {
     /// Seconds pcscd, a reader and its card may take to answer one command (`card-timeout`); key generation on
     /// the card waits at least 120 s.
     public var cardTimeoutSeconds: Int = 10
+    /// Whether card PINs are typed on a reader's own keypad where it has one (`pinpad`; `--no-pinpad` turns it off).
+    public var pinpad: PinpadUse = .auto
     /// Colours and prompts.
     public var appearance = Appearance()
     /// tokenpind: the memory all Argon2id work may use at once, in MiB (`daemon-kdf-memory`, default 1 GiB).
@@ -364,7 +366,7 @@ public struct Configuration: Sendable, Equatable {
         "retries-max", "fail-delay", "kdf-target-ms", "kdf-memory-mib", "kdf-passes",
         "pin-min-length", "pin-max-length", "pin-charset", "pin-min-unique", "pin-blocklist", "pin-blocklist-rules",
         "pin-check", "pin-check-timeout",
-        "mode", "fallback", "reader", "card-timeout",
+        "mode", "fallback", "reader", "card-timeout", "pinpad",
         "color", "color-prompt", "color-dots", "color-error", "color-warning", "color-success", "dot",
         "prompt-pin", "prompt-new-pin", "prompt-confirm-pin", "prompt-current-pin", "prompt-recovery-key",
         "prompt-card-pin",
@@ -450,6 +452,7 @@ public struct Configuration: Sendable, Equatable {
         case "fallback": fallback = try choice(FallbackPolicy.self)
         case "reader": reader = value.isEmpty ? nil : value
         case "card-timeout": cardTimeoutSeconds = try integer(1...600)
+        case "pinpad": pinpad = try choice(PinpadUse.self)
         case "color": appearance.color = try choice(Appearance.ColorChoice.self)
         case "color-prompt": appearance.promptColor = try color()
         case "color-dots": appearance.dotsColor = try color()
@@ -546,4 +549,13 @@ extension Configuration {
                     + "tokenpin) and not be writable by group or others")
         }
     }
+}
+
+/// `pinpad`: where a reader has a keypad (PC/SC part 10 secure PIN entry), the card PIN is typed there (`auto`) or
+/// at the keyboard as on any reader (`off`).
+public enum PinpadUse: String, Sendable, CaseIterable, Equatable {
+    /// The reader's keypad, when it has one and the card's PIN format allows it.
+    case auto
+    /// The keyboard, always.
+    case off
 }
