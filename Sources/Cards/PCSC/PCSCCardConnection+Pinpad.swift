@@ -16,16 +16,22 @@ extension PCSCCardConnection: PinpadReader {
         return found ?? nil
     }
 
-    /// The reader's features and properties; nil when it announces no verify feature.
+    /// The reader's features and properties; nil when it announces no verify feature or answers the feature request
+    /// `SCARD_E_UNSUPPORTED_FEATURE`.
     ///
     /// Throws `PCSCError` or `CardTimeoutError` from the calls, `APDUError` for a malformed answer.
     /// The corresponding C function is `SCardControl`.
     public func detectPinpad() throws -> Pinpad? {
         try checkConnected()
         let card = self.card
-        let list = try call("SCardControl") {
-            try PCSCLibrary.control(
-                card, code: PCSCLibrary.getFeatureRequest, input: [], capacity: PCSCLibrary.maxControlAnswer)
+        let list: [UInt8]
+        do {
+            list = try call("SCardControl") {
+                try PCSCLibrary.control(
+                    card, code: PCSCLibrary.getFeatureRequest, input: [], capacity: PCSCLibrary.maxControlAnswer)
+            }
+        } catch let error as PCSCError where error == .unexpected {
+            return nil  // SCARD_E_UNSUPPORTED_FEATURE: a driver without part 10 (vpcd, most USB tokens)
         }
         return try Self.pinpad(reader: readerName, featureList: list) { code in
             try call("SCardControl") {
@@ -88,8 +94,13 @@ public enum PCSCReaderPinpad {
                 context, reader: reader, shareMode: PCSCLibrary.shareDirect, protocols: 0
             ).card
             defer { try? PCSCLibrary.disconnect(card, disposition: CardDisposition.leave.rawValue) }
-            let list = try PCSCLibrary.control(
-                card, code: PCSCLibrary.getFeatureRequest, input: [], capacity: PCSCLibrary.maxControlAnswer)
+            let list: [UInt8]
+            do {
+                list = try PCSCLibrary.control(
+                    card, code: PCSCLibrary.getFeatureRequest, input: [], capacity: PCSCLibrary.maxControlAnswer)
+            } catch let error as PCSCError where error == .unexpected {
+                return nil  // SCARD_E_UNSUPPORTED_FEATURE: a driver without part 10 (vpcd, most USB tokens)
+            }
             return try PCSCCardConnection.pinpad(reader: reader, featureList: list) { code in
                 try PCSCLibrary.control(card, code: code, input: [], capacity: PCSCLibrary.maxControlAnswer)
             }
