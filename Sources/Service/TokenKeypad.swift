@@ -20,10 +20,17 @@ struct CardKeypad {
     var pinpad: Pinpad
 }
 
+/// The reader behind `connection` when it has a keypad interface: the connection itself (PC/SC), or the card source an
+/// in-process connection wraps.
+func keypadReader(of connection: any CardConnection) -> (any PinpadReader)? {
+    if let reader = connection as? any PinpadReader { return reader }
+    return (connection as? InProcessConnection)?.inner as? any PinpadReader
+}
+
 extension OpenPGPToken {
     /// The reader's keypad when PW1 can be typed there, else nil; `obstacle` says why not when the reader has one.
     func keypad() -> (keypad: CardKeypad?, obstacle: String?) {
-        guard let reader = card.session.connection as? any PinpadReader, let pinpad = reader.pinpad else {
+        guard let reader = keypadReader(of: card.session.connection), let pinpad = reader.pinpad else {
             return (nil, nil)
         }
         if let ignored = pinpad.ignoredBecause { return (nil, ignored) }
@@ -68,7 +75,7 @@ extension OpenPGPToken {
 extension PIVToken {
     /// The reader's keypad when the PIV PIN can be typed there, else nil (and why, when the reader has one).
     func keypad() -> (keypad: CardKeypad?, obstacle: String?) {
-        guard let reader = card.session.connection as? any PinpadReader, let pinpad = reader.pinpad else {
+        guard let reader = keypadReader(of: card.session.connection), let pinpad = reader.pinpad else {
             return (nil, nil)
         }
         if let ignored = pinpad.ignoredBecause { return (nil, ignored) }
