@@ -752,7 +752,10 @@ static void tp_on_event(struct tp_exchange *x, const struct tp_message *message)
                "the PIN and token still work here.", failures, failures == 1 ? "attempt" : "attempts",
                service != NULL ? service : (remote ? "a remote login" : "another user"), by);
     } else if (event != NULL && strcmp(event, "keypadEntry") == 0) {
-        /* The card PIN goes in on the reader's own keys: an information message, never a secret prompt. */
+        /* The card PIN goes in on the reader's own keys: an information message, never a secret prompt. The person
+           enters a secret there (the reader sends it to the card), so from here on, as after a typed one, only
+           `verified` succeeds and nothing maps to "unavailable". */
+        x->secret_sent = 1;
         const char *reader = tp_string(message, "reader");
         long long tries = tp_int(message, "cardTriesLeft", -1);
         if (tries >= 0)

@@ -8,7 +8,8 @@
 #   a wrong keypad PIN is counted on the card; CANCEL and TIMEOUT end the verify as cancelled (exit 130) and count
 #   nothing; --no-pinpad and `pinpad = off` take the card PIN from the keyboard and leave the keypad alone;
 #   `token change-pin` changes it on the keypad (MODIFY_PIN_DIRECT: current, new, new again), and entries that
-#   differ change nothing; through tokenpind the keypad message is an event, not a prompt; an OpenPGP card with its
+#   differ change nothing; the card pulled during the entry counts nothing; through tokenpind the keypad message is
+#   an event, and through PAM (pamtester) an information message, never a prompt; an OpenPGP card with its
 #   KDF-DO on takes the card PIN at the keyboard and says why.
 # It prints the SCardControl calls and APDUs the driver saw for one keypad verify.
 . "$(dirname "$0")/lib.sh"
@@ -86,6 +87,15 @@ run_card() {
     expect_code "$name: a keypad TIMEOUT is cancelled" 130 tp verify --method token --pin-stdin </dev/null
     check "$name: ... and counts nothing" test "$(tries)" = 2
 
+    # The card pulled while the person types: the token is unavailable, and nothing was counted.
+    keypad "123456 after 1500"
+    tp verify --method token --pin-stdin </dev/null >"$WORK/out" 2>"$WORK/err" &
+    local verifier=$!
+    sleep 0.5; stop_sim; wait "$verifier"; local code=$?
+    check "$name: the card pulled during the keypad entry: token unavailable (exit $code)" test "$code" = 6
+    start_sim "$state" 0C0FFEE7 ${profile:+--profile "$profile"} || { not_ok "$name: the card is back"; return; }
+    check "$name: ... and nothing was counted" test "$(tries)" = 2
+
     keypad 999999
     expect_code "$name: --no-pinpad: the card PIN from the keyboard" 0 tp --no-pinpad verify --method token --pin-stdin <<<123456
     check "$name: ... the keypad was not asked" test "$(entries_left)" = 1
@@ -119,6 +129,19 @@ run_card() {
                 client --user "$someone" verify --method token </dev/null
             check "$name: ... the keypad message came as an event, not a prompt" \
                 grep -q "Enter the card PIN on the keypad of $READER" "$WORK/err"
+            # PAM: the keypad message is PAM_TEXT_INFO, and no secret prompt is asked for the card PIN.
+            local service
+            if command -v pamtester >/dev/null && [ -f "$PAM_MODULE" ] && pam_service service \
+                "auth required $PAM_MODULE socket=$SOCKET timeout=60 mode=token fallback=deny" \
+                "account required pam_permit.so"; then
+                keypad 24681357
+                expect_code "$name: PAM (pamtester): the card PIN on the keypad authenticates" 0 \
+                    pamtester "$service" "$someone" authenticate </dev/null
+                check "$name: ... told as information, not asked" \
+                    grep -q "Enter the card PIN on the keypad of $READER (3 tries left)" "$WORK/out" "$WORK/err"
+            else
+                echo "# skipped the PAM checks: pamtester or the module missing"
+            fi
             keypad 999999
             expect_code "$name: through tokenpind, --no-pinpad takes the card PIN from the keyboard" 0 \
                 client --user "$someone" --no-pinpad verify --method token <<<24681357
