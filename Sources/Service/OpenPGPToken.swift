@@ -8,16 +8,20 @@ import TokenpinOpenPGP
 final class OpenPGPToken: TokenApplication {
     let card: OpenPGPCard
     let reader: String
+    /// The connection the card was opened on: only to find the reader's keypad (TokenKeypad.swift); commands go
+    /// through `card`'s transactions.
+    let connection: any CardConnection
 
-    private init(card: OpenPGPCard, reader: String) {
+    private init(card: OpenPGPCard, reader: String, connection: any CardConnection) {
         self.card = card
         self.reader = reader
+        self.connection = connection
     }
 
     /// Selects the OpenPGP application on `connection` and reads its data (2 APDUs, one transaction).
     static func open(connection: any CardConnection, reader: String) throws(TokenCardError) -> OpenPGPToken {
         do {
-            return OpenPGPToken(card: try OpenPGPCard.open(connection), reader: reader)
+            return OpenPGPToken(card: try OpenPGPCard.open(connection), reader: reader, connection: connection)
         } catch {
             throw Self.cardError(error)
         }
@@ -230,7 +234,7 @@ final class OpenPGPToken: TokenApplication {
         }
     }
 
-    func close() { card.session.connection.close() }
+    func close() { card.close() }
 
     /// One transaction of the card, with OpenPGP's errors in the token's terms.
     func run<R: ~Copyable>(_ body: (OpenPGPSession) throws(OpenPGPError) -> R) throws(TokenCardError) -> R {

@@ -30,7 +30,7 @@ func keypadReader(of connection: any CardConnection) -> (any PinpadReader)? {
 extension OpenPGPToken {
     /// The reader's keypad when PW1 can be typed there, else nil; `obstacle` says why not when the reader has one.
     func keypad() -> (keypad: CardKeypad?, obstacle: String?) {
-        guard let reader = keypadReader(of: card.session.connection), let pinpad = reader.pinpad else {
+        guard let reader = keypadReader(of: connection), let pinpad = reader.pinpad else {
             return (nil, nil)
         }
         if let ignored = pinpad.ignoredBecause { return (nil, ignored) }

@@ -69,7 +69,25 @@ extension OpenPGPSession {
             throw .malformed(
                 APDUError(.trailingBytes, "the card answered a keypad PIN with \(response.data.count) bytes"))
         }
-        try checkPINAnswer(response.statusWord, for: reference)
+        try checkKeypadAnswer(response.statusWord, answering: header[1], for: reference)
         return nil
+    }
+
+    /// The card's answer to the command the reader sent, judged as `sendPIN` judges a typed PIN's: `CardStatus` in
+    /// the instruction's context, `69 82` a wrong PIN with the counter read from `C4`.
+    private func checkKeypadAnswer(_ statusWord: StatusWord, answering instruction: UInt8, for reference: PasswordReference)
+        throws(OpenPGPError)
+    {
+        do throws(CardCommandError) {
+            let status = try CardStatus(statusWord, answering: instruction, names: transport.names)
+            guard status == .success else {
+                throw CardCommandError.refused(status, command: transport.names.name(of: instruction))
+            }
+        } catch .refused(.securityStatusNotSatisfied, _) {
+            let left = try passwordStatus().retriesLeft(for: reference)
+            throw left == 0 ? .blocked : .wrongPIN(retriesLeft: left)
+        } catch {
+            throw OpenPGPError(error)
+        }
     }
 }

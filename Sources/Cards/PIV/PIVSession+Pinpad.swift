@@ -54,7 +54,15 @@ extension PIVSession {
             throw .malformed(
                 APDUError(.trailingBytes, "the card answered a keypad PIN with \(response.data.count) bytes"))
         }
-        try checkStatus(response.statusWord)
+        // Judged as a typed PIN's answer (`sendSensitive`): CardStatus in the instruction's context.
+        do throws(CardCommandError) {
+            let status = try CardStatus(response.statusWord, answering: header[1], names: transport.names)
+            guard status == .success else {
+                throw CardCommandError.refused(status, command: transport.names.name(of: header[1]))
+            }
+        } catch {
+            throw PIVError(error)
+        }
         return nil
     }
 }
