@@ -75,7 +75,9 @@ extension OpenPGPSession {
 
     /// The card's answer to the command the reader sent, judged as `sendPIN` judges a typed PIN's: `CardStatus` in
     /// the instruction's context, `69 82` a wrong PIN with the counter read from `C4`.
-    private func checkKeypadAnswer(_ statusWord: StatusWord, answering instruction: UInt8, for reference: PasswordReference)
+    private func checkKeypadAnswer(
+        _ statusWord: StatusWord, answering instruction: UInt8, for reference: PasswordReference
+    )
         throws(OpenPGPError)
     {
         do throws(CardCommandError) {
