@@ -224,6 +224,7 @@ public struct DaemonClient: Sendable {
         request.reader = selection.reader
         request.serial = selection.serial
         request.application = selection.application
+        request.tokenURI = selection.tokenURI
         if keyboardOnly { request.pinpad = false }
         return request
     }
