@@ -84,7 +84,9 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // APDUs, status words, BER-TLV and the CardConnection protocol.
-        .target(name: "TokenpinAPDU", path: "Sources/Cards/APDU", swiftSettings: strictSettings),
+        .target(
+            name: "TokenpinAPDU", dependencies: ["TokenpinCore"], path: "Sources/Cards/APDU",
+            swiftSettings: strictSettings),
         // PC/SC over libpcsclite: readers, connections, transactions, status monitoring.
         .target(
             name: "TokenpinPCSC",
@@ -238,7 +240,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TokenpinAPDUTests",
-            dependencies: ["TokenpinAPDU", "TokenpinTestSupport"],
+            dependencies: ["TokenpinAPDU", "TokenpinCore", "TokenpinTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -223,7 +223,7 @@ final class OpenPGPToken: TokenApplication {
         }
     }
 
-    func close() { card.session.connection.close() }
+    func close() { card.close() }
 
     /// One transaction of the card, with OpenPGP's errors in the token's terms.
     private func run<R: ~Copyable>(_ body: (OpenPGPSession) throws(OpenPGPError) -> R) throws(TokenCardError) -> R {

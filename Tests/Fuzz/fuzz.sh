@@ -66,7 +66,8 @@ shims() {
     return "${BUILT[CTokenpinShims]}"
 }
 core() { system && shims && module TokenpinCore Sources/Core; }
-apdu() { module TokenpinAPDU Sources/Cards/APDU; }
+# The APDU layer keeps secrets in the core's guarded memory (ISO7816Transport.sendSensitive).
+apdu() { core && module TokenpinAPDU Sources/Cards/APDU; }
 cardcrypto() { core && module TokenpinCardCrypto Sources/Cards/Crypto; }
 openpgp() { core && apdu && cardcrypto && module TokenpinOpenPGP Sources/Cards/OpenPGP; }
 simulator() { core && apdu && cardcrypto && module TokenpinSimulator Simulator/Sources/TokenpinSimulator; }
@@ -184,9 +185,10 @@ if wanted pam; then
         not_ok "build the pam fuzz target: $(head -3 "$OUT/build-pam.log")"
     fi
 fi
-if wanted apdu; then
+if wanted apdu && core; then
     mapfile -t APDU_FILES < <(find "$ROOT/Sources/Cards/APDU" -name '*.swift' | sort)
-    if "${SWIFTC[@]}" -o "$OUT/fuzz-apdu" "${APDU_FILES[@]}" "$HARNESS/apdu_parsers.swift" >"$OUT/build-apdu.log" 2>&1
+    if "${SWIFTC[@]}" -o "$OUT/fuzz-apdu" "${APDU_FILES[@]}" "$HARNESS/apdu_parsers.swift" \
+        -lTokenpinCore -lTokenpinSystem -lCTokenpinShims -lsodium >"$OUT/build-apdu.log" 2>&1
     then
         fuzz apdu 4096 "$OUT/seeds/apdu"
     else

@@ -50,6 +50,20 @@ struct OpenPGPCardTests {
         #expect(connection.instructions.filter { $0 == Self.select }.count == 2)
     }
 
+    @Test("close ends the session: no command goes out after it, and closing again does nothing")
+    func closed() throws {
+        let connection = ResettingConnection(card: try SimulatedCard(stateFile: nil))
+        let card = try OpenPGPCard.open(connection)
+        card.close()
+        card.close()
+        let sent = connection.instructions.count
+        #expect(throws: OpenPGPError.transport(OpenPGPCardClosed())) {
+            _ = try card.transaction { session throws(OpenPGPError) in try session.retriesLeft(.pw1) }
+        }
+        #expect(connection.instructions.count == sent)
+        #expect(OpenPGPError.transport(OpenPGPCardClosed()).description.hasSuffix("the OpenPGP session was closed"))
+    }
+
     @Test("a card without the OpenPGP application is applicationNotFound; a transport failure is transport")
     func openErrors() throws {
         let missing = ScriptedConnection(["6A82"])

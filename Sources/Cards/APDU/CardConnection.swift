@@ -1,6 +1,6 @@
 /// A channel to one card: a reader over PC/SC, the in-process simulator, anything that moves APDU bytes.
 ///
-/// Implementations move bytes; `send(_:)` below adds GET RESPONSE, `6Cxx` retries and command chaining on
+/// Implementations move bytes; `ISO7816Transport` adds GET RESPONSE, `6Cxx` retries and command chaining on
 /// top, so every transport behaves the same. The connection also owns the card between commands: its
 /// transactions (`exclusive(_:)`), and what happens to a PIN verified in one when it ends. A transport that
 /// resets the card to drop a verified PIN counts the resets (`resets`), so an application session knows it
@@ -73,60 +73,18 @@ public enum TransportInstruction {
 }
 
 extension CardConnection {
-    /// Sends a command and returns the whole answer.
-    ///
-    /// Chains commands whose data does not fit one APDU, fetches `61 xx` remainders with GET RESPONSE and
-    /// repeats a command once with the Le a `6C xx` names. ISO/IEC 7816-4, §5.1.1 (chaining), §5.1.3.
+    /// Sends a command and returns the whole answer, with `ISO7816Transport`'s chaining, GET RESPONSE and `6C xx`
+    /// handling, whatever its status: for tools and tests that speak APDUs bare.
     /// - Throws: the transport's error, or `APDUError` for a response without a status word or too long.
     public func send(_ command: CommandAPDU) throws -> ResponseAPDU {
-        let caps = lengthCapabilities
-        let singleLimit = caps.extendedLength ? caps.maxCommandData : CommandAPDU.shortMaxData
-        var command = command
-        if caps.extendedLength == false, let le = command.le, le > CommandAPDU.shortMaxLe {
-            command.le = CommandAPDU.shortMaxLe
+        do {
+            return try ISO7816Transport(connection: self).chained(command)
+        } catch .malformed(let error) {
+            throw error
+        } catch .transport(let error) {
+            throw error
+        } catch {
+            throw error
         }
-        if command.data.count > singleLimit {
-            guard caps.commandChaining else {
-                throw APDUError(
-                    .invalidLength,
-                    "command data of \(command.data.count) bytes exceeds what the card takes (\(singleLimit))")
-            }
-            var offset = 0
-            while command.data.count - offset > singleLimit {
-                var part = command
-                part.cla |= CommandAPDU.chainingBit
-                part.data = Array(command.data[offset..<(offset + singleLimit)])
-                part.le = nil
-                let response = try exchange(part, extended: caps.extendedLength)
-                guard response.statusWord.isSuccess else { return response }
-                offset += singleLimit
-            }
-            command.data = Array(command.data[offset...])
-        }
-        return try exchange(command, extended: caps.extendedLength && !command.fitsShortForm)
-    }
-
-    private func exchange(_ command: CommandAPDU, extended: Bool) throws -> ResponseAPDU {
-        var response = try ResponseAPDU(parsing: transmit(command.encoded(extended: extended)))
-        if let length = response.statusWord.correctLength {
-            var retry = command
-            retry.le = length
-            response = try ResponseAPDU(parsing: transmit(retry.encoded(extended: extended)))
-        }
-        var data = response.data
-        var rounds = 0
-        while let remaining = response.statusWord.bytesRemaining {
-            rounds += 1
-            guard rounds <= 256, data.count <= CommandAPDU.extendedMaxLe * 4 else {
-                throw APDUError(.responseTooLong, "card keeps announcing more data after \(data.count) bytes")
-            }
-            let getResponse = CommandAPDU(
-                cla: command.cla & ~CommandAPDU.chainingBit,
-                ins: TransportInstruction.getResponse, p1: 0, p2: 0,
-                le: remaining == 0 ? 256 : remaining)
-            response = try ResponseAPDU(parsing: transmit(getResponse.encoded()))
-            data += response.data
-        }
-        return ResponseAPDU(data: data, statusWord: response.statusWord)
     }
 }

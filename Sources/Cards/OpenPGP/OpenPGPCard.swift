@@ -7,17 +7,17 @@ public import TokenpinAPDU
 /// the connection reset the card since (a PIN verified in an earlier transaction is dropped that way), so
 /// callers never track what the card has forgotten.
 public final class OpenPGPCard {
-    /// The commands, over the card's connection.
-    public let session: OpenPGPSession
+    /// The commands, over the card's connection: reached only through `transaction`, which selects first.
+    let session: OpenPGPSession
     /// The application related data as read at open (serial, algorithm attributes, PW status, fingerprints).
     public let data: ApplicationRelatedData
-    /// The connection's reset count when the application was last selected.
-    private var selectedAt: Int
+    /// When the application was last selected, and whether the card was closed.
+    private let application: SelectedApplication
 
-    private init(session: OpenPGPSession, data: ApplicationRelatedData, selectedAt: Int) {
+    private init(session: OpenPGPSession, data: ApplicationRelatedData) {
         self.session = session
         self.data = data
-        self.selectedAt = selectedAt
+        application = SelectedApplication(selectedOn: session.connection)
     }
 
     /// Selects the OpenPGP application on the card behind `connection` and reads its data (2 APDUs, one
@@ -27,44 +27,40 @@ public final class OpenPGPCard {
     /// `.transport` when the connection fails.
     public static func open(_ connection: any CardConnection) throws(OpenPGPError) -> OpenPGPCard {
         let session = OpenPGPSession(connection: connection)
-        let data = try exclusive(connection) { () throws(OpenPGPError) -> ApplicationRelatedData in
+        let data = try SelectedApplication.exclusive(connection, wrap: OpenPGPError.transport) {
+            () throws(OpenPGPError) -> ApplicationRelatedData in
             try session.select()
             return try session.applicationRelatedData()
         }
-        return OpenPGPCard(session: session, data: data, selectedAt: connection.resets)
+        return OpenPGPCard(session: session, data: data)
     }
 
     /// Runs `body` in one transaction of the connection, selecting the application first when the card was
     /// reset since it was last selected.
+    ///
+    /// - Throws: what `body` throws; `.transport` when the transaction itself fails or the card was closed.
     public func transaction<R: ~Copyable>(_ body: (OpenPGPSession) throws(OpenPGPError) -> R) throws(OpenPGPError)
         -> R
     {
-        let connection = session.connection
-        let result = try Self.exclusive(connection) { () throws(OpenPGPError) -> R in
-            if connection.resets != selectedAt {
-                try session.select()
-                selectedAt = connection.resets
-            }
-            return try body(session)
-        }
-        return result
+        let session = self.session
+        return try application.transaction(
+            select: session.select, closed: .transport(OpenPGPCardClosed()), wrap: OpenPGPError.transport
+        ) { () throws(OpenPGPError) -> R in try body(session) }
     }
+
+    /// Ends the session: the connection closes, dropping any PIN still verified. Calling it again does nothing;
+    /// a transaction after it throws `.transport`.
+    public func close() { application.close() }
 
     /// The key derivation the card wants for its PINs (KDF-DO), read inside a transaction when announced.
     public func keyDerivation(_ session: OpenPGPSession) throws(OpenPGPError) -> KeyDerivation? {
         try session.keyDerivation(data)
     }
+}
 
-    /// The connection's transaction, with its errors as `OpenPGPError`.
-    private static func exclusive<R: ~Copyable>(
-        _ connection: any CardConnection, _ body: () throws(OpenPGPError) -> R
-    ) throws(OpenPGPError) -> R {
-        do {
-            return try connection.exclusive { () throws -> R in try body() }
-        } catch let error as OpenPGPError {
-            throw error
-        } catch {
-            throw .transport(error)
-        }
-    }
+/// A transaction on an `OpenPGPCard` that was closed: the connection is gone, and with it the selection.
+public struct OpenPGPCardClosed: Error, CustomStringConvertible {
+    /// Creates the error.
+    public init() {}
+    public var description: String { "the OpenPGP session was closed" }
 }

@@ -23,21 +23,8 @@ public enum OpenPGPInstruction {
     /// `C0`: GET RESPONSE (ISO/IEC 7816-4), for answers announced with `61 xx`.
     public static let getResponse: UInt8 = 0xC0
 
-    /// The command as messages name it: `GET DATA`, `PSO:DECIPHER` (the only security operation tokenpin sends).
-    public static func name(of instruction: UInt8) -> String {
-        switch instruction {
-        case select: "SELECT"
-        case verify: "VERIFY"
-        case changeReferenceData: "CHANGE REFERENCE DATA"
-        case resetRetryCounter: "RESET RETRY COUNTER"
-        case getData: "GET DATA"
-        case putData, 0xDB: "PUT DATA"
-        case performSecurityOperation: "PSO:DECIPHER"
-        case generateAsymmetricKeyPair: "GENERATE ASYMMETRIC KEY PAIR"
-        case getResponse: "GET RESPONSE"
-        default: "instruction " + Hex.encode([instruction])
-        }
-    }
+    /// How messages name the commands: `GET DATA`, `PSO:DECIPHER` (the only security operation tokenpin sends).
+    public static let names = InstructionNames.iso.adding([performSecurityOperation: "PSO:DECIPHER"])
 }
 
 /// Parameter bytes with a meaning of their own.

@@ -34,22 +34,30 @@ public enum OpenPGPError: Error, Sendable, CustomStringConvertible {
 
     /// The error for a status word, or nil for `90 00`.
     public init?(statusWord: StatusWord) {
-        if statusWord.isSuccess { return nil }
-        if let retries = statusWord.retriesLeft {
-            self = .wrongPIN(retriesLeft: retries)
-            return
-        }
-        switch statusWord {
-        case .authenticationMethodBlocked: self = .blocked
-        case .securityStatusNotSatisfied: self = .securityStatusNotSatisfied
-        case .referencedDataNotFound: self = .referencedDataNotFound
-        case .fileNotFound: self = .applicationNotFound
-        case .conditionsOfUseNotSatisfied: self = .wrongAlgorithm
-        case .incorrectData: self = .incorrectData
-        case .instructionNotSupported, .classNotSupported, .logicalChannelNotSupported,
-            .secureMessagingNotSupported, .commandChainingNotSupported, StatusWord(rawValue: 0x6A81):
-            self = .unsupported(statusWord)
-        default: self = .unexpected(statusWord)
+        guard !statusWord.isSuccess else { return nil }
+        self.init(.refused(CardStatus(statusWord), command: ""))
+    }
+
+    /// What a failed command means to the OpenPGP application: `6A 82` is no OpenPGP application, `69 85` a key
+    /// of another algorithm (§7.2.11).
+    public init(_ error: CardCommandError) {
+        switch error {
+        case .refused(let status, _):
+            switch status {
+            case .wrongPIN(let retries): self = .wrongPIN(retriesLeft: retries)
+            case .blocked: self = .blocked
+            case .securityStatusNotSatisfied: self = .securityStatusNotSatisfied
+            case .referencedDataNotFound: self = .referencedDataNotFound
+            case .notFound: self = .applicationNotFound
+            case .conditionsNotSatisfied: self = .wrongAlgorithm
+            case .incorrectData: self = .incorrectData
+            case .unsupported(let sw): self = .unsupported(sw)
+            case .wrongParameters(let sw), .unexpected(let sw): self = .unexpected(sw)
+            case .success: self = .unexpected(.success)
+            }
+        case .malformed(let error): self = .malformed(error)
+        case .transport(let error): self = .transport(error)
+        case .invalidArgument(let detail): self = .invalidArgument(detail)
         }
     }
 

@@ -14,16 +14,21 @@ public import TokenpinCore
 /// transaction (`PCSCCardConnection.withTransaction`). Calls block on the connection; keep them off the
 /// Swift concurrency cooperative pool.
 public struct OpenPGPSession {
+    /// The ISO 7816 layer every command goes through.
+    var transport: ISO7816Transport
+
     /// The channel to the card.
-    public let connection: any CardConnection
+    public var connection: any CardConnection { transport.connection }
     /// Receives one line per command and per answer; PIN commands show only their header
     /// (`00 20 00 82 [sensitive]`) and secret answers only their length.
-    public var trace: ((String) -> Void)?
+    public var trace: ((String) -> Void)? {
+        get { transport.trace }
+        set { transport.trace = newValue }
+    }
 
     /// Creates a session; nothing is sent until `select()`.
     public init(connection: any CardConnection, trace: ((String) -> Void)? = nil) {
-        self.connection = connection
-        self.trace = trace
+        transport = ISO7816Transport(connection: connection, names: OpenPGPInstruction.names, trace: trace)
     }
 
     // MARK: Selection and data objects
@@ -36,7 +41,7 @@ public struct OpenPGPSession {
         let command = CommandAPDU(
             ins: OpenPGPInstruction.select, p1: OpenPGPParameter.selectByName, p2: 0x00,
             data: OpenPGPApplication.aid)
-        try check(send(command))
+        _ = try send(command)
     }
 
     /// Reads the application related data (`6E`) and adopts the card's length capabilities.
@@ -81,9 +86,7 @@ public struct OpenPGPSession {
         let command = CommandAPDU(
             ins: OpenPGPInstruction.getData, p1: UInt8(tag >> 8), p2: UInt8(tag & 0xFF),
             le: CommandAPDU.extendedMaxLe)
-        let response = try send(command)
-        try check(response)
-        return response.data
+        return try send(command).data
     }
 
     // MARK: Passwords
@@ -95,7 +98,7 @@ public struct OpenPGPSession {
     /// form, the counter comes from the PW status bytes (`C4`) instead; `69 83` is 0.
     public func retriesLeft(_ reference: PasswordReference) throws(OpenPGPError) -> Int {
         let command = CommandAPDU(ins: OpenPGPInstruction.verify, p1: 0x00, p2: reference.rawValue)
-        let response = try send(command)
+        let response = try exchange(command)
         if let retries = response.statusWord.retriesLeft { return retries }
         if response.statusWord == .authenticationMethodBlocked { return 0 }
         return try passwordStatus().retriesLeft(for: reference)
@@ -112,18 +115,10 @@ public struct OpenPGPSession {
         guard (1...Self.maxPINLength).contains(pin.count) else {
             throw .invalidArgument("a PIN must have 1 to \(Self.maxPINLength) bytes")
         }
-        let header = [Self.interindustryClass, OpenPGPInstruction.verify, 0x00, reference.rawValue]
-        let response = try exchangeSensitive(header: header, dataCount: pin.count, le: nil) { apdu in
-            pin.withUnsafeBytes { apdu.append(contentsOf: $0) }
+        let command = CommandAPDU(ins: OpenPGPInstruction.verify, p1: 0x00, p2: reference.rawValue)
+        // Cards such as the YubiKey answer a wrong PIN with 69 82 and no counter: read it from C4.
+        try sendPIN(command, pin) { () throws(OpenPGPError) -> Int? in try passwordStatus().retriesLeft(for: reference)
         }
-        var data = response.data
-        secureZero(&data)
-        if response.statusWord == .securityStatusNotSatisfied {
-            // Cards such as the YubiKey answer a wrong PIN with 69 82 and no counter: read it from C4.
-            let retries = try passwordStatus().retriesLeft(for: reference)
-            throw retries == 0 ? .blocked : .wrongPIN(retriesLeft: retries)
-        }
-        try check(response.statusWord)
     }
 
     /// Changes a password, given the current one.
@@ -138,16 +133,11 @@ public struct OpenPGPSession {
         guard (1...Self.maxPINLength).contains(current.count), (1...Self.maxPINLength).contains(new.count) else {
             throw .invalidArgument("a PIN must have 1 to \(Self.maxPINLength) bytes")
         }
-        let header = [Self.interindustryClass, OpenPGPInstruction.changeReferenceData, 0x00, reference.changeReference]
-        let response = try exchangeSensitive(header: header, dataCount: current.count + new.count, le: nil) { apdu in
-            current.withUnsafeBytes { apdu.append(contentsOf: $0) }
-            new.withUnsafeBytes { apdu.append(contentsOf: $0) }
+        let command = CommandAPDU(
+            ins: OpenPGPInstruction.changeReferenceData, p1: 0x00, p2: reference.changeReference)
+        try sendPIN(command, .concatenating(current, new)) { () throws(OpenPGPError) -> Int? in
+            try passwordStatus().retriesLeft(for: reference)
         }
-        if response.statusWord == .securityStatusNotSatisfied {
-            let retries = try passwordStatus().retriesLeft(for: reference)
-            throw retries == 0 ? .blocked : .wrongPIN(retriesLeft: retries)
-        }
-        try check(response.statusWord)
     }
 
     /// Sets a new PW1 and its retry counter with the Resetting Code.
@@ -162,20 +152,12 @@ public struct OpenPGPSession {
         guard (1...Self.maxPINLength).contains(resetCode.count), (1...Self.maxPINLength).contains(newPIN.count) else {
             throw .invalidArgument("a PIN must have 1 to \(Self.maxPINLength) bytes")
         }
-        let header = [
-            Self.interindustryClass, OpenPGPInstruction.resetRetryCounter,
-            OpenPGPParameter.resetWithResettingCode, PasswordReference.pw1Signing.rawValue,
-        ]
-        let response = try exchangeSensitive(header: header, dataCount: resetCode.count + newPIN.count, le: nil) {
-            apdu in
-            resetCode.withUnsafeBytes { apdu.append(contentsOf: $0) }
-            newPIN.withUnsafeBytes { apdu.append(contentsOf: $0) }
+        let command = CommandAPDU(
+            ins: OpenPGPInstruction.resetRetryCounter, p1: OpenPGPParameter.resetWithResettingCode,
+            p2: PasswordReference.pw1Signing.rawValue)
+        try sendPIN(command, .concatenating(resetCode, newPIN)) { () throws(OpenPGPError) -> Int? in
+            try passwordStatus().retriesResetCode
         }
-        if response.statusWord == .securityStatusNotSatisfied {
-            let retries = try passwordStatus().retriesResetCode
-            throw retries == 0 ? .blocked : .wrongPIN(retriesLeft: retries)
-        }
-        try check(response.statusWord)
     }
 
     /// Sets a new PW1 and its retry counter after PW3 (admin PIN) was verified.
@@ -186,14 +168,10 @@ public struct OpenPGPSession {
         guard (1...Self.maxPINLength).contains(newPIN.count) else {
             throw .invalidArgument("a PIN must have 1 to \(Self.maxPINLength) bytes")
         }
-        let header = [
-            Self.interindustryClass, OpenPGPInstruction.resetRetryCounter,
-            OpenPGPParameter.resetAfterAdminVerification, PasswordReference.pw1Signing.rawValue,
-        ]
-        let response = try exchangeSensitive(header: header, dataCount: newPIN.count, le: nil) { apdu in
-            newPIN.withUnsafeBytes { apdu.append(contentsOf: $0) }
-        }
-        try check(response.statusWord)
+        let command = CommandAPDU(
+            ins: OpenPGPInstruction.resetRetryCounter, p1: OpenPGPParameter.resetAfterAdminVerification,
+            p2: PasswordReference.pw1Signing.rawValue)
+        try sendPIN(command, newPIN)
     }
 
     /// Sets (or with an empty code, deletes) the Resetting Code that unblocks PW1.
@@ -205,11 +183,8 @@ public struct OpenPGPSession {
             throw .invalidArgument("a Resetting Code must have at most \(Self.maxPINLength) bytes")
         }
         let tag = DataObject.resettingCode
-        let header = [Self.interindustryClass, OpenPGPInstruction.putData, UInt8(tag >> 8), UInt8(tag & 0xFF)]
-        let response = try exchangeSensitive(header: header, dataCount: code.count, le: nil) { apdu in
-            code.withUnsafeBytes { apdu.append(contentsOf: $0) }
-        }
-        try check(response.statusWord)
+        let command = CommandAPDU(ins: OpenPGPInstruction.putData, p1: UInt8(tag >> 8), p2: UInt8(tag & 0xFF))
+        try sendPIN(command, code)
     }
 
     /// CLA `00`: interindustry class, no secure messaging, not chained.
@@ -242,7 +217,6 @@ public struct OpenPGPSession {
             ins: OpenPGPInstruction.generateAsymmetricKeyPair, p1: p1, p2: 0x00,
             data: [key.controlReferenceTemplate, 0x00], le: CommandAPDU.extendedMaxLe)
         let response = try send(command)
-        try check(response)
         do {
             return try CardPublicKey(parsing: response.data)
         } catch {
@@ -259,7 +233,7 @@ public struct OpenPGPSession {
         let command = CommandAPDU(
             ins: OpenPGPInstruction.putData, p1: UInt8(tag >> 8), p2: UInt8(tag & 0xFF),
             data: attributes.encoded)
-        try check(send(command))
+        _ = try send(command)
     }
 
     // MARK: Decipher
@@ -282,35 +256,12 @@ public struct OpenPGPSession {
                 TLV(tag: DataObject.publicKey, children: [TLV(tag: DataObject.eccPoint, value: ephemeralPublicKey)])
             ]
         ).encoded
-        let header = [
-            Self.interindustryClass, OpenPGPInstruction.performSecurityOperation,
-            OpenPGPParameter.decipher.p1, OpenPGPParameter.decipher.p2,
-        ]
-        var response = try exchangeSensitive(
-            header: header, dataCount: cipher.count, le: 256,
-            describeData: true
-        ) { apdu in
-            apdu.append(contentsOf: cipher)
+        let answer = try decipherExchange(cipher)
+        let offset = answer.count == 33 && answer.withUnsafeBytes({ $0[0] }) == 0x40 ? 1 : 0
+        guard answer.count - offset == X25519.keyLength else {
+            throw .malformed(APDUError(.invalidLength, "shared secret of \(answer.count) bytes, expected 32"))
         }
-        guard response.statusWord.isSuccess else {
-            secureZero(&response.data)
-            try check(response.statusWord)
-            throw .unexpected(response.statusWord)
-        }
-        let offset = response.data.count == 33 && response.data[0] == 0x40 ? 1 : 0
-        guard response.data.count - offset == X25519.keyLength else {
-            let count = response.data.count
-            secureZero(&response.data)
-            throw .malformed(APDUError(.invalidLength, "shared secret of \(count) bytes, expected 32"))
-        }
-        let secret = SecretBytes(count: X25519.keyLength)
-        secret.withUnsafeMutableBytes { out in
-            response.data.withUnsafeBytes { answer in
-                out.copyMemory(from: UnsafeRawBufferPointer(rebasing: answer[offset..<(offset + X25519.keyLength)]))
-            }
-        }
-        secureZero(&response.data)
-        return secret
+        return answer.extracting(offset..<(offset + X25519.keyLength))
     }
 
     /// Computes the ECDH shared secret of the card's NIST or brainpool decryption key and `point`.
@@ -329,24 +280,16 @@ public struct OpenPGPSession {
             tag: DataObject.cipher,
             children: [TLV(tag: DataObject.publicKey, children: [TLV(tag: DataObject.eccPoint, value: point)])]
         ).encoded
-        var response = try decipherExchange(cipher, describeData: true)
+        let answer = try decipherExchange(cipher)
         let offset: Int
-        switch response.count {
+        switch answer.count {
         case coordinate: offset = 0
-        case point.count where response.first == 0x04: offset = 1
+        case point.count where answer.withUnsafeBytes({ $0[0] }) == 0x04: offset = 1
         default:
-            let count = response.count
-            secureZero(&response)
-            throw .malformed(APDUError(.invalidLength, "shared secret of \(count) bytes, expected \(coordinate)"))
+            throw .malformed(
+                APDUError(.invalidLength, "shared secret of \(answer.count) bytes, expected \(coordinate)"))
         }
-        let secret = SecretBytes(count: coordinate)
-        secret.withUnsafeMutableBytes { out in
-            response.withUnsafeBytes { answer in
-                out.copyMemory(from: UnsafeRawBufferPointer(rebasing: answer[offset..<(offset + coordinate)]))
-            }
-        }
-        secureZero(&response)
-        return secret
+        return answer.extracting(offset..<(offset + coordinate))
     }
 
     /// Decrypts an RSA PKCS#1 v1.5 cryptogram with the card's RSA decryption key.
@@ -361,188 +304,55 @@ public struct OpenPGPSession {
         guard !cryptogram.isEmpty, cryptogram.count <= 1024 else {
             throw .invalidArgument("an RSA cryptogram of \(cryptogram.count) bytes")
         }
-        var response = try decipherExchange([0x00] + cryptogram, describeData: true)
-        guard !response.isEmpty else {
+        let answer = try decipherExchange([0x00] + cryptogram)
+        guard answer.count > 0 else {
             throw .malformed(APDUError(.invalidLength, "empty answer to an RSA decipher"))
         }
-        // Copied into guarded memory; the array is wiped.
-        return SecretBytes(consuming: &response)
+        return answer
     }
 
-    /// Sends PSO:DECIPHER with public `data` of any length and returns the secret answer's data (the caller
-    /// wipes it): short, extended when the card takes it, or chained.
-    private func decipherExchange(_ data: [UInt8], describeData: Bool) throws(OpenPGPError) -> [UInt8] {
-        let header = [
-            Self.interindustryClass, OpenPGPInstruction.performSecurityOperation,
-            OpenPGPParameter.decipher.p1, OpenPGPParameter.decipher.p2,
-        ]
-        let capabilities = connection.lengthCapabilities
-        var remaining = data[...]
-        var extended = false
-        if data.count > CommandAPDU.shortMaxData {
-            if capabilities.extendedLength && data.count <= capabilities.maxCommandData {
-                extended = true
-            } else {
-                guard capabilities.commandChaining else {
-                    throw .invalidArgument("the card takes neither extended APDUs nor chaining for \(data.count) bytes")
-                }
-                let chunk = CommandAPDU.shortMaxData - 1
-                while remaining.count > chunk {
-                    var part = CommandAPDU(
-                        ins: header[1], p1: header[2], p2: header[3], data: Array(remaining.prefix(chunk)))
-                    part.cla |= CommandAPDU.chainingBit
-                    let answer = try send(part)
-                    guard answer.statusWord.isSuccess else {
-                        try check(answer)
-                        throw .unexpected(answer.statusWord)
-                    }
-                    remaining = remaining.dropFirst(chunk)
-                }
-            }
+    /// Sends PSO:DECIPHER with public `data` of any length and returns the secret answer in guarded memory:
+    /// short, extended when the card takes it, or chained in parts of 254 bytes.
+    private func decipherExchange(_ data: [UInt8]) throws(OpenPGPError) -> SecretBytes {
+        let command = CommandAPDU(
+            ins: OpenPGPInstruction.performSecurityOperation, p1: OpenPGPParameter.decipher.p1,
+            p2: OpenPGPParameter.decipher.p2, data: data, le: CommandAPDU.extendedMaxLe)
+        do {
+            return try transport.sendSensitive(
+                command, secret: SecretBytes(count: 0), answer: .secret(max: 1024),
+                longCommand: .extendedOrChained(partSize: CommandAPDU.shortMaxData - 1))
+        } catch {
+            throw OpenPGPError(error)
         }
-        let last = Array(remaining)
-        var response = try exchangeSensitive(
-            header: header, dataCount: last.count, le: extended ? CommandAPDU.extendedMaxLe : 256,
-            describeData: describeData, extended: extended
-        ) { apdu in
-            apdu.append(contentsOf: last)
-        }
-        guard response.statusWord.isSuccess else {
-            secureZero(&response.data)
-            try check(response.statusWord)
-            throw .unexpected(response.statusWord)
-        }
-        return response.data
     }
 
     // MARK: Plumbing
 
-    /// Sends a command through `send(_:)` (chaining, GET RESPONSE, `6Cxx`) with tracing.
+    /// Sends a command through the transport; any status but `90 00` throws.
     private func send(_ command: CommandAPDU) throws(OpenPGPError) -> ResponseAPDU {
-        trace?("> \(command)")
-        let response: ResponseAPDU
-        do {
-            response = try connection.send(command)
-        } catch let error as APDUError {
-            throw .malformed(error)
-        } catch {
-            throw .transport(error)
-        }
-        trace?("< \(response)")
-        try Self.refuseMisplacedPINStatus(response.statusWord, answering: command.ins)
-        return response
+        do { return try transport.send(command) } catch { throw OpenPGPError(error) }
     }
 
-    /// A wrong-PIN status (`63 Cx`) to a command that sent no PIN is a malformed answer, never a PIN outcome: it
-    /// would report tries and a wrong PIN where no PIN was tried.
-    static func refuseMisplacedPINStatus(_ statusWord: StatusWord, answering instruction: UInt8) throws(OpenPGPError) {
-        guard statusWord.isMisplacedPINStatus(answering: instruction) else { return }
-        throw .malformed(
-            APDUError(
-                .unexpectedStatus,
-                "\(OpenPGPInstruction.name(of: instruction)) answered \(statusWord), a wrong-PIN status, "
-                    + "though no PIN was sent"))
+    /// Sends a command and returns its answer whatever its status (the query forms).
+    private func exchange(_ command: CommandAPDU) throws(OpenPGPError) -> ResponseAPDU {
+        do { return try transport.exchange(command) } catch { throw OpenPGPError(error) }
     }
 
-    /// Sends a short APDU whose data or answer is secret, keeping every copy under control.
+    /// Sends a command whose data is `secret` (one PIN or two), traced as its header only, every copy wiped.
     ///
-    /// Builds the APDU in one buffer (`fill` appends the data), sends it with the connection's raw
-    /// `transmit`, fetches `61 xx` remainders and repeats once for `6C xx`, then wipes the command buffer
-    /// and every raw answer. The returned data is the caller's to wipe. `send(_:)` is not used because its
-    /// intermediate copies cannot be wiped.
-    private func exchangeSensitive(
-        header: [UInt8], dataCount: Int, le: Int?, describeData: Bool = false, extended: Bool = false,
-        fill: (inout [UInt8]) -> Void
-    ) throws(OpenPGPError)
-        -> (data: [UInt8], statusWord: StatusWord)
-    {
-        guard dataCount <= (extended ? CommandAPDU.extendedMaxData : CommandAPDU.shortMaxData) else {
-            throw .invalidArgument("command data of \(dataCount) bytes does not fit the APDU")
-        }
-        var apdu: [UInt8] = []
-        apdu.reserveCapacity(header.count + 7 + dataCount)
-        apdu.append(contentsOf: header)
-        if extended {
-            // ISO/IEC 7816-4, §5.1: 00, a 2-byte Lc, the data, a 2-byte Le (0000 for 65536).
-            apdu += [0x00, UInt8(dataCount >> 8), UInt8(dataCount & 0xFF)]
-        } else if dataCount > 0 {
-            apdu.append(UInt8(dataCount))
-        }
-        fill(&apdu)
-        if let le {
-            if extended {
-                apdu += le >= 65536 ? [0x00, 0x00] : [UInt8(le >> 8), UInt8(le & 0xFF)]
-            } else {
-                apdu.append(le >= 256 ? 0 : UInt8(le))
-            }
-        }
-        defer { secureZero(&apdu) }
-        if describeData {
-            trace?("> \(Hex.encode(apdu, separator: " "))")
-        } else {
-            trace?("> \(Hex.encode(header, separator: " "))\(dataCount > 0 ? " [sensitive]" : "")")
-        }
-
-        var raw = try transmitRaw(apdu)
-        var statusWord = try Self.statusWord(of: &raw)
-        if let corrected = statusWord.correctLength, le != nil, !extended {
-            secureZero(&raw)
-            apdu[apdu.count - 1] = corrected >= 256 ? 0 : UInt8(corrected)
-            raw = try transmitRaw(apdu)
-            statusWord = try Self.statusWord(of: &raw)
-        }
-        var data: [UInt8] = []
-        data.reserveCapacity(1024)  // so that appending does not leave copies in freed memory
-        data.append(contentsOf: raw.dropLast(2))
-        secureZero(&raw)
-        var rounds = 0
-        while let remaining = statusWord.bytesRemaining {
-            rounds += 1
-            guard rounds <= 4, data.count <= 1024 - 256 else {
-                secureZero(&data)
-                throw .malformed(APDUError(.responseTooLong, "card keeps announcing more data"))
-            }
-            var more = try transmitRaw([
-                header[0], OpenPGPInstruction.getResponse, 0x00, 0x00,
-                remaining == 0 ? 0 : UInt8(remaining),
-            ])
-            statusWord = try Self.statusWord(of: &more)
-            data.append(contentsOf: more.dropLast(2))
-            secureZero(&more)
-        }
-        trace?("< \(data.isEmpty ? "" : "\(data.count) bytes [sensitive], ")\(statusWord)")
+    /// A `69 82` answer is a wrong PIN when `wrongPINCounter` reads its counter (`C4`): cards such as the YubiKey
+    /// and Gnuk answer a wrong PIN so, without a counter.
+    private func sendPIN(
+        _ command: CommandAPDU, _ secret: borrowing SecretBytes,
+        wrongPINCounter: () throws(OpenPGPError) -> Int? = { nil }
+    ) throws(OpenPGPError) {
         do {
-            try Self.refuseMisplacedPINStatus(statusWord, answering: header[1])
+            _ = try transport.sendSensitive(command, secret: secret)
+        } catch .refused(.securityStatusNotSatisfied, _) {
+            guard let left = try wrongPINCounter() else { throw .securityStatusNotSatisfied }
+            throw left == 0 ? .blocked : .wrongPIN(retriesLeft: left)
         } catch {
-            secureZero(&data)
-            throw error
+            throw OpenPGPError(error)
         }
-        return (data, statusWord)
-    }
-
-    private func transmitRaw(_ apdu: [UInt8]) throws(OpenPGPError) -> [UInt8] {
-        do {
-            return try connection.transmit(apdu)
-        } catch {
-            throw .transport(error)
-        }
-    }
-
-    /// The status word at the end of a raw answer; wipes the answer and throws when there is none.
-    private static func statusWord(of raw: inout [UInt8]) throws(OpenPGPError) -> StatusWord {
-        guard raw.count >= 2 else {
-            let count = raw.count
-            secureZero(&raw)
-            throw .malformed(APDUError(.invalidStructure, "answer of \(count) bytes has no status word"))
-        }
-        return StatusWord(sw1: raw[raw.count - 2], sw2: raw[raw.count - 1])
-    }
-
-    private func check(_ response: ResponseAPDU) throws(OpenPGPError) {
-        try check(response.statusWord)
-    }
-
-    private func check(_ statusWord: StatusWord) throws(OpenPGPError) {
-        if let error = OpenPGPError(statusWord: statusWord) { throw error }
     }
 }

@@ -29,10 +29,8 @@ public final class PIVCard {
     public private(set) var yubiKeySerial: UInt32?
     /// The PIN's state when the card was opened: verified, or its tries left.
     public private(set) var pinStatus: PIVPINStatus
-    /// The connection's reset count when the application was last selected.
-    private var selectedAtResets: Int
-    /// Whether `close()` ended the session: no command goes out after it.
-    private var isClosed = false
+    /// When the application was last selected, and whether the card was closed.
+    private let application: SelectedApplication
 
     private init(
         connection: any CardConnection, session: PIVSession, applicationTemplate: [UInt8], pinStatus: PIVPINStatus
@@ -41,7 +39,7 @@ public final class PIVCard {
         self.session = session
         self.applicationTemplate = applicationTemplate
         self.pinStatus = pinStatus
-        selectedAtResets = connection.resets
+        application = SelectedApplication(selectedOn: connection)
     }
 
     /// Opens the PIV application on `connection`: SELECT, CHUID, YubiKey version and serial, PIN tries, in one
@@ -53,7 +51,8 @@ public final class PIVCard {
         -> PIVCard
     {
         let session = PIVSession(connection: connection, trace: trace)
-        return try exclusive(connection) { () throws(PIVError) -> PIVCard in
+        return try SelectedApplication.exclusive(connection, wrap: PIVError.transport) {
+            () throws(PIVError) -> PIVCard in
             let template = try session.select()
             let card = PIVCard(
                 connection: connection, session: session, applicationTemplate: template, pinStatus: .retriesLeft(0))
@@ -141,35 +140,15 @@ public final class PIVCard {
     ///
     /// - Throws: what `body` throws; `.transport` when the transaction itself fails (the card went away).
     public func transaction<R: ~Copyable>(_ body: (PIVSession) throws(PIVError) -> R) throws(PIVError) -> R {
-        guard !isClosed else { throw .transport(PIVCardClosed()) }
         let session = self.session
-        return try Self.exclusive(connection) { () throws(PIVError) -> R in
-            if connection.resets != selectedAtResets {
-                applicationTemplate = try session.select()
-                selectedAtResets = connection.resets
-            }
-            return try body(session)
-        }
-    }
-
-    /// `connection.exclusive` with the errors typed: the body's `PIVError`s as they are, the transport's wrapped.
-    private static func exclusive<R: ~Copyable>(
-        _ connection: any CardConnection, _ body: () throws(PIVError) -> R
-    ) throws(PIVError) -> R {
-        do {
-            return try connection.exclusive { () throws -> R in try body() }
-        } catch let error as PIVError {
-            throw error
-        } catch {
-            throw .transport(error)
-        }
+        func select() throws(PIVError) { applicationTemplate = try session.select() }
+        return try application.transaction(
+            select: select, closed: .transport(PIVCardClosed()), wrap: PIVError.transport
+        ) { () throws(PIVError) -> R in try body(session) }
     }
 
     /// Ends the session: the connection closes, dropping any PIN still verified.
-    public func close() {
-        isClosed = true
-        connection.close()
-    }
+    public func close() { application.close() }
 }
 
 /// A transaction on a `PIVCard` that was closed: the connection is gone, and with it the selection.

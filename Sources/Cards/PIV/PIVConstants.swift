@@ -24,25 +24,12 @@ enum PIVCommand {
     static let getMetadata: UInt8 = 0xF7
     static let setManagementKey: UInt8 = 0xFF
 
-    /// The command as messages name it: `GENERAL AUTHENTICATE`, `GET VERSION`.
-    static func name(of instruction: UInt8) -> String {
-        switch instruction {
-        case select: "SELECT"
-        case getData: "GET DATA"
-        case putData: "PUT DATA"
-        case generateKeyPair: "GENERATE ASYMMETRIC KEY PAIR"
-        case verify: "VERIFY"
-        case changeReferenceData: "CHANGE REFERENCE DATA"
-        case resetRetryCounter: "RESET RETRY COUNTER"
-        case generalAuthenticate: "GENERAL AUTHENTICATE"
-        case getResponse: "GET RESPONSE"
-        case getVersion: "GET VERSION"
-        case getSerial: "GET SERIAL"
-        case getMetadata: "GET METADATA"
-        case setManagementKey: "SET MANAGEMENT KEY"
-        default: "instruction " + Hex.encode([instruction])
-        }
-    }
+    /// How messages name the commands: the interindustry ones and the YubiKey's `GET VERSION`, `GET SERIAL`,
+    /// `GET METADATA`, `SET MANAGEMENT KEY`.
+    static let names = InstructionNames.iso.adding([
+        getVersion: "GET VERSION", getSerial: "GET SERIAL", getMetadata: "GET METADATA",
+        setManagementKey: "SET MANAGEMENT KEY",
+    ])
 }
 
 /// A key slot (key reference) of the PIV application.

@@ -42,23 +42,32 @@ public enum PIVError: Error, Sendable, CustomStringConvertible {
     /// The error for a status word, or nil for `90 00`; `6A 82` is `objectNotFound` (SELECT makes it
     /// `applicationNotFound`).
     public init?(statusWord: StatusWord) {
-        if statusWord.isSuccess { return nil }
-        if let retries = statusWord.retriesLeft {
-            self = .wrongPIN(retriesLeft: retries)
-            return
-        }
-        switch statusWord {
-        case .authenticationMethodBlocked: self = .blocked
-        case .securityStatusNotSatisfied: self = .securityStatusNotSatisfied
-        case .fileNotFound: self = .objectNotFound
-        case .referencedDataNotFound: self = .referencedDataNotFound
-        case .incorrectData: self = .incorrectData
-        case .wrongP1P2, .incorrectP1P2: self = .invalidSlot
-        case .conditionsOfUseNotSatisfied: self = .conditionsNotSatisfied
-        case .instructionNotSupported, .classNotSupported, .logicalChannelNotSupported,
-            .secureMessagingNotSupported, .commandChainingNotSupported:
-            self = .unsupported(statusWord)
-        default: self = .unexpected(statusWord)
+        guard !statusWord.isSuccess else { return nil }
+        self.init(.refused(CardStatus(statusWord), command: ""))
+    }
+
+    /// What a failed command means to the PIV application: `6A 82` is a data object the card does not hold, wrong
+    /// parameters a slot it does not have (SP 800-73-4, part 2, §5.6).
+    public init(_ error: CardCommandError) {
+        switch error {
+        case .refused(let status, _):
+            switch status {
+            case .wrongPIN(let retries): self = .wrongPIN(retriesLeft: retries)
+            case .blocked: self = .blocked
+            case .securityStatusNotSatisfied: self = .securityStatusNotSatisfied
+            case .notFound: self = .objectNotFound
+            case .referencedDataNotFound: self = .referencedDataNotFound
+            case .incorrectData: self = .incorrectData
+            case .wrongParameters: self = .invalidSlot
+            case .conditionsNotSatisfied: self = .conditionsNotSatisfied
+            // 6A 81 is no unsupported command to PIV: SP 800-73-4 does not use it.
+            case .unsupported(let sw): self = sw.rawValue == 0x6A81 ? .unexpected(sw) : .unsupported(sw)
+            case .unexpected(let sw): self = .unexpected(sw)
+            case .success: self = .unexpected(.success)
+            }
+        case .malformed(let error): self = .malformed(error)
+        case .transport(let error): self = .transport(error)
+        case .invalidArgument(let detail): self = .invalidArgument(detail)
         }
     }
 

@@ -21,19 +21,24 @@ public enum PIVPINStatus: Sendable, Equatable {
 /// Like `OpenPGPSession` it keeps no state: the card holds the selection and the verified PIN. Calls block
 /// on the connection.
 public struct PIVSession {
+    /// The ISO 7816 layer every command goes through.
+    var transport: ISO7816Transport
+
     /// The channel to the card.
-    public let connection: any CardConnection
+    public var connection: any CardConnection { transport.connection }
     /// Receives one line per command and per answer; PIN commands show only their header and secret answers
     /// only their length.
-    public var trace: ((String) -> Void)?
+    public var trace: ((String) -> Void)? {
+        get { transport.trace }
+        set { transport.trace = newValue }
+    }
 
     /// The longest PIN or PUK a PIV card takes: 8 bytes, padded with `FF`.
     public static let maxPINLength = 8
 
     /// Creates a session; nothing is sent until `select()`.
     public init(connection: any CardConnection, trace: ((String) -> Void)? = nil) {
-        self.connection = connection
-        self.trace = trace
+        transport = ISO7816Transport(connection: connection, names: PIVCommand.names, trace: trace)
     }
 
     // MARK: Selection and data objects
@@ -44,11 +49,14 @@ public struct PIVSession {
     /// Throws `.applicationNotFound` when the card has none.
     @discardableResult
     public func select() throws(PIVError) -> [UInt8] {
-        let response = try send(
-            CommandAPDU(ins: PIVCommand.select, p1: 0x04, p2: 0x00, data: PIVApplicationID.selectAID, le: 256))
-        if response.statusWord == .fileNotFound { throw .applicationNotFound }
-        try check(response.statusWord)
-        return response.data
+        let command = CommandAPDU(ins: PIVCommand.select, p1: 0x04, p2: 0x00, data: PIVApplicationID.selectAID, le: 256)
+        do {
+            return try transport.send(command).data
+        } catch .refused(.notFound, _) {
+            throw .applicationNotFound
+        } catch {
+            throw PIVError(error)
+        }
     }
 
     /// The value of a data object: the content of its `53` template (the discovery object `7E` whole).
@@ -60,7 +68,6 @@ public struct PIVSession {
             ins: PIVCommand.getData, p1: 0x3F, p2: 0xFF,
             data: TLV(tag: 0x5C, value: Self.objectIDBytes(id)).encoded, le: 256)
         let response = try send(command)
-        try check(response.statusWord)
         do throws(APDUError) {
             let object = try TLV.parseOne(response.data)
             let expected: UInt32 = id == PIVObjectID.discovery ? 0x7E : 0x53
@@ -135,12 +142,15 @@ public struct PIVSession {
     /// SP 800-73-4, part 2, §3.2.1: VERIFY `00 20 00 80` with no data answers `90 00` (verified) or `63 Cx`;
     /// `69 83` is 0 tries.
     public func pinStatus() throws(PIVError) -> PIVPINStatus {
-        let response = try send(CommandAPDU(ins: PIVCommand.verify, p1: 0x00, p2: 0x80))
-        if response.statusWord.isSuccess { return .verified }
-        if let retries = response.statusWord.retriesLeft { return .retriesLeft(retries) }
-        if response.statusWord == .authenticationMethodBlocked { return .retriesLeft(0) }
-        try check(response.statusWord)
-        throw .unexpected(response.statusWord)
+        let command = CommandAPDU(ins: PIVCommand.verify, p1: 0x00, p2: 0x80)
+        let response: ResponseAPDU
+        do { response = try transport.exchange(command) } catch { throw PIVError(error) }
+        switch CardStatus(response.statusWord) {
+        case .success: return .verified
+        case .wrongPIN(let retries): return .retriesLeft(retries)
+        case .blocked: return .retriesLeft(0)
+        case let status: throw PIVError(.refused(status, command: "VERIFY"))
+        }
     }
 
     /// Verifies the PIV PIN (reference `80`).
@@ -150,7 +160,7 @@ public struct PIVSession {
     ///   sent, no try is spent), `.wrongPIN(retriesLeft:)`, `.blocked`.
     public func verify(pin: borrowing SecretBytes) throws(PIVError) {
         try Self.checkPIN(pin, "PIN")
-        try exchangePINs(PIVCommand.verify, p2: 0x80) { apdu in Self.appendPadded(pin, to: &apdu) }
+        try sendPIN(PIVCommand.verify, p2: 0x80, Self.padded(pin))
     }
 
     /// Changes the PIN (`80`) or, with `puk: true`, the PUK (`81`), given the current one.
@@ -163,10 +173,9 @@ public struct PIVSession {
         let name = puk ? "PUK" : "PIN"
         try Self.checkPIN(current, name)
         try Self.checkPIN(new, "new \(name)")
-        try exchangePINs(PIVCommand.changeReferenceData, p2: puk ? 0x81 : 0x80) { apdu in
-            Self.appendPadded(current, to: &apdu)
-            Self.appendPadded(new, to: &apdu)
-        }
+        try sendPIN(
+            PIVCommand.changeReferenceData, p2: puk ? 0x81 : 0x80,
+            .concatenating(Self.padded(current), Self.padded(new)))
     }
 
     /// Unblocks the PIN with the PUK and sets a new PIN.
@@ -176,10 +185,7 @@ public struct PIVSession {
     public func unblockPIN(puk: borrowing SecretBytes, newPIN: borrowing SecretBytes) throws(PIVError) {
         try Self.checkPIN(puk, "PUK")
         try Self.checkPIN(newPIN, "new PIN")
-        try exchangePINs(PIVCommand.resetRetryCounter, p2: 0x80) { apdu in
-            Self.appendPadded(puk, to: &apdu)
-            Self.appendPadded(newPIN, to: &apdu)
-        }
+        try sendPIN(PIVCommand.resetRetryCounter, p2: 0x80, .concatenating(Self.padded(puk), Self.padded(newPIN)))
     }
 
     private static func checkPIN(_ pin: borrowing SecretBytes, _ name: String) throws(PIVError) {
@@ -191,23 +197,21 @@ public struct PIVSession {
         }
     }
 
-    private static func appendPadded(_ pin: borrowing SecretBytes, to apdu: inout [UInt8]) {
-        pin.withUnsafeBytes { apdu.append(contentsOf: $0) }
-        apdu.append(contentsOf: [UInt8](repeating: 0xFF, count: maxPINLength - pin.count))
+    /// A PIN or PUK padded with `FF` to 8 bytes, in guarded memory.
+    private static func padded(_ pin: borrowing SecretBytes) -> SecretBytes {
+        SecretBytes(count: maxPINLength) { out in
+            out.initializeMemory(as: UInt8.self, repeating: 0xFF)
+            pin.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[..<pin.count]).copyMemory(from: $0) }
+        }
     }
 
-    /// Sends a PIN command whose buffer is wiped after sending; traces show its header only.
-    private func exchangePINs(_ ins: UInt8, p2: UInt8, fill: (inout [UInt8]) -> Void) throws(PIVError) {
-        var apdu: [UInt8] = []
-        apdu.reserveCapacity(5 + 16)
-        apdu += [0x00, ins, 0x00, p2, 0x00]
-        fill(&apdu)
-        apdu[4] = UInt8(apdu.count - 5)
-        defer { secureZero(&apdu) }
-        trace?("> \(Hex.encode(Array(apdu.prefix(4)), separator: " ")) [sensitive]")
-        let response = try parse(transmitRaw(apdu))
-        trace?("< \(response)")
-        try check(response.statusWord)
+    /// Sends a PIN command (`00 ins 00 p2` with `secret`); traces show its header only, every copy is wiped.
+    private func sendPIN(_ ins: UInt8, p2: UInt8, _ secret: borrowing SecretBytes) throws(PIVError) {
+        do {
+            _ = try transport.sendSensitive(CommandAPDU(ins: ins, p1: 0x00, p2: p2), secret: secret)
+        } catch {
+            throw PIVError(error)
+        }
     }
 
     // MARK: Keys
@@ -289,54 +293,27 @@ public struct PIVSession {
     }
 
     /// GENERAL AUTHENTICATE with a template, chained in parts of 255 bytes; returns the value of `82` in the
-    /// answer `7C { 82 … }` in guarded memory, wiping every buffer that held it.
+    /// answer `7C { 82 … }` in guarded memory, every buffer that held it wiped.
     private func generalAuthenticate(algorithm: PIVAlgorithm, slot: PIVSlot, template: [UInt8]) throws(PIVError)
         -> SecretBytes
     {
-        let header: [UInt8] = [PIVCommand.generalAuthenticate, algorithm.rawValue, slot.rawValue]
-        var offset = 0
-        // The leading parts carry public data (a point, a cryptogram) and answer nothing: sent as any command.
-        while template.count - offset > CommandAPDU.shortMaxData {
-            let part = CommandAPDU(
-                cla: CommandAPDU.chainingBit, ins: PIVCommand.generalAuthenticate, p1: algorithm.rawValue,
-                p2: slot.rawValue, data: Array(template[offset..<(offset + CommandAPDU.shortMaxData)]))
-            try check(send(part).statusWord)
-            offset += CommandAPDU.shortMaxData
+        let command = CommandAPDU(
+            ins: PIVCommand.generalAuthenticate, p1: algorithm.rawValue, p2: slot.rawValue, data: template, le: 256)
+        let answer: SecretBytes
+        do {
+            // The leading parts carry public data (a point, a cryptogram); the last part's answer is the secret.
+            answer = try transport.sendSensitive(command, secret: SecretBytes(count: 0), answer: .secret(max: 2048))
+        } catch {
+            throw PIVError(error)
         }
-        // The last part's answer is the secret: raw bytes, every copy wiped.
-        let last = [0x00] + header + [UInt8(template.count - offset)] + template[offset...] + [0x00]
-        trace?("> \(Hex.encode(last, separator: " "))")
-        var raw = try transmitRaw(last)
-        var statusWord = try Self.statusWord(of: &raw)
-        var data: [UInt8] = []
-        data.reserveCapacity(2048)  // so that appending does not leave copies in freed memory
-        data.append(contentsOf: raw.dropLast(2))
-        secureZero(&raw)
-        defer { secureZero(&data) }
-        var rounds = 0
-        while let remaining = statusWord.bytesRemaining {
-            rounds += 1
-            guard rounds <= 7, data.count <= 2048 - 256 else {
-                throw .malformed(APDUError(.responseTooLong, "card keeps announcing more data"))
-            }
-            var more = try transmitRaw([0x00, PIVCommand.getResponse, 0x00, 0x00, UInt8(truncatingIfNeeded: remaining)])
-            statusWord = try Self.statusWord(of: &more)
-            data.append(contentsOf: more.dropLast(2))
-            secureZero(&more)
-        }
-        trace?("< \(data.isEmpty ? "" : "\(data.count) bytes [sensitive], ")\(statusWord)")
-        try Self.refuseMisplacedPINStatus(statusWord, answering: PIVCommand.generalAuthenticate)
-        try check(statusWord)
-        guard let range = Self.responseValue(in: data) else {
+        guard let range = answer.withUnsafeBytes({ Self.responseValue(in: $0) }) else {
             throw .malformed(APDUError(.invalidStructure, "GENERAL AUTHENTICATE answered no 7C { 82 } template"))
         }
-        return SecretBytes(count: range.count) { out in
-            data.withUnsafeBytes { out.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[range])) }
-        }
+        return answer.extracting(range)
     }
 
     /// Where the value of `82` lies in `7C L { 82 L V }`, read without copying it; nil for anything else.
-    static func responseValue(in data: [UInt8]) -> Range<Int>? {
+    static func responseValue(in data: UnsafeRawBufferPointer) -> Range<Int>? {
         func length(at index: inout Int) -> Int? {
             guard index < data.count else { return nil }
             let first = data[index]
@@ -366,7 +343,6 @@ public struct PIVSession {
     /// The firmware version (major, minor, patch): YubiKey GET VERSION `00 FD 00 00`.
     public func version() throws(PIVError) -> [UInt8] {
         let response = try send(CommandAPDU(ins: PIVCommand.getVersion, p1: 0, p2: 0, le: 256))
-        try check(response.statusWord)
         guard response.data.count == 3 else {
             throw .malformed(APDUError(.invalidLength, "a version of \(response.data.count) bytes"))
         }
@@ -376,7 +352,6 @@ public struct PIVSession {
     /// The YubiKey serial number: GET SERIAL `00 F8 00 00` (firmware 5+).
     public func serial() throws(PIVError) -> UInt32 {
         let response = try send(CommandAPDU(ins: PIVCommand.getSerial, p1: 0, p2: 0, le: 256))
-        try check(response.statusWord)
         guard response.data.count == 4 else {
             throw .malformed(APDUError(.invalidLength, "a serial of \(response.data.count) bytes"))
         }
@@ -392,16 +367,13 @@ public struct PIVSession {
 
     /// A slot's metadata as the card answers it, unparsed (for keys `PIVSlotMetadata` does not read).
     public func rawMetadata(for slot: PIVSlot) throws(PIVError) -> [UInt8] {
-        let response = try send(CommandAPDU(ins: PIVCommand.getMetadata, p1: 0x00, p2: slot.rawValue, le: 256))
-        try check(response.statusWord)
-        return response.data
+        try send(CommandAPDU(ins: PIVCommand.getMetadata, p1: 0x00, p2: slot.rawValue, le: 256)).data
     }
 
     /// The PIN's (`80`) or PUK's (`81`) tries, total and left, from YubiKey metadata (firmware 5.3+); the only
     /// way to learn the PUK's without spending one. Throws `.unsupported` on other cards.
     public func retries(puk: Bool) throws(PIVError) -> (total: Int, left: Int) {
         let response = try send(CommandAPDU(ins: PIVCommand.getMetadata, p1: 0x00, p2: puk ? 0x81 : 0x80, le: 256))
-        try check(response.statusWord)
         do throws(APDUError) {
             guard let tries = try TLV.parseAll(response.data).first(where: { $0.tag == 0x06 })?.value, tries.count == 2
             else { throw APDUError(.invalidStructure, "PIN metadata without its tries (06)") }
@@ -420,60 +392,8 @@ public struct PIVSession {
             : id > 0xFF ? [UInt8(id >> 8), UInt8(id & 0xFF)] : [UInt8(id)]
     }
 
-    func sendCommand(_ command: CommandAPDU) throws(PIVError) -> ResponseAPDU { try send(command) }
-
-    func checkStatus(_ statusWord: StatusWord) throws(PIVError) { try check(statusWord) }
-
-    private func send(_ command: CommandAPDU) throws(PIVError) -> ResponseAPDU {
-        trace?("> \(command)")
-        let response: ResponseAPDU
-        do {
-            response = try connection.send(command)
-        } catch let error as APDUError {
-            throw .malformed(error)
-        } catch {
-            throw .transport(error)
-        }
-        trace?("< \(response)")
-        try Self.refuseMisplacedPINStatus(response.statusWord, answering: command.ins)
-        return response
-    }
-
-    /// A wrong-PIN status (`63 Cx`) to a command that sent no PIN is a malformed answer, never a PIN outcome: it
-    /// would report tries and a wrong PIN where no PIN was tried.
-    static func refuseMisplacedPINStatus(_ statusWord: StatusWord, answering instruction: UInt8) throws(PIVError) {
-        guard statusWord.isMisplacedPINStatus(answering: instruction) else { return }
-        throw .malformed(
-            APDUError(
-                .unexpectedStatus,
-                "\(PIVCommand.name(of: instruction)) answered \(statusWord), a wrong-PIN status, though no PIN was sent"
-            ))
-    }
-
-    private func transmitRaw(_ apdu: [UInt8]) throws(PIVError) -> [UInt8] {
-        do {
-            return try connection.transmit(apdu)
-        } catch {
-            throw .transport(error)
-        }
-    }
-
-    /// A raw answer without secret data (a PIN command's) as a response.
-    private func parse(_ raw: [UInt8]) throws(PIVError) -> ResponseAPDU {
-        do { return try ResponseAPDU(parsing: raw) } catch { throw .malformed(error) }
-    }
-
-    /// The status word at the end of a raw answer holding a secret; wipes the answer and throws when there is none.
-    private static func statusWord(of raw: inout [UInt8]) throws(PIVError) -> StatusWord {
-        guard raw.count >= 2 else {
-            let count = raw.count
-            secureZero(&raw)
-            throw .malformed(APDUError(.invalidStructure, "answer of \(count) bytes has no status word"))
-        }
-        return StatusWord(sw1: raw[raw.count - 2], sw2: raw[raw.count - 1])
-    }
-
-    private func check(_ statusWord: StatusWord) throws(PIVError) {
-        if let error = PIVError(statusWord: statusWord) { throw error }
+    /// Sends a command through the transport; any status but `90 00` throws.
+    func send(_ command: CommandAPDU) throws(PIVError) -> ResponseAPDU {
+        do { return try transport.send(command) } catch { throw PIVError(error) }
     }
 }

@@ -1,0 +1,125 @@
+/// What a card's status word means, in the context of the command it answers: the one classification every card
+/// application reads (ISO/IEC 7816-4, §5.1.3).
+///
+/// A wrong-PIN status (`63 Cx`) is a PIN outcome only in answer to an instruction that checks a PIN (VERIFY `20`,
+/// CHANGE REFERENCE DATA `24`, RESET RETRY COUNTER `2C`); answering any other command it is a malformed answer,
+/// since it would report tries and a wrong PIN where no PIN was tried.
+public enum CardStatus: Sendable, Equatable {
+    /// `90 00`.
+    case success
+    /// `63 Cx`, answering a PIN instruction: the PIN was wrong (or, to an empty VERIFY, not verified) and this
+    /// many tries are left.
+    case wrongPIN(retriesLeft: Int)
+    /// `69 83`: the authentication method is blocked.
+    case blocked
+    /// `69 82`: the command needs a PIN verified or a key authenticated first.
+    case securityStatusNotSatisfied
+    /// `69 85`: conditions of use not satisfied.
+    case conditionsNotSatisfied
+    /// `6A 82`: no such file or application.
+    case notFound
+    /// `6A 88`: no such referenced data (a key, a data object).
+    case referencedDataNotFound
+    /// `6A 80`: the card refused the command data.
+    case incorrectData
+    /// `6B 00` or `6A 86`: wrong parameters P1-P2.
+    case wrongParameters(StatusWord)
+    /// `6D 00`, `6E 00`, `6A 81`, `68 81`, `68 82`, `68 84`: the card does not support the command.
+    case unsupported(StatusWord)
+    /// Any other status word.
+    case unexpected(StatusWord)
+
+    /// The classification of `statusWord` on its own, without the command's context (`63 Cx` is a wrong PIN).
+    public init(_ statusWord: StatusWord) {
+        if let retries = statusWord.retriesLeft {
+            self = .wrongPIN(retriesLeft: retries)
+            return
+        }
+        switch statusWord {
+        case .success: self = .success
+        case .authenticationMethodBlocked: self = .blocked
+        case .securityStatusNotSatisfied: self = .securityStatusNotSatisfied
+        case .conditionsOfUseNotSatisfied: self = .conditionsNotSatisfied
+        case .fileNotFound: self = .notFound
+        case .referencedDataNotFound: self = .referencedDataNotFound
+        case .incorrectData: self = .incorrectData
+        case .wrongP1P2, .incorrectP1P2: self = .wrongParameters(statusWord)
+        case .instructionNotSupported, .classNotSupported, StatusWord(rawValue: 0x6A81), .logicalChannelNotSupported,
+            .secureMessagingNotSupported, .commandChainingNotSupported:
+            self = .unsupported(statusWord)
+        default: self = .unexpected(statusWord)
+        }
+    }
+
+    /// The classification of `statusWord` answering `instruction`.
+    /// - Throws: `.malformed(.unexpectedStatus)` for a wrong-PIN status answering an instruction that checks no PIN.
+    public init(_ statusWord: StatusWord, answering instruction: UInt8, names: InstructionNames = .iso)
+        throws(CardCommandError)
+    {
+        if statusWord.isMisplacedPINStatus(answering: instruction) {
+            throw .malformed(
+                APDUError(
+                    .unexpectedStatus,
+                    "\(names.name(of: instruction)) answered \(statusWord), a wrong-PIN status, though no PIN was sent"
+                ))
+        }
+        self.init(statusWord)
+    }
+}
+
+/// How the card applications name instructions in messages: `GET DATA`, `GENERAL AUTHENTICATE`.
+public struct InstructionNames: Sendable {
+    private var names: [UInt8: String]
+
+    /// The interindustry instructions of ISO/IEC 7816-4 and 7816-8 that tokenpin sends.
+    public static let iso = InstructionNames(names: [
+        0xA4: "SELECT", 0x20: "VERIFY", 0x24: "CHANGE REFERENCE DATA", 0x2C: "RESET RETRY COUNTER",
+        0xCA: "GET DATA", 0xCB: "GET DATA", 0xDA: "PUT DATA", 0xDB: "PUT DATA",
+        0x47: "GENERATE ASYMMETRIC KEY PAIR", 0xC0: "GET RESPONSE", 0x87: "GENERAL AUTHENTICATE",
+        0x2A: "PERFORM SECURITY OPERATION",
+    ])
+
+    /// These names with an application's own added (or replacing the interindustry ones).
+    public func adding(_ more: [UInt8: String]) -> InstructionNames {
+        InstructionNames(names: names.merging(more) { _, new in new })
+    }
+
+    /// The instruction's name, or `instruction 7F` for one without.
+    public func name(of instruction: UInt8) -> String {
+        names[instruction] ?? "instruction " + Hex.encode([instruction])
+    }
+}
+
+/// Why a command to a card did not succeed, before an application gives it its own meaning.
+public enum CardCommandError: Error, Sendable, CustomStringConvertible {
+    /// The card answered a status other than `90 00` to the command `command` names (`GET DATA`).
+    case refused(CardStatus, command: String)
+    /// The answer has no status word, is too long, or carries a status the command cannot have.
+    case malformed(APDUError)
+    /// The connection failed: the card was removed, the reader or pcscd went away.
+    case transport(any Error)
+    /// The command cannot be sent as asked (too long for the card); nothing reached the card.
+    case invalidArgument(String)
+
+    public var description: String {
+        switch self {
+        case .refused(let status, let command): "\(command) refused: \(status)"
+        case .malformed(let error): "the card's answer is malformed: \(error)"
+        case .transport(let error): "the card connection failed: \(error)"
+        case .invalidArgument(let detail): detail
+        }
+    }
+}
+
+extension CardCommandError: Equatable {
+    /// Equal cases with equal payloads; transport errors compare by their description.
+    public static func == (lhs: CardCommandError, rhs: CardCommandError) -> Bool {
+        switch (lhs, rhs) {
+        case (.refused(let a, let x), .refused(let b, let y)): a == b && x == y
+        case (.malformed(let a), .malformed(let b)): a == b
+        case (.transport(let a), .transport(let b)): String(describing: a) == String(describing: b)
+        case (.invalidArgument(let a), .invalidArgument(let b)): a == b
+        default: false
+        }
+    }
+}

@@ -1,0 +1,59 @@
+/// The bookkeeping every card application repeats around its commands (yubikit's session): which reset of the
+/// card the application was last selected at, and whether the session was closed.
+///
+/// `transaction` runs a body in one transaction of the connection, selecting the application again first when
+/// the connection reset the card since (a reset drops the selection along with a verified PIN), so callers never
+/// track what the card has forgotten. After `close()` no command goes out. Used from one thread at a time, like
+/// its connection.
+public final class SelectedApplication {
+    /// The channel to the card.
+    public let connection: any CardConnection
+    /// The connection's reset count when the application was last selected.
+    private var selectedAtResets: Int
+    /// Whether `close()` ended the session.
+    public private(set) var isClosed = false
+
+    /// Bookkeeping for an application just selected on `connection`.
+    public init(selectedOn connection: any CardConnection) {
+        self.connection = connection
+        selectedAtResets = connection.resets
+    }
+
+    /// Runs `body` in one transaction, calling `select` first when the card was reset since the last selection.
+    ///
+    /// - Throws: what `select` or `body` throw; `closed` after `close()`; `wrap` of the transport's own error when
+    ///   the transaction itself fails (the card went away).
+    public func transaction<R: ~Copyable, E: Error>(
+        select: () throws(E) -> Void, closed: @autoclosure () -> E, wrap: (any Error) -> E,
+        _ body: () throws(E) -> R
+    ) throws(E) -> R {
+        guard !isClosed else { throw closed() }
+        return try Self.exclusive(connection, wrap: wrap) { () throws(E) -> R in
+            if connection.resets != selectedAtResets {
+                try select()
+                selectedAtResets = connection.resets
+            }
+            return try body()
+        }
+    }
+
+    /// `connection.exclusive` with the errors typed: the body's as they are, the transport's through `wrap`.
+    public static func exclusive<R: ~Copyable, E: Error>(
+        _ connection: any CardConnection, wrap: (any Error) -> E, _ body: () throws(E) -> R
+    ) throws(E) -> R {
+        do {
+            return try connection.exclusive { () throws -> R in try body() }
+        } catch let error as E {
+            throw error
+        } catch {
+            throw wrap(error)
+        }
+    }
+
+    /// Ends the session: the connection closes, dropping any PIN still verified. Calling it again does nothing.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        connection.close()
+    }
+}
