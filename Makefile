@@ -183,7 +183,7 @@ bench: bench-deps test-deps build pam
 
 # Copies only: it fails, saying what to run, when make has not built everything (so `sudo make install`
 # never compiles as root or needs swift on root's PATH).
-INSTALL_INPUTS = $(RELEASE_DIR)/tokenpin $(RELEASE_DIR)/tokenpind .build/pam/pam_tokenpin.so $(addprefix .build/man/,$(MAN_PAGES))
+INSTALL_INPUTS = $(RELEASE_DIR)/tokenpin $(RELEASE_DIR)/tokenpind $(RELEASE_DIR)/tokenpin-pkcs11 .build/pam/pam_tokenpin.so $(addprefix .build/man/,$(MAN_PAGES))
 
 install: install-check install-daemon install-pam install-units install-udev install-man install-completions
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/tokenpin $(DESTDIR)/etc/tokenpin $(DESTDIR)/etc/tokenpin/revoked.d
@@ -206,6 +206,9 @@ install-check:
 install-daemon: install-check
 	install -d $(DESTDIR)$(PREFIX)/sbin
 	install -m 0755 $(RELEASE_DIR)/tokenpind $(DESTDIR)$(PREFIX)/sbin/tokenpind
+	# The process PKCS#11 modules run in (never tokenpind or the CLI): found as ../libexec/tokenpin from either.
+	install -d $(DESTDIR)$(PREFIX)/libexec/tokenpin
+	install -m 0755 $(RELEASE_DIR)/tokenpin-pkcs11 $(DESTDIR)$(PREFIX)/libexec/tokenpin/tokenpin-pkcs11
 
 # The module, the pam-auth-update profile and the daemon's own PAM service (the password check at enrolment).
 install-pam: install-check
@@ -261,7 +264,8 @@ uninstall:
 	rm -f $(DESTDIR)$(UDEV_DIR)/70-tokenpin.rules
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/tokenpin.1 $(DESTDIR)$(PREFIX)/share/man/man5/tokenpin.conf.5
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/tokenpind.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_tokenpin.8
-	rm -f $(DESTDIR)$(PREFIX)/bin/tokenpin
+	rm -f $(DESTDIR)$(PREFIX)/bin/tokenpin $(DESTDIR)$(PREFIX)/libexec/tokenpin/tokenpin-pkcs11
+	-rmdir $(DESTDIR)$(PREFIX)/libexec/tokenpin 2>/dev/null
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/tokenpin
 	@echo "note: /etc/tokenpin and /etc/pam.d/tokenpin-enrol stay (configuration); remove them by hand"
 

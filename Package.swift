@@ -149,7 +149,10 @@ let package = Package(
         // The operations joining core and token.
         .target(
             name: "TokenpinService",
-            dependencies: ["TokenpinCore", "TokenpinAPDU", "TokenpinOpenPGP", "TokenpinCardCrypto", "TokenpinPIV"],
+            dependencies: [
+                "TokenpinCore", "TokenpinAPDU", "TokenpinOpenPGP", "TokenpinCardCrypto", "TokenpinPIV",
+                "TokenpinPKCS11",
+            ],
             path: "Sources/Service",
             swiftSettings: strictSettings
         ),
@@ -292,7 +295,7 @@ let package = Package(
             // tests compile; the PIV session and PC/SC put a key on the simulated card OpenSC's module reads.
             dependencies: [
                 "TokenpinPKCS11", "tokenpin-pkcs11", "TokenpinCore", "TokenpinCardCrypto", "TokenpinSystem",
-                "TokenpinTestSupport", "TokenpinPIV", "TokenpinPCSC", "TokenpinAPDU",
+                "TokenpinTestSupport", "TokenpinPIV", "TokenpinPCSC", "TokenpinAPDU", "TokenpinService",
             ],
             exclude: ["Support/hostile-module.c"],
             swiftSettings: strictSettings

@@ -36,7 +36,8 @@ extension Daemon {
                 ? configuration.daemonPAMPromptTimeoutSeconds : configuration.daemonPromptTimeoutSeconds,
             newPINAttempts: min(max(1, request.newPINAttempts ?? 1), 5))
         let selection = CardSelection(
-            reader: request.reader ?? configuration.reader, serial: request.serial, application: request.application)
+            reader: request.reader ?? configuration.reader, serial: request.serial, application: request.application,
+            tokenURI: request.tokenURI)
         var service = PINService(
             store: store, configuration: configuration, user: user, logger: logger,
             cards: options.cards, selection: selection)

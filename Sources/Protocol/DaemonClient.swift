@@ -222,6 +222,7 @@ public struct DaemonClient: Sendable {
         request.reader = selection.reader
         request.serial = selection.serial
         request.application = selection.application
+        request.tokenURI = selection.tokenURI
         return request
     }
 

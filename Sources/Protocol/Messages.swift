@@ -64,6 +64,9 @@ public struct Request: Sendable, Equatable {
     public var serial: String?
     /// The token application to use (`openpgp`, `piv`).
     public var application: TokenApplicationKind?
+    /// The RFC 7512 URI of the PKCS#11 key to use (`--token-uri`). The module is never the client's: tokenpind
+    /// loads the one its own `pkcs11-module` names.
+    public var tokenURI: String?
     /// `toggle token on`: the PIV slot holding the key to bind (`9d`, `82`...).
     public var slot: String?
     /// Who runs the PAM stack that sent the request (version 3); the daemon reads it only from root peers.
@@ -156,7 +159,9 @@ extension ClientMessage {
         let type = try fields.string("type")
         switch type {
         case "request":
-            var common: Set<String> = ["v", "type", "op", "user", "newPINAttempts", "reader", "serial", "app"]
+            var common: Set<String> = [
+                "v", "type", "op", "user", "newPINAttempts", "reader", "serial", "app", "tokenURI",
+            ]
             let version = fields["v"]?.intValue ?? 0
             if version >= ProtocolLimits.invokerVersion { common.formUnion(Invoker.fieldNames) }
             try fields.allow(
@@ -181,9 +186,15 @@ extension ClientMessage {
             }
             if let name = try fields.optionalString("app") {
                 guard let kind = TokenApplicationKind(rawValue: name) else {
-                    throw ProtocolError(.badField, "`app` must be openpgp or piv")
+                    throw ProtocolError(.badField, "`app` must be openpgp, piv or pkcs11")
                 }
                 request.application = kind
+            }
+            if let uri = try fields.optionalString("tokenURI") {
+                guard uri.hasPrefix("pkcs11:"), uri.utf8.count <= 1024 else {
+                    throw ProtocolError(.badField, "`tokenURI` must be a pkcs11: URI of at most 1024 bytes")
+                }
+                request.tokenURI = uri
             }
             if version >= ProtocolLimits.invokerVersion { request.invoker = try Self.invoker(fields) }
             switch operation {
@@ -423,6 +434,7 @@ extension ClientMessage {
             if let serial = request.serial { members.append(JSONMember("serial", .text(serial))) }
             if let kind = request.application { members.append(JSONMember("app", .text(kind.rawValue))) }
             if let slot = request.slot { members.append(JSONMember("slot", .text(slot))) }
+            if let uri = request.tokenURI { members.append(JSONMember("tokenURI", .text(uri))) }
             if let invoker = request.invoker {
                 members.append(JSONMember("invokerUID", .int(Int(invoker.uid))))
                 for (key, value) in [

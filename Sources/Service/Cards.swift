@@ -96,7 +96,7 @@ struct CardProbe {
         ReaderInfo(
             name: reader, cardPresent: true, serial: serial, isOpenPGP: kind == .openpgp,
             application: kind?.rawValue, usable: usable, unusableReason: unusableReason ?? problem,
-            cardPINTriesLeft: pinTriesLeft, key: keyDescription)
+            cardPINTriesLeft: pinTriesLeft == cardTriesUntold ? nil : pinTriesLeft, key: keyDescription)
     }
 }
 

@@ -23,6 +23,8 @@ public struct PINService: Sendable {
     public var cards: (any CardReaders)?
     /// Which reader or card to use when several are present.
     public var selection: CardSelection
+    /// Where PKCS#11 tokens are found (`pkcs11-module`) and how the helper runs; set from the configuration.
+    public var pkcs11: PKCS11Access
     /// Admits Argon2id derivations to a shared memory budget (the daemon's); nil: no budget (local mode).
     public var derivationGate: (any DerivationGate)?
     /// Which cards operations may reach: `.any` in local mode; the daemon sets `.boundCardOnly` for non-root peers.
@@ -56,6 +58,9 @@ public struct PINService: Sendable {
     ) {
         self.cards = cards
         self.selection = selection ?? CardSelection(reader: configuration.reader)
+        var pkcs11 = PKCS11Access(module: configuration.pkcs11Module)
+        pkcs11.timeoutMilliseconds = configuration.cardTimeoutSeconds * 1000  // `card-timeout` bounds each request
+        self.pkcs11 = pkcs11
         self.store = store
         self.configuration = configuration
         self.user = user

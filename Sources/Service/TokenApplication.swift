@@ -7,17 +7,23 @@ public enum TokenApplicationKind: String, Sendable, CaseIterable, Equatable {
     case openpgp
     /// The PIV application (SP 800-73-4: PIV and CAC cards, YubiKeys): a key management key.
     case piv
+    /// A key on a PKCS#11 token (SoftHSM, OpenSC's cards, vendor middleware), through the `tokenpin-pkcs11` helper.
+    case pkcs11
 
-    /// The application a binding's identity belongs to: PIV identities start with `piv-`.
+    /// The application a binding's identity belongs to: PIV identities start with `piv-`, PKCS#11 ones `pkcs11-`.
     init(identity: String) {
-        self = identity.hasPrefix("piv-") ? .piv : .openpgp
+        self = identity.hasPrefix("piv-") ? .piv : identity.hasPrefix("pkcs11-") ? .pkcs11 : .openpgp
     }
+
+    /// The applications found by selecting them on a card in a PC/SC reader (PKCS#11 tokens are found by a module).
+    static let cardApplications: [TokenApplicationKind] = [.openpgp, .piv]
 
     /// How messages name it.
     public var displayName: String {
         switch self {
         case .openpgp: "OpenPGP"
         case .piv: "PIV"
+        case .pkcs11: "PKCS#11"
         }
     }
 }
@@ -166,6 +172,7 @@ func openTokenApplication(_ kind: TokenApplicationKind, connection: any CardConn
     switch kind {
     case .openpgp: return try OpenPGPToken.open(connection: connection, reader: reader)
     case .piv: return try PIVToken.open(connection: connection, reader: reader)
+    case .pkcs11: throw .applicationNotFound  // a module finds these (PKCS11Token.open), not a card connection
     }
 }
 

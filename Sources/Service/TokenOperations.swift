@@ -10,12 +10,17 @@ public struct CardSelection: Sendable, Equatable {
     public var serial: String?
     /// The token application to bind through (`--app`); nil: OpenPGP where the card has it, else PIV.
     public var application: TokenApplicationKind?
+    /// The RFC 7512 URI of the PKCS#11 key to use (`--token-uri`); nil: the only usable one.
+    public var tokenURI: String?
 
     /// Creates a selection.
-    public init(reader: String? = nil, serial: String? = nil, application: TokenApplicationKind? = nil) {
+    public init(
+        reader: String? = nil, serial: String? = nil, application: TokenApplicationKind? = nil, tokenURI: String? = nil
+    ) {
         self.reader = reader
         self.serial = serial
         self.application = application
+        self.tokenURI = tokenURI
     }
 
     func accepts(reader name: String) -> Bool { reader.map { readerMatches(name, pattern: $0) } ?? true }
@@ -23,7 +28,7 @@ public struct CardSelection: Sendable, Equatable {
     func accepts(serial candidate: String?) -> Bool {
         guard let serial else { return true }
         guard let candidate else { return false }
-        if TokenApplicationKind(identity: serial.lowercased()) == .piv {
+        if TokenApplicationKind(identity: serial.lowercased()) != .openpgp {
             return candidate.lowercased() == serial.lowercased()
         }
         let wanted = serial.replacing(":", with: "").uppercased()
@@ -85,6 +90,8 @@ extension PINService {
     /// Turns a card error into a token failure with a plain reason.
     func failure(_ error: TokenCardError, card: String) -> TokenFailure {
         switch error {
+        case .wrongPIN(let retries) where retries == cardTriesUntold:
+            return TokenFailure(kind: .refused, reason: "wrong card PIN for card \(card)", cardTriesLeft: nil)
         case .wrongPIN(let retries):
             return TokenFailure(
                 kind: .refused,
@@ -118,7 +125,8 @@ extension PINService {
     /// (2 APDUs for OpenPGP). With no kind, the one the selection names, else OpenPGP where the card has it,
     /// else PIV.
     func openCard(reader: String, kind: TokenApplicationKind? = nil) throws(TokenFailure) -> any TokenApplication {
-        let kinds = (kind ?? selection.application).map { [$0] } ?? TokenApplicationKind.allCases
+        if (kind ?? selection.application) == .pkcs11 { return try openPKCS11Token(uri: reader) }
+        let kinds = (kind ?? selection.application).map { [$0] } ?? TokenApplicationKind.cardApplications
         let connection: any CardConnection
         do {
             connection = try readers().open(reader)
@@ -148,6 +156,7 @@ extension PINService {
     /// Every reader the selection allows, with what is in it.
     func probeCards(selection: CardSelection? = nil) throws(ServiceError) -> [CardProbe] {
         let selection = selection ?? self.selection
+        if selection.application == .pkcs11 { return try probePKCS11Tokens(selection) }
         var probes: [CardProbe] = []
         for reader in try readers().list() where selection.accepts(reader: reader.name) {
             guard reader.cardPresent else {
@@ -181,6 +190,7 @@ extension PINService {
         if let revoked = revokedCards.reason(for: binding.serial) {
             throw TokenFailure(kind: .unavailable, reason: revoked)
         }
+        if binding.applicationKind == .pkcs11 { return try openEnrolledPKCS11Token(binding) }
         let serial = binding.serial
         let lastReader = binding.reader
         let kind = binding.applicationKind
@@ -300,6 +310,7 @@ extension PINService {
             throw .tokenUnavailable("no \(cards) is present; insert the token and try again")
         }
         if probes.count == 1 { return probes[0] }
+        if selection.application == .pkcs11 { throw pkcs11Ambiguity(probes) }
         let index = try interaction.choose("Which card?", options: probes.map { "\($0.label) in \($0.reader)" })
         guard probes.indices.contains(index) else { throw .cancelled }
         return probes[index]
@@ -457,7 +468,8 @@ extension PINService {
     /// key and algorithm are used.
     func freshAgreement(_ binding: TokenBinding, reader: String?) throws -> KeyAgreement {
         var binding = binding
-        let fresh = try bindingAlgorithm(binding).freshChallenge(for: binding)
+        let fresh =
+            try PKCS11Token.freshOAEPChallenge(for: binding) ?? bindingAlgorithm(binding).freshChallenge(for: binding)
         binding.ephemeralPublicKey = Data(fresh.challenge)
         if let reader { binding.reader = reader }
         return KeyAgreement(binding: binding, secret: fresh.secret)
@@ -487,7 +499,7 @@ extension PINService {
             cardPIN = given
         case .none:
             guard tries > 0 else { throw failure(.blocked, card: card.label) }
-            cardPIN = try interaction.readSecret(.cardPIN(card: card.promptName, triesLeft: tries))
+            cardPIN = try readCardPIN(card, interaction)
         }
         do {
             return try card.answer(pin: cardPIN, binding: binding, algorithm: algorithm)
@@ -734,6 +746,7 @@ extension PINService {
             cardPublicExponent: key.exponent.map { Data($0) })
         binding.setApplication(card.kind, slot: key.slot)
         binding.cardAuthentication = card.cardAuthenticationKey()
+        (card as? PKCS11Token)?.describe(&binding)
         // Prove the binding with one challenge: the card's answer must equal the secret computed here from its
         // public key. That answer crossed the reader line, so the slots are sealed under a second challenge,
         // which never did (sealTokenSlots).
@@ -988,7 +1001,7 @@ extension PINService {
             defer { card.close() }
             let tries = card.pinTriesLeft
             guard tries > 0 else { throw ServiceError.cardRefused(failure(.blocked, card: card.label).reason) }
-            let current = try interaction.readSecret(.cardPIN(card: card.promptName, triesLeft: tries))
+            let current = try readCardPIN(card, interaction)
             let new = try readNewCardPIN(interaction, maximum: card.pinMaxLength)
             do throws(TokenCardError) {
                 try card.changePIN(current: current, new: new)
@@ -1005,6 +1018,7 @@ extension PINService {
         try guarded { () throws -> Void in
             let card = try managedCard(interaction, command: "unblock")
             defer { card.close() }
+            if card.kind == .pkcs11 { throw ServiceError.usage(PKCS11Token.unblockAdvice) }
             let credential = admin ? UnblockCredential.adminPIN : card.unblockCredentials.first
             guard let credential, card.unblockCredentials.contains(credential) else {
                 throw ServiceError.usage(

@@ -86,8 +86,15 @@ import Testing
             (["toggle", "token", "on", "--slot", "9d"], "--slot applies to PIV: add --app piv"),
             (["toggle", "token", "on", "--app", "piv", "--slot", "9b"], "--slot takes a PIV slot"),
             (["toggle", "token", "on", "--app", "piv", "--slot", "96"], "--slot takes a PIV slot"),
-            (["toggle", "token", "on", "--app", "fido"], "--app must be openpgp or piv"),
-            (["token", "unblock", "--app", "x"], "--app must be openpgp or piv"),
+            (["toggle", "token", "on", "--app", "fido"], "--app must be one of openpgp, piv, pkcs11"),
+            (["token", "unblock", "--app", "x"], "--app must be one of openpgp, piv, pkcs11"),
+            (["toggle", "token", "off", "--token-uri", "pkcs11:id=%01"], "--token-uri applies to `toggle token on`"),
+            (
+                ["toggle", "token", "on", "--app", "piv", "--token-uri", "pkcs11:id=%01"],
+                "they apply with --app pkcs11"
+            ),
+            (["--local", "readers", "--token-uri", "file:///etc/x"], "--token-uri takes an RFC 7512 URI"),
+            (["--local", "readers", "--pkcs11-module", "libsofthsm2.so"], "takes the absolute path"),
         ] {
             let result = try cli.run(arguments)
             #expect(result.status == 2 && result.stderr.contains(message), "\(arguments): \(result.stderr)")

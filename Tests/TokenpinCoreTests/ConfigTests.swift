@@ -55,6 +55,10 @@ import TokenpinTestSupport
         ("kdf-memory-mib = 2", 1, "kdf-memory-mib"),
         ("card-timeout = 0", 1, "card-timeout must be a whole number from 1 to 600"),
         ("card-timeout = 601", 1, "card-timeout"),
+        ("pkcs11-module = libsofthsm2.so", 1, "pkcs11-module must be the absolute path"),
+        ("pkcs11-module = ../lib/evil.so", 1, "pkcs11-module must be the absolute path"),
+        ("pkcs11-module = /usr/lib/a\u{1B}[2J.so", 1, "without control characters"),
+        ("pkcs11-module = /" + String(repeating: "a", count: 4100), 1, "at most 4096 bytes"),
     ])
     func errorsNameFileAndLine(text: String, line: Int, fragment: String) {
         var configuration = Configuration()
@@ -64,6 +68,19 @@ import TokenpinTestSupport
             guard let error = error as? ConfigError else { return false }
             return error.file == "/etc/tokenpin/tokenpin.conf" && error.line == line && error.message.contains(fragment)
         }
+    }
+
+    @Test(
+        arguments: [
+            ("pkcs11-module = /usr/lib/softhsm/libsofthsm2.so", "/usr/lib/softhsm/libsofthsm2.so"),
+            ("pkcs11-module = \"/opt/vendor lib/pkcs11.so\"", "/opt/vendor lib/pkcs11.so"),
+            ("pkcs11-module = p11-kit", nil), ("pkcs11-module =", nil),
+        ] as [(String, String?)])
+    func pkcs11Module(text: String, module: String?) throws {
+        var configuration = Configuration()
+        configuration.pkcs11Module = "/before.so"
+        try configuration.apply(text: text, file: "/etc/tokenpin/tokenpin.conf")
+        #expect(configuration.pkcs11Module == module)
     }
 
     @Test func maxBelowMinIsRefused() {

@@ -35,6 +35,54 @@ import TokenpinCore
         #expect(Self.binding(algorithm, card: card, ephemeral: ephemeral, exponent: exponent).problem == problem)
     }
 
+    /// A PKCS#11 binding: its URI, the OAEP padding of an RSA key, and neither slot nor card-authentication key.
+    static func pkcs11(
+        _ algorithm: String = "nistp256", uri: String? = "pkcs11:token=ci;id=%01;type=private", padding: String? = nil
+    ) -> TokenBinding {
+        let rsa = algorithm.hasPrefix("rsa")
+        var binding = TokenBinding(
+            serial: "pkcs11-key:0123456789abcdef", cardPublicKey: Data(repeating: 1, count: rsa ? 256 : 65),
+            ephemeralPublicKey: Data(repeating: 2, count: rsa ? 256 : 65), algorithm: algorithm,
+            cardPublicExponent: rsa ? Data([1, 0, 1]) : nil, application: "pkcs11")
+        binding.uri = uri
+        binding.rsaPadding = padding
+        return binding
+    }
+
+    @Test func pkcs11BindingsAreChecked() {
+        #expect(Self.pkcs11().problem == nil)
+        #expect(Self.pkcs11("rsa2048", padding: "oaep-sha1").problem == nil)
+        #expect(Self.pkcs11("brainpoolP384r1").problem == "token.cardPublicKey is 65 bytes, not 97")
+        #expect(Self.pkcs11(uri: nil).problem?.hasPrefix("token.uri must be a pkcs11: URI") == true)
+        #expect(Self.pkcs11(uri: "file:///etc/passwd").problem?.hasPrefix("token.uri must be") == true)
+        #expect(Self.pkcs11(uri: "pkcs11:" + String(repeating: "a", count: 1024)).problem != nil)
+        #expect(
+            Self.pkcs11(padding: "oaep-sha1").problem == "token.rsaPadding oaep-sha1 is not `oaep-sha1` on an RSA key")
+        #expect(Self.pkcs11("rsa2048", padding: "pss").problem?.hasPrefix("token.rsaPadding pss") == true)
+        var slotted = Self.pkcs11()
+        slotted.slot = "9d"
+        #expect(slotted.problem == "token.slot is set for a PKCS#11 key")
+        var openPGP = Self.binding("nistp256", card: 65, ephemeral: 65)
+        openPGP.uri = "pkcs11:token=ci"
+        #expect(openPGP.problem == "token.uri is set for a key that is not a PKCS#11 key")
+    }
+
+    @Test func pkcs11URIAndPaddingAreAuthenticated() throws {
+        let vaultKey = Vault.newKey()
+        let kek = SecureRandom.secret(32)
+        let binding = Self.pkcs11("rsa2048", padding: "oaep-sha1")
+        let slot = try VaultSlot.seal(
+            vaultKey, keyEncryptionKey: kek, kind: .token, kdf: KDFParameters(algorithm: .blake2b), token: binding,
+            user: "alice", created: Date())
+        #expect(opened(slot, kek, "alice") != nil)
+        var moved = slot
+        moved.token?.uri = "pkcs11:token=other;id=%01;type=private"
+        #expect(opened(moved, kek, "alice") == nil)
+        var unpadded = slot
+        unpadded.token?.rsaPadding = nil
+        #expect(opened(unpadded, kek, "alice") == nil)
+    }
+
     @Test func algorithmAndExponentAreAuthenticated() throws {
         let vaultKey = Vault.newKey()
         let kek = SecureRandom.secret(32)

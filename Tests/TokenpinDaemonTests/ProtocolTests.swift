@@ -203,7 +203,21 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
             return
         }
         #expect(parsedUnblock.application == .openpgp)
+        var pkcs11 = Request(.toggle, authenticationType: .token, on: true)
+        pkcs11.application = .pkcs11
+        pkcs11.tokenURI = "pkcs11:token=ci;id=%01"
+        guard
+            case .request(let parsedPKCS11) = try ClientMessage.parse(
+                Array(ClientMessage.request(pkcs11).line.dropLast()))
+        else {
+            Issue.record("not a request")
+            return
+        }
+        #expect(parsedPKCS11.application == .pkcs11 && parsedPKCS11.tokenURI == "pkcs11:token=ci;id=%01")
         for (line, code) in [
+            (#"{"v":2,"type":"request","op":"verify","tokenURI":"file:///x.so"}"#, ProtocolError.Code.badField),
+            (#"{"v":2,"type":"request","op":"verify","tokenURI":7}"#, .badField),
+            (#"{"v":2,"type":"request","op":"verify","pkcs11Module":"/tmp/evil.so"}"#, .unknownField),
             (
                 #"{"v":2,"type":"request","op":"toggle","authType":"token","on":true,"app":"fido"}"#,
                 ProtocolError.Code.badField

@@ -130,6 +130,8 @@ extension HostileKey {
             card = fixture.card
             card.reset()
             card.faults = CardFaults(rules: [.init(instruction: 0xF7, fault: .answer(try key.pivMetadata()))])
+        case .pkcs11:
+            preconditionFailure("a card application: PKCS#11 tokens are tested with SoftHSM (TokenpinPKCS11Tests)")
         }
         var service = makeService()
         service = PINService(

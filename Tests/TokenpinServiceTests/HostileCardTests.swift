@@ -26,6 +26,8 @@ struct HostileSetup {
             try fixture.generate(.keyManagement, .eccP256)
             card = fixture.card
             card.reset()
+        case .pkcs11:
+            preconditionFailure("a card application: PKCS#11 tokens are tested with SoftHSM (TokenpinPKCS11Tests)")
         }
         var service = PINService(
             store: makeService().store, configuration: configuration, user: "alice", time: ManualTime(),
@@ -94,7 +96,7 @@ struct HostileSetup {
 
     /// A card whose key answers the bind's challenge with a secret that does not match its public key: refused,
     /// naming the command the application sent.
-    @Test(arguments: TokenApplicationKind.allCases)
+    @Test(arguments: TokenApplicationKind.cardApplications)
     func aMismatchAtBindingNamesTheCommandSent(application: TokenApplicationKind) throws {
         let card: SimulatedCard
         let forged: [UInt8]
@@ -111,6 +113,8 @@ struct HostileSetup {
             card.reset()
             forged = [0x7C, 0x22, 0x82, 0x20] + [UInt8](repeating: 0x5A, count: 32) + [0x90, 0x00]
             card.faults = CardFaults(rules: [.init(instruction: 0x87, fault: .answer(forged))])
+        case .pkcs11:
+            preconditionFailure("a card application: PKCS#11 tokens are tested with SoftHSM (TokenpinPKCS11Tests)")
         }
         var service = makeService()
         service = PINService(
@@ -129,7 +133,7 @@ struct HostileSetup {
         #expect(try service.types()[1].enabled == false, "nothing was bound")
     }
 
-    @Test(arguments: TokenApplicationKind.allCases)
+    @Test(arguments: TokenApplicationKind.cardApplications)
     func aCardThatStallsFallsBackToThePINWithNothingCounted(application: TokenApplicationKind) throws {
         let setup = try HostileSetup(application, fallback: .allow)
         let key: UInt8 = application == .openpgp ? 0x2A : 0x87

@@ -123,3 +123,62 @@ extension CardCommandError: Equatable {
         }
     }
 }
+
+/// An application's error type (OpenPGP's, PIV's) as far as every application reads a failed command alike; the
+/// application says only what a status means to it (`meaning(of:)`), the rest maps here once.
+public protocol CardApplicationError: Error {
+    /// The PIN was wrong; this many tries are left.
+    static func wrongPIN(retriesLeft: Int) -> Self
+    /// The PIN (or the credential) is blocked.
+    static var blocked: Self { get }
+    /// The command needs a PIN verified first.
+    static var securityStatusNotSatisfied: Self { get }
+    /// No such key or referenced data.
+    static var referencedDataNotFound: Self { get }
+    /// The card refused the command data.
+    static var incorrectData: Self { get }
+    /// Any other status.
+    static func unexpected(_ statusWord: StatusWord) -> Self
+    /// A malformed answer.
+    static func malformed(_ error: APDUError) -> Self
+    /// The connection failed.
+    static func transport(_ error: any Error) -> Self
+    /// The command could not be sent as asked.
+    static func invalidArgument(_ detail: String) -> Self
+
+    /// What `status` means to this application where that is its own (not found, conditions, unsupported,
+    /// wrong parameters); nil for the common reading.
+    static func meaning(of status: CardStatus) -> Self?
+}
+
+extension CardApplicationError {
+    /// The application's error for a failed command.
+    public init(_ error: CardCommandError) {
+        switch error {
+        case .refused(let status, _): self = Self.meaning(of: status) ?? Self.common(status)
+        case .malformed(let error): self = .malformed(error)
+        case .transport(let error): self = .transport(error)
+        case .invalidArgument(let detail): self = .invalidArgument(detail)
+        }
+    }
+
+    /// The error for a status word on its own, or nil for `90 00`.
+    public init?(statusWord: StatusWord) {
+        guard !statusWord.isSuccess else { return nil }
+        self.init(.refused(CardStatus(statusWord), command: ""))
+    }
+
+    private static func common(_ status: CardStatus) -> Self {
+        switch status {
+        case .wrongPIN(let retries): .wrongPIN(retriesLeft: retries)
+        case .blocked: .blocked
+        case .securityStatusNotSatisfied: .securityStatusNotSatisfied
+        case .referencedDataNotFound: .referencedDataNotFound
+        case .incorrectData: .incorrectData
+        case .success: .unexpected(.success)
+        case .conditionsNotSatisfied: .unexpected(.conditionsOfUseNotSatisfied)
+        case .notFound: .unexpected(.fileNotFound)
+        case .wrongParameters(let sw), .unsupported(let sw), .unexpected(let sw): .unexpected(sw)
+        }
+    }
+}

@@ -9,6 +9,8 @@ public import TokenpinAPDU
 public final class OpenPGPCard {
     /// The commands, over the card's connection: reached only through `transaction`, which selects first.
     let session: OpenPGPSession
+    /// The channel to the card (to ask it about the reader, such as a keypad); commands go through `transaction`.
+    public var connection: any CardConnection { session.connection }
     /// The application related data as read at open (serial, algorithm attributes, PW status, fingerprints).
     public let data: ApplicationRelatedData
     /// When the application was last selected, and whether the card was closed.

@@ -5,7 +5,7 @@ public import TokenpinAPDU
 /// Status words map to the cases below (OpenPGP card 3.4.1 and ISO/IEC 7816-4 status bytes); a transport
 /// failure (card pulled, pcscd gone) is `.transport` with the connection's own error inside (a
 /// `PCSCError` for real readers).
-public enum OpenPGPError: Error, Sendable, CustomStringConvertible {
+public enum OpenPGPError: CardApplicationError, Sendable, CustomStringConvertible {
     /// `63 Cx` (or `69 82` after VERIFY): the PIN was wrong; `retriesLeft` tries remain (0: now blocked).
     case wrongPIN(retriesLeft: Int)
     /// `69 83`: the password is blocked (retry counter at zero).
@@ -32,32 +32,14 @@ public enum OpenPGPError: Error, Sendable, CustomStringConvertible {
     /// The connection failed: the card was removed, the reader or pcscd went away.
     case transport(any Error)
 
-    /// The error for a status word, or nil for `90 00`.
-    public init?(statusWord: StatusWord) {
-        guard !statusWord.isSuccess else { return nil }
-        self.init(.refused(CardStatus(statusWord), command: ""))
-    }
-
-    /// What a failed command means to the OpenPGP application: `6A 82` is no OpenPGP application, `69 85` a key
-    /// of another algorithm (§7.2.11).
-    public init(_ error: CardCommandError) {
-        switch error {
-        case .refused(let status, _):
-            switch status {
-            case .wrongPIN(let retries): self = .wrongPIN(retriesLeft: retries)
-            case .blocked: self = .blocked
-            case .securityStatusNotSatisfied: self = .securityStatusNotSatisfied
-            case .referencedDataNotFound: self = .referencedDataNotFound
-            case .notFound: self = .applicationNotFound
-            case .conditionsNotSatisfied: self = .wrongAlgorithm
-            case .incorrectData: self = .incorrectData
-            case .unsupported(let sw): self = .unsupported(sw)
-            case .wrongParameters(let sw), .unexpected(let sw): self = .unexpected(sw)
-            case .success: self = .unexpected(.success)
-            }
-        case .malformed(let error): self = .malformed(error)
-        case .transport(let error): self = .transport(error)
-        case .invalidArgument(let detail): self = .invalidArgument(detail)
+    /// What a status means to the OpenPGP application: `6A 82` is no OpenPGP application, `69 85` a key of another
+    /// algorithm (§7.2.11), and `6D 00`, `6E 00`, `6A 81`, `68 8x` an unsupported command.
+    public static func meaning(of status: CardStatus) -> OpenPGPError? {
+        switch status {
+        case .notFound: .applicationNotFound
+        case .conditionsNotSatisfied: .wrongAlgorithm
+        case .unsupported(let sw): .unsupported(sw)
+        default: nil
         }
     }
 

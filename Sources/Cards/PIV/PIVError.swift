@@ -4,7 +4,7 @@ public import TokenpinAPDU
 ///
 /// Status words map to the cases below (SP 800-73-4, part 2, §5.6 and the YubiKey's use of them); a transport
 /// failure (card pulled, pcscd gone) is `.transport` with the connection's own error inside.
-public enum PIVError: Error, Sendable, CustomStringConvertible {
+public enum PIVError: CardApplicationError, Sendable, CustomStringConvertible {
     /// `63 Cx`: the PIN or PUK was wrong; `retriesLeft` tries remain (0: now blocked).
     case wrongPIN(retriesLeft: Int)
     /// `69 83`: the PIN or PUK is blocked (its retry counter is at zero).
@@ -39,35 +39,15 @@ public enum PIVError: Error, Sendable, CustomStringConvertible {
     /// The connection failed: the card was removed, the reader or pcscd went away.
     case transport(any Error)
 
-    /// The error for a status word, or nil for `90 00`; `6A 82` is `objectNotFound` (SELECT makes it
-    /// `applicationNotFound`).
-    public init?(statusWord: StatusWord) {
-        guard !statusWord.isSuccess else { return nil }
-        self.init(.refused(CardStatus(statusWord), command: ""))
-    }
-
-    /// What a failed command means to the PIV application: `6A 82` is a data object the card does not hold, wrong
-    /// parameters a slot it does not have (SP 800-73-4, part 2, §5.6).
-    public init(_ error: CardCommandError) {
-        switch error {
-        case .refused(let status, _):
-            switch status {
-            case .wrongPIN(let retries): self = .wrongPIN(retriesLeft: retries)
-            case .blocked: self = .blocked
-            case .securityStatusNotSatisfied: self = .securityStatusNotSatisfied
-            case .notFound: self = .objectNotFound
-            case .referencedDataNotFound: self = .referencedDataNotFound
-            case .incorrectData: self = .incorrectData
-            case .wrongParameters: self = .invalidSlot
-            case .conditionsNotSatisfied: self = .conditionsNotSatisfied
-            // 6A 81 is no unsupported command to PIV: SP 800-73-4 does not use it.
-            case .unsupported(let sw): self = sw.rawValue == 0x6A81 ? .unexpected(sw) : .unsupported(sw)
-            case .unexpected(let sw): self = .unexpected(sw)
-            case .success: self = .unexpected(.success)
-            }
-        case .malformed(let error): self = .malformed(error)
-        case .transport(let error): self = .transport(error)
-        case .invalidArgument(let detail): self = .invalidArgument(detail)
+    /// What a status means to the PIV application: `6A 82` is a data object the card does not hold, wrong
+    /// parameters a slot it does not have (SP 800-73-4, part 2, §5.6); `6A 81` is no unsupported command to PIV.
+    public static func meaning(of status: CardStatus) -> PIVError? {
+        switch status {
+        case .notFound: .objectNotFound
+        case .wrongParameters: .invalidSlot
+        case .conditionsNotSatisfied: .conditionsNotSatisfied
+        case .unsupported(let sw): sw.rawValue == 0x6A81 ? nil : .unsupported(sw)
+        default: nil
         }
     }
 

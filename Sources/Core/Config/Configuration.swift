@@ -174,6 +174,9 @@ public struct Configuration: Sendable, Equatable {
     /// Seconds pcscd, a reader and its card may take to answer one command (`card-timeout`); key generation on
     /// the card waits at least 120 s.
     public var cardTimeoutSeconds: Int = 10
+    /// The one PKCS#11 module the PKCS#11 token application loads, by absolute path (`pkcs11-module`); nil: the
+    /// modules p11-kit is configured to load. Only the `tokenpin-pkcs11` helper ever loads it.
+    public var pkcs11Module: String?
     /// Colours and prompts.
     public var appearance = Appearance()
     /// tokenpind: the memory all Argon2id work may use at once, in MiB (`daemon-kdf-memory`, default 1 GiB).
@@ -340,6 +343,22 @@ public struct Configuration: Sendable, Equatable {
 
     struct Message: Error { var text: String }
 
+    /// A `pkcs11-module` value: empty or `p11-kit` for p11-kit's modules, else the absolute path of a shared object
+    /// (no search path: the helper `dlopen`s exactly this file), without control characters, at most 4096 bytes.
+    static func pkcs11Module(_ value: String) throws(Message) -> String? {
+        if value.isEmpty || value == "p11-kit" { return nil }
+        guard value.hasPrefix("/") else {
+            throw Message(
+                text: "pkcs11-module must be the absolute path of a PKCS#11 module "
+                    + "(/usr/lib/x86_64-linux-gnu/opensc-pkcs11.so) or p11-kit, not `\(value)`")
+        }
+        guard value.utf8.count <= 4096, !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        else {
+            throw Message(text: "pkcs11-module must be a path of at most 4096 bytes without control characters")
+        }
+        return value
+    }
+
     /// What a user proves to tokenpind before it creates a first way in for them (`enrol-auth`).
     public enum EnrolAuthentication: String, Sendable, CaseIterable {
         /// The login password, checked through the PAM service `enrol-pam-service`.
@@ -364,7 +383,7 @@ public struct Configuration: Sendable, Equatable {
         "retries-max", "fail-delay", "kdf-target-ms", "kdf-memory-mib", "kdf-passes",
         "pin-min-length", "pin-max-length", "pin-charset", "pin-min-unique", "pin-blocklist", "pin-blocklist-rules",
         "pin-check", "pin-check-timeout",
-        "mode", "fallback", "reader", "card-timeout",
+        "mode", "fallback", "reader", "card-timeout", "pkcs11-module",
         "color", "color-prompt", "color-dots", "color-error", "color-warning", "color-success", "dot",
         "prompt-pin", "prompt-new-pin", "prompt-confirm-pin", "prompt-current-pin", "prompt-recovery-key",
         "prompt-card-pin",
@@ -450,6 +469,7 @@ public struct Configuration: Sendable, Equatable {
         case "fallback": fallback = try choice(FallbackPolicy.self)
         case "reader": reader = value.isEmpty ? nil : value
         case "card-timeout": cardTimeoutSeconds = try integer(1...600)
+        case "pkcs11-module": pkcs11Module = try Self.pkcs11Module(value)
         case "color": appearance.color = try choice(Appearance.ColorChoice.self)
         case "color-prompt": appearance.promptColor = try color()
         case "color-dots": appearance.dotsColor = try color()

@@ -42,6 +42,12 @@ public struct TokenBinding: Codable, Sendable, Equatable {
     /// identity gets no PIN. Absent when the card had none, and for OpenPGP, whose cards cannot prove themselves
     /// without a PIN.
     public var cardAuthentication: CardAuthenticationKey?
+    /// PKCS#11 only: the RFC 7512 URI of the bound key (`pkcs11:token=…;id=%01;type=private`), by which it is found
+    /// again among the tokens present; the identity (the hash of the public key) says whether it is the bound one.
+    public var uri: String?
+    /// PKCS#11 RSA keys only: `oaep-sha1` when the challenge is encrypted with RSA-OAEP (SHA-1, MGF1-SHA-1), the padding
+    /// the token was found to take; absent for PKCS#1 v1.5, as the OpenPGP and PIV applications use.
+    public var rsaPadding: String?
 
     /// Creates a binding.
     public init(
@@ -59,7 +65,14 @@ public struct TokenBinding: Codable, Sendable, Equatable {
     }
 
     /// The applications a binding may name; OpenPGP is the binding without one.
-    public static let applications: Set<String> = ["piv"]
+    public static let applications: Set<String> = ["piv", "pkcs11"]
+    /// The algorithms a PKCS#11 key may have for a binding.
+    public static let pkcs11Algorithms: Set<String> = [
+        "nistp256", "nistp384", "nistp521", "brainpoolP256r1", "brainpoolP384r1", "brainpoolP512r1",
+        "rsa2048", "rsa3072", "rsa4096",
+    ]
+    /// The longest PKCS#11 URI accepted, in bytes.
+    public static let maximumURILength = 1024
     /// The algorithms a PIV key may have for a binding.
     public static let pivAlgorithms: Set<String> = ["nistp256", "nistp384", "rsa2048"]
     /// The PIV slots a key may be bound in: `9a`, `9c`, `9d`, `9e` and the retired key management slots `82`–`95`.
@@ -103,7 +116,8 @@ public struct TokenBinding: Codable, Sendable, Equatable {
         } else if cardPublicExponent != nil {
             return "token.cardPublicExponent is set for a key that is not RSA"
         }
-        if let application {
+        if let problem = pkcs11Problem { return problem }
+        if let application, application != "pkcs11" {
             guard Self.applications.contains(application) else { return "token.application \(application) is unknown" }
             guard let slot else { return "token.slot is missing for a \(application) key" }
             guard Self.pivSlots.contains(slot) else {
@@ -112,7 +126,7 @@ public struct TokenBinding: Codable, Sendable, Equatable {
             guard let algorithm, Self.pivAlgorithms.contains(algorithm) else {
                 return "token.algorithm \(algorithm ?? "cv25519") is not one a PIV key is bound with"
             }
-        } else if slot != nil {
+        } else if slot != nil, application == nil {
             return "token.slot is set for an OpenPGP key"
         }
         guard (1...Self.maximumSerialLength).contains(serial.utf8.count) else {
@@ -120,6 +134,30 @@ public struct TokenBinding: Codable, Sendable, Equatable {
         }
         if let reader, reader.utf8.count > Self.maximumReaderLength {
             return "token.reader is longer than \(Self.maximumReaderLength) bytes"
+        }
+        return nil
+    }
+
+    /// What is wrong with the PKCS#11 fields (`uri`, `rsaPadding`, and the slot and card-authentication key a
+    /// PKCS#11 key has none of), or nil.
+    private var pkcs11Problem: String? {
+        guard application == "pkcs11" else {
+            if uri != nil { return "token.uri is set for a key that is not a PKCS#11 key" }
+            if rsaPadding != nil { return "token.rsaPadding is set for a key that is not a PKCS#11 key" }
+            return nil
+        }
+        guard let uri, uri.hasPrefix("pkcs11:"), (8...Self.maximumURILength).contains(uri.utf8.count) else {
+            return "token.uri must be a pkcs11: URI of up to \(Self.maximumURILength) bytes for a PKCS#11 key"
+        }
+        if slot != nil { return "token.slot is set for a PKCS#11 key" }
+        if cardAuthentication != nil { return "token.cardAuthentication is set for a PKCS#11 key" }
+        guard let algorithm, Self.pkcs11Algorithms.contains(algorithm) else {
+            return "token.algorithm \(algorithm ?? "cv25519") is not one a PKCS#11 key is bound with"
+        }
+        if let rsaPadding {
+            guard rsaPadding == "oaep-sha1", algorithm.hasPrefix("rsa") else {
+                return "token.rsaPadding \(rsaPadding) is not `oaep-sha1` on an RSA key"
+            }
         }
         return nil
     }
@@ -259,6 +297,11 @@ public struct VaultSlot: Codable, Sendable, Equatable {
             if let application = token.application {
                 field(Array(application.utf8))
                 field(Array((token.slot ?? "").utf8))
+            }
+            // PKCS#11 bindings add the key's URI and the RSA padding, which choose the key and the challenge's form.
+            if token.application == "pkcs11" {
+                field(Array((token.uri ?? "").utf8))
+                field(Array((token.rsaPadding ?? "").utf8))
             }
             // And only bindings that recorded a card-authentication key: the key a verification checks is sealed in.
             if let authentication = token.cardAuthentication {

@@ -93,7 +93,15 @@ enum Options {
     static let yes = Option.flag("--yes", help: "Confirm that --generate-key replaces the card's decryption key.")
     static let app = Option.value(
         "--app", valueName: "app", allowedValues: TokenApplicationKind.allCases.map(\.rawValue),
-        help: "The card application to bind or manage: openpgp or piv (default: OpenPGP where the card has it).")
+        help:
+            "The card application to bind or manage: openpgp, piv or pkcs11 (default: OpenPGP where the card has "
+            + "it, else PIV).")
+    static let tokenURI = Option.value(
+        "--token-uri", valueName: "uri",
+        help: "PKCS#11: the RFC 7512 URI of the key to use (pkcs11:token=…;id=%01); implies --app pkcs11.")
+    static let pkcs11Module = Option.value(
+        "--pkcs11-module", valueName: "path",
+        help: "PKCS#11: load only this module (an absolute path) instead of p11-kit's; with --local only.")
     static let slot = Option.value(
         "--slot", valueName: "slot",
         help: "PIV: the slot whose key to bind (9d by default; 9a, 9c, 9e, 82-95), or to generate into.")
@@ -150,15 +158,16 @@ extension Program {
                 ],
                 options: [
                     Options.generateKey, Options.yes, Options.toggleMethod, Options.toggleMode, Options.app,
-                    Options.slot,
+                    Options.slot, Options.tokenURI, Options.pkcs11Module,
                 ]),
             Subcommand(
-                "readers", abstract: "List the card readers and the card in each.", options: [Options.app]),
+                "readers", abstract: "List the card readers and the card in each.",
+                options: [Options.app, Options.tokenURI, Options.pkcs11Module]),
             Subcommand(
                 "token", abstract: "Change or unblock the card's own PIN.",
                 discussion: "Prompts: card PIN (or Reset Code / admin PIN), new card PIN, new card PIN again.",
                 arguments: [Positional("action", values: .oneOf(["change-pin", "unblock"]))],
-                options: [Options.admin, Options.app]),
+                options: [Options.admin, Options.app, Options.tokenURI, Options.pkcs11Module]),
             Subcommand("status", abstract: "Show enrolment, tries left, lock, delay and key derivation."),
             Subcommand(
                 "reset", abstract: "Set a new PIN with the recovery key and clear the lock.",

@@ -432,7 +432,8 @@ func describeReaders(_ token: TokenStatus, context: Context, enrolledSerial: Str
             line += "no card"
         } else if let serial = reader.serial {
             let application = reader.application.flatMap(TokenApplicationKind.init(rawValue:))?.displayName ?? "OpenPGP"
-            line += "\(application) card \(cardLabel(serial: serial))"
+            let what = reader.application == TokenApplicationKind.pkcs11.rawValue ? "key" : "card"
+            line += "\(application) \(what) \(cardLabel(serial: serial))"
             line += reader.usable ? ", usable" : ", not usable (\(reader.unusableReason ?? "unknown"))"
             if let key = reader.key { line += ", key \(key)" }
             if let tries = reader.cardPINTriesLeft {
@@ -619,7 +620,11 @@ struct StatusCommand: Command {
             }
             if let token = report.token, let application = token.application.flatMap(TokenApplicationKind.init) {
                 let key =
-                    application == .piv ? "PIV slot \(token.slot ?? "9d")" : "the OpenPGP decryption key"
+                    switch application {
+                    case .piv: "PIV slot \(token.slot ?? "9d")"
+                    case .pkcs11: "a PKCS#11 key"
+                    case .openpgp: "the OpenPGP decryption key"
+                    }
                 say("Binding:    \(key), \(token.algorithm ?? "cv25519")")
             }
             if report.otherFailures > 0 || report.otherLast != nil {

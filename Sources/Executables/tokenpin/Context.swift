@@ -20,6 +20,9 @@ struct Context {
     /// Whether `cards` is the in-process simulated card (`--reader sim`).
     var simulatedCard = false
 
+    /// `--pkcs11-module`: the one PKCS#11 module to load (local mode only), over the `pkcs11-module` setting.
+    var pkcs11Module: String?
+
     /// The cards the site revoked (`/etc/tokenpin/revoked.d`), for local mode (tokenpind reads its own).
     var revokedCards = RevokedCards()
 
@@ -27,6 +30,7 @@ struct Context {
         var service = PINService(
             store: store, configuration: configuration, user: user, cards: cards, selection: selection)
         service.revokedCards = revokedCards
+        if let module = pkcs11Module { service.pkcs11.module = module }
         return service
     }
 
@@ -83,6 +87,11 @@ struct Context {
         var selection = CardSelection(
             reader: readerOption ?? configuration.reader, serial: options.global.serial,
             application: options.values.value(Options.app).flatMap(TokenApplicationKind.init(rawValue:)))
+        let pkcs11 = PKCS11Options(options.values)  // checked by `main` (PKCS11Options.problem)
+        if pkcs11.tokenURI != nil || pkcs11.module != nil {
+            selection.application = .pkcs11
+            selection.tokenURI = pkcs11.tokenURI
+        }
         if readerOption == "sim" {
             cards = SimulatorCards.shared(
                 stateFile: store.directory + "/sim-card.json",
@@ -95,6 +104,7 @@ struct Context {
             options: options, configuration: configuration, store: store,
             user: user, console: console, interaction: interaction,
             cards: cards, selection: selection, simulatedCard: readerOption == "sim", mode: mode)
+        context.pkcs11Module = pkcs11.module
         if mode.isLocal {
             let revoked = RevokedCards.load(directory: SystemRoot.path(RevokedCards.defaultDirectory))
             context.revokedCards = revoked.list
@@ -199,7 +209,10 @@ final class CLIInteraction: Interaction {
         case .recoveryKey: named(appearance.promptRecoveryKey)
         case .cardPIN(let card, let tries):
             appearance.promptCardPIN.replacing(
-                "%s", with: "\(card) (\(tries == 1 ? "last try before the card blocks" : "\(tries) tries left"))")
+                "%s",
+                with: tries == cardTriesUntold
+                    ? card
+                    : "\(card) (\(tries == 1 ? "last try before the card blocks" : "\(tries) tries left"))")
         case .newCardPIN: "New card PIN"
         case .confirmCardPIN: "New card PIN again"
         case .adminPIN(let card, let tries):

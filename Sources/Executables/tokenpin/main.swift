@@ -41,7 +41,7 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
         if values.isSet(Options.toggleMethod) && (type != .token || on) {
             throw UsageError(message: "--method applies to `toggle token off`", command: name)
         }
-        for option in [Options.toggleMode, Options.app, Options.slot]
+        for option in [Options.toggleMode, Options.app, Options.slot, Options.tokenURI, Options.pkcs11Module]
         where values.isSet(option) && (type != .token || !on) {
             throw UsageError(message: "\(option.names[0]) applies to `toggle token on`", command: name)
         }
@@ -207,6 +207,15 @@ func runMain() -> ExitCode {
         return console.fail(
             .usage, errorCode: "usage", message: error.message,
             hint: "usage: \(Help.usage(error.command)); see 'tokenpin help'")
+    }
+    if let problem = PKCS11Options(parsed.values).problem(
+        application: parsed.values.value(Options.app), local: mode.isLocal)
+    {
+        let console = Console(
+            json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+            err: Style(enabled: false, appearance: Appearance()))
+        return console.fail(
+            .usage, errorCode: "usage", message: problem, hint: "see 'tokenpin help \(parsed.command ?? "")'")
     }
     // doctor reads the configuration itself, file by file: it must work when the configuration is what is broken.
     if command is DoctorCommand { return DoctorCommand.run(parsed, mode: mode) }
