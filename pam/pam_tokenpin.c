@@ -751,6 +751,22 @@ static void tp_on_event(struct tp_exchange *x, const struct tp_message *message)
         tp_say(x->pamh, x->options, PAM_TEXT_INFO, "%lld failed %s from %s%s since you last verified here; "
                "the PIN and token still work here.", failures, failures == 1 ? "attempt" : "attempts",
                service != NULL ? service : (remote ? "a remote login" : "another user"), by);
+    } else if (event != NULL && strcmp(event, "keypadEntry") == 0) {
+        /* The card PIN goes in on the reader's own keys: an information message, never a secret prompt. The person
+           enters a secret there (the reader sends it to the card), so from here on, as after a typed one, only
+           `verified` succeeds and nothing maps to "unavailable". */
+        x->secret_sent = 1;
+        const char *reader = tp_string(message, "reader");
+        long long tries = tp_int(message, "cardTriesLeft", -1);
+        if (tries >= 0)
+            tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Enter the card PIN on the keypad of %s (%lld %s left).",
+                   reader ? reader : "the reader", tries, tries == 1 ? "try" : "tries");
+        else
+            tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Enter the card PIN on the keypad of %s.",
+                   reader ? reader : "the reader");
+    } else if (event != NULL && strcmp(event, "keypadNotUsed") == 0) {
+        const char *reason = tp_string(message, "reason");
+        tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Keypad not used: %s.", reason ? reason : "unavailable");
     } else if (event != NULL && strcmp(event, "policyViolation") == 0) {
         const char *rule = tp_string(message, "rule");
         const char *reason = tp_string(message, "reason");

@@ -54,6 +54,10 @@ public enum Event: Sendable, Equatable {
     /// Remote logins or other users (`su`) failed to verify as this user since the user's last own or local
     /// success; told at that success, which clears them.
     case otherAttempts(OtherAttemptsNotice)
+    /// The card PIN is to be typed on the keypad of `reader` now (no prompt at the keyboard for it).
+    case keypadEntry(reader: String, card: String, triesLeft: Int)
+    /// The reader has a keypad but this card PIN is typed at the keyboard, and why.
+    case keypadNotUsed(reader: String, reason: String)
 
     /// The stable name used in JSON output and logs.
     public var name: String {
@@ -71,6 +75,8 @@ public enum Event: Sendable, Equatable {
         case .typeChanged: "typeChanged"
         case .unenrolled: "unenrolled"
         case .otherAttempts: "otherAttempts"
+        case .keypadEntry: "keypadEntry"
+        case .keypadNotUsed: "keypadNotUsed"
         }
     }
 }

@@ -38,8 +38,10 @@ extension Daemon {
         let selection = CardSelection(
             reader: request.reader ?? configuration.reader, serial: request.serial, application: request.application,
             tokenURI: request.tokenURI)
+        var requested = configuration
+        if request.pinpad == false { requested.pinpad = .off }  // `--no-pinpad`: only ever off, never on
         var service = PINService(
-            store: store, configuration: configuration, user: user, logger: logger,
+            store: store, configuration: requested, user: user, logger: logger,
             cards: options.cards, selection: selection)
         let waitSeconds = Double(configuration.daemonWaitTimeoutSeconds)
         service.derivationGate = BudgetGate(

@@ -62,6 +62,13 @@ extension Event {
         case .otherAttempts(let notice):
             [JSONMember("failures", .int(notice.failures))]
                 + (notice.last.map { OtherAttempts.protocolMembers($0, invoker: notice.invoker) } ?? [])
+        case .keypadEntry(let reader, let card, let tries):
+            [
+                JSONMember("reader", .text(reader)), JSONMember("card", .text(card)),
+                JSONMember("cardTriesLeft", .int(tries)),
+            ]
+        case .keypadNotUsed(let reader, let reason):
+            [JSONMember("reader", .text(reader)), JSONMember("reason", .text(reason))]
         }
     }
 
@@ -104,6 +111,16 @@ extension Event {
                 OtherAttemptsNotice(
                     failures: failures, last: try? OtherAttempts.attempt(protocolValue: value),
                     invoker: value["invoker"]?.stringValue))
+        case "keypadEntry":
+            guard let reader = value["reader"]?.stringValue, let card = value["card"]?.stringValue,
+                let tries = try? value.number("cardTriesLeft", in: ProtocolRanges.tries)
+            else { return nil }
+            self = .keypadEntry(reader: reader, card: card, triesLeft: tries)
+        case "keypadNotUsed":
+            guard let reader = value["reader"]?.stringValue, let reason = value["reason"]?.stringValue else {
+                return nil
+            }
+            self = .keypadNotUsed(reader: reader, reason: reason)
         default: return nil
         }
     }
@@ -413,6 +430,7 @@ extension ReaderInfo {
             JSONMember("unusableReason", unusableReason.map(JSONValue.text) ?? .null),
             JSONMember("cardTriesLeft", cardPINTriesLeft.map(JSONValue.int) ?? .null),
             JSONMember("key", key.map(JSONValue.text) ?? .null),
+            JSONMember("pinpad", pinpad?.protocolValue ?? .null),
         ])
     }
 
@@ -429,6 +447,7 @@ extension ReaderInfo {
             unusableReason: value["unusableReason"]?.stringValue,
             cardPINTriesLeft: try value.number("cardTriesLeft", formerly: "cardPINTriesLeft", in: ProtocolRanges.tries),
             key: value["key"]?.stringValue)
+        if let pinpad = value["pinpad"], pinpad != .null { self.pinpad = try ReaderPinpad(protocolValue: pinpad) }
     }
 
     /// A list of readers from an array.
@@ -554,4 +573,24 @@ extension ProtocolError {
 extension JSONValue {
     /// A number with a fraction, with three decimals; null when it is not finite (JSON has no NaN or infinity).
     public static func double(_ value: Double) -> JSONValue { value.isFinite ? .decimal(fixed(value, 3)) : .null }
+}
+
+extension ReaderPinpad {
+    /// The keypad as an object: `verify`, `modify`, `minDigits`, `maxDigits`, `ignored`.
+    public var protocolValue: JSONValue {
+        .object([
+            JSONMember("verify", .bool(verify)), JSONMember("modify", .bool(modify)),
+            JSONMember("minDigits", .int(minDigits)), JSONMember("maxDigits", .int(maxDigits)),
+            JSONMember("ignored", ignored.map(JSONValue.text) ?? .null),
+        ])
+    }
+
+    /// A keypad from its object; digits outside 1-64 are a `bad-field` error.
+    public init(protocolValue value: JSONValue) throws(ProtocolError) {
+        guard let verify = value["verify"]?.boolValue, let modify = value["modify"]?.boolValue,
+            let low = try value.number("minDigits", in: 1...64), let high = try value.number("maxDigits", in: 1...64)
+        else { throw ProtocolError(.badField, "a reader's pinpad is malformed") }
+        self.init(
+            verify: verify, modify: modify, minDigits: low, maxDigits: high, ignored: value["ignored"]?.stringValue)
+    }
 }

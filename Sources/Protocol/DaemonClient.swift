@@ -38,6 +38,8 @@ public struct DaemonClient: Sendable {
     public var selection: CardSelection = CardSelection()
     /// Who runs the PAM stack, sent with every request when set (what pam_tokenpin reports; tests speak as it).
     public var invoker: Invoker?
+    /// Card PINs at the keyboard even where the reader has a keypad (`--no-pinpad`).
+    public var keyboardOnly = false
 
     /// The default socket.
     public static let defaultSocketPath = "/run/tokenpin/socket"
@@ -223,6 +225,7 @@ public struct DaemonClient: Sendable {
         request.serial = selection.serial
         request.application = selection.application
         request.tokenURI = selection.tokenURI
+        if keyboardOnly { request.pinpad = false }
         return request
     }
 

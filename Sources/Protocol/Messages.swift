@@ -75,6 +75,9 @@ public struct Request: Sendable, Equatable {
     public var invoker: Invoker?
     /// `derive`: the application whose key to release (`restic`, `ssh:work`).
     public var applicationName: ApplicationName?
+    /// `false`: card PINs at the keyboard even where the reader has a keypad (`--no-pinpad`); a client can only turn
+    /// the keypad off, never on where the daemon's `pinpad = off`.
+    public var pinpad: Bool?
 
     /// Creates a request.
     public init(
@@ -164,7 +167,7 @@ extension ClientMessage {
         switch type {
         case "request":
             var common: Set<String> = [
-                "v", "type", "op", "user", "newPINAttempts", "reader", "serial", "app", "tokenURI",
+                "v", "type", "op", "user", "newPINAttempts", "reader", "serial", "app", "tokenURI", "pinpad",
             ]
             let version = fields["v"]?.intValue ?? 0
             if version >= ProtocolLimits.invokerVersion { common.formUnion(Invoker.fieldNames) }
@@ -186,6 +189,7 @@ extension ClientMessage {
             }
             request.newPINAttempts = try fields.optionalInt("newPINAttempts", in: 1...5)
             request.reader = try fields.optionalString("reader")
+            request.pinpad = try fields.optionalBool("pinpad")
             request.serial = try fields.optionalString("serial")
             for text in [request.reader, request.serial].compactMap({ $0 }) where text.isEmpty || text.utf8.count > 256
             {
@@ -452,6 +456,7 @@ extension ClientMessage {
                 members.append(JSONMember("applicationName", .text(name.rawValue)))
             }
             if let uri = request.tokenURI { members.append(JSONMember("tokenURI", .text(uri))) }
+            if let pinpad = request.pinpad { members.append(JSONMember("pinpad", .bool(pinpad))) }
             if let invoker = request.invoker {
                 members.append(JSONMember("invokerUID", .int(Int(invoker.uid))))
                 for (key, value) in [

@@ -43,6 +43,12 @@ public struct PCSCReaders: CardReaders {
 
     public func withTimeouts(_ timeouts: CardTimeouts) -> any CardReaders { PCSCReaders(timeouts: timeouts) }
 
+    /// The reader's keypad, asked over a direct connection (with or without a card); nil when it has none or does
+    /// not answer in time.
+    public func pinpad(of reader: String) -> ReaderPinpad? {
+        (try? PCSCReaderPinpad.detect(reader: reader, within: timeouts.command)).map(ReaderPinpad.init)
+    }
+
     /// A card connection's error: PC/SC's (see below), or a deadline that passed (the token is unavailable, or
     /// pcscd does not answer: a service tokenpin needs is not working).
     static func serviceError(_ error: any Error) -> ServiceError {

@@ -16,10 +16,15 @@ public protocol CardReaders: Sendable {
     /// The same readers with these deadlines on every wait (`card-timeout`); readers without waits of their own
     /// (in process) return themselves.
     func withTimeouts(_ timeouts: CardTimeouts) -> any CardReaders
+    /// The keypad of `reader` for card PINs (PC/SC part 10), nil when it has none or does not say.
+    func pinpad(of reader: String) -> ReaderPinpad?
 }
 
 extension CardReaders {
     public func withTimeouts(_ timeouts: CardTimeouts) -> any CardReaders { self }
+
+    /// The reader's keypad; readers that cannot have one (in process) have none.
+    public func pinpad(of reader: String) -> ReaderPinpad? { nil }
 
     /// The same readers with the deadlines `configuration` sets (`card-timeout`).
     public func withTimeouts(of configuration: Configuration) -> any CardReaders {

@@ -8,16 +8,20 @@ import TokenpinOpenPGP
 final class OpenPGPToken: TokenApplication {
     let card: OpenPGPCard
     let reader: String
+    /// The connection the card was opened on: only to find the reader's keypad (TokenKeypad.swift); commands go
+    /// through `card`'s transactions.
+    let connection: any CardConnection
 
-    private init(card: OpenPGPCard, reader: String) {
+    private init(card: OpenPGPCard, reader: String, connection: any CardConnection) {
         self.card = card
         self.reader = reader
+        self.connection = connection
     }
 
     /// Selects the OpenPGP application on `connection` and reads its data (2 APDUs, one transaction).
     static func open(connection: any CardConnection, reader: String) throws(TokenCardError) -> OpenPGPToken {
         do {
-            return OpenPGPToken(card: try OpenPGPCard.open(connection), reader: reader)
+            return OpenPGPToken(card: try OpenPGPCard.open(connection), reader: reader, connection: connection)
         } catch {
             throw Self.cardError(error)
         }
@@ -127,11 +131,18 @@ final class OpenPGPToken: TokenApplication {
         let challenge = [UInt8](binding.ephemeralPublicKey)
         return try run { session throws(OpenPGPError) -> SecretBytes in
             try session.verify(.pw1, pin: pin, keyDerivation: card.keyDerivation(session))
-            switch algorithm {
-            case .cv25519: return try session.decipher(ephemeralPublicKey: challenge)
-            case .ecdh: return try session.decipher(ecdhPoint: challenge)
-            case .rsa: return try session.decipher(rsaCryptogram: challenge)
-            }
+            return try Self.decipher(challenge, algorithm, session)
+        }
+    }
+
+    /// PSO:DECIPHER of a binding's challenge, after PW1 was verified.
+    static func decipher(_ challenge: [UInt8], _ algorithm: TokenKeyAlgorithm, _ session: OpenPGPSession)
+        throws(OpenPGPError) -> SecretBytes
+    {
+        switch algorithm {
+        case .cv25519: try session.decipher(ephemeralPublicKey: challenge)
+        case .ecdh: try session.decipher(ecdhPoint: challenge)
+        case .rsa: try session.decipher(rsaCryptogram: challenge)
         }
     }
 
@@ -226,7 +237,7 @@ final class OpenPGPToken: TokenApplication {
     func close() { card.close() }
 
     /// One transaction of the card, with OpenPGP's errors in the token's terms.
-    private func run<R: ~Copyable>(_ body: (OpenPGPSession) throws(OpenPGPError) -> R) throws(TokenCardError) -> R {
+    func run<R: ~Copyable>(_ body: (OpenPGPSession) throws(OpenPGPError) -> R) throws(TokenCardError) -> R {
         do {
             return try card.transaction(body)
         } catch {

@@ -214,6 +214,8 @@ public struct ReaderInfo: Sendable, Equatable {
     public var cardPINTriesLeft: Int?
     /// The key a binding would use as the card is: `rsa2048`, `nistp256 in 9d`.
     public var key: String?
+    /// The reader's keypad for card PINs (PC/SC part 10 secure PIN entry), nil when it has none.
+    public var pinpad: ReaderPinpad?
 
     /// Creates a reader description.
     public init(

@@ -200,6 +200,15 @@ final class PIVToken: TokenApplication {
         throws(TokenCardError) -> SecretBytes
     {
         try Self.checkPIN(pin, "PIN")
+        return try answer(binding: binding, algorithm: algorithm) { session throws(PIVError) in
+            try session.verify(pin: pin)
+        }
+    }
+
+    /// The bound key's answer to the binding's challenge after `verify` verified the PIN, in one transaction.
+    func answer(
+        binding: TokenBinding, algorithm: TokenKeyAlgorithm, verify: (PIVSession) throws(PIVError) -> Void
+    ) throws(TokenCardError) -> SecretBytes {
         let slot = try Self.slot(binding.slot)
         let challenge = [UInt8](binding.ephemeralPublicKey)
         let pivAlgorithm: PIVAlgorithm
@@ -212,7 +221,7 @@ final class PIVToken: TokenApplication {
         let card = self.card
         let secret = try Self.map { () throws(PIVError) -> SecretBytes in
             try card.transaction { session throws(PIVError) -> SecretBytes in
-                try session.verify(pin: pin)
+                try verify(session)
                 if pivAlgorithm == .rsa2048 {
                     return try session.decrypt(slot: slot, algorithm: .rsa2048, cryptogram: challenge)
                 }
@@ -501,6 +510,7 @@ final class PIVToken: TokenApplication {
         case .blocked: "the PIV PIN is blocked"
         case .transport(let inner): "the card connection failed: \(inner)"
         case .malformed(let why), .unusable(let why), .refused(let why): why
+        case .keypadRefused(let refusal): refusal.description
         }
     }
 }

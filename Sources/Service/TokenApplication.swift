@@ -51,6 +51,8 @@ enum TokenCardError: Error {
     case unusable(String)
     /// The card refused a command for another reason, described.
     case refused(String)
+    /// The PIN entry on the reader's keypad ended without the card judging a PIN: nothing was counted.
+    case keypadRefused(PinpadRefusal)
 }
 
 /// A key on the card that a token slot can bind to, with its public half as a binding keeps it.

@@ -116,6 +116,8 @@ extension PINService {
             return TokenFailure(kind: .unavailable, reason: "card \(card) has no token application")
         case .unusable(let why), .refused(let why):
             return TokenFailure(kind: .unavailable, reason: "card \(card): \(why)")
+        case .keypadRefused(let refusal):
+            return TokenFailure(kind: .refused, reason: "card \(card): \(refusal); nothing was counted")
         }
     }
 
@@ -500,18 +502,26 @@ extension PINService {
             cardPIN = given
         case .none:
             guard tries > 0 else { throw failure(.blocked, card: card.label) }
+            if let keypad = keypad(for: card, interaction) {
+                return try keypadSecret(card, keypad, binding: binding, algorithm: algorithm, interaction)
+            }
             cardPIN = try readCardPIN(card, interaction)
         }
         do {
             return try card.answer(pin: cardPIN, binding: binding, algorithm: algorithm)
         } catch {
-            var failure = failure(error, card: card.label)
-            switch error {
-            case .wrongPIN, .blocked: break  // VERIFY refused: the key was not asked
-            default: failure.sentChallenge = binding.ephemeralPublicKey
-            }
-            throw failure
+            throw answerFailure(error, card: card, binding: binding)
         }
+    }
+
+    /// A card's refusal to answer the binding's challenge, the challenge marked as sent when the key was asked.
+    func answerFailure(_ error: TokenCardError, card: any TokenApplication, binding: TokenBinding) -> TokenFailure {
+        var failure = failure(error, card: card.label)
+        switch error {
+        case .wrongPIN, .blocked, .keypadRefused: break  // VERIFY refused or never sent: the key was not asked
+        default: failure.sentChallenge = binding.ephemeralPublicKey
+        }
+        return failure
     }
 
     /// Re-seals the token slot under a fresh challenge when its challenge is still `sent`, one that may have
@@ -907,16 +917,17 @@ extension PINService {
     /// the card bound to the record (none without a binding, and then no card is read at all).
     public func listReaders() throws(ServiceError) -> [ReaderInfo] {
         guard cardScope == .boundCardOnly else {
-            return try probeCards().map { probe in
-                probe.kind == nil && probe.problem == "no card"
-                    ? ReaderInfo(name: probe.reader, cardPresent: false) : probe.info
-            }
+            return try withPinpads(
+                probeCards().map { probe in
+                    probe.kind == nil && probe.problem == "no card"
+                        ? ReaderInfo(name: probe.reader, cardPresent: false) : probe.info
+                })
         }
         let bound = try guarded { () throws -> String? in try boundCard()?.serial }
         let mayBind = bound == nil ? try mayBindFreeCard() : false
         // No card is read at all for a user who may touch none.
         guard bound != nil || mayBind else { return [] }
-        return try touchable(try probeCards()).visible.map(\.info)
+        return try withPinpads(touchable(try probeCards()).visible.map(\.info))
     }
 
     /// Whether this user, through the daemon, may bind a card no other record binds: enrolled, and `card-bind`
@@ -1002,6 +1013,7 @@ extension PINService {
             defer { card.close() }
             let tries = card.pinTriesLeft
             guard tries > 0 else { throw ServiceError.cardRefused(failure(.blocked, card: card.label).reason) }
+            if try changeCardPINOnKeypad(card, interaction) { return }
             let current = try readCardPIN(card, interaction)
             let new = try readNewCardPIN(interaction, maximum: card.pinMaxLength)
             do throws(TokenCardError) {

@@ -58,7 +58,9 @@ public final class PCSCCardConnection: CardConnection {
     public private(set) var resets = 0
 
     /// The PINs verified on the card since it was last cleared.
-    private var verified = VerifiedState()
+    var verified = VerifiedState()
+    /// The reader's secure PIN entry once asked for (PCSCCardConnection+Pinpad.swift); `.some(nil)`: none.
+    var detectedPinpad: Pinpad??
 
     /// How long each call may wait for the reader; key generation has its own, longer deadline.
     public var timeouts: CardTimeouts
@@ -68,7 +70,7 @@ public final class PCSCCardConnection: CardConnection {
     private let shareMode: ShareMode
     private let protocols: CardProtocols
     private let context: Int
-    private var card: Int
+    private(set) var card: Int
     private var isConnected = true
     private var transactionDepth = 0
     /// We reset the card at the end of a transaction; pcscd reports that reset to our own handle once.
@@ -141,7 +143,7 @@ public final class PCSCCardConnection: CardConnection {
     }
 
     /// Runs one pcsc-lite call on the connection's thread within `timeout` (default: the command deadline).
-    private func call<R>(_ name: String, timeout: Duration? = nil, _ body: @escaping () throws -> R) throws -> R {
+    func call<R>(_ name: String, timeout: Duration? = nil, _ body: @escaping () throws -> R) throws -> R {
         do {
             return try watchdog.run(name, timeout: timeout ?? timeouts.command, body)
         } catch let error as CardTimeoutError {
@@ -307,7 +309,7 @@ public final class PCSCCardConnection: CardConnection {
 
     /// Throws when the connection is closed: `CardTimeoutError` after a call overran (the reader still owes
     /// the answer), `.invalidHandle` after `close()`.
-    private func checkConnected() throws {
+    func checkConnected() throws {
         guard isConnected else {
             if watchdog.hasGivenUp {
                 throw CardTimeoutError(

@@ -24,7 +24,7 @@ enum PCSCLibrary {
     static let plugAndPlayReaderName = "\\\\?PnP?\\Notification"
 
     /// Turns a pcsc-lite return value into a thrown `PCSCError`.
-    private static func check(_ result: LONG) throws(PCSCError) {
+    static func check(_ result: LONG) throws(PCSCError) {
         guard result != 0 else { return }  // SCARD_S_SUCCESS
         throw PCSCError(rawValue: UInt32(truncatingIfNeeded: result))
     }

@@ -174,6 +174,8 @@ public struct Configuration: Sendable, Equatable {
     /// Seconds pcscd, a reader and its card may take to answer one command (`card-timeout`); key generation on
     /// the card waits at least 120 s.
     public var cardTimeoutSeconds: Int = 10
+    /// Whether card PINs are typed on a reader's own keypad where it has one (`pinpad`; `--no-pinpad` turns it off).
+    public var pinpad: PinpadUse = .auto
     /// The one PKCS#11 module the PKCS#11 token application loads, by absolute path (`pkcs11-module`); nil: the
     /// modules p11-kit is configured to load. Only the `tokenpin-pkcs11` helper ever loads it.
     public var pkcs11Module: String?
@@ -387,7 +389,7 @@ public struct Configuration: Sendable, Equatable {
         "retries-max", "fail-delay", "kdf-target-ms", "kdf-memory-mib", "kdf-passes",
         "pin-min-length", "pin-max-length", "pin-charset", "pin-min-unique", "pin-blocklist", "pin-blocklist-rules",
         "pin-check", "pin-check-timeout",
-        "mode", "fallback", "reader", "card-timeout", "pkcs11-module",
+        "mode", "fallback", "reader", "card-timeout", "pinpad", "pkcs11-module",
         "color", "color-prompt", "color-dots", "color-error", "color-warning", "color-success", "dot",
         "prompt-pin", "prompt-new-pin", "prompt-confirm-pin", "prompt-current-pin", "prompt-recovery-key",
         "prompt-card-pin",
@@ -473,6 +475,7 @@ public struct Configuration: Sendable, Equatable {
         case "fallback": fallback = try choice(FallbackPolicy.self)
         case "reader": reader = value.isEmpty ? nil : value
         case "card-timeout": cardTimeoutSeconds = try integer(1...600)
+        case "pinpad": pinpad = try choice(PinpadUse.self)
         case "pkcs11-module": pkcs11Module = try Self.pkcs11Module(value)
         case "color": appearance.color = try choice(Appearance.ColorChoice.self)
         case "color-prompt": appearance.promptColor = try color()
@@ -571,4 +574,13 @@ extension Configuration {
                     + "tokenpin) and not be writable by group or others")
         }
     }
+}
+
+/// `pinpad`: where a reader has a keypad (PC/SC part 10 secure PIN entry), the card PIN is typed there (`auto`) or
+/// at the keyboard as on any reader (`off`).
+public enum PinpadUse: String, Sendable, CaseIterable, Equatable {
+    /// The reader's keypad, when it has one and the card's PIN format allows it.
+    case auto
+    /// The keyboard, always.
+    case off
 }

@@ -5,12 +5,15 @@ internal import TokenpinSystem
     import Glibc
 #endif
 
-/// The directory of enrolment records: one JSON file per user, replaced atomically, guarded by a lock file.
+/// The directory of enrolment records: one file per user, guarded by a lock file.
 ///
-/// Invariant 3: files are written to a temporary file in the same directory, synced, renamed over the record,
-/// and the directory is synced; records are 0600 in a 0700 directory; a directory or record that others can
-/// write, or that belongs to someone else, is refused. Invariant 2: `withLock` holds an exclusive `flock` on
-/// the user's lock file across a whole operation, so processes take turns.
+/// A record file is either the legacy single JSON document, replaced atomically (a temporary file in the same
+/// directory, synced, renamed over the record, the directory synced), or two copies of the JSON in one
+/// preallocated file, updated in place with one `fdatasync` (`RecordCopies`). Both are always read; `writeFormat`
+/// says which a save writes, and a save in the two-copy format upgrades a legacy file once. Invariant 3: records
+/// are 0600 in a 0700 directory; a directory or record that others can write or read, that belongs to someone
+/// else, or that is a symlink is refused. Invariant 2: `withLock` holds an exclusive `flock` on the user's lock
+/// file across a whole operation, so processes take turns.
 public struct RecordStore: Sendable {
     /// The directory.
     public let directory: String
@@ -23,6 +26,12 @@ public struct RecordStore: Sendable {
     public var lockWaitSeconds: Double?
     /// The record decoded last and its bytes, so that reading the same bytes again does not decode them again.
     let recent = RecentRecord()
+    /// The format a save writes (both are always read).
+    public var writeFormat: RecordFormat = .fromEnvironment
+    /// A test hook for the two-copy save: given the step, the bytes a write replaces and the bytes it would
+    /// write, it returns nil to let the write happen, or the bytes that reach the file before a simulated crash
+    /// (the save then throws `.io` without syncing or going on).
+    var tornWrite: (@Sendable (RecordCopies.Step, _ old: [UInt8], _ new: [UInt8]) -> [UInt8]?)?
 
     /// A store in `directory`, owned by the effective user.
     public init(directory: String, owner: uid_t = geteuid()) {
@@ -169,6 +178,45 @@ public struct RecordStore: Sendable {
         } catch {
             throw storeError(error, path, "cannot inspect the record")
         }
+        try checkRecord(info, path: path)
+        try checkSize(info, path: path)
+        let data: Data
+        do {
+            data = Data(try file.readAll(maximumCount: Self.maximumRecordSize))
+        } catch {
+            if error == .fileTooLarge {
+                throw StoreError(.corrupt, path: path, "the record is too large to be a tokenpin record")
+            }
+            throw storeError(error, path, "cannot read the record")
+        }
+        let json = try Self.currentJSON(data, path: path)
+        if let record = recent.record(path: path, user: user, bytes: json) { return record }
+        let record = try Self.decode(json, path: path, user: user)
+        recent.remember(record, path: path, user: user, bytes: json)
+        return record
+    }
+
+    /// The record's JSON in `file`'s bytes: the whole file in the legacy format, else the intact copy with the
+    /// highest sequence number; neither copy intact is `.corrupt`, naming what each half holds.
+    static func currentJSON(_ file: Data, path: String) throws(StoreError) -> Data {
+        if file.isEmpty || RecordCopies.isLegacyJSON(file) { return file }
+        let reading = RecordCopies.read(file)
+        guard let current = reading.current else {
+            let halves = reading.damage.map { $0?.rawValue ?? "intact" }
+            throw StoreError(
+                .corrupt, path: path,
+                "neither copy of the record is intact (first half: \(halves.first ?? "?"); second half: "
+                    + "\(halves.dropFirst().first ?? "?")); it was edited or damaged, not torn by a crash")
+        }
+        if reading.copies.count == 2, reading.copies[0].sequence == reading.copies[1].sequence,
+            reading.copies[0].json != reading.copies[1].json
+        {
+            throw StoreError(.corrupt, path: path, "the record's two copies differ under one sequence number (edited?)")
+        }
+        return current.json
+    }
+
+    private func checkRecord(_ info: stat, path: String) throws(StoreError) {
         guard info.st_mode & S_IFMT == S_IFREG else {
             throw StoreError(.insecure, path: path, "the record is not a regular file")
         }
@@ -182,23 +230,13 @@ public struct RecordStore: Sendable {
                 .insecure, path: path,
                 "others can \(verb) the record (mode \(String(info.st_mode & 0o777, radix: 8)); a record is 0600)")
         }
+    }
+
+    private func checkSize(_ info: stat, path: String) throws(StoreError) {
         guard Int(info.st_size) <= Self.maximumRecordSize else {
             throw StoreError(
                 .corrupt, path: path, "the record is \(info.st_size) bytes, too large to be a tokenpin record")
         }
-        let data: Data
-        do {
-            data = Data(try file.readAll(maximumCount: Self.maximumRecordSize))
-        } catch {
-            if error == .fileTooLarge {
-                throw StoreError(.corrupt, path: path, "the record is too large to be a tokenpin record")
-            }
-            throw storeError(error, path, "cannot read the record")
-        }
-        if let record = recent.record(path: path, user: user, bytes: data) { return record }
-        let record = try Self.decode(data, path: path, user: user)
-        recent.remember(record, path: path, user: user, bytes: data)
-        return record
     }
 
     /// The identities of the cards the records of users other than `user` bind (token or composite slot).
@@ -259,22 +297,113 @@ public struct RecordStore: Sendable {
         }
     }
 
-    /// Writes `record` atomically: temp file, fsync, rename, fsync of the directory (`AtomicFile.replace`).
+    /// Writes `record` durably in `writeFormat`; when this returns, the record survives a crash or power loss.
     ///
-    /// When this returns, the record survives a crash or power loss; when it throws, the old record is intact
-    /// (or, when only the directory sync failed, the new one is in place but not known to be durable). A
-    /// symlinked store directory or record is refused.
+    /// Legacy JSON: temp file, fsync, rename, fsync of the directory (`AtomicFile.replace`); when it throws, the
+    /// old record is intact (or, when only the directory sync failed, the new one is in place but not known to be
+    /// durable). Two copies: see `saveCopies`. A symlinked store directory or record is refused.
     public func save(_ record: EnrolmentRecord) throws(StoreError) {
         guard Self.validate(user: record.user) else {
             throw StoreError(.invalidUser, path: directory, "invalid user name")
         }
         let data = try Self.encode(record)
         let path = recordPath(for: record.user)
+        switch writeFormat {
+        case .json: try replace(path, with: [UInt8](data))
+        case .copies: try saveCopies(data, path: path)
+        }
+    }
+
+    private func replace(_ path: String, with contents: [UInt8]) throws(StoreError) {
         do {
-            try AtomicFile.replace(path: path, contents: [UInt8](data), mode: 0o600)
+            try AtomicFile.replace(path: path, contents: contents, mode: 0o600)
         } catch {
             throw storeError(error, path, "cannot save the record")
         }
+    }
+
+    /// The two-copy save: the new copy, with the next sequence number, over the half that does not hold the
+    /// current copy, one `fdatasync`, then the old half blanked (not synced: the next save's sync carries it).
+    ///
+    /// A missing file, a legacy JSON file (the upgrade) or a copy too large for its half is written whole, as a
+    /// new two-copy file, through `AtomicFile.replace`. A file that is not a regular file of the owner, mode 0600,
+    /// with one link, or that holds no intact copy, is refused and left as it is.
+    func saveCopies(_ json: Data, path: String) throws(StoreError) {
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, O_RDWR | O_NOFOLLOW)
+        } catch {
+            if error == .noSuchFileOrDirectory {
+                return try replace(path, with: RecordCopies.newFile(json: json, sequence: 1))
+            }
+            if error == .tooManySymbolicLinkLevels {
+                throw StoreError(.insecure, path: path, "the record is a symlink")
+            }
+            throw storeError(error, path, "cannot open the record")
+        }
+        let info: stat
+        let bytes: Data
+        do {
+            info = try file.status()
+            try checkRecord(info, path: path)
+            guard info.st_nlink == 1 else {
+                throw StoreError(.insecure, path: path, "the record has other hard links; it is written in place")
+            }
+            try checkSize(info, path: path)
+            bytes = Data(try file.readAll(maximumCount: Self.maximumRecordSize))
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw storeError(error as? Errno ?? .current, path, "cannot read the record")
+        }
+        if bytes.isEmpty || RecordCopies.isLegacyJSON(bytes) {
+            return try replace(path, with: RecordCopies.newFile(json: json, sequence: 1))
+        }
+        let reading = RecordCopies.read(bytes)
+        guard let current = reading.current else {
+            _ = try Self.currentJSON(bytes, path: path)  // names what each half holds
+            throw StoreError(.corrupt, path: path, "the record holds no intact copy")
+        }
+        guard current.sequence < UInt64.max else {
+            throw StoreError(.corrupt, path: path, "the record's sequence number is exhausted (edited?)")
+        }
+        let half = bytes.count / 2
+        guard RecordCopies.fits(json, halfSize: half) else {
+            return try replace(path, with: RecordCopies.newFile(json: json, sequence: current.sequence + 1))
+        }
+        let target = 1 - current.half
+        let copy = RecordCopies.encode(json: json, sequence: current.sequence + 1, halfSize: half)
+        try write(copy, at: target * half, step: .copy, in: file, old: bytes, path: path)
+        if fdatasync(file.rawValue) != 0 { throw systemError(path, "cannot sync the record") }
+        let blank = [UInt8](repeating: 0, count: half)
+        try write(blank, at: current.half * half, step: .blank, in: file, old: bytes, path: path)
+    }
+
+    private func write(
+        _ new: [UInt8], at offset: Int, step: RecordCopies.Step, in file: borrowing FileDescriptor, old: Data,
+        path: String
+    ) throws(StoreError) {
+        var bytes = new
+        var crash = false
+        if let tornWrite {
+            let replaced = [UInt8](old[(old.startIndex + offset)..<(old.startIndex + offset + new.count)])
+            if let torn = tornWrite(step, replaced, new) {
+                bytes = torn
+                crash = true
+            }
+        }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { buffer in
+                pwrite(file.rawValue, buffer.baseAddress! + written, buffer.count - written, off_t(offset + written))
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw systemError(path, "cannot write the record")
+            }
+            written += count
+        }
+        if crash { throw StoreError(.io, path: path, "simulated crash after a torn write (test hook)") }
     }
 
     /// Deletes `user`'s record (not the lock file, which may be held).
@@ -302,5 +431,29 @@ public struct RecordStore: Sendable {
             return StoreError(.insecure, path: path, "\(what): a symlink is in the way")
         }
         return StoreError(.io, path: path, "\(what): \(error)")
+    }
+}
+
+/// The format a record store writes.
+public enum RecordFormat: String, Sendable, Equatable {
+    /// One JSON document, replaced through a temporary file and a rename (two syncs and a directory sync).
+    case json
+    /// Two checksummed copies of the JSON in one preallocated file, updated in place with one `fdatasync`.
+    case copies
+
+    /// `TOKENPIN_RECORD_FORMAT` (`json` or `copies`), else `json`.
+    public static var fromEnvironment: RecordFormat {
+        guard let value = getenv("TOKENPIN_RECORD_FORMAT") else { return .json }
+        return RecordFormat(rawValue: String(cString: value)) ?? .json
+    }
+}
+
+extension RecordCopies {
+    /// The writes of a two-copy save, in order.
+    enum Step: Sendable, Equatable {
+        /// The new copy over the half that does not hold the current one (synced after).
+        case copy
+        /// The half that held the old copy, blanked.
+        case blank
     }
 }

@@ -30,6 +30,7 @@ struct GlobalOptions {
     var user: String?
     var socket: String?
     var local = false
+    var noPinpad = false
 }
 
 /// The command line split into global options, the command and its own arguments.
@@ -67,6 +68,8 @@ enum Options {
         "--local", help: "Do not use tokenpind: keep the record in the store directory (also implied by --store).")
     static let user = Option.value(
         "--user", valueName: "name", help: "Act on this user's record (root only, through tokenpind).")
+    static let noPinpad = Option.flag(
+        "--no-pinpad", help: "Type card PINs at the keyboard even where the reader has a keypad (pinpad = off).")
     static let help = Option.flag("-h", "--help", help: "Show help information.", stopsValidation: true)
     /// Not a validation stop: `--version` answers only without a command, so `verify extra --version` is the usage
     /// error it always was rather than a verify that ignores `extra`.
@@ -127,7 +130,7 @@ enum Options {
 
     /// The options every command takes, in help order.
     static let global = [
-        store, config, json, noColor, pinStdin, quiet, reader, serial, socket, local, user, help, version,
+        store, config, json, noColor, pinStdin, quiet, reader, serial, socket, local, user, noPinpad, help, version,
     ]
 }
 
@@ -264,6 +267,7 @@ enum ArgumentParser {
         result.global.user = values.value(Options.user)
         result.global.socket = values.value(Options.socket)
         result.global.local = values.isSet(Options.local)
+        result.global.noPinpad = values.isSet(Options.noPinpad)
         if let serial = values.value(Options.serial) {
             guard Self.isCardIdentity(serial) else {
                 throw UsageError(

@@ -419,6 +419,14 @@ func readerJSON(_ reader: ReaderInfo, enrolledSerial: String?) -> JSONValue {
         ("unusableReason", .optional(reader.unusableReason)),
         ("matches", .bool(enrolledSerial != nil && reader.serial == enrolledSerial)),
         ("cardTriesLeft", .optional(reader.cardPINTriesLeft)), ("key", .optional(reader.key)),
+        ("pinpad", reader.pinpad.map(pinpadJSON) ?? .null),
+    ])
+}
+
+func pinpadJSON(_ pinpad: ReaderPinpad) -> JSONValue {
+    .object([
+        ("verify", .bool(pinpad.verify)), ("modify", .bool(pinpad.modify)), ("minDigits", .int(pinpad.minDigits)),
+        ("maxDigits", .int(pinpad.maxDigits)), ("ignored", .optional(pinpad.ignored)),
     ])
 }
 
@@ -457,6 +465,7 @@ func describeReaders(_ token: TokenStatus, context: Context, enrolledSerial: Str
         } else {
             line += reader.unusableReason ?? "no OpenPGP or PIV application"
         }
+        if let pinpad = reader.pinpad { line += "; " + pinpad.description }
         context.console.say(line)
     }
 }

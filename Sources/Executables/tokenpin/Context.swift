@@ -45,6 +45,7 @@ struct Context {
         guard case .daemon(let path) = mode else { return nil }
         var client = DaemonClient(socketPath: path, user: options.global.user)
         client.selection = selection
+        client.keyboardOnly = options.global.noPinpad
         return client
     }
 
@@ -60,7 +61,8 @@ struct Context {
     /// Builds the context: loads the configuration, picks the store and the user.
     static func make(_ options: ParsedCommandLine, mode: Backend) throws(ConfigError) -> Context {
         let environment = ProcessInfo.processInfo.environment
-        let (configuration, skipped) = try loadConfiguration(options, environment: environment)
+        var (configuration, skipped) = try loadConfiguration(options, environment: environment)
+        if options.global.noPinpad { configuration.pinpad = .off }
         let out = Style.resolve(appearance: configuration.appearance, noColor: options.global.noColor, fd: 1)
         let err = Style.resolve(appearance: configuration.appearance, noColor: options.global.noColor, fd: 2)
         var console = Console(json: options.global.json, quiet: options.global.quiet, out: out, err: err)
@@ -327,10 +329,24 @@ final class CLIInteraction: Interaction {
         case .otherAttempts(let notice):
             // Told once, at the success that cleared them: su and remote logins that tried this user's PIN.
             console.note(style.warning("Note: ") + notice.sentence + ".")
+        case .keypadEntry(let reader, let card, let tries):
+            // The card PIN goes in on the reader's keys: no prompt here, only where to type it.
+            // It takes a prompt's place, so `--json` and `--quiet` show it too (on standard error).
+            SlowStepNotice.shared.cancel()
+            Console.write(2, Self.keypadSentence(reader: reader, card: card, triesLeft: tries) + "\n")
+        case .keypadNotUsed(let reader, let reason):
+            console.note(style.warning("Keypad not used: ") + "\(reason); type the card PIN here (reader \(reader))")
 
         default:
             break
         }
+    }
+
+    /// "Enter the card PIN on the keypad of ‹reader› (card ‹card›, N tries left)": what the person sees instead of
+    /// a prompt when the reader takes the card PIN on its own keys.
+    static func keypadSentence(reader: String, card: String, triesLeft: Int) -> String {
+        "Enter the card PIN on the keypad of \(reader) (card \(card), \(triesLeft) \(triesLeft == 1 ? "try" : "tries") "
+            + "left on the card; Cancel on the keypad stops)"
     }
 
     static func triesText(remaining: Int, lastTry: Bool) -> String {

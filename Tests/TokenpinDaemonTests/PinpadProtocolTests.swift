@@ -1,0 +1,48 @@
+import Testing
+import TokenpinCore
+import TokenpinProtocol
+import TokenpinService
+
+/// The pinpad's parts of the protocol: `--no-pinpad` as the request's `pinpad: false`, the keypad events, and the
+/// readers' `pinpad`, each read strictly.
+@Suite("Pinpad in the daemon protocol")
+struct PinpadProtocolTests {
+    @Test("a request's pinpad field round-trips and takes only a boolean")
+    func requestField() throws {
+        var request = Request(.verify)
+        request.pinpad = false
+        let line = ClientMessage.request(request).line
+        #expect(try ClientMessage.parse(Array(line.dropLast())) == .request(request))
+        let text = Array("{\"v\":1,\"type\":\"request\",\"op\":\"verify\",\"pinpad\":\"off\"}".utf8)
+        #expect(throws: ProtocolError.self) { try ClientMessage.parse(text) }
+    }
+
+    @Test("the keypad events round-trip; one with tries out of range or a field missing is not an event")
+    func events() {
+        let events: [Event] = [
+            .keypadEntry(reader: "REINER SCT cyberJack", card: "YubiKey 5 12345678", triesLeft: 3),
+            .keypadNotUsed(reader: "REINER SCT cyberJack", reason: "the card hashes its PIN (KDF-DO on)"),
+        ]
+        for event in events {
+            #expect(Event(name: event.name, fields: event.protocolFields) == event)
+        }
+        let outOfRange = [
+            JSONMember("reader", .text("r")), JSONMember("card", .text("c")), JSONMember("cardTriesLeft", .int(999)),
+        ]
+        #expect(Event(name: "keypadEntry", fields: outOfRange) == nil)
+        #expect(Event(name: "keypadNotUsed", fields: [JSONMember("reader", .text("r"))]) == nil)
+    }
+
+    @Test("a reader's pinpad round-trips; digits outside 1-64 are a bad field")
+    func readerPinpad() throws {
+        var reader = ReaderInfo(name: "Pinpad Reader", cardPresent: true)
+        reader.pinpad = ReaderPinpad(verify: true, modify: false, minDigits: 4, maxDigits: 16, ignored: nil)
+        #expect(try ReaderInfo(protocolValue: reader.protocolValue) == reader)
+        #expect(try ReaderInfo(protocolValue: ReaderInfo(name: "r", cardPresent: false).protocolValue).pinpad == nil)
+        let hostile = JSONValue.object([
+            JSONMember("verify", .bool(true)), JSONMember("modify", .bool(true)), JSONMember("minDigits", .int(0)),
+            JSONMember("maxDigits", .int(16)),
+        ])
+        #expect(throws: ProtocolError.self) { try ReaderPinpad(protocolValue: hostile) }
+    }
+}
