@@ -16,18 +16,20 @@ extension Authorization {
     ///
     /// A peer that is not root is the user (it may act on its own record only): `own`, whatever it says. A root
     /// peer without invoker fields is root's own tools or a PAM module of an older version: `local`. A root peer
-    /// with them is a PAM stack: `own` when the invoking real uid is the user's (sudo, a locker run as the user),
-    /// else `local` when it is root's and no remote host is set (login, a greeter), `remote` with one (sshd), and
-    /// `other` for any other real uid (`su victim`).
+    /// with them is a PAM stack: `remote` when a remote host is set (sshd, also when it logs in root, whose uid is
+    /// the invoking one), else `own` when the invoking real uid is the user's (sudo, a locker run as the user),
+    /// `local` when it is root's (login, a greeter), and `other` for any other real uid (`su victim`).
     public static func context(peer: Peer, user: String, invoker: Invoker?) -> AttemptContext {
         guard peer.isRoot else { return AttemptContext(class: .own, invokerUID: peer.uid, invokerName: peer.name) }
         guard let invoker else { return AttemptContext(class: .local, invokerUID: 0) }
         let attemptClass: AttemptClass
         let rhost = invoker.rhost.flatMap { $0.isEmpty ? nil : $0 }
-        if let target = Peer.uid(ofUser: user), target == invoker.uid {
+        if rhost != nil {
+            attemptClass = .remote  // not at the seat, whoever the invoking uid is (sshd logging in root)
+        } else if let target = Peer.uid(ofUser: user), target == invoker.uid {
             attemptClass = .own
         } else if invoker.uid == 0 {
-            attemptClass = rhost == nil ? .local : .remote
+            attemptClass = .local
         } else {
             attemptClass = .other
         }

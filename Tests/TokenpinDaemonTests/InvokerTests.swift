@@ -54,6 +54,24 @@ private func pam(_ test: TestDaemon, _ user: String, _ invoker: Invoker) -> Daem
         #expect(su.class == .other && su.invokerUID == 4242)
     }
 
+    /// A remote host makes the attempt remote whoever the invoking uid is: sshd logging in root (invoking uid 0, the
+    /// target's uid too), or a PAM stack the user runs themselves with a remote host (their own sshd), is not at the
+    /// seat, so it gets neither the card nor the user's own counter.
+    @Test func aRemoteHostIsRemoteEvenWhenTheInvokingUIDIsTheTargets() {
+        let sshRoot = Authorization.context(
+            peer: root, user: "root", invoker: Invoker(uid: 0, service: "sshd", rhost: "203.0.113.9"))
+        #expect(sshRoot.class == .remote && sshRoot.rhost == "203.0.113.9")
+        let nobody = Peer.uid(ofUser: "nobody") ?? 65534
+        let ownSSHD = Authorization.context(
+            peer: root, user: "nobody", invoker: Invoker(uid: nobody, service: "sshd", rhost: "198.51.100.1"))
+        #expect(ownSSHD.class == .remote)
+        // Without a remote host the same invokers are own: the invoking uid is the target's.
+        #expect(
+            Authorization.context(peer: root, user: "root", invoker: Invoker(uid: 0, service: "login")).class == .own)
+        #expect(
+            Authorization.context(peer: root, user: "nobody", invoker: Invoker(uid: nobody, rhost: "")).class == .own)
+    }
+
     @Test func version3CarriesTheInvokerAndVersions1And2StillRead() throws {
         var request = Request(.verify, user: "bob")
         request.invoker = Invoker(uid: 1001, service: "su", rhost: nil, tty: "/dev/pts/3", ruser: "mallory")
