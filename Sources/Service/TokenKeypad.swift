@@ -242,7 +242,9 @@ public struct ReaderPinpad: Sendable, Equatable {
 
 extension PINService {
     /// `infos` with each reader's keypad (a direct connection and one or two SCardControl calls per reader).
+    /// PKCS#11 keys are listed by URI, not by a PC/SC reader, and a service for them alone has no card readers.
     func withPinpads(_ infos: [ReaderInfo]) throws(ServiceError) -> [ReaderInfo] {
+        guard selection.application != .pkcs11 else { return infos }
         let readers = try readers()
         return infos.map { info in
             var info = info
