@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "tokenpin", targets: ["tokenpin"]),
         .executable(name: "tokenpind", targets: ["tokenpind"]),
         .executable(name: "tokenpin-pkcs11", targets: ["tokenpin-pkcs11"]),
+        .executable(name: "tokenpin-askpass", targets: ["tokenpin-askpass"]),
         .library(name: "TokenpinCore", targets: ["TokenpinCore"]),
         .library(name: "TokenpinAPDU", targets: ["TokenpinAPDU"]),
     ],
@@ -164,6 +165,13 @@ let package = Package(
                 "TokenpinArguments", "TokenpinSystem", "TokenpinOpenPGP", "TokenpinDoctor",
             ],
             path: "Sources/Executables/tokenpin",
+            swiftSettings: strictSettings
+        ),
+        // SSH_ASKPASS for ssh keys whose passphrase is an application key: it runs `tokenpin derive` in its place.
+        .executableTarget(
+            name: "tokenpin-askpass",
+            dependencies: ["TokenpinCore", "TokenpinSystem"],
+            path: "Sources/Executables/tokenpin-askpass",
             swiftSettings: strictSettings
         ),
         // `tokenpin doctor`'s checks: pcscd and who holds each card, tokenpind, the PAM stacks that load the module
