@@ -90,11 +90,13 @@ func passTyped(_ prompt: String) -> Never {
     TerminalSignalGuard.disarm()
     try? terminal.write([0x0A])
     guard ended else {
-        tell("tokenpin-askpass: the passphrase did not end with Enter (or was over \(capacity - 1) bytes); nothing was given\n")
+        tell("tokenpin-askpass: no Enter after the passphrase, or over \(capacity - 1) bytes; nothing was given\n")
         CurrentProcess.exit(74)
     }
     let written: Bool = typed.prefix(count).withUnsafeBytes { bytes in
-        FileDescriptor.withBorrowed(1) { out in (try? out.writeAll(bytes)) != nil && (try? out.writeAll([0x0A])) != nil }
+        FileDescriptor.withBorrowed(1) { out in
+            (try? out.writeAll(bytes)) != nil && (try? out.writeAll([0x0A])) != nil
+        }
     }
     CurrentProcess.exit(written ? 0 : 74)
 }
