@@ -21,7 +21,7 @@ mkdir -p /run/tokenpin && SOCKET=/run/tokenpin/socket && CLI_ARGS=(--socket "$SO
 trap 'kill "$SCANNER" "$SSH_AGENT_PID" 2>/dev/null; cleanup; umount /run' EXIT
 start_daemon || exit 1
 PIN=482916
-client enrol <<<"$PIN"$'\n'"$PIN" >/dev/null || { echo "cannot enrol"; exit 1; }
+client enrol <<<"$PIN"$'\n'"$PIN" >/dev/null 2>&1 || { echo "cannot enrol"; exit 1; }
 
 KEYS=$WORK/ssh && mkdir -m 0700 "$KEYS"
 export SSH_ASKPASS=$ASKPASS SSH_ASKPASS_REQUIRE=force
