@@ -178,6 +178,7 @@ bench-daemon: bench-deps build
 bench: bench-deps test-deps build pam
 	scripts/bench $(RELEASE_DIR)/tokenpin
 	scripts/bench-store
+	scripts/bench-derive $(RELEASE_DIR)
 	@if [ "$$(id -u)" = 0 ]; then TOKENPIN_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin TOKENPIN_SIM_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin-sim scripts/bench-token; \
 	BUILD_DIR=$(CURDIR)/$(RELEASE_DIR) TOKENPIN_SIM_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin-sim scripts/bench-pam; \
 	else echo "note: scripts/bench-token and scripts/bench-pam need root (a private pcscd, a PAM service file)"; fi
