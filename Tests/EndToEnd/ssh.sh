@@ -77,6 +77,9 @@ check "the re-keyed key opens with ssh:id_rekey's key" opens "$KEYS/id_other" 2
 check "the typed passphrase was not echoed" bash -c "! grep -q typed-Passphrase '$WORK/tty'"
 
 ASKED=$WORK/asked
+expect_code "ssh's own prompt (Enter passphrase for key 'FILE':) gets ssh:id_work after the PIN" 0 \
+    keys "wait:tokenpin PIN|$PIN\r" -- bash -c '"$0" "Enter passphrase for key '"'"'$1'"'"': " >"$2"' "$ASKPASS" "$KEYS/id_work" "$ASKED"
+check "  and its standard output is the passphrase and a newline, nothing else" cmp -s <(sed -n 1p "$WORK/passphrases") "$ASKED"
 for prompt in "Enter PIN for ED25519-SK key /k: " "Password for root@host: " "Enter passphrase for " ""; do
     "$ASKPASS" "$prompt" >"$ASKED" 2>"$WORK/err" </dev/null
     code=$?
