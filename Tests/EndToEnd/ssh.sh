@@ -90,6 +90,8 @@ expect_code "a key file whose name is not an application name: exit 2 before any
     "$ASKPASS" "Enter passphrase for $KEYS/Work Key: "
 check "  naming TOKENPIN_SSH_KEY" grep -q TOKENPIN_SSH_KEY "$WORK/err"
 expect_code "TOKENPIN_SSH_KEY that is not a name: exit 2" 2 env TOKENPIN_SSH_KEY='../x' "$ASKPASS" "Enter passphrase: "
+expect_code "run by hand on a terminal: exit 2, nothing asked or shown" 2 keys "sleep:0.2" -- "$ASKPASS" "Enter passphrase: "
+check "  saying why" on_tty "standard output is a terminal"
 
 # ssh-add -c: the agent asks its askpass (hint "confirm") at each use; tokenpin-askpass answers with a verification.
 # The agent runs on a terminal of its own, where the PIN is typed; ssh-add -T makes it sign.

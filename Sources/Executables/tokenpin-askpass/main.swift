@@ -116,6 +116,11 @@ guard arguments.count == 1 else {
     CurrentProcess.exit(2)
 }
 let prompt = arguments[0]
+// ssh reads the answer from a pipe; on a terminal a passphrase would be shown.
+guard !FileDescriptor.withBorrowed(1, { $0.isTerminal }) else {
+    tell("tokenpin-askpass: standard output is a terminal: ssh runs it with a pipe there (SSH_ASKPASS)\n")
+    CurrentProcess.exit(2)
+}
 let keyOverride = environment("TOKENPIN_SSH_KEY")
 
 switch Question(prompt: prompt, hint: environment("SSH_ASKPASS_PROMPT")) {
