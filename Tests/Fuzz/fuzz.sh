@@ -18,6 +18,8 @@
 # listed in regressions/KNOWN (code owned elsewhere, not fixed yet) is reported as a TODO line, not hidden.
 #
 #   FUZZ_SECONDS=N       seconds per target (default 10)
+#   FUZZ_OPTIMIZE=FLAG   the Swift optimisation level of the builds (default -O; make test's smoke run takes -Onone,
+#                        which builds in a third of the time and still replays every regression under the sanitizers)
 #   FUZZ_TARGETS="a b"   the targets to run (default: all of the above)
 #   FUZZ_DIR=DIR         keep builds, corpora and logs in DIR (default: this run's temporary directory)
 . "$(dirname "$0")/../EndToEnd/lib.sh"
@@ -33,7 +35,7 @@ wanted() { [[ " $TARGETS " == *" $1 "* ]]; }
 # p11-kit's headers, for CP11Kit (TokenpinPKCS11's system library).
 P11KIT_CFLAGS=()
 for flag in $(pkg-config --cflags p11-kit-1 2>/dev/null); do P11KIT_CFLAGS+=(-Xcc "$flag"); done
-SWIFTC=(swiftc -sanitize=fuzzer,address -parse-as-library -O -swift-version 6 -enable-upcoming-feature ExistentialAny
+SWIFTC=(swiftc -sanitize=fuzzer,address -parse-as-library "${FUZZ_OPTIMIZE:--O}" -swift-version 6 -enable-upcoming-feature ExistentialAny
     -enable-upcoming-feature MemberImportVisibility -I "$OUT/lib" -I "$OUT/lib/CTokenpinShims" -I "$ROOT/Sources/C/CSodium"
     -I "$ROOT/Sources/C/COpenSSL" -I "$ROOT/Sources/C/CP11Kit" -L "$OUT/lib"
     "${P11KIT_CFLAGS[@]}" -use-ld=lld)
@@ -44,9 +46,11 @@ module() {
     local name=$1 files
     [ -n "${BUILT[$name]:-}" ] && return "${BUILT[$name]}"
     mapfile -t files < <(find "$ROOT/$2" -name '*.swift' | sort)
+    local started=$SECONDS
     "${SWIFTC[@]}" "${@:3}" -module-name "$name" -emit-module -emit-module-path "$OUT/lib/$name.swiftmodule" \
         -emit-library -static -o "$OUT/lib/lib$name.a" "${files[@]}" >"$OUT/build-$name.log" 2>&1
     BUILT[$name]=$?
+    echo "# built $name in $((SECONDS - started)) s"
     [ "${BUILT[$name]}" = 0 ] || not_ok "build the $name module for fuzzing: $(grep -m2 'error:' "$OUT/build-$name.log")"
     return "${BUILT[$name]}"
 }
