@@ -4,9 +4,9 @@
 # its passphrase, added to an agent after the PIN typed on the terminal, listed by `ssh-add -l`; a wrong PIN adds
 # nothing; a key with another passphrase and a prompt tokenpin-askpass does not know are refused with their exit
 # codes; a typed passphrase re-keyed to tokenpin's (`ssh-keygen -p`); a key added with `ssh-add -c` used only
-# after a fresh verification. Everything goes through tokenpind on its default socket, as a person runs it (a
-# private mount namespace with a tmpfs over /run), and the passphrase is never in any process's argv or environment
-# (/proc, read all along) nor in the daemon's log.
+# after a fresh verification. It all goes through tokenpind on its default socket, as a person runs it (a private
+# mount namespace with a tmpfs over /run), then once in local mode; the passphrase is never in any process's argv or
+# environment (/proc, read all along) nor in the daemon's log.
 if [ "${1:-}" != --inside ]; then
     [ "$(id -u)" = 0 ] || { echo "ssh.sh needs root (a mount namespace)"; exit 1; }
     exec unshare -m --propagation private -- bash "$0" --inside
@@ -106,6 +106,18 @@ expect_code "a use of the -c key after the PIN at the agent's confirmation: sign
 expect_code "a use of the -c key with a wrong PIN at the confirmation: refused" 1 ssh-add -T "$KEYS/id_work.pub"
 wait "$KEYBOARD_AGENT"
 check "the agent showed what it asks about" grep -q "Allow use of key" "$WORK/agent-tty"
+
+# Local mode, as the CLI decides it: no tokenpind socket (and no unit: TOKENPIN_DAEMON_MARKERS, debug builds), a
+# record in the user's own store.
+stop_daemon; rm -f "$SOCKET"
+export XDG_STATE_HOME=$WORK/local-state TOKENPIN_DAEMON_MARKERS=$WORK/no-unit
+"$TOKENPIN" --pin-stdin enrol <<<"$PIN"$'\n'"$PIN" >/dev/null 2>&1
+(umask 077; "$TOKENPIN" derive ssh:id_work --format base64 --pin-stdin <<<"$PIN" >"$WORK/local-passphrase")
+cat "$WORK/local-passphrase" >>"$WORK/passphrases"   # the /proc scan looks for it too
+expect_code "local mode: ssh's prompt answered from the local record after the PIN" 0 \
+    keys "wait:tokenpin PIN|$PIN\r" -- bash -c '"$0" "Enter passphrase for $1: " >"$2"' "$ASKPASS" "$KEYS/id_work" "$ASKED"
+check "  with the local record's key (another vault key than the daemon's)" \
+    bash -c "cmp -s '$WORK/local-passphrase' '$ASKED' && ! cmp -s <(sed -n 1p '$WORK/passphrases') '$ASKED'"
 
 kill "$SCANNER" 2>/dev/null; wait "$SCANNER" 2>/dev/null
 check "no process had a passphrase in its argv or environment ($(sort -u "$WORK/leaks" | head -3 | tr '\n' ' '))" \
