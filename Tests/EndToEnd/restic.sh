@@ -3,7 +3,7 @@
 # prints: --password-command 'tokenpin derive restic --format base64'. A record with the (simulated) card bound:
 # init, backup and restore after the card PIN typed on the terminal, the restored files the same; a wrong card PIN
 # falling back to the PIN opens the repository; with --method token a wrong card PIN, and Enter alone, fail restic
-# cleanly (its exit status, the repository unchanged). Through tokenpind on its default socket (a private mount
+# cleanly (its exit status, the repository unchanged). borg the same way with BORG_PASSCOMMAND (when installed). Through tokenpind on its default socket (a private mount
 # namespace with a tmpfs over /run); the key is never in any process's argv or environment nor in the log.
 if [ "${1:-}" != --inside ]; then
     [ "$(id -u)" = 0 ] || { echo "restic.sh needs root (a mount namespace)"; exit 1; }
@@ -25,9 +25,11 @@ COMMAND='tokenpin derive restic --format base64'
 
 # The key, for the checks only (a 0600 file, never exported or on a command line); then, every 20 ms until the end,
 # any process whose argv or environment holds it.
-(umask 077; "$TOKENPIN" derive restic --format base64 --method pin --pin-stdin <<<"$PIN" >"$WORK/key")
+(umask 077; "$TOKENPIN" derive restic --format base64 --method pin --pin-stdin <<<"$PIN" >"$WORK/key"
+    "$TOKENPIN" derive borg --format base64 --method pin --pin-stdin <<<"$PIN" >"$WORK/borg-key")
 check "tokenpin derive restic gives 44 characters of base64" grep -qE '^[A-Za-z0-9+/]{43}=$' "$WORK/key"
-(while :; do grep -l -F -f "$WORK/key" /proc/[0-9]*/cmdline /proc/[0-9]*/environ 2>/dev/null; sleep 0.02; done \
+(while :; do grep -l -F -f "$WORK/key" -f "$WORK/borg-key" /proc/[0-9]*/cmdline /proc/[0-9]*/environ 2>/dev/null
+    sleep 0.02; done \
     >"$WORK/leaks") &
 SCANNER=$!
 
@@ -64,12 +66,31 @@ expect_code "Enter alone at the card PIN: restic backup fails (exit 1), nothing 
 check "  tokenpin said nothing was tried" grep -q "nothing was tried" "$WORK/tty"
 check "the repository is unchanged by the failed runs (files, contents, no lock left)" test "$(state)" = "$before"
 expect_code "the card still opens it (its counter restored)" 0 \
-    keys "$CARD" -- restic --password-command "$COMMAND" check
+    keys "$CARD" -- restic --password-command "$COMMAND" cat config
+
+# borg, with BORG_PASSCOMMAND as the page says: init (repokey), create, extract, and Enter alone failing cleanly.
+if command -v borg >/dev/null; then
+    export BORG_PASSCOMMAND='tokenpin derive borg --format base64' BORG_REPO=$WORK/borg BORG_BASE_DIR=$WORK/borg-base
+    expect_code "borg init --encryption=repokey with BORG_PASSCOMMAND: the card PIN" 0 \
+        keys "$CARD" -- borg init --encryption=repokey
+    expect_code "borg create: the card PIN" 0 keys "$CARD" -- borg create ::first "$WORK/data"
+    mkdir "$WORK/borg-out"
+    expect_code "borg extract: the card PIN" 0 keys "$CARD" -- bash -c 'cd "$0" && borg extract ::first' "$WORK/borg-out"
+    check "the extracted files are the archived ones" diff -r "$WORK/data" "$WORK/borg-out$WORK/data"
+    borg_state() { (cd "$WORK/borg" && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum; }
+    before=$(borg_state)
+    keys "wait:Card PIN for|\r" -- borg create ::second "$WORK/data"
+    code=$?
+    check "Enter alone at the card PIN: borg create fails (exit $code) and the repository is unchanged" \
+        test "$code" != 0 -a "$(borg_state)" = "$before"
+else
+    echo "# borg is not installed: its checks are skipped"
+fi
 
 kill "$SCANNER" 2>/dev/null; wait "$SCANNER" 2>/dev/null
 check "no process had the key in its argv or environment ($(sort -u "$WORK/leaks" | head -3 | tr '\n' ' '))" \
     test ! -s "$WORK/leaks"
 check "no key or PIN in the daemon's log" \
-    bash -c "! grep -q -F -f '$WORK/key' '$WORK/daemon.log' && ! grep -qE '$PIN|$CARD_PIN' '$WORK/daemon.log'"
+    bash -c "! grep -q -F -f '$WORK/key' -f '$WORK/borg-key' '$WORK/daemon.log' && ! grep -qE '$PIN|$CARD_PIN' '$WORK/daemon.log'"
 check "the daemon logged the releases by name" grep -q "key released.*restic" "$WORK/daemon.log"
 finish
