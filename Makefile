@@ -33,9 +33,9 @@ BUILD_PACKAGES = libsodium-dev libssl-dev libpcsclite-dev pkg-config libpam0g-de
 # building pyscard (against libpcsclite-dev, a build package) from source.
 # softhsm2, opensc-pkcs11, gnutls-bin (p11tool) and p11-kit-modules: the PKCS#11 tests' real modules and peers
 # (Tests/TokenpinPKCS11Tests, Tests/EndToEnd/pkcs11-opensc.sh); gcc also builds their test-only hostile module.
-# openssh-client and restic: what the PIN opens, with the real consumers (Tests/EndToEnd/ssh.sh, restic.sh).
+# openssh-client, restic and borgbackup: what the PIN opens, with the real consumers (Tests/EndToEnd/ssh.sh, restic.sh).
 TEST_PACKAGES  = pcscd vsmartcard-vpcd opensc yubico-piv-tool openssl pcsc-tools scdaemon gnupg util-linux iproute2 pamtester passwd python3 bc zsh fish \
-                 python3-venv python3-dev gcc softhsm2 opensc-pkcs11 gnutls-bin p11-kit-modules openssh-client restic
+                 python3-venv python3-dev gcc softhsm2 opensc-pkcs11 gnutls-bin p11-kit-modules openssh-client restic borgbackup
 BENCH_PACKAGES = hyperfine time python3 bc
 # make deb and its test (Tests/EndToEnd/package.sh).
 DEB_PACKAGES   = debhelper dpkg-dev lintian
