@@ -309,6 +309,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "TokenpinAskpassTests",
+            dependencies: ["tokenpin-askpass", "TokenpinCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "TokenpinCLITests",
             // The simulator and the OpenPGP session put a key on a simulated card as gpg would, between CLI runs.
             dependencies: ["tokenpin", "TokenpinTestSupport", "TokenpinSimulator", "TokenpinOpenPGP", "TokenpinCore"],
