@@ -53,7 +53,8 @@ alive() {
 "$TOKENPIND" --version >/dev/null
 LOCAL=$WORK/local; mkdir -m 0700 "$LOCAL"
 "$BIN/tokenpin" --local --store "$LOCAL" --config "$CONFIG" enrol --pin-stdin < <(printf '482916\n482916\n') >/dev/null 2>&1
-template=$(ls "$LOCAL"/*.json | head -1)
+template=$WORK/template.json
+record_json "$(ls "$LOCAL"/*.json | head -1)" >"$template"
 hostile_record() {  # hostile_record OUT PYTHON-EXPRESSION-ON-r
     python3 - "$template" "$1" "$MALLORY" "$2" <<'PY'
 import json, sys
@@ -254,8 +255,9 @@ expect_code "the victim's card key was not replaced: the victim verifies by toke
 # A record carrying the victim's binding, imported by a user who has none: the binding is dropped.
 new_user IMPORTER2 || exit 1
 # (the binding is public: its serial and keys are what the card tells anyone; the slot itself cannot open)
+record_json "$STATE/$VICTIM.json" >"$WORK/victim-record.json"
 hostile_record "$WORK/withcard.json" "r['user'] = '$IMPORTER2'
-v = json.load(open('$STATE/$VICTIM.json'))
+v = json.load(open('$WORK/victim-record.json'))
 r['slots'] += [s for s in v['slots'] if s['kind'] in ('token', 'composite')]"
 stage_import IMPORT2 "$IMPORTER2" "$IMPORTER2" "$WORK/withcard.json" || exit 1
 runuser -u "$IMPORTER2" -- "$TOKENPIN" "${CLI_ARGS[@]}" --store "$IMPORT2" import <<<"$(password_of "$IMPORTER2")" >"$WORK/out" 2>&1

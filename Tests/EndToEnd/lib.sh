@@ -70,6 +70,12 @@ stage_import() {
     printf -v "$1" '%s' "$dir"
 }
 
+# record_json FILE: prints the JSON of the record file FILE, in either record format (legacy JSON, or the two-copy
+# file tokenpin writes by default; docs/security.md "The record file"), through the test-only reader record.py.
+# A test that edits a record writes plain JSON, which tokenpin still reads (and upgrades on its next save).
+RECORD_PY=$ROOT/Tests/EndToEnd/record.py
+record_json() { python3 "$RECORD_PY" json "$1"; }
+
 # json_field FIELD: reads one JSON line on stdin and prints FIELD (a dotted path).
 json_field() { python3 -c 'import json,sys
 value=json.loads(sys.stdin.readline())

@@ -18,8 +18,9 @@ expect_code "alice cannot reset bob's lock (77)" 77 as_alice --user "$BOB" reset
 expect_code "alice cannot change bob's PIN (77)" 77 as_alice --user "$BOB" change < <(printf '739154\n615283\n615283\n')
 # A well-formed local record of alice's in bob's own store: the daemon, not the CLI, must refuse it.
 "$TOKENPIN" --local --store "$WORK/template" --config "$CONFIG" enrol --pin-stdin < <(printf '482916\n482916\n') >/dev/null 2>&1
-python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r["user"]=sys.argv[3]; json.dump(r, open(sys.argv[2], "w"))' \
-    "$WORK/template/root.json" "$WORK/alices.json" "$ALICE"
+record_json "$WORK/template/root.json" |
+    python3 -c 'import json,sys; r=json.load(sys.stdin); r["user"]=sys.argv[2]; json.dump(r, open(sys.argv[1], "w"))' \
+        "$WORK/alices.json" "$ALICE"
 stage_import IMPORT "$BOB" "$ALICE" "$WORK/alices.json"
 expect_code "bob cannot import a record as alice (77)" 77 as_bob --store "$IMPORT" --user "$ALICE" import
 expect_code "bob cannot watch alice (77)" 77 as_bob --user "$ALICE" watch

@@ -139,11 +139,10 @@ struct CLI {
             ?? ""
     }
 
-    /// The record on disk, decoded.
+    /// The record on disk, decoded (in either record format).
     var record: [String: Any] {
         let user = String(cString: getpwuid(geteuid())!.pointee.pw_name)
-        guard let data = FileManager.default.contents(atPath: store + "/\(user).json") else { return [:] }
-        return (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+        return RecordFiles.object(atPath: store + "/\(user).json") ?? [:]
     }
 
     var remaining: Int? { (record["counter"] as? [String: Any])?["remaining"] as? Int }

@@ -30,12 +30,11 @@ import TokenpinTestSupport
         try store.save(changed)
         #expect(try store.load(user: "alice") == changed)
         #expect(store.recent.reuses == 0)
-        // The same length, one byte different, written in place: still read as it is now.
+        // The same length, one byte different, written by hand (in the file's format): still read as it is now.
         let path = store.recordPath(for: "alice")
-        var bytes = try #require(FileManager.default.contents(atPath: path))
-        let text = try #require(String(data: bytes, encoding: .utf8))
-        bytes = Data(text.replacingOccurrences(of: "\"remaining\" : 4", with: "\"remaining\" : 3").utf8)
-        try bytes.write(to: URL(fileURLWithPath: path))
+        let text = try #require(RecordFiles.json(atPath: path).flatMap { String(data: $0, encoding: .utf8) })
+        let edited = Data(text.replacingOccurrences(of: "\"remaining\" : 4", with: "\"remaining\" : 3").utf8)
+        try RecordFiles.write(json: edited, toPath: path, format: store.writeFormat)
         #expect(try store.load(user: "alice")?.counter.remaining == 3)
         #expect(store.recent.reuses == 0)
     }

@@ -227,6 +227,24 @@ import TokenpinTestSupport
         #expect(try store.load(user: "alice") == first)
     }
 
+    /// What `tokenpin import` sends and the tests read: the current copy's JSON, or a legacy file as it is.
+    @Test func theRecordsJSONIsTheCurrentCopy() throws {
+        var store = try store()
+        let (first, second) = try states()
+        try store.save(first)
+        try store.save(second)
+        let json = try #require(try store.recordJSON(user: "alice"))
+        #expect(json == (try RecordStore.encode(second)))
+        #expect(RecordFiles.json(atPath: store.recordPath(for: "alice")) == json)
+        #expect(try store.recordJSON(user: "bob") == nil)
+        store.writeFormat = .json
+        try store.save(first)
+        #expect(try store.recordJSON(user: "alice") == (try RecordStore.encode(first)))
+        // A copy the tests write by hand reads back the same way.
+        try RecordFiles.write(json: json, toPath: store.recordPath(for: "alice"), format: .copies)
+        #expect(try store.load(user: "alice") == second)
+    }
+
     @Test func aRecordThatOutgrowsItsHalfIsWrittenWhole() throws {
         let store = try store()
         let (first, _) = try states()

@@ -32,8 +32,7 @@ import TokenpinTestSupport
     @Test func recordFormatHasTheDocumentedShape() throws {
         let store = RecordStore(directory: temporaryDirectory())
         try store.save(try makeRecord())
-        let data = try #require(FileManager.default.contents(atPath: store.recordPath(for: "alice")))
-        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let object = try #require(RecordFiles.object(atPath: store.recordPath(for: "alice")))
         #expect(object["version"] as? Int == 1)
         #expect(object["user"] as? String == "alice")
         let counter = try #require(object["counter"] as? [String: Any])
@@ -43,8 +42,10 @@ import TokenpinTestSupport
         #expect((slots[0]["wrappedKey"] as? String).flatMap { Data(base64Encoded: $0) }?.count == 48)
     }
 
+    /// The legacy format's atomic replace (the two-copy format uses it to create and upgrade a file).
     @Test func leftoverTemporaryFileIsIgnoredAndReplaced() throws {
-        let store = RecordStore(directory: temporaryDirectory())
+        var store = RecordStore(directory: temporaryDirectory())
+        store.writeFormat = .json
         let record = try makeRecord()
         try store.save(record)
         // A crash between writing the temp file and the rename leaves garbage behind.

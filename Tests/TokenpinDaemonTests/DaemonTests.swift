@@ -282,7 +282,7 @@ final class TestDaemon: Sendable {
         configuration.kdfPasses = 1
         let service = PINService(store: RecordStore(directory: local), configuration: configuration, user: "root")
         _ = try service.enrol(ScriptedInteraction(["482916", "482916"]))
-        let data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: local + "/root.json")))
+        let data = try [UInt8](#require(RecordFiles.json(atPath: local + "/root.json")))
         _ = try test.client.importRecord(data)
         #expect(try test.client.verify(ScriptedInteraction(["482916"])).outcome == .verified(method: .pin))
         _ = try test.client.verify(ScriptedInteraction(["000000"]))

@@ -4,6 +4,7 @@ import TokenpinCore
 import TokenpinDaemon
 import TokenpinProtocol
 import TokenpinService
+import TokenpinTestSupport
 
 /// A record with hostile numbers, imported or found in the state directory, gets a `bad data` answer and the daemon
 /// keeps serving: no input traps it.
@@ -16,8 +17,7 @@ import TokenpinService
         configuration.kdfPasses = 1
         let service = PINService(store: RecordStore(directory: local), configuration: configuration, user: "root")
         _ = try service.enrol(ScriptedInteraction(["482916", "482916"]))
-        let data = try Data(contentsOf: URL(fileURLWithPath: local + "/root.json"))
-        var object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        var object = try #require(RecordFiles.object(atPath: local + "/root.json"))
         edit(&object)
         return [UInt8](try JSONSerialization.data(withJSONObject: object))
     }
@@ -74,9 +74,7 @@ import TokenpinService
         let test = try TestDaemon()
         defer { test.stop() }
         let bytes = try record(in: test) { Self.setCounter(&$0, "failures", Int.max) }
-        let path = test.directory + "/state/root.json"
-        #expect(
-            FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]))
+        try RecordFiles.write(json: Data(bytes), toPath: test.directory + "/state/root.json")
         for _ in 0..<3 {
             expectBadData({ _ = try test.client.verify(ScriptedInteraction(["482916"])) }, naming: "counter.failures")
             #expect(try test.client.ping() == ProtocolLimits.version)

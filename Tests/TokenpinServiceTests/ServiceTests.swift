@@ -1,8 +1,8 @@
 import Foundation
 import Testing
-import TokenpinCore
 import TokenpinTestSupport
 
+@testable import TokenpinCore
 @testable import TokenpinService
 
 struct TestFault: Error {}
@@ -125,13 +125,25 @@ extension KDFParameters {
         #expect(try service.store.load(user: "alice")?.counter.failures == 1)
     }
 
-    /// A failure to persist the decrement means no verification (fail closed).
-    @Test func failureToPersistMeansNoVerification() throws {
-        var service = makeService()
-        try enrol(service)
-        // A directory where the temporary file must go makes every save fail.
-        try FileManager.default.createDirectory(
-            atPath: service.store.temporaryPath(for: "alice"), withIntermediateDirectories: false)
+    /// A failure to persist the decrement means no verification (fail closed), in either record format.
+    @Test(arguments: [RecordFormat.json, .copies])
+    func failureToPersistMeansNoVerification(format: RecordFormat) throws {
+        let enrolled = makeService()
+        var store = enrolled.store
+        store.writeFormat = format
+        let path = store.recordPath(for: "alice")
+        try enrol(PINService(store: store, configuration: enrolled.configuration, user: "alice"))
+        let before = try #require(FileManager.default.contents(atPath: path))
+        switch format {
+        case .json:
+            // A directory where the temporary file must go makes every save fail.
+            try FileManager.default.createDirectory(
+                atPath: store.temporaryPath(for: "alice"), withIntermediateDirectories: false)
+        case .copies:
+            // The store's fault hook: the in-place write of the new copy fails before a byte of it lands.
+            store.tornWrite = { _, old, _ in old }
+        }
+        var service = PINService(store: store, configuration: enrolled.configuration, user: "alice")
         final class Flag: @unchecked Sendable { var reached = false }  // written by one test thread only
         let flag = Flag()
         service.hooks.afterCounterPersisted = { flag.reached = true }
@@ -140,6 +152,7 @@ extension KDFParameters {
             return store.code == .io
         }
         #expect(!flag.reached, "the KDF never ran")
+        #expect(FileManager.default.contents(atPath: path) == before, "the record is as it was")
     }
 
     @Test func failureDelayIsEnforcedAcrossCallsWithoutSleeping() throws {

@@ -160,6 +160,18 @@ public struct RecordStore: Sendable {
     /// A file that is unreadable, oversized, insecure, not JSON, truncated, of another version or that fails
     /// the structural checks throws: it is never treated as "not enrolled".
     public func load(user: String) throws(StoreError) -> EnrolmentRecord? {
+        guard let json = try recordJSON(user: user) else { return nil }
+        let path = recordPath(for: user)
+        if let record = recent.record(path: path, user: user, bytes: json) { return record }
+        let record = try Self.decode(json, path: path, user: user)
+        recent.remember(record, path: path, user: user, bytes: json)
+        return record
+    }
+
+    /// The JSON of `user`'s record as it stands (the whole file in the legacy format, the current copy in the
+    /// two-copy one), after the same checks as `load`, not decoded; nil only when the file does not exist. This is
+    /// what `tokenpin import` sends and what tests read a record through.
+    public func recordJSON(user: String) throws(StoreError) -> Data? {
         guard Self.validate(user: user) else { throw StoreError(.invalidUser, path: directory, "invalid user name") }
         let path = recordPath(for: user)
         let file: FileDescriptor
@@ -189,16 +201,12 @@ public struct RecordStore: Sendable {
             }
             throw storeError(error, path, "cannot read the record")
         }
-        let json = try Self.currentJSON(data, path: path)
-        if let record = recent.record(path: path, user: user, bytes: json) { return record }
-        let record = try Self.decode(json, path: path, user: user)
-        recent.remember(record, path: path, user: user, bytes: json)
-        return record
+        return try Self.currentJSON(data, path: path)
     }
 
-    /// The record's JSON in `file`'s bytes: the whole file in the legacy format, else the intact copy with the
-    /// highest sequence number; neither copy intact is `.corrupt`, naming what each half holds.
-    static func currentJSON(_ file: Data, path: String) throws(StoreError) -> Data {
+    /// The record's JSON in a record file's bytes: the whole file in the legacy format, else the intact copy with
+    /// the highest sequence number; neither copy intact is `.corrupt`, naming what each half holds.
+    public static func currentJSON(_ file: Data, path: String) throws(StoreError) -> Data {
         if file.isEmpty || RecordCopies.isLegacyJSON(file) { return file }
         let reading = RecordCopies.read(file)
         guard let current = reading.current else {
@@ -441,10 +449,10 @@ public enum RecordFormat: String, Sendable, Equatable {
     /// Two checksummed copies of the JSON in one preallocated file, updated in place with one `fdatasync`.
     case copies
 
-    /// `TOKENPIN_RECORD_FORMAT` (`json` or `copies`), else `json`.
+    /// `TOKENPIN_RECORD_FORMAT` (`json` or `copies`), else `copies`.
     public static var fromEnvironment: RecordFormat {
-        guard let value = getenv("TOKENPIN_RECORD_FORMAT") else { return .json }
-        return RecordFormat(rawValue: String(cString: value)) ?? .json
+        guard let value = getenv("TOKENPIN_RECORD_FORMAT") else { return .copies }
+        return RecordFormat(rawValue: String(cString: value)) ?? .copies
     }
 }
 

@@ -705,8 +705,9 @@ struct ImportCommand: Command {
         guard let daemon = context.daemon else { return context.fail(context.noDaemon) }
         let path = context.store.recordPath(for: context.user)
         do {
+            // The record's JSON (the current copy of a two-copy file), which tokenpind stores in its own format.
             guard try context.store.exists(), try context.store.load(user: context.user) != nil,
-                let data = FileManager.default.contents(atPath: path)
+                let data = try context.store.recordJSON(user: context.user)
             else {
                 if (try? daemon.types()) != nil {
                     return context.console.fail(
