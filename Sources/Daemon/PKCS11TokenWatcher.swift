@@ -22,7 +22,8 @@ final class PKCS11TokenWatcher: Sendable {
     private let intervalSeconds: Double
     private let stopped: @Sendable () -> Bool
     private let policy = Mutex<CardRemovalPolicy?>(nil)
-    private let watching = Mutex(Set<String>())
+    /// The URIs followed, each with whether `watch` asked for it again since its thread last considered ending.
+    private let watching = Mutex([String: Bool]())
 
     init(
         hub: EventHub, logger: Logger, access: @escaping @Sendable () -> PKCS11Access,
@@ -44,13 +45,20 @@ final class PKCS11TokenWatcher: Sendable {
 
     /// Follows the key `uri` (identity `identity`) until nobody is watched on it; once per URI.
     func watch(uri: String, identity: String) {
-        guard watching.withLock({ $0.insert(uri).inserted }) else { return }
+        let start = watching.withLock { watching -> Bool in
+            guard watching[uri] == nil else {
+                watching[uri] = true
+                return false
+            }
+            watching[uri] = false
+            return true
+        }
+        guard start else { return }
         let access = access()
         let thread = Thread { [self] in
             let probe = PKCS11PresenceProbe(uri: uri, identity: identity, access: access)
             follow(probe)
             probe.close()
-            watching.withLock { _ = $0.remove(uri) }
         }
         thread.stackSize = 1 << 20
         thread.start()
@@ -74,9 +82,22 @@ final class PKCS11TokenWatcher: Sendable {
             }
             let watched = policy.withLock { $0 }?.isWatched(uri) ?? false
             guard !watched else { continue }
-            if present { return }
             let limit = Duration.seconds(grace()) + .seconds(2 * intervalSeconds)
-            if let goneSince, ContinuousClock.now - goneSince > limit { return }
+            let done = present || goneSince.map { ContinuousClock.now - $0 > limit } ?? false
+            if done, mayEnd(uri) { return }
+        }
+        _ = mayEnd(uri)
+    }
+
+    /// Ends the watch of `uri` unless `watch` asked for it again since the last look (a verify that raced the end).
+    private func mayEnd(_ uri: String) -> Bool {
+        watching.withLock { watching in
+            if watching[uri] == true {
+                watching[uri] = false
+                return false
+            }
+            watching[uri] = nil
+            return true
         }
     }
 
