@@ -12,8 +12,9 @@ extension PKCS11Access {
     /// The URI of the bound PKCS#11 key when its token is present and still holds that key (the binding's public
     /// key hash), else nil: the daemon's answer to "is the card a user verified with back?" (no login, no PIN).
     public func reader(holding binding: TokenBinding) -> String? {
-        guard let uri = binding.uri, let key = try? PKCS11TokenKey.open(
-            module: source, uri: uri, timeout: timeoutMilliseconds, executable: helper, environment: environment)
+        guard let uri = binding.uri,
+            let key = try? PKCS11TokenKey.open(
+                module: source, uri: uri, timeout: timeoutMilliseconds, executable: helper, environment: environment)
         else { return nil }
         defer { key.close() }
         return key.identity == binding.serial ? uri : nil

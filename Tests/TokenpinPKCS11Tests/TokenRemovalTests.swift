@@ -34,7 +34,8 @@ private struct RemovableToken {
     }
 }
 
-@Suite("A PKCS#11 token pulled from its slot (SoftHSM behind the wrapper module)", .enabled(if: WrapperModule.path != nil))
+@Suite(
+    "A PKCS#11 token pulled from its slot (SoftHSM behind the wrapper module)", .enabled(if: WrapperModule.path != nil))
 struct TokenRemovalTests {
     @Test(
         "the helper sees the token leave and come back; with slot events a present token costs one call",
@@ -96,7 +97,8 @@ struct TokenRemovalTests {
         let probe = PKCS11PresenceProbe(uri: uri, identity: identity, access: access, freshEvery: 2)
         defer { probe.close() }
         #expect(probe.isPresent())
-        let deleted = try run(Tools.softHSMUtil!, ["--delete-token", "--token", "ci"], environment: softHSM.environment)
+        let deleted = try run(
+            Tools.softHSMUtil!, ["--delete-token", "--token", "ci"], environment: softHSM.environment)
         #expect(deleted.status == 0, "\(deleted.output)\(deleted.errors)")
         // SoftHSM's process keeps the deleted token: the helper still sees it until a new one looks.
         let answers = (0..<3).map { _ in probe.isPresent() }
