@@ -305,7 +305,7 @@ let package = Package(
                 "TokenpinPKCS11", "tokenpin-pkcs11", "TokenpinCore", "TokenpinCardCrypto", "TokenpinSystem",
                 "TokenpinTestSupport", "TokenpinPIV", "TokenpinPCSC", "TokenpinAPDU", "TokenpinService",
             ],
-            exclude: ["Support/hostile-module.c"],
+            exclude: ["Support/hostile-module.c", "Support/wrapper-module.c"],
             swiftSettings: strictSettings
         ),
         .testTarget(

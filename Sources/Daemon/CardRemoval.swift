@@ -71,6 +71,7 @@ public final class CardRemovalPolicy: Sendable {
     private let locate: @Sendable (_ user: String, _ serial: String) -> String?
     private let logger: Logger
     private let onLocked: @Sendable (String) -> Void
+    private let watchToken: @Sendable (_ reader: String, _ serial: String) -> Void
 
     /// Creates the policy; `settings` reads the current configuration (so `SIGHUP` applies); `locate` names
     /// the reader holding the card a user verified with (its serial, and the card-authentication key the user's
@@ -80,7 +81,8 @@ public final class CardRemovalPolicy: Sendable {
         settings: @escaping @Sendable () -> (action: CardRemovalAction, grace: Int),
         schedule: @escaping @Sendable (Int, @escaping @Sendable () -> Void) -> Void,
         locate: @escaping @Sendable (_ user: String, _ serial: String) -> String?,
-        onLocked: @escaping @Sendable (String) -> Void = { _ in }
+        onLocked: @escaping @Sendable (String) -> Void = { _ in },
+        watchToken: @escaping @Sendable (_ reader: String, _ serial: String) -> Void = { _, _ in }
     ) {
         self.locker = locker
         self.logger = logger
@@ -88,6 +90,7 @@ public final class CardRemovalPolicy: Sendable {
         self.schedule = schedule
         self.locate = locate
         self.onLocked = onLocked
+        self.watchToken = watchToken
     }
 
     /// The daemon's scheduler: a global queue.
@@ -125,6 +128,13 @@ public final class CardRemovalPolicy: Sendable {
             for name in state.watched.keys { state.watched[name]?[user] = nil }
             state.watched[reader, default: [:]][user] = serial
         }
+        // A PKCS#11 key's "reader" is its URI, which no PC/SC event names: its token is watched on its own.
+        if serial.hasPrefix("pkcs11-") { watchToken(reader, serial) }
+    }
+
+    /// Whether a user who verified with the card in `reader` is watched.
+    public func isWatched(_ reader: String) -> Bool {
+        state.withLock { !($0.watched[reader]?.isEmpty ?? true) }
     }
 
     private func cardLeft(_ reader: String) {

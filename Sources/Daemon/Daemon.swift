@@ -117,6 +117,9 @@ public final class Daemon: Sendable {
         let hub = self.hub
         let cards = options.cards
         let records = self.store
+        let tokenWatcher = PKCS11TokenWatcher(
+            hub: hub, logger: logger, access: { PKCS11Access(configuration: state.value.withLock { $0 }) },
+            grace: { state.value.withLock { $0.lockGraceSeconds } })
         cardRemoval = CardRemovalPolicy(
             locker: LoginctlLocker(loginctl: options.loginctl), logger: logger,
             settings: { state.value.withLock { ($0.onCardRemoval, $0.lockGraceSeconds) } },
@@ -128,9 +131,14 @@ public final class Daemon: Sendable {
                 guard let binding = record.slot(.token)?.token ?? record.slot(.composite)?.token,
                     binding.serial == serial
                 else { return readers?.reader(holding: serial) }
+                if binding.application == "pkcs11" {
+                    return PKCS11Access(configuration: state.value.withLock { $0 }).reader(holding: binding)
+                }
                 return readers?.reader(holding: binding)
             },
-            onLocked: { user in hub.publish(user: user, name: "sessionsLocked", fields: []) })
+            onLocked: { user in hub.publish(user: user, name: "sessionsLocked", fields: []) },
+            watchToken: { uri, serial in tokenWatcher.watch(uri: uri, identity: serial) })
+        tokenWatcher.attach(cardRemoval)
         do {
             try store.prepare()
         } catch {

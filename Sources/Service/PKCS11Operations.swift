@@ -97,11 +97,15 @@ extension PINService {
         return token
     }
 
-    /// The card PIN for `card`, asked with its tries left; a PKCS#11 token with a protected authentication path
-    /// (a keypad) is asked nothing here: its PIN goes on the reader's keypad when the helper logs in.
+    /// The card PIN for `card`, asked with its tries left. A PKCS#11 token with a protected authentication path
+    /// (`CKF_PROTECTED_AUTHENTICATION_PATH`: the reader's or the token's own keypad) is asked nothing at the keyboard:
+    /// the person is told where to type (`keypadEntry`, an information message through tokenpind and PAM, never a
+    /// secret prompt), and the helper's `C_Login` takes no PIN.
     func readCardPIN(_ card: any TokenApplication, _ interaction: some Interaction) throws -> SecretBytes {
         if let token = card as? PKCS11Token, token.usesKeypad {
             logger.info("token PIN on the reader's keypad", [("card", card.label)])
+            interaction.report(
+                .keypadEntry(reader: token.keypadName, card: card.promptName, triesLeft: card.pinTriesLeft))
             return SecretBytes(count: 0)
         }
         return try interaction.readSecret(.cardPIN(card: card.promptName, triesLeft: card.pinTriesLeft))

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenpinAPDU
 import TokenpinCardCrypto
 import TokenpinCore
 import TokenpinPKCS11
@@ -69,6 +70,13 @@ final class PKCS11Token: TokenApplication {
 
     /// Whether the PIN goes on the reader's keypad: no PIN is asked.
     var usesKeypad: Bool { tokenKey.usesKeypad }
+
+    /// What the keypad the PIN goes on is called: the slot's description (the reader's name for OpenSC), else the
+    /// token's name.
+    var keypadName: String {
+        let slot = key.token.slotDescription
+        return slot.isEmpty ? promptName : slot
+    }
 
     var pinTriesLeft: Int { Self.tries(tokenKey.pinTries) }
 
@@ -203,9 +211,18 @@ final class PKCS11Token: TokenApplication {
         case .pinLocked: .blocked
         case .noToken, .ambiguous: .applicationNotFound
         case .unusable(let why): .unusable(why)
+        case .module(let code, "C_Login", _) where code == .functionCanceled || code == .cancel:
+            // Cancelled on a keypad (a protected authentication path): the token saw no PIN.
+            .keypadRefused(.cancelled)
         case .malformed: .malformed(error.description)
-        default: error.isTransport ? .transport(PKCS11TransportError(error)) : .refused(error.description)
+        default: error.isTransport ? transport(error) : .refused(error.description)
         }
+    }
+
+    /// The service's transport failure for a token, its module or the helper gone: the one place a PKCS#11 error
+    /// becomes `TokenCardError.transport`.
+    static func transport(_ error: PKCS11TokenError) -> TokenCardError {
+        .transport(PKCS11TransportError(error))
     }
 
     /// A fresh challenge for a PKCS#11 RSA binding whose token takes OAEP, or nil for every other binding (the

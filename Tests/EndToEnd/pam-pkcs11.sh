@@ -4,7 +4,9 @@
 # helpers it starts, never in the daemon), pamtester answering the token PIN prompt the daemon relays: bound with
 # --app pkcs11 (refused with both URIs while two keys fit, then chosen by --token-uri), success by token, a wrong
 # token PIN falling back to the PIN, the PIN counter untouched, a client's --pkcs11-module refused, a module that
-# hangs at load ending in a clear failure with the daemon alive, and no PIN in the daemon log.
+# hangs at load ending in a clear failure with the daemon alive, and no PIN in the daemon log. Behind a test wrapper
+# module: a token with a keypad (PAM and the CLI say where to type, nothing is asked), and one pulled from its slot
+# (the daemon locks the sessions after lock-grace, unless the same key is back within it).
 . "$(dirname "$0")/lib.sh"
 
 if [ ! -f "$PAM_MODULE" ] || [ "$ROOT/pam/pam_tokenpin.c" -nt "$PAM_MODULE" ]; then make -C "$ROOT" -s pam >/dev/null || { echo "cannot build the PAM module"; exit 1; }; fi
@@ -51,8 +53,72 @@ check "the fallback is announced" grep -q "falling back\|Token not used" "$WORK/
 expect_code "PKCS#11 token: the token PIN authenticates again (re-sealed)" 0 auth "$EITHER" "$FRAN" <<<123456
 check "the PIN counter was never touched by token failures" test "$(tokenpin --json status | json_field remaining)" = 5
 
-# A module that never answers: the helper is killed at its deadline, the PIN fallback works, the daemon lives.
+# Keypad and removal: the same SoftHSM token behind the test wrapper module (Tests/TokenpinPKCS11Tests/Support/
+# wrapper-module.c), which gives it a protected authentication path (the PIN "typed on the keypad" is read from a
+# file) and a slot it can be pulled from (a marker file). The daemon runs in a mount namespace of its own whose
+# loginctl only writes down which sessions it would lock.
 stop_daemon
+WRAPPER_SOURCE=$ROOT/Tests/TokenpinPKCS11Tests/Support/wrapper-module.c
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null \
+    && cc -std=gnu11 -shared -fPIC -o "$WORK/wrapper.so" "$WRAPPER_SOURCE" -I/usr/include/p11-kit-1 2>/dev/null; then
+    export TOKENPIN_WRAP_INNER=$MODULE_SO TOKENPIN_WRAP_PRESENT=$WORK/present TOKENPIN_WRAP_KEYPAD=$WORK/keypad
+    touch "$WORK/present"
+    sed -i "s|^pkcs11-module = .*|pkcs11-module = $WORK/wrapper.so|" "$CONFIG"
+    printf 'on-card-removal = lock\nlock-grace = 4\n' >> "$CONFIG"
+    printf '#!/bin/sh\ncase "$1" in show-user) echo c7 ;; lock-session) echo "$@" >>%s ;; esac\n' "$WORK/locked" \
+        > "$WORK/loginctl"
+    chmod 0755 "$WORK/loginctl"
+    printf '#!/bin/sh\nexec unshare -m --propagation private sh -c %s "%s" "$@"\n' \
+        "'mount --bind $WORK/loginctl /usr/bin/loginctl && exec \"\$0\" \"\$@\"'" "$TOKENPIND" > "$WORK/tokenpind-ns"
+    chmod 0755 "$WORK/tokenpind-ns"
+    REAL_TOKENPIND=$TOKENPIND
+    TOKENPIND=$WORK/tokenpind-ns
+    start_daemon || exit 1
+
+    printf '123456\n' > "$WORK/keypad"
+    expect_code "keypad token: PAM authenticates with the PIN typed on the keypad, nothing at the keyboard" 0 \
+        auth "$EITHER" "$FRAN" </dev/null
+    check "PAM says where to type (an information message), with no number of tries" \
+        grep -q "Enter the card PIN on the keypad of [^(]*\.$" "$WORK/out" "$WORK/err"
+    check "... and asks no card PIN" bash -c "! grep -q 'Card PIN for' '$WORK/out' '$WORK/err'"
+    check "... the keypad entry was taken" test ! -s "$WORK/keypad"
+    printf '123456\n' > "$WORK/keypad"
+    expect_code "keypad token: the CLI through tokenpind, nothing on stdin" 0 tokenpin verify --method token </dev/null
+    check "... says where to type on standard error" grep -q "Enter the card PIN on the keypad of .*(card .*token 'e2e'" "$WORK/err"
+
+    # waits SECONDS for COUNT lines matching PATTERN in FILE.
+    wait_for() {
+        local n
+        for _ in $(seq $(($1 * 10))); do
+            n=$(grep -c "$2" "$3" 2>/dev/null)
+            [ "${n:-0}" -ge "$4" ] && return 0
+            sleep 0.1
+        done
+        return 1
+    }
+    rm "$WORK/present"
+    check "the token pulled: the daemon saw it go" wait_for 10 "PKCS#11 token removed" "$WORK/daemon.log" 1
+    check "... and locked the user's sessions after lock-grace" wait_for 10 "lock-session c7" "$WORK/locked" 1
+    touch "$WORK/present"
+    check "the token back: the daemon saw it" wait_for 10 "PKCS#11 token back" "$WORK/daemon.log" 1
+    : > "$WORK/locked"
+    printf '123456\n' > "$WORK/keypad"
+    expect_code "... and PAM authenticates by token again" 0 auth "$EITHER" "$FRAN" </dev/null
+    rm "$WORK/present"
+    check "pulled again: seen" wait_for 10 "PKCS#11 token removed" "$WORK/daemon.log" 2
+    touch "$WORK/present"
+    check "put back: seen" wait_for 10 "PKCS#11 token back" "$WORK/daemon.log" 2
+    check "... the daemon read the key again and kept the sessions open" \
+        wait_for 10 "card back within lock-grace" "$WORK/daemon.log" 1
+    check "... no lock" test ! -s "$WORK/locked"
+    stop_daemon
+    TOKENPIND=$REAL_TOKENPIND
+    unset TOKENPIN_WRAP_INNER TOKENPIN_WRAP_PRESENT TOKENPIN_WRAP_KEYPAD
+else
+    echo "skipped: keypad and removal (needs root, unshare and a C compiler)"
+fi
+
+# A module that never answers: the helper is killed at its deadline, the PIN fallback works, the daemon lives.
 cat > "$WORK/hang.c" <<'C'
 #include <unistd.h>
 int C_GetFunctionList(void **list) { (void)list; for (;;) pause(); return 0; }

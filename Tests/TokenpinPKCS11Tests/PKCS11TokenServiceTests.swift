@@ -46,9 +46,10 @@ struct PKCS11TokenServiceTests {
     @Test(
         "enrol, toggle token on --app pkcs11, verify by token, re-sealed after each verify",
         arguments: [
-            "EC:prime256v1", "rsa:2048",
+            ("EC:prime256v1", "nistp256"), ("EC:secp384r1", "nistp384"), ("EC:brainpoolP256r1", "brainpoolP256r1"),
+            ("rsa:2048", "rsa2048"),
         ])
-    func bindsAndVerifies(keyType: String) throws {
+    func bindsAndVerifies(keyType: String, algorithm: String) throws {
         let hsm = try softHSM(keys: [keyType])
         let service = try pkcs11Service(hsm)
         let enable = ScriptedInteraction(["482916", "123456"])
@@ -65,7 +66,7 @@ struct PKCS11TokenServiceTests {
         #expect(bound.serial.hasPrefix("pkcs11-key:"))
         #expect(bound.uri?.hasPrefix("pkcs11:") == true)
         #expect(bound.uri?.contains("id=%01") == true)
-        #expect(bound.algorithm == (keyType.hasPrefix("EC") ? "nistp256" : "rsa2048"))
+        #expect(bound.algorithm == algorithm)
         #expect(bound.rsaPadding == (keyType.hasPrefix("rsa") ? "oaep-sha1" : nil))
         #expect(bound.problem == nil)
 

@@ -16,6 +16,8 @@ enum HelperRequest: ~Copyable {
     case setPIN(PKCS11KeyReference, old: SecretBytes, new: SecretBytes, keypad: Bool)
     /// The token's description and flags now.
     case status(PKCS11KeyReference)
+    /// Whether the token is still in its slot: its description when it is, a failure saying it left when not.
+    case presence(PKCS11KeyReference)
     /// Finalize the modules and end.
     case quit
 
@@ -27,6 +29,7 @@ enum HelperRequest: ~Copyable {
         case setPIN
         case status
         case quit
+        case presence
     }
 
     /// Whether it is `quit`.
@@ -46,6 +49,7 @@ enum HelperRequest: ~Copyable {
         case .decrypt: "logging in and decrypting (C_Login, C_Decrypt)"
         case .setPIN: "changing the PIN (C_SetPIN)"
         case .status: "reading the token's flags"
+        case .presence: "looking for the token in its slot"
         case .quit: "ending"
         }
     }
@@ -88,6 +92,10 @@ enum HelperRequest: ~Copyable {
             var writer = WireWriter(Tag.status.rawValue)
             writer.append(reference)
             return writer
+        case .presence(let reference):
+            var writer = WireWriter(Tag.presence.rawValue)
+            writer.append(reference)
+            return writer
         case .quit:
             return WireWriter(Tag.quit.rawValue)
         }
@@ -117,7 +125,7 @@ enum HelperRequest: ~Copyable {
                 let present = try reader.bool()
                 let uri = try reader.text()
                 parsed.text = present ? uri : nil
-            case .key, .status:
+            case .key, .status, .presence:
                 parsed.reference = try reader.reference()
             case .derive, .decrypt:
                 parsed.reference = try reader.reference()
@@ -143,6 +151,7 @@ enum HelperRequest: ~Copyable {
         case .list: return .list(uri: parsed.text)
         case .key: return .key(parsed.reference!)
         case .status: return .status(parsed.reference!)
+        case .presence: return .presence(parsed.reference!)
         case .quit: return .quit
         case .derive:
             return .derive(

@@ -97,6 +97,9 @@ public enum PKCS11HelperServer {
             case .status(let reference):
                 let token = try tokens.status(reference)
                 return { .token(token, calls: $0) }
+            case .presence(let reference):
+                let token = try tokens.presence(reference)
+                return { .token(token, calls: $0) }
             case .quit:
                 return { .done(calls: $0) }
             }

@@ -28,7 +28,7 @@ public final class PKCS11Helper {
     /// The time from spawning the helper to its `ready`, in nanoseconds (the helper's start cost).
     public let startNanoseconds: UInt64
     /// The PKCS#11 calls the helper made for the last request.
-    public private(set) var lastCalls = 0
+    public internal(set) var lastCalls = 0
     /// The PKCS#11 calls the helper made to load and initialize its modules.
     public let startCalls: Int
 
@@ -185,7 +185,7 @@ public final class PKCS11Helper {
     // MARK: Requests
 
     /// Sends `request` and waits for its reply; a timeout or a crash ends the helper for good.
-    private func exchange(_ request: consuming HelperRequest, timeout: Int? = nil) throws(PKCS11TokenError)
+    func exchange(_ request: consuming HelperRequest, timeout: Int? = nil) throws(PKCS11TokenError)
         -> HelperReply
     {
         if let ended { throw ended }
@@ -373,7 +373,7 @@ public final class PKCS11Helper {
         }
     }
 
-    private func unexpected(_ what: String) -> PKCS11TokenError {
+    func unexpected(_ what: String) -> PKCS11TokenError {
         stop()
         let failure = PKCS11TokenError.malformed("the PKCS#11 helper answered something other than \(what)")
         ended = failure

@@ -177,6 +177,20 @@ final class PKCS11Module {
         return info
     }
 
+    /// Whether a slot event (a token inserted or removed) is pending, without waiting: `true` with a slot,
+    /// `false` for none, nil when the module does not support the call (SoftHSM) or it failed.
+    ///
+    /// The corresponding C function is `C_WaitForSlotEvent` with `CKF_DONT_BLOCK`.
+    func pendingSlotEvent() -> Bool? {
+        guard let wait = f.C_WaitForSlotEvent else { return nil }
+        var slot: CK_SLOT_ID = 0
+        switch wait(CK_FLAGS(CKF_DONT_BLOCK), &slot, nil) {
+        case CK_RV(CKR_OK): return true
+        case CK_RV(CKR_NO_EVENT): return false
+        default: return nil
+        }
+    }
+
     /// The token's label, manufacturer, model, serial number, flags and PIN lengths.
     ///
     /// The corresponding C function is `C_GetTokenInfo`.

@@ -9,6 +9,8 @@ import TokenpinCore
 /// number), logs in, does its work, logs out and closes the session, so no login outlives a request.
 final class PKCS11Tokens {
     let modules: [PKCS11Module]
+    /// The token last found in its slot by `presence`, with what it said then (see PKCS11Presence.swift).
+    var lastPresent: (reference: PKCS11KeyReference, token: PKCS11TokenInfo)?
 
     /// The most private and public key objects read from one token.
     static let maximumKeys = 64
@@ -293,7 +295,7 @@ final class PKCS11Tokens {
     // MARK: Operations
 
     /// The module and token a request names, checked: the slot must still hold the token with that serial.
-    private func open(_ reference: PKCS11KeyReference) throws(PKCS11TokenError) -> (PKCS11Module, PKCS11TokenFlags) {
+    func open(_ reference: PKCS11KeyReference) throws(PKCS11TokenError) -> (PKCS11Module, PKCS11TokenFlags) {
         guard modules.indices.contains(reference.moduleIndex) else {
             throw .invalidRequest("no module \(reference.moduleIndex) in this helper")
         }
@@ -500,7 +502,7 @@ final class PKCS11Tokens {
 
     // MARK: Errors
 
-    private static func map<R: ~Copyable>(_ module: PKCS11Module, _ body: () throws(PKCS11Failure) -> R)
+    static func map<R: ~Copyable>(_ module: PKCS11Module, _ body: () throws(PKCS11Failure) -> R)
         throws(PKCS11TokenError) -> R
     {
         do {

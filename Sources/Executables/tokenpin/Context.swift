@@ -344,9 +344,12 @@ final class CLIInteraction: Interaction {
 
     /// "Enter the card PIN on the keypad of ‹reader› (card ‹card›, N tries left)": what the person sees instead of
     /// a prompt when the reader takes the card PIN on its own keys.
+    /// A PKCS#11 token that does not tell its tries gets no number.
     static func keypadSentence(reader: String, card: String, triesLeft: Int) -> String {
-        "Enter the card PIN on the keypad of \(reader) (card \(card), \(triesLeft) \(triesLeft == 1 ? "try" : "tries") "
-            + "left on the card; Cancel on the keypad stops)"
+        let tries =
+            triesLeft == cardTriesUntold
+            ? "" : ", \(triesLeft) \(triesLeft == 1 ? "try" : "tries") left on the card"
+        return "Enter the card PIN on the keypad of \(reader) (card \(card)\(tries); Cancel on the keypad stops)"
     }
 
     static func triesText(remaining: Int, lastTry: Bool) -> String {
