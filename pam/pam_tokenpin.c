@@ -758,7 +758,7 @@ static void tp_on_event(struct tp_exchange *x, const struct tp_message *message)
         x->secret_sent = 1;
         const char *reader = tp_string(message, "reader");
         long long tries = tp_int(message, "cardTriesLeft", -1);
-        if (tries >= 0 && tries < 255) /* 255: a PKCS#11 token that does not tell its tries */
+        if (tries >= 0) /* null: a card that does not tell its tries (a PKCS#11 token) */
             tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Enter the card PIN on the keypad of %s (%lld %s left).",
                    reader ? reader : "the reader", tries, tries == 1 ? "try" : "tries");
         else

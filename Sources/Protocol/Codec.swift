@@ -10,7 +10,7 @@ extension SecretPrompt {
     public var message: ServerMessage {
         switch self {
         case .cardPIN(let card, let tries), .adminPIN(let card, let tries), .resetCode(let card, let tries):
-            .prompt(name: name, card: card, triesLeft: tries)
+            .prompt(name: name, card: card, triesLeft: WireTries.encode(tries))
         case .puk(let card, let tries):
             .prompt(name: name, card: card, triesLeft: tries)
         case .managementKey(let card):
@@ -28,7 +28,7 @@ extension SecretPrompt {
         case "new-pin": self = .newPIN
         case "confirm-pin": self = .confirmPIN
         case "recovery-key": self = .recoveryKey
-        case "card-pin": self = .cardPIN(card: card ?? "", triesLeft: triesLeft ?? 0)
+        case "card-pin": self = .cardPIN(card: card ?? "", triesLeft: WireTries.decode(triesLeft))
         case "new-card-pin": self = .newCardPIN
         case "confirm-card-pin": self = .confirmCardPIN
         case "admin-pin": self = .adminPIN(card: card ?? "", triesLeft: triesLeft ?? 0)
@@ -39,6 +39,14 @@ extension SecretPrompt {
         default: return nil
         }
     }
+}
+
+/// A card's tries left on the wire. A card that does not tell them (a PKCS#11 token) is `cardTriesUntold` inside
+/// tokenpin and *no number* on the wire (the field left out or null), so no client, the PAM module included, ever
+/// shows the stand-in as a count.
+enum WireTries {
+    static func encode(_ tries: Int) -> Int? { tries == cardTriesUntold ? nil : tries }
+    static func decode(_ tries: Int?) -> Int { tries ?? cardTriesUntold }
 }
 
 extension Event {
@@ -65,7 +73,7 @@ extension Event {
         case .keypadEntry(let reader, let card, let tries):
             [
                 JSONMember("reader", .text(reader)), JSONMember("card", .text(card)),
-                JSONMember("cardTriesLeft", .int(tries)),
+                JSONMember("cardTriesLeft", WireTries.encode(tries).map(JSONValue.int) ?? .null),
             ]
         case .keypadNotUsed(let reader, let reason):
             [JSONMember("reader", .text(reader)), JSONMember("reason", .text(reason))]
@@ -112,10 +120,11 @@ extension Event {
                     failures: failures, last: try? OtherAttempts.attempt(protocolValue: value),
                     invoker: value["invoker"]?.stringValue))
         case "keypadEntry":
-            guard let reader = value["reader"]?.stringValue, let card = value["card"]?.stringValue,
-                let tries = try? value.number("cardTriesLeft", in: ProtocolRanges.tries)
-            else { return nil }
-            self = .keypadEntry(reader: reader, card: card, triesLeft: tries)
+            guard let reader = value["reader"]?.stringValue, let card = value["card"]?.stringValue else { return nil }
+            // cardTriesLeft null: the card does not tell them; one out of range makes no event.
+            let tries: Int?
+            do { tries = try value.number("cardTriesLeft", in: ProtocolRanges.tries) } catch { return nil }
+            self = .keypadEntry(reader: reader, card: card, triesLeft: WireTries.decode(tries))
         case "keypadNotUsed":
             guard let reader = value["reader"]?.stringValue, let reason = value["reason"]?.stringValue else {
                 return nil

@@ -33,6 +33,27 @@ struct PinpadProtocolTests {
         #expect(Event(name: "keypadNotUsed", fields: [JSONMember("reader", .text("r"))]) == nil)
     }
 
+    /// A PKCS#11 token gives no count: tokenpin's stand-in for it must never reach a client as a number (the PAM
+    /// module said "255 tries left" for the card PIN prompt of such a token).
+    @Test("a card that does not tell its tries is no number on the wire, in the card-pin prompt and the keypad event")
+    func untoldTries() throws {
+        let prompt = SecretPrompt.cardPIN(card: "SoftHSM token", triesLeft: cardTriesUntold).message
+        let line = prompt.line
+        let text = String(decoding: line, as: UTF8.self)
+        #expect(!text.contains("remaining"), "\(text)")
+        guard case .prompt(let name, let card, let tries) = try ServerMessage.parse(Array(line.dropLast())) else {
+            Issue.record("not a prompt")
+            return
+        }
+        #expect(tries == nil)
+        #expect(
+            SecretPrompt(name: name, card: card, triesLeft: tries)
+                == .cardPIN(card: "SoftHSM token", triesLeft: cardTriesUntold))
+        let event = Event.keypadEntry(reader: "SoftHSM slot", card: "SoftHSM token", triesLeft: cardTriesUntold)
+        #expect(event.protocolFields.contains(JSONMember("cardTriesLeft", .null)))
+        #expect(Event(name: event.name, fields: event.protocolFields) == event)
+    }
+
     @Test("a reader's pinpad round-trips; digits outside 1-64 are a bad field")
     func readerPinpad() throws {
         var reader = ReaderInfo(name: "Pinpad Reader", cardPresent: true)
