@@ -1,6 +1,6 @@
 import Foundation
 
-@testable import TokenpinCore
+import TokenpinCore
 
 /// Reads and writes record files in either of the store's formats (legacy JSON, or the two-copy file), so that a
 /// test that looks into or edits `<user>.json` does not depend on the format a store writes.

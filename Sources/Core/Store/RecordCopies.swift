@@ -19,7 +19,10 @@ import FoundationEssentials
 /// Half layout (little-endian): `"TPRC"`, layout version (1), three zero bytes, sequence (UInt64), half size
 /// (UInt32, the file's size over 2), JSON length (UInt32), the JSON, then the 32-byte checksum of everything
 /// before it; the rest of the half is zero.
-enum RecordCopies {
+///
+/// `package`: the tests' record helper (TokenpinTestSupport, a regular target built in release too) writes and
+/// recognises record files through it, without `@testable`.
+package enum RecordCopies {
     static let magic: [UInt8] = Array("TPRC".utf8)
     static let layoutVersion: UInt8 = 1
     static let headerSize = 24
@@ -55,7 +58,7 @@ enum RecordCopies {
     }
 
     /// Whether `bytes` look like the legacy single-JSON record (its first byte `{` or JSON whitespace).
-    static func isLegacyJSON(_ bytes: Data) -> Bool {
+    package static func isLegacyJSON(_ bytes: Data) -> Bool {
         guard let first = bytes.first else { return false }
         return first == UInt8(ascii: "{") || first == 0x20 || first == 0x09 || first == 0x0A || first == 0x0D
     }
@@ -83,7 +86,7 @@ enum RecordCopies {
     }
 
     /// A whole new file: the copy in the first half, the second half blank.
-    static func newFile(json: Data, sequence: UInt64) -> [UInt8] {
+    package static func newFile(json: Data, sequence: UInt64) -> [UInt8] {
         let half = halfSize(for: json)
         var bytes = encode(json: json, sequence: sequence, halfSize: half)
         bytes += [UInt8](repeating: 0, count: 2 * half - bytes.count)
