@@ -35,7 +35,7 @@ wanted() { [[ " $TARGETS " == *" $1 "* ]]; }
 # p11-kit's headers, for CP11Kit (TokenpinPKCS11's system library).
 P11KIT_CFLAGS=()
 for flag in $(pkg-config --cflags p11-kit-1 2>/dev/null); do P11KIT_CFLAGS+=(-Xcc "$flag"); done
-SWIFTC=(swiftc -sanitize=fuzzer,address -parse-as-library "${FUZZ_OPTIMIZE:--O}" -swift-version 6 -enable-upcoming-feature ExistentialAny
+SWIFTC=(swiftc -sanitize=fuzzer,address -parse-as-library -package-name tokenpin "${FUZZ_OPTIMIZE:--O}" -swift-version 6 -enable-upcoming-feature ExistentialAny
     -enable-upcoming-feature MemberImportVisibility -I "$OUT/lib" -I "$OUT/lib/CTokenpinShims" -I "$ROOT/Sources/C/CSodium"
     -I "$ROOT/Sources/C/COpenSSL" -I "$ROOT/Sources/C/CP11Kit" -L "$OUT/lib"
     "${P11KIT_CFLAGS[@]}" -use-ld=lld)
