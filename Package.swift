@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "tokenpind", targets: ["tokenpind"]),
         .executable(name: "tokenpin-pkcs11", targets: ["tokenpin-pkcs11"]),
         .executable(name: "tokenpin-askpass", targets: ["tokenpin-askpass"]),
+        .executable(name: "age-plugin-tokenpin", targets: ["age-plugin-tokenpin"]),
         .library(name: "TokenpinCore", targets: ["TokenpinCore"]),
         .library(name: "TokenpinAPDU", targets: ["TokenpinAPDU"]),
     ],
@@ -162,7 +163,7 @@ let package = Package(
             dependencies: [
                 "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinReaders", "TokenpinSimulator",
                 "TokenpinProtocol",
-                "TokenpinArguments", "TokenpinSystem", "TokenpinOpenPGP", "TokenpinDoctor",
+                "TokenpinArguments", "TokenpinSystem", "TokenpinOpenPGP", "TokenpinDoctor", "TokenpinAge",
             ],
             path: "Sources/Executables/tokenpin",
             swiftSettings: strictSettings
@@ -172,6 +173,21 @@ let package = Package(
             name: "tokenpin-askpass",
             dependencies: ["TokenpinCore", "TokenpinSystem"],
             path: "Sources/Executables/tokenpin-askpass",
+            swiftSettings: strictSettings
+        ),
+        // The age plugin protocol (identity-v1), age's X25519 recipients and Bech32: what `tokenpin age` and the
+        // plugin share.
+        .target(
+            name: "TokenpinAge",
+            dependencies: ["TokenpinCore", "TokenpinCardCrypto", "CSodium"],
+            path: "Sources/Age",
+            swiftSettings: strictSettings
+        ),
+        // age's plugin for tokenpin identities: it runs `tokenpin age plugin` in its place.
+        .executableTarget(
+            name: "age-plugin-tokenpin",
+            dependencies: ["TokenpinCore", "TokenpinSystem"],
+            path: "Sources/Executables/age-plugin-tokenpin",
             swiftSettings: strictSettings
         ),
         // `tokenpin doctor`'s checks: pcscd and who holds each card, tokenpind, the PAM stacks that load the module
@@ -306,6 +322,11 @@ let package = Package(
                 "TokenpinTestSupport", "TokenpinPIV", "TokenpinPCSC", "TokenpinAPDU", "TokenpinService",
             ],
             exclude: ["Support/hostile-module.c", "Support/wrapper-module.c"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TokenpinAgeTests",
+            dependencies: ["TokenpinAge", "TokenpinCore", "TokenpinCardCrypto"],
             swiftSettings: strictSettings
         ),
         .testTarget(

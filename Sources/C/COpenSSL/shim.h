@@ -7,5 +7,6 @@
 #include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/kdf.h>
 #include <openssl/param_build.h>
 #include <openssl/rsa.h>

@@ -59,3 +59,58 @@ public enum XChaCha20Poly1305 {
         return .some(plaintext)
     }
 }
+
+/// ChaCha20-Poly1305 (IETF, RFC 8439: a 12-byte nonce), as the age file format wraps file keys with it.
+public enum ChaCha20Poly1305 {
+    /// The key size.
+    public static var keyLength: Int { Int(crypto_aead_chacha20poly1305_ietf_KEYBYTES) }
+    /// The nonce size, 12 bytes.
+    public static var nonceLength: Int { Int(crypto_aead_chacha20poly1305_ietf_NPUBBYTES) }
+    /// The authentication tag size.
+    public static var tagLength: Int { Int(crypto_aead_chacha20poly1305_ietf_ABYTES) }
+
+    /// Encrypts `plaintext` under `key` with `nonce` (no associated data).
+    ///
+    /// The corresponding C function is `crypto_aead_chacha20poly1305_ietf_encrypt`.
+    public static func seal(_ plaintext: borrowing SecretBytes, key: borrowing SecretBytes, nonce: [UInt8])
+        throws(CryptoError) -> [UInt8]
+    {
+        Sodium.ensureReady()
+        guard key.count == keyLength, nonce.count == nonceLength else {
+            throw CryptoError(.invalidLength, "ChaCha20-Poly1305 key or nonce of the wrong size")
+        }
+        var out = [UInt8](repeating: 0, count: plaintext.count + tagLength)
+        var outLength: UInt64 = 0
+        out.withUnsafeMutableBytes { outBytes in
+            plaintext.withUnsafeBytes { message in
+                key.withUnsafeBytes { keyBytes in
+                    _ = crypto_aead_chacha20poly1305_ietf_encrypt(
+                        outBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), &outLength,
+                        message.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(message.count),
+                        nil, 0, nil, nonce, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                }
+            }
+        }
+        return out
+    }
+
+    /// Decrypts and authenticates into guarded memory; nil when the key is wrong or anything was altered.
+    ///
+    /// The corresponding C function is `crypto_aead_chacha20poly1305_ietf_decrypt`.
+    public static func open(_ ciphertext: [UInt8], key: borrowing SecretBytes, nonce: [UInt8]) -> SecretBytes? {
+        Sodium.ensureReady()
+        guard key.count == keyLength, nonce.count == nonceLength, ciphertext.count >= tagLength else { return nil }
+        let plaintext = SecretBytes(count: ciphertext.count - tagLength)
+        var plainLength: UInt64 = 0
+        let status = plaintext.withUnsafeMutableBytes { out in
+            key.withUnsafeBytes { keyBytes in
+                crypto_aead_chacha20poly1305_ietf_decrypt(
+                    out.baseAddress?.assumingMemoryBound(to: UInt8.self), &plainLength, nil,
+                    ciphertext, UInt64(ciphertext.count), nil, 0,
+                    nonce, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+        guard status == 0 else { return nil }
+        return .some(plaintext)
+    }
+}

@@ -128,6 +128,16 @@ enum Options {
     static let keyOutput = Option.value(
         "--output", valueName: "file", help: "Write the key to a new file (mode 0600; an existing file is refused).")
 
+    static let ageMethod = Option.value(
+        "--method", valueName: "method", allowedValues: ["pin", "token"],
+        help: "recipient, identity: verify with only this type, without fallback (the same as verify's).")
+    static let ageIdentityFile = Option.value(
+        "--identity", valueName: "file",
+        help: "recipient: read it from this identity file's tokenpin line (- for standard input), without a PIN.")
+    static let agePlugin = Option.value(
+        "--age-plugin", valueName: "state-machine",
+        help: "plugin: the age plugin state machine age asks for (identity-v1; age-plugin-tokenpin passes it).")
+
     /// The options every command takes, in help order.
     static let global = [
         store, config, json, noColor, pinStdin, quiet, reader, serial, socket, local, user, noPinpad, help, version,
@@ -158,6 +168,16 @@ extension Program {
                     + "APP: 1 to 64 of a-z 0-9 . _ : - (ssh:work, restic, age).",
                 arguments: [Positional("app", label: "<app>")],
                 options: [Options.deriveMethod, Options.keyFormat, Options.keyFD, Options.keyOutput]),
+            Subcommand(
+                "age", abstract: "age files behind the PIN or the card: the recipient, the identity, the plugin.",
+                discussion: "recipient: the age1… recipient of the X25519 key derived for app age, after a "
+                    + "verification (prompts: as verify); with --identity FILE read from the identity, no PIN.\n"
+                    + "identity: the identity line AGE-PLUGIN-TOKENPIN-1… (and the recipient as a comment) for "
+                    + "an identity file: it holds no secret, only the recipient and the user.\n"
+                    + "plugin: the age plugin protocol on standard input and output; age runs it through "
+                    + "age-plugin-tokenpin, and asks the PIN or the card PIN itself (age -d -i FILE).",
+                arguments: [Positional("action", values: .oneOf(["recipient", "identity", "plugin"]))],
+                options: [Options.ageMethod, Options.ageIdentityFile, Options.agePlugin]),
             Subcommand(
                 "change", abstract: "Change the PIN.",
                 discussion:

@@ -21,6 +21,8 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
         return VerifyCommand(method: method(Options.verifyMethod))
     case "derive":
         return try DeriveCommand(parsing: values, arguments: arguments, command: name)
+    case "age":
+        return try AgeCommand(parsing: values, arguments: arguments, command: name)
     case "change":
         return ChangeCommand()
     case "reset":
