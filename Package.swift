@@ -326,7 +326,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TokenpinAgeTests",
-            dependencies: ["TokenpinAge", "TokenpinCore", "TokenpinCardCrypto"],
+            dependencies: ["TokenpinAge", "TokenpinCore", "TokenpinCardCrypto", "CSodium"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -8,7 +8,7 @@ import Testing
         "A12UEL5L", "a12uel5l",
         "an83characterlonghumanreadablepartthatcontainsthenumber1andtheexcludedcharactersbio1tt5tgs",
         "abcdef1qpzry9x8gf2tvdw0s3jn54khce6mua7lmqqqxw",
-        "11qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqc8247j",
+        "11" + String(repeating: "q", count: 82) + "c8247j",
         "split1checkupstagehandshakeupstreamerranterredcaperred2y9e3w", "?1ezyfcl",
     ]
 
