@@ -33,7 +33,7 @@ BUILD_PACKAGES = libsodium-dev libssl-dev libpcsclite-dev pkg-config libpam0g-de
 # building pyscard (against libpcsclite-dev, a build package) from source.
 # softhsm2, opensc-pkcs11, gnutls-bin (p11tool) and p11-kit-modules: the PKCS#11 tests' real modules and peers
 # (Tests/TokenpinPKCS11Tests, Tests/EndToEnd/pkcs11-opensc.sh); gcc also builds their test-only hostile module.
-# openssh-client, restic and borgbackup: what the PIN opens, with the real consumers (Tests/EndToEnd/ssh.sh, restic.sh).
+# openssh-client, restic, borgbackup and age: what the PIN opens, with the real consumers (Tests/EndToEnd/ssh.sh, restic.sh, age.sh).
 TEST_PACKAGES  = pcscd vsmartcard-vpcd opensc yubico-piv-tool openssl pcsc-tools scdaemon gnupg util-linux iproute2 pamtester passwd python3 bc zsh fish \
                  python3-venv python3-dev gcc softhsm2 opensc-pkcs11 gnutls-bin p11-kit-modules openssh-client restic borgbackup age
 BENCH_PACKAGES = hyperfine time python3 bc
@@ -58,7 +58,7 @@ PAM_DIR       ?= $(shell pkg-config --variable=libdir pam 2>/dev/null || echo /u
 SYSTEMD_DIR   ?= /usr/lib/systemd/system
 UDEV_DIR      ?= /usr/lib/udev/rules.d
 PAM_CONFIGS   ?= /usr/share/pam-configs
-MAN_PAGES      = tokenpin.1 tokenpin-askpass.1 tokenpind.8 tokenpin.conf.5 pam_tokenpin.8
+MAN_PAGES      = tokenpin.1 tokenpin-askpass.1 age-plugin-tokenpin.1 tokenpind.8 tokenpin.conf.5 pam_tokenpin.8
 
 all: build pam man completions
 
@@ -185,13 +185,15 @@ bench: bench-deps test-deps build pam
 
 # Copies only: it fails, saying what to run, when make has not built everything (so `sudo make install`
 # never compiles as root or needs swift on root's PATH).
-INSTALL_INPUTS = $(RELEASE_DIR)/tokenpin $(RELEASE_DIR)/tokenpin-askpass $(RELEASE_DIR)/tokenpind $(RELEASE_DIR)/tokenpin-pkcs11 .build/pam/pam_tokenpin.so $(addprefix .build/man/,$(MAN_PAGES))
+INSTALL_INPUTS = $(RELEASE_DIR)/tokenpin $(RELEASE_DIR)/tokenpin-askpass $(RELEASE_DIR)/age-plugin-tokenpin $(RELEASE_DIR)/tokenpind $(RELEASE_DIR)/tokenpin-pkcs11 .build/pam/pam_tokenpin.so $(addprefix .build/man/,$(MAN_PAGES))
 
 install: install-check install-daemon install-pam install-units install-udev install-man install-completions
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/tokenpin $(DESTDIR)/etc/tokenpin $(DESTDIR)/etc/tokenpin/revoked.d
 	install -m 0755 $(RELEASE_DIR)/tokenpin $(DESTDIR)$(PREFIX)/bin/tokenpin
 	# SSH_ASKPASS for keys behind tokenpin: it runs the tokenpin beside it.
 	install -m 0755 $(RELEASE_DIR)/tokenpin-askpass $(DESTDIR)$(PREFIX)/bin/tokenpin-askpass
+	# age's plugin for tokenpin identities (age finds it on PATH): it runs the tokenpin beside it.
+	install -m 0755 $(RELEASE_DIR)/age-plugin-tokenpin $(DESTDIR)$(PREFIX)/bin/age-plugin-tokenpin
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/tokenpin/
 	install -m 0644 config/tokenpin.conf.example $(DESTDIR)$(PREFIX)/share/doc/tokenpin/tokenpin.conf.example
 	[ -e $(DESTDIR)/etc/tokenpin/tokenpin.conf ] || install -m 0644 config/tokenpin.conf.example $(DESTDIR)/etc/tokenpin/tokenpin.conf
@@ -268,6 +270,7 @@ uninstall:
 	rm -f $(DESTDIR)$(UDEV_DIR)/70-tokenpin.rules
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/tokenpin.1 $(DESTDIR)$(PREFIX)/share/man/man5/tokenpin.conf.5
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/tokenpin-askpass.1 $(DESTDIR)$(PREFIX)/bin/tokenpin-askpass
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/age-plugin-tokenpin.1 $(DESTDIR)$(PREFIX)/bin/age-plugin-tokenpin
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/tokenpind.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_tokenpin.8
 	rm -f $(DESTDIR)$(PREFIX)/bin/tokenpin $(DESTDIR)$(PREFIX)/libexec/tokenpin/tokenpin-pkcs11
 	-rmdir $(DESTDIR)$(PREFIX)/libexec/tokenpin 2>/dev/null

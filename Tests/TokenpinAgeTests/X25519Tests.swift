@@ -17,6 +17,19 @@ import TokenpinCore
         #expect(recipient.description == "age1zvkyg2lqzraa2lnjvqej32nkuu0ues2s82hzrye869xeexvn73equnujwj")
     }
 
+    /// docs/security.md's vector: the application key of alice/age (vault key 00 01 ... 1f) as an age identity.
+    /// The recipient was checked independently: the key as AGE-SECRET-KEY-1… through `age-keygen -y`.
+    @Test func applicationKeyVector() throws {
+        var vault = Array(0..<32).map(UInt8.init)
+        let key = try ApplicationKeys.key(
+            vaultKey: SecretBytes(consuming: &vault), user: "alice", application: ApplicationName("age")!)
+        let recipient = try AgeX25519.recipient(of: key)
+        #expect(recipient.description == "age1hfu2ekakmj5877kqk83a748r0wrdtqxddv4ttke96duz7cg93upqj2edyk")
+        #expect(
+            TokenpinAgeIdentity(recipient: recipient, user: "alice").description
+                == "AGE-PLUGIN-TOKENPIN-1QXA83TXMKMW2SLM6CZC78H65UDACD4VQE44J4DWMYHFHSTMPQK8SYCTVD93K23P2AZD")
+    }
+
     /// The file key of the fixture's native stanza, and the check that it is the file's: the header MAC.
     @Test func unwrapsWhatAgeMade() throws {
         var secretBytes = Fixture.secret
