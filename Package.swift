@@ -337,7 +337,10 @@ let package = Package(
         .testTarget(
             name: "TokenpinCLITests",
             // The simulator and the OpenPGP session put a key on a simulated card as gpg would, between CLI runs.
-            dependencies: ["tokenpin", "TokenpinTestSupport", "TokenpinSimulator", "TokenpinOpenPGP", "TokenpinCore"],
+            dependencies: [
+                "tokenpin", "TokenpinTestSupport", "TokenpinSimulator", "TokenpinOpenPGP", "TokenpinCore",
+                "TokenpinAge",
+            ],
             exclude: ["Support/keyboard.py"],
             swiftSettings: strictSettings
         ),

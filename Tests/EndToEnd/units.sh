@@ -83,7 +83,7 @@ check "profile never makes the module sufficient by default" bash -c "grep -q 'd
 
 # Man pages: scdoc builds each one into a page with a title header.
 if command -v scdoc >/dev/null; then
-    for page in tokenpin.1 tokenpind.8 tokenpin.conf.5 pam_tokenpin.8; do
+    for page in tokenpin.1 age-plugin-tokenpin.1 tokenpind.8 tokenpin.conf.5 pam_tokenpin.8; do
         check "man page $page builds" bash -c "scdoc < '$ROOT/docs/man/$page.scd' | grep -q '^\.TH'"
     done
 fi
@@ -94,7 +94,7 @@ if command -v scdoc >/dev/null; then
         make -s -C "$ROOT" install-pam install-units install-udev install-man DESTDIR="$DEST" PREFIX=/usr PAM_DIR=/usr/lib/security
     for file in usr/lib/security/pam_tokenpin.so usr/share/pam-configs/tokenpin usr/lib/systemd/system/tokenpind.service \
         usr/lib/systemd/system/tokenpind.socket usr/lib/udev/rules.d/70-tokenpin.rules usr/share/man/man8/tokenpind.8 \
-        usr/share/man/man8/pam_tokenpin.8 usr/share/man/man1/tokenpin.1 usr/share/man/man5/tokenpin.conf.5; do
+        usr/share/man/man8/pam_tokenpin.8 usr/share/man/man1/tokenpin.1 usr/share/man/man1/age-plugin-tokenpin.1 usr/share/man/man5/tokenpin.conf.5; do
         check "installed $file" [ -f "$DEST/$file" ]
     done
     check "installed unit names the installed daemon" grep -q "^ExecStart=/usr/sbin/tokenpind$" "$DEST/usr/lib/systemd/system/tokenpind.service"

@@ -124,6 +124,13 @@ struct AgeCommand: Command {
             return context.console.fail(
                 .usage, errorCode: "usage", message: "unknown age plugin state machine '\(stateMachine)': \(why)")
         }
+        // Typed at, it would only wait: the protocol is age's to speak.
+        guard !FileDescriptor.withBorrowed(0, { $0.isTerminal }) else {
+            return context.console.fail(
+                .usage, errorCode: "usage",
+                message: "age plugin speaks age's plugin protocol on standard input, which is a terminal: "
+                    + "age runs it (age -d -i FILE with a tokenpin identity)")
+        }
         let transport = DescriptorTransport()
         let unlocker = TokenpinAgeUnlocker(context: context)
         switch AgeIdentityPlugin.run(transport, unlocker: unlocker) {
