@@ -11,6 +11,7 @@
 #              AUTHENTICATE templates and chained (61xx) answers, alone and through a PIVSession and PIVCard
 #   certificate  the X.509 certificates read from a PIV slot (the key, the subject, the certificate object)
 #   pkcs11     tokenpin's reading of its PKCS#11 helper's replies (the framing and every reply; a hostile module)
+#   age        age-plugin-tokenpin's reading of the age plugin protocol (stanzas, identities, X25519 stanzas)
 # Swift targets link modules built here from every *.swift under their source folders (so files added or renamed
 # there are picked up) with -sanitize=fuzzer,address. Seeds are real: protocol lines, a record that `tokenpin enrol`
 # wrote, the example configuration, and the commands and answers of sessions with the simulated card.
@@ -24,7 +25,7 @@
 #   FUZZ_DIR=DIR         keep builds, corpora and logs in DIR (default: this run's temporary directory)
 . "$(dirname "$0")/../EndToEnd/lib.sh"
 SECONDS_EACH=${FUZZ_SECONDS:-10}
-TARGETS=${FUZZ_TARGETS:-json pam apdu record config simulator openpgp piv certificate pkcs11}
+TARGETS=${FUZZ_TARGETS:-json pam apdu record config simulator openpgp piv certificate pkcs11 age}
 OUT=${FUZZ_DIR:-$WORK/fuzz}
 HARNESS=$ROOT/Tests/Fuzz
 REGRESSIONS=$HARNESS/regressions
@@ -78,6 +79,7 @@ simulator() { core && apdu && cardcrypto && module TokenpinSimulator Simulator/S
 piv() { core && apdu && cardcrypto && module TokenpinPIV Sources/Cards/PIV; }
 # The helper's wire is internal to TokenpinPKCS11: its target imports it @testable.
 pkcs11() { core && cardcrypto && module TokenpinPKCS11 Sources/Cards/PKCS11 -enable-testing; }
+agemodule() { core && cardcrypto && module TokenpinAge Sources/Age; }
 
 # link NAME SWIFT-FILES... -- LIBRARIES...: builds the fuzz target NAME.
 link() {
@@ -90,7 +92,7 @@ link() {
         [ "$library" = TokenpinCore ] && libraries+=("-lTokenpinSystem" "-lCTokenpinShims")  # the core's own dependencies
         # The card algorithms (libcrypto) under the OpenPGP session and the simulator.
         [[ "$library" = TokenpinOpenPGP || "$library" = TokenpinSimulator || "$library" = TokenpinPIV \
-            || "$library" = TokenpinPKCS11 ]] \
+            || "$library" = TokenpinPKCS11 || "$library" = TokenpinAge ]] \
             && libraries+=("-lTokenpinCardCrypto")
     done
     "${SWIFTC[@]}" -o "$OUT/fuzz-$name" "${files[@]}" "${libraries[@]}" -lsodium -lcrypto >"$OUT/build-$name.log" 2>&1 \
@@ -261,5 +263,18 @@ if wanted pkcs11 && pkcs11 \
         >"$OUT/pkcs11-seeds.log" 2>&1
     check "seed replies of the PKCS#11 helper are written" test -s "$OUT/seeds/pkcs11/inventory"
     fuzz pkcs11 16384 "$OUT/seeds/pkcs11"
+fi
+# The age plugin protocol, seeded by a session as age 1.1.1 sends it (with its answers) and by malformed ones. The
+# identity names the recipient of the target's fixed secret (42 × 32, c2sp.org/age's example), and the first
+# X25519 stanza is age's for it, so the unwrap and the file-key answer are reached.
+if wanted age && agemodule && link age age_plugin.swift -- TokenpinAge TokenpinCore; then
+    mkdir -p "$OUT/seeds/age"
+    identity=AGE-PLUGIN-TOKENPIN-1QYFJC3PTUQG0H4T7WFSRX292WMN3LNXP2QA2UGVNYLG5M8YEJ068YEN40FAQ5S2CPH
+    printf -- '-> add-identity %s\n\n-> grease-1 a b\nAAAA\n-> recipient-stanza 0 X25519 67zj72X1c/FAuS3tZQJ7zkxjyIzR1EOchzghllKbBRc\nhrVCjqZebmL7nhYHbXzsH/HIkumz6yM4N4bNgADsPng\n-> recipient-stanza 0 X25519 qAIgTZC28X99HhH/FBcE4JDA64K/Ixu9VrQ4sYx6tSI\ny2JEtmn05bKQiFO1AUChwU2KlxTrWv4IDAkOSCPjNUc\n-> recipient-stanza 1 scrypt c2FsdA 18\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n-> done\n\n-> ok\n\n-> ok\n\n' \
+        "$identity" >"$OUT/seeds/age/session"
+    printf '%s\n-> done\n\n' "$identity" >"$OUT/seeds/age/identity-line"
+    printf -- '-> add-identity AGE-PLUGIN-YUBIKEY-1QQQQ\n\n-> recipient-stanza 0 X25519 AAAA\nAA\n-> done\n\n' \
+        >"$OUT/seeds/age/malformed"
+    fuzz age 8192 "$OUT/seeds/age"
 fi
 finish
