@@ -192,5 +192,9 @@ func text(_ secret: borrowing SecretBytes) -> String { secret.withUnsafeBytes { 
         try configuration.set(key: "login-keyring", value: "off")
         #expect(!configuration.loginKeyring)
         #expect(throws: Configuration.Message.self) { try configuration.set(key: "login-keyring", value: "maybe") }
+        // No site rule can name the reserved key: it is no application name.
+        #expect(throws: Configuration.Message.self) {
+            try configuration.set(key: "app.tokenpin:login-keyring.callers", value: "any")
+        }
     }
 }
