@@ -210,7 +210,7 @@ extension Daemon {
             let result = try service.enrol(relay)
             if let password = checkedPassword.take() { sealAfterEnrolment(password, service: service, user: user) }
             return Reply.enrolment(result)
-        case .verify where request.loginKeyring == true:
+        case .verify where request.loginKeyring == true || configuration.loginKeyring:
             return try verifyForLoginKeyring(
                 request, service: service, user: user, relay: relay, configuration: configuration, peer: peer)
         case .sealLoginPassword:

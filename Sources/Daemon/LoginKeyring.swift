@@ -23,18 +23,21 @@ extension Daemon {
         }
     }
 
-    /// A `verify` that asks for the login password: the verification `verify` runs, then the password, when this
-    /// attempt may have it and one is sealed.
+    /// A `verify` that asks for the login password, or any `verify` with `login-keyring = on`: the verification
+    /// `verify` runs, which with the setting on also gives a record made before it its public key; then the
+    /// password, when this attempt asked for it, may have it, and one is sealed.
     func verifyForLoginKeyring(
         _ request: Request, service: PINService, user: String, relay: RelayInteraction,
         configuration: Configuration, peer: Peer
     ) throws(ServiceError) -> Reply {
         let context = service.attempt
+        let asked = request.loginKeyring == true
         let refusal = Self.loginKeyringRefusal(
             peer: peer, invoker: request.invoker, context: context, configuration: configuration)
         var result: LoginKeyringVerification
         if configuration.loginKeyring {
-            result = try service.verifyOpeningLoginKeyring(relay, method: request.method, release: refusal == nil)
+            result = try service.verifyOpeningLoginKeyring(
+                relay, method: request.method, release: asked && refusal == nil)
         } else {
             result = LoginKeyringVerification(
                 report: try service.verify(relay, method: request.method), password: nil, withheld: nil)
@@ -47,6 +50,7 @@ extension Daemon {
             return Reply(.result(exitCode: exitCode, fields: report.protocolFields))
         }
         guard let password = result.password.take() else {
+            guard asked else { return Reply(.result(exitCode: exitCode, fields: report.protocolFields)) }
             logger.info(
                 "login password not released",
                 [

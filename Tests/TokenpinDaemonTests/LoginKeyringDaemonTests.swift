@@ -167,3 +167,27 @@ import TokenpinTestSupport
         #expect(try ClientMessage.parse(ClientMessage.request(request).line) == .request(request))
     }
 }
+
+/// A record made before `login-keyring = on` gets its public key at any verification through tokenpind, also one
+/// that asks for no password (`tokenpin verify`), which then gets none.
+@Suite(.serialized) struct LoginKeyringExistingRecordTests {
+    @Test func anyVerificationStoresThePublicKeyAndReleasesNothingUnasked() throws {
+        let test = try TestDaemon(config: "login-keyring = on\n")
+        defer { test.stop() }
+        let path = test.directory + "/state/nobody.login-keyring"
+        let client = test.client(for: "nobody")
+        _ = try client.enrol(ScriptedInteraction(["482916", "482916"]))
+        try FileManager.default.removeItem(atPath: path)  // as a record made before the setting has none
+        let root = Peer(pid: getpid(), uid: 0, gid: 0, name: "root")
+        var request = Request(.verify, user: "nobody")
+        request.invoker = Invoker(uid: 0)
+        let answers = try DeriveCallersDaemonTests().exchange(test, peer: root, request, secrets: ["482916"])
+        guard case .result(0, let fields) = answers.last else {
+            Issue.record("not verified: \(answers)")
+            return
+        }
+        #expect(!fields.contains { $0.key == LoginKeyringWire.passwordField })
+        #expect(FileManager.default.fileExists(atPath: path))
+        #expect(!test.logs.lines.contains { $0.contains("login password not released") })
+    }
+}
