@@ -35,7 +35,8 @@ BUILD_PACKAGES = libsodium-dev libssl-dev libpcsclite-dev pkg-config libpam0g-de
 # (Tests/TokenpinPKCS11Tests, Tests/EndToEnd/pkcs11-opensc.sh); gcc also builds their test-only hostile module.
 # openssh-client, restic and borgbackup: what the PIN opens, with the real consumers (Tests/EndToEnd/ssh.sh, restic.sh).
 TEST_PACKAGES  = pcscd vsmartcard-vpcd opensc yubico-piv-tool openssl pcsc-tools scdaemon gnupg util-linux iproute2 pamtester passwd python3 bc zsh fish \
-                 python3-venv python3-dev gcc softhsm2 opensc-pkcs11 gnutls-bin p11-kit-modules openssh-client restic borgbackup
+                 python3-venv python3-dev gcc softhsm2 opensc-pkcs11 gnutls-bin p11-kit-modules openssh-client restic borgbackup \
+                 gnome-keyring libpam-gnome-keyring libsecret-tools dbus-daemon
 BENCH_PACKAGES = hyperfine time python3 bc
 # make deb and its test (Tests/EndToEnd/package.sh).
 DEB_PACKAGES   = debhelper dpkg-dev lintian
