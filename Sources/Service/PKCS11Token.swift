@@ -14,6 +14,8 @@ public struct PKCS11Access: Sendable, Equatable {
     public var environment: [String]?
     /// How long each helper request may take, in milliseconds (the service sets `card-timeout`'s).
     public var timeoutMilliseconds = PKCS11Helper.defaultTimeoutMilliseconds
+    /// Where the helpers' PKCS#11 calls and start costs are counted (`tokenpin bench --token`); nil: nowhere.
+    public var counter: PKCS11CallCounter?
 
     /// Everything by default: p11-kit's modules, the installed helper.
     public init(module: String? = nil, helper: String? = nil, environment: [String]? = nil) {
@@ -24,6 +26,12 @@ public struct PKCS11Access: Sendable, Equatable {
 
     /// The modules to load.
     public var source: PKCS11ModuleSource { module.map { .path($0) } ?? .p11kit }
+
+    /// The same access: the same modules, helper, environment and timeout, counted in the same place.
+    public static func == (lhs: PKCS11Access, rhs: PKCS11Access) -> Bool {
+        lhs.module == rhs.module && lhs.helper == rhs.helper && lhs.environment == rhs.environment
+            && lhs.timeoutMilliseconds == rhs.timeoutMilliseconds && lhs.counter === rhs.counter
+    }
 }
 
 /// A key on a PKCS#11 token as a token application: `C_Login` with the card PIN, then `C_DeriveKey`
@@ -50,10 +58,13 @@ final class PKCS11Token: TokenApplication {
         PKCS11Token(
             tokenKey: try PKCS11TokenKey.open(
                 module: access.source, uri: uri, timeout: access.timeoutMilliseconds, executable: access.helper,
-                environment: access.environment))
+                environment: access.environment, counter: access.counter))
     }
 
     var kind: TokenApplicationKind { .pkcs11 }
+
+    /// No PC/SC event names a key's URI: the daemon watches its token through its module (`PKCS11PresenceProbe`).
+    var removalWatch: TokenRemovalWatch { .ownWatch }
 
     var key: PKCS11Key { tokenKey.key }
 

@@ -19,13 +19,17 @@ final class PKCS11Module {
     private let functions: UnsafeMutablePointer<CK_FUNCTION_LIST>
     /// Keeps a module loaded by path (its `deinit` finalizes first) or p11-kit's list alive.
     private let owner: Owner
-    /// PKCS#11 calls made through this module so far (for the figures: calls per derive).
-    private(set) var calls = 0
+    /// PKCS#11 calls made through this module so far (for the figures: calls per verify), from its
+    /// `C_GetFunctionList` and `C_Initialize` on (as p11-kit makes them for its modules).
+    private(set) var calls = PKCS11Module.loadingCalls
 
     private enum Owner {
         case library(LoadedLibrary)
         case p11kit(P11KitModules)
     }
+
+    /// The calls that load a module: `C_GetFunctionList` and `C_Initialize`.
+    static let loadingCalls = 2
 
     /// The most slots, mechanisms and objects a list may hold; beyond it a module's answer is refused.
     static let maximumListCount = 1024
