@@ -13,22 +13,19 @@ extension BenchCommand {
     /// As for cards, only the key bound to the current user is benchmarked, bound again in a scratch store: no key
     /// is made on a token. Prompts: the token's PIN, once (nothing on a token with a keypad).
     func runPKCS11Token(_ context: Context) -> ExitCode {
-        let selection: CardSelection
+        let scratch: TokenBenchScratch
         do {
-            (selection, _) = try benchCard(context)
+            scratch = try TokenBenchScratch(context, self)
         } catch {
-            return context.fail(error)
-        }
-        guard let scratch = TokenBenchScratch() else {
-            return context.console.fail(.ioError, errorCode: "io", message: "cannot create a temporary directory")
+            return benchFailed(context, error)
         }
         defer { scratch.remove() }
         let counter = PKCS11CallCounter()
-        var service = scratch.service(context, cards: context.cards, selection: selection)
+        var service = scratch.service(context, cards: context.cards)
         service.pkcs11.counter = counter
         let time = SystemTimeSource()
         do {
-            let (interaction, binding, uri) = try scratch.bind(context, service, generateKey: false)
+            let (interaction, binding, uri) = try scratch.bind(context, service)
             let bare = try PKCS11Helper.inProcess(module: service.pkcs11.source)
             defer { bare.stop() }
             let listed = try bare.selectKey(uri: uri)

@@ -85,23 +85,18 @@ extension BenchCommand {
         guard let cards = context.cards else {
             return context.fail(.tokenUnavailable("no card readers configured"))
         }
-        let selection: CardSelection
-        let generateKey: Bool
+        let scratch: TokenBenchScratch
         do {
-            (selection, generateKey) = try benchCard(context)
+            scratch = try TokenBenchScratch(context, self)
         } catch {
-            return context.fail(error)
-        }
-        guard let scratch = TokenBenchScratch() else {
-            return context.console.fail(.ioError, errorCode: "io", message: "cannot create a temporary directory")
+            return benchFailed(context, error)
         }
         defer { scratch.remove() }
         let counter = APDUCounter()
-        let service = scratch.service(
-            context, cards: CountingReaders(inner: cards, counter: counter), selection: selection)
+        let service = scratch.service(context, cards: CountingReaders(inner: cards, counter: counter))
         let time = SystemTimeSource()
         do {
-            let (interaction, binding, reader) = try scratch.bind(context, service, generateKey: generateKey)
+            let (interaction, binding, reader) = try scratch.bind(context, service)
             // The same APDUs, bare, through the same readers: open, one transaction, close with a reset. Encoded as
             // the session sends them: GET DATA with an extended Le, or a short one (00) to a card that announces no
             // extended length (Gnuk).

@@ -3,19 +3,26 @@ import TokenpinCore
 import TokenpinService
 
 /// The scratch store both token benchmarks bind their card in (APDUs: `TokenBench.swift`, PKCS#11:
-/// `PKCS11Bench.swift`): a private temporary directory, a fast KDF, `mode = either`.
+/// `PKCS11Bench.swift`): a private temporary directory, a fast KDF, `mode = either`; and the card they may use.
 struct TokenBenchScratch {
     let directory: String
+    /// The card (`BenchCommand.benchCard`), and whether it may be given a key (the simulated card).
+    let selection: CardSelection
+    let generateKey: Bool
 
-    init?() {
-        guard let directory = makeTemporaryDirectory("tokenpin-bench-token") else { return nil }
+    /// Picks the card, refusing any the benchmark may not use before anything is asked, and makes the directory.
+    init(_ context: Context, _ bench: BenchCommand) throws {
+        (selection, generateKey) = try bench.benchCard(context)
+        guard let directory = makeTemporaryDirectory("tokenpin-bench-token") else {
+            throw BenchFailure("cannot create a temporary directory", code: .ioError, errorCode: "io")
+        }
         self.directory = directory
     }
 
     func remove() { try? FileManager.default.removeItem(atPath: directory) }
 
     /// The service on the scratch store, with the context's settings but a fast KDF.
-    func service(_ context: Context, cards: (any CardReaders)?, selection: CardSelection) -> PINService {
+    func service(_ context: Context, cards: (any CardReaders)?) -> PINService {
         var configuration = context.configuration
         configuration.kdfMemoryMiB = 8
         configuration.kdfPasses = 1
@@ -29,7 +36,7 @@ struct TokenBenchScratch {
 
     /// Enrols the scratch record and binds the card (asking its PIN once, through the person's prompts); the
     /// prompts' answers, the binding and where the card is (its reader, a PKCS#11 key's URI).
-    func bind(_ context: Context, _ service: PINService, generateKey: Bool) throws
+    func bind(_ context: Context, _ service: PINService) throws
         -> (BenchInteraction, TokenBinding, reader: String)
     {
         var benchPIN = Array("739154".utf8)
@@ -45,10 +52,18 @@ struct TokenBenchScratch {
     }
 }
 
-/// A benchmark round that did not do what it measures; its message is the error's.
+/// A benchmark that could not measure: a round that did not do what it measures (not verified), or no scratch
+/// directory (an I/O error).
 struct BenchFailure: Error {
     let message: String
-    init(_ message: String) { self.message = message }
+    var code = ExitCode.notVerified
+    var errorCode = "bench"
+
+    init(_ message: String, code: ExitCode = .notVerified, errorCode: String = "bench") {
+        self.message = message
+        self.code = code
+        self.errorCode = errorCode
+    }
 }
 
 extension BenchCommand {
@@ -106,7 +121,7 @@ extension BenchCommand {
         switch error {
         case let error as ServiceError: context.fail(error)
         case let failure as BenchFailure:
-            context.console.fail(.notVerified, errorCode: "bench", message: failure.message)
+            context.console.fail(failure.code, errorCode: failure.errorCode, message: failure.message)
         default: context.fail(.tokenUnavailable("\(error)"))
         }
     }
