@@ -60,5 +60,9 @@ struct BenchSmokeTests {
             ["bench", "--token", "--pkcs11-module", hsm.module, "--token-uri", "pkcs11:token=none"], input: "")
         #expect(other.status == 6, "\(other.output)\(other.errors)")
         #expect(other.errors.contains("no usable PKCS#11 key is present") || other.errors.contains("bound to"))
+        // The PKCS#11 options belong to --token.
+        let usage = try cli(["bench", "--app", "pkcs11"], input: "")
+        #expect(usage.status == 2)
+        #expect(usage.errors.contains("--app applies to `bench --token`"), "\(usage.errors)")
     }
 }
