@@ -13,18 +13,11 @@ extension BenchCommand {
     /// As for cards, only the key bound to the current user is benchmarked, bound again in a scratch store: no key
     /// is made on a token. Prompts: the token's PIN, once (nothing on a token with a keypad).
     func runPKCS11Token(_ context: Context) -> ExitCode {
-        let scratch: TokenBenchScratch
-        do {
-            scratch = try TokenBenchScratch(context, self)
-        } catch {
-            return benchFailed(context, error)
-        }
-        defer { scratch.remove() }
-        let counter = PKCS11CallCounter()
-        var service = scratch.service(context, cards: context.cards)
-        service.pkcs11.counter = counter
-        let time = SystemTimeSource()
-        do {
+        withTokenBenchScratch(context) { scratch in
+            let counter = PKCS11CallCounter()
+            var service = scratch.service(context, cards: context.cards)
+            service.pkcs11.counter = counter
+            let time = SystemTimeSource()
             let (interaction, binding, uri) = try scratch.bind(context, service)
             let bare = try PKCS11Helper.inProcess(module: service.pkcs11.source)
             defer { bare.stop() }
@@ -81,8 +74,6 @@ extension BenchCommand {
                 answerCalls: bareCalls.map(\.answer).max() ?? 0)
             report(context, figures, key: listed, uri: uri, module: service.pkcs11.source, record: record, save: save)
             return .success
-        } catch {
-            return benchFailed(context, error)
         }
     }
 

@@ -85,17 +85,10 @@ extension BenchCommand {
         guard let cards = context.cards else {
             return context.fail(.tokenUnavailable("no card readers configured"))
         }
-        let scratch: TokenBenchScratch
-        do {
-            scratch = try TokenBenchScratch(context, self)
-        } catch {
-            return benchFailed(context, error)
-        }
-        defer { scratch.remove() }
-        let counter = APDUCounter()
-        let service = scratch.service(context, cards: CountingReaders(inner: cards, counter: counter))
-        let time = SystemTimeSource()
-        do {
+        return withTokenBenchScratch(context) { scratch in
+            let counter = APDUCounter()
+            let service = scratch.service(context, cards: CountingReaders(inner: cards, counter: counter))
+            let time = SystemTimeSource()
             let (interaction, binding, reader) = try scratch.bind(context, service)
             // The same APDUs, bare, through the same readers: open, one transaction, close with a reset. Encoded as
             // the session sends them: GET DATA with an extended Le, or a short one (00) to a card that announces no
@@ -217,8 +210,6 @@ extension BenchCommand {
                 ("recordUnderLockMs", .double(record)), ("recordWriteMs", .double(save)),
             ])
             return .success
-        } catch {
-            return benchFailed(context, error)
         }
     }
 

@@ -67,6 +67,23 @@ struct BenchFailure: Error {
 }
 
 extension BenchCommand {
+    /// Runs `body` on a fresh scratch store for the card the benchmark may use, removed after it; what stops it
+    /// (the card refused, no directory, a failed round) is reported as any command reports it.
+    func withTokenBenchScratch(_ context: Context, _ body: (TokenBenchScratch) throws -> ExitCode) -> ExitCode {
+        let scratch: TokenBenchScratch
+        do {
+            scratch = try TokenBenchScratch(context, self)
+        } catch {
+            return benchFailed(context, error)
+        }
+        defer { scratch.remove() }
+        do {
+            return try body(scratch)
+        } catch {
+            return benchFailed(context, error)
+        }
+    }
+
     /// Runs each `iterations` times, interleaved and alternating which goes first (A B B A ...), so drift hits both
     /// alike. The caller warms both up first.
     func alternate(_ iterations: Int, tokenpin: () throws -> Void, bare: () throws -> Void) throws {
