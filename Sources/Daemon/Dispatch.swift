@@ -370,7 +370,7 @@ extension Daemon {
         if report.countedApart { fields.append(JSONMember("counter", .text("others"))) }
         hub.publish(user: user, name: event.name, fields: fields)
         if case .verified(let method) = report.outcome, method == .token || method == .both, let card = report.card {
-            cardRemoval.tokenVerified(user: user, serial: card.serial, reader: card.reader)
+            cardRemoval.tokenVerified(user: user, serial: card.serial, reader: card.reader, watch: card.removalWatch)
         }
         if case .verified(let method) = report.outcome {
             switch success {

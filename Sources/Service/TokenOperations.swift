@@ -444,7 +444,8 @@ extension PINService {
                 cardTriesLeft: card.pinTriesNow(), sentChallenge: binding.ephemeralPublicKey)
         }
         return OpenedTokenSlot(
-            vaultKey: vaultKey, card: VerifiedCard(serial: card.identity, reader: card.reader),
+            vaultKey: vaultKey,
+            card: VerifiedCard(serial: card.identity, reader: card.reader, removalWatch: card.removalWatch),
             nanoseconds: time.monotonicNanoseconds &- start)
     }
 
@@ -626,7 +627,7 @@ extension PINService {
             var report = try attempt()
             if case .verified = report.outcome {
                 report.outcome = .verified(method: .both)
-                report.card = VerifiedCard(serial: card.identity, reader: card.reader)
+                report.card = VerifiedCard(serial: card.identity, reader: card.reader, removalWatch: card.removalWatch)
             }
             return report
         } catch let failure as TokenFailure {
