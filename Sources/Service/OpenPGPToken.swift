@@ -160,9 +160,21 @@ final class OpenPGPToken: TokenApplication {
 
     /// A new cv25519 decryption key: the admin PIN asked and checked (VERIFY PW3), then the key it replaces shown
     /// and confirmed (`replace` typed, or `assumeYes`), then PUT DATA and GENERATE with the admin PIN.
-    func generateKey(slot: String?, assumeYes: Bool, _ interaction: some Interaction) throws -> TokenCardKey {
+    ///
+    /// With `adminKeypad`: the key it replaces shown and confirmed first, then the admin PIN on the keypad, PUT DATA
+    /// and GENERATE in one transaction (`generateOnKeypad`); nothing is written before the card accepted PW3.
+    func generateKey(slot: String?, assumeYes: Bool, adminKeypad: CardKeypad?, _ interaction: some Interaction) throws
+        -> TokenCardKey
+    {
         guard slot == nil else {
             throw TokenCardError.unusable("an OpenPGP card has no key slots to choose (--slot is for PIV)")
+        }
+        if let adminKeypad {
+            try confirmReplacement(assumeYes: assumeYes, interaction)
+            interaction.report(
+                .keypadCredentialEntry(
+                    reader: reader, card: promptName, credential: .adminPIN, triesLeft: data.passwordStatus.retriesPW3))
+            return try Self.key(.cv25519, generateOnKeypad(adminKeypad))
         }
         let adminPIN = try interaction.readSecret(
             .adminPIN(card: promptName, triesLeft: data.passwordStatus.retriesPW3))
