@@ -174,12 +174,20 @@ final class OpenPGPToken: TokenApplication {
             interaction.report(
                 .keypadCredentialEntry(
                     reader: reader, card: promptName, credential: .adminPIN, triesLeft: data.passwordStatus.retriesPW3))
-            return try Self.key(.cv25519, generateOnKeypad(adminKeypad))
+            do {
+                return try Self.key(.cv25519, generateOnKeypad(adminKeypad))
+            } catch {
+                throw Self.adminPINFailure(error)
+            }
         }
         let adminPIN = try interaction.readSecret(
             .adminPIN(card: promptName, triesLeft: data.passwordStatus.retriesPW3))
-        try run { session throws(OpenPGPError) in
-            try session.verify(.pw3, pin: adminPIN, keyDerivation: card.keyDerivation(session))
+        do {
+            try run { session throws(OpenPGPError) in
+                try session.verify(.pw3, pin: adminPIN, keyDerivation: card.keyDerivation(session))
+            }
+        } catch {
+            throw Self.adminPINFailure(error)
         }
         try confirmReplacement(assumeYes: assumeYes, interaction)
         let publicKey = try run { session throws(OpenPGPError) -> CardPublicKey in
@@ -188,6 +196,17 @@ final class OpenPGPToken: TokenApplication {
             return try session.generateKey(for: .decryption)
         }
         return try Self.key(.cv25519, publicKey)
+    }
+
+    /// A wrong or blocked PW3 named as the admin PIN: the bind that generates a key has checked the card PIN before,
+    /// and its messages would otherwise call this one the card PIN.
+    static func adminPINFailure(_ error: TokenCardError) -> TokenCardError {
+        switch error {
+        case .wrongPIN(let tries):
+            .refused("wrong admin PIN, \(tries) \(tries == 1 ? "try" : "tries") left on the card")
+        case .blocked: .refused("the admin PIN is blocked; only a factory reset helps")
+        default: error
+        }
     }
 
     /// Shows the decryption key `--generate-key` would replace (algorithm, fingerprint, creation date) and asks

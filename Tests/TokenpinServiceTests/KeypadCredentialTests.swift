@@ -154,7 +154,7 @@ struct KeypadCredentialTests {
         let service = keypadService(setup, Keypad([.pin("87654321")]))
         #expect {
             _ = try service.enableToken(ScriptedInteraction(["482916", cardPIN]), generateKey: true, assumeYes: true)
-        } throws: { refused($0, "2 tries left") }
+        } throws: { refused($0, "wrong admin PIN, 2 tries left") }
         #expect(adminPINTries(setup.card) == 2)
         #expect(throws: ServiceError.cancelled) {
             _ = try keypadService(setup, Keypad([.reader(0x6401)])).enableToken(
