@@ -779,12 +779,17 @@ static void tp_on_event(struct tp_exchange *x, const struct tp_message *message)
            `verified` succeeds and nothing maps to "unavailable". */
         x->secret_sent = 1;
         const char *reader = tp_string(message, "reader");
+        /* `pin`: which PIN (left out for the card PIN; a verification only ever asks for that one). */
+        const char *pin = tp_string(message, "pin");
+        const char *what = pin != NULL && strcmp(pin, "admin-pin") == 0 ? "admin PIN"
+                           : pin != NULL && strcmp(pin, "puk") == 0     ? "PUK"
+                                                                         : "card PIN";
         long long tries = tp_int(message, "cardTriesLeft", -1);
         if (tries >= 0) /* null: a card that does not tell its tries (a PKCS#11 token) */
-            tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Enter the card PIN on the keypad of %s (%lld %s left).",
+            tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Enter the %s on the keypad of %s (%lld %s left).", what,
                    reader ? reader : "the reader", tries, tries == 1 ? "try" : "tries");
         else
-            tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Enter the card PIN on the keypad of %s.",
+            tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Enter the %s on the keypad of %s.", what,
                    reader ? reader : "the reader");
     } else if (event != NULL && strcmp(event, "keypadNotUsed") == 0) {
         const char *reason = tp_string(message, "reason");

@@ -138,7 +138,9 @@ final class PKCS11Token: TokenApplication {
         throw .unusable(Self.noGeneration)
     }
 
-    func generateKey(slot: String?, assumeYes: Bool, _ interaction: some Interaction) throws -> TokenCardKey {
+    func generateKey(slot: String?, assumeYes: Bool, adminKeypad: CardKeypad?, _ interaction: some Interaction) throws
+        -> TokenCardKey
+    {
         throw TokenCardError.unusable(Self.noGeneration)
     }
 

@@ -142,7 +142,11 @@ protocol TokenApplication: AnyObject {
     /// a management key) and checks it on the card, then shows what it would replace and asks (`assumeYes`
     /// answers for scripts), and only then generates and returns the new key. A wrong credential or a refusal
     /// throws and writes nothing.
-    func generateKey(slot: String?, assumeYes: Bool, _ interaction: some Interaction) throws -> TokenCardKey
+    ///
+    /// With `adminKeypad` (an OpenPGP card whose admin PIN the reader's keypad takes) the question comes first and the
+    /// admin PIN is typed on the keypad in the generation's own transaction, so it is entered once.
+    func generateKey(slot: String?, assumeYes: Bool, adminKeypad: CardKeypad?, _ interaction: some Interaction) throws
+        -> TokenCardKey
 
     /// The card-authentication key a binding records (PIV `9E`: a key that signs without a PIN), or nil when the
     /// card has none or the application defines none (OpenPGP cards cannot prove themselves without a PIN).
@@ -173,6 +177,11 @@ protocol TokenApplication: AnyObject {
 
 extension TokenApplication {
     var removalWatch: TokenRemovalWatch { .readerEvents }
+
+    /// `generateKey` with every credential at the keyboard.
+    func generateKey(slot: String?, assumeYes: Bool, _ interaction: some Interaction) throws -> TokenCardKey {
+        try generateKey(slot: slot, assumeYes: assumeYes, adminKeypad: nil, interaction)
+    }
 
     func cardAuthenticationKey() -> CardAuthenticationKey? { nil }
 
