@@ -6,7 +6,7 @@
 #   make install   copy what make built: binaries, PAM module and service file, units, udev rules, man pages,
 #                  docs, config example (PREFIX, DESTDIR); builds nothing, so `make && sudo make install`
 #   make deb       the Debian package: .build/deb/tokenpin_VERSION_amd64.deb (debian/, debhelper)
-#   make bench     the figures: KDF calibration, verify latency, start-up, peak memory, token verify vs bare APDUs and gpg
+#   make bench     the figures: KDF calibration, verify latency, start-up, peak memory, token verify (OpenPGP, PIV) vs bare APDUs and gpg
 #   make pam       the PAM module (C, no Swift runtime): .build/pam/pam_tokenpin.so
 #   make pinpad    the test-only virtual pinpad reader (a pcscd driver) and its unit tests: .build/pinpad/
 #   make man       the man pages from their scdoc sources: .build/man/
