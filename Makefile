@@ -6,7 +6,9 @@
 #   make install   copy what make built: binaries, PAM module and service file, units, udev rules, man pages,
 #                  docs, config example (PREFIX, DESTDIR); builds nothing, so `make && sudo make install`
 #   make deb       the Debian package: .build/deb/tokenpin_VERSION_amd64.deb (debian/, debhelper)
-#   make bench     the figures: KDF calibration, verify latency, start-up, peak memory, token verify (OpenPGP, PIV) vs bare APDUs and gpg
+#   make bench     the figures: KDF calibration, verify latency, start-up, peak memory, token verify (OpenPGP, PIV)
+#                  vs bare APDUs and gpg, PKCS#11 token verify vs bare PKCS#11 calls (SoftHSM; as root OpenSC over
+#                  the simulated PIV card)
 #   make pam       the PAM module (C, no Swift runtime): .build/pam/pam_tokenpin.so
 #   make pinpad    the test-only virtual pinpad reader (a pcscd driver) and its unit tests: .build/pinpad/
 #   make man       the man pages from their scdoc sources: .build/man/
@@ -35,7 +37,8 @@ BUILD_PACKAGES = libsodium-dev libssl-dev libpcsclite-dev pkg-config libpam0g-de
 # (Tests/TokenpinPKCS11Tests, Tests/EndToEnd/pkcs11-opensc.sh); gcc also builds their test-only hostile module.
 # openssh-client, restic and borgbackup: what the PIN opens, with the real consumers (Tests/EndToEnd/ssh.sh, restic.sh).
 TEST_PACKAGES  = pcscd vsmartcard-vpcd opensc yubico-piv-tool openssl pcsc-tools scdaemon gnupg util-linux iproute2 pamtester passwd python3 bc zsh fish \
-                 python3-venv python3-dev gcc softhsm2 opensc-pkcs11 gnutls-bin p11-kit-modules openssh-client restic borgbackup
+                 python3-venv python3-dev gcc softhsm2 opensc-pkcs11 gnutls-bin p11-kit-modules openssh-client restic borgbackup \
+                 gnome-keyring libpam-gnome-keyring libsecret-tools dbus-daemon
 BENCH_PACKAGES = hyperfine time python3 bc
 # make deb and its test (Tests/EndToEnd/package.sh).
 DEB_PACKAGES   = debhelper dpkg-dev lintian
@@ -181,6 +184,7 @@ bench: bench-deps test-deps build pam
 	scripts/bench $(RELEASE_DIR)/tokenpin
 	scripts/bench-store
 	scripts/bench-derive $(RELEASE_DIR)
+	TOKENPIN_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin TOKENPIN_SIM_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin-sim scripts/bench-pkcs11-token
 	@if [ "$$(id -u)" = 0 ]; then TOKENPIN_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin TOKENPIN_SIM_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin-sim scripts/bench-token; \
 	BUILD_DIR=$(CURDIR)/$(RELEASE_DIR) TOKENPIN_SIM_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin-sim scripts/bench-pam; \
 	else echo "note: scripts/bench-token and scripts/bench-pam need root (a private pcscd, a PAM service file)"; fi

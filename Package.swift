@@ -162,7 +162,7 @@ let package = Package(
             dependencies: [
                 "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinReaders", "TokenpinSimulator",
                 "TokenpinProtocol",
-                "TokenpinArguments", "TokenpinSystem", "TokenpinOpenPGP", "TokenpinDoctor",
+                "TokenpinArguments", "TokenpinSystem", "TokenpinOpenPGP", "TokenpinDoctor", "TokenpinPKCS11",
             ],
             path: "Sources/Executables/tokenpin",
             swiftSettings: strictSettings
@@ -299,10 +299,10 @@ let package = Package(
         ),
         .testTarget(
             name: "TokenpinPKCS11Tests",
-            // tokenpin-pkcs11 is built first: the tests start it. The C files are a test-only PKCS#11 module that the
+            // tokenpin-pkcs11 is built first: the tests start it (and tokenpin, whose bench one runs). The C files are a test-only PKCS#11 module that the
             // tests compile; the PIV session and PC/SC put a key on the simulated card OpenSC's module reads.
             dependencies: [
-                "TokenpinPKCS11", "tokenpin-pkcs11", "TokenpinCore", "TokenpinCardCrypto", "TokenpinSystem",
+                "TokenpinPKCS11", "tokenpin-pkcs11", "tokenpin", "TokenpinCore", "TokenpinCardCrypto", "TokenpinSystem",
                 "TokenpinTestSupport", "TokenpinPIV", "TokenpinPCSC", "TokenpinAPDU", "TokenpinService",
             ],
             exclude: ["Support/hostile-module.c", "Support/wrapper-module.c"],

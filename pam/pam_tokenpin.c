@@ -30,11 +30,17 @@
  *     is refused (PAM_AUTH_ERR) without a byte sent.
  *   - A secret that is not UTF-8 (or longer than TP_MAX_SECRET) is refused before it is sent, so the daemon
  *     never answers it with a protocol error.
+ *   login_keyring  (with `login-keyring = on` in tokenpin.conf) auth asks tokenpind for the sealed login password
+ *             after a success and sets PAM_AUTHTOK to it when nothing set it, so that pam_gnome_keyring or
+ *             pam_kwallet5 (use_authtok) open the keyring; tokenpind hands it only to the user at this machine (own
+ *             and local attempts, never remote or another user's su). In the password stack (without `pin`), after
+ *             pam_unix set the new password, it sends PAM_AUTHTOK to be sealed (`seal-login-password`); that never
+ *             fails the stack (PAM_IGNORE, said in syslog).
  * PAM_SILENT suppresses the information and error messages (prompts still go through the conversation).
  * Buffers that held a secret are wiped with explicit_bzero. `debug` logs steps to syslog, never a secret.
  *
  * Options: mode=either|pin|token  fallback=allow|deny  socket=PATH  timeout=SECONDS  ignore_unavailable  debug
- *          pin  prompt=TEXT (`%u` the user, `%r` the tries left)  no_password_hint
+ *          pin  prompt=TEXT (`%u` the user, `%r` the tries left)  no_password_hint  login_keyring
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -78,6 +84,7 @@ struct tp_options {
     int change_pin;          /* `pin`, or the `tokenpin` service: the password stack changes the PIN */
     int password_hint;       /* say before the first prompt that Enter alone goes on to the password */
     const char *prompt;      /* the PIN prompt (`prompt=`; `%u` the user, `%r` the tries left), or NULL */
+    int login_keyring;       /* `login_keyring`: auth takes the sealed login password, password seals it */
 };
 
 enum tp_kind { TP_STRING, TP_INT, TP_BOOL, TP_NULL };
@@ -123,6 +130,7 @@ static int tp_parse_options(pam_handle_t *pamh, int flags, int argc, const char 
     options->change_pin = 0;
     options->password_hint = 1;
     options->prompt = NULL;
+    options->login_keyring = 0;
     const void *service = NULL;
     if (pam_get_item(pamh, PAM_SERVICE, &service) == PAM_SUCCESS && service != NULL &&
         strcmp((const char *)service, "tokenpin") == 0)
@@ -132,6 +140,7 @@ static int tp_parse_options(pam_handle_t *pamh, int flags, int argc, const char 
         if (strcmp(arg, "debug") == 0) options->debug = 1;
         else if (strcmp(arg, "pin") == 0) options->change_pin = 1;
         else if (strcmp(arg, "no_password_hint") == 0) options->password_hint = 0;
+        else if (strcmp(arg, "login_keyring") == 0) options->login_keyring = 1;
         else if (strncmp(arg, "prompt=", 7) == 0) {
             if (arg[7] == '\0' || strlen(arg + 7) > 200) {
                 pam_syslog(pamh, LOG_ERR, "bad option %s (a prompt of 1 to 200 bytes)", arg);
@@ -495,7 +504,7 @@ static void tp_append_item(pam_handle_t *pamh, int item, const char *key, char *
 /* Sends a request naming `op`, `user` and, for verify, the method the options force (NULL: token first, then
  * the PIN as the daemon's fallback setting allows), with the invoker fields: who runs this PAM stack. */
 static int tp_send_request(pam_handle_t *pamh, struct tp_conn *conn, const char *op, const char *user,
-                           const char *method) {
+                           const char *method, int login_keyring) {
     char *line = malloc(8192);
     if (line == NULL) return -1;
     char escaped[6 * 64 + 1];
@@ -506,6 +515,8 @@ static int tp_send_request(pam_handle_t *pamh, struct tp_conn *conn, const char 
     char extra[64] = "";
     if (strcmp(op, "change") == 0) snprintf(extra, sizeof(extra), ",\"newPINAttempts\":1");
     else if (method != NULL) snprintf(extra, sizeof(extra), ",\"method\":\"%s\"", method);
+    if (login_keyring && strcmp(op, "verify") == 0)
+        strncat(extra, ",\"loginKeyring\":true", sizeof(extra) - strlen(extra) - 1);
     int written = snprintf(line, 8192, "{\"v\":3,\"type\":\"request\",\"op\":\"%s\",\"user\":\"%s\"%s,\"invokerUID\":%u",
                            op, escaped, extra, (unsigned)getuid());
     if (written < 0 || written >= 8192) { free(line); return -1; }
@@ -638,6 +649,7 @@ struct tp_exchange {
     int skipped;      /* nothing was tried: Enter alone, or a secret the daemon says cannot be a PIN */
     char *kept;       /* auth: the secret typed at the PIN prompt, until the daemon's answer (for PAM_AUTHTOK) */
     size_t kept_length;
+    const char *authtok; /* seal-login-password: the new password (PAM_AUTHTOK), the answer to the `password` prompt */
 };
 
 /* The one place a result leaves the exchange: PAM_SUCCESS only for `verified` after a secret was sent; after a
@@ -675,6 +687,16 @@ static int tp_skip_result(struct tp_exchange *x) {
 static int tp_on_prompt(struct tp_exchange *x, const struct tp_message *message) {
     const char *name = tp_string(message, "prompt");
     char text[512];
+    if (x->authtok != NULL) {
+        /* Sealing: the one prompt is the password, answered with PAM_AUTHTOK, once, without asking anyone. */
+        if (name == NULL || strcmp(name, "password") != 0 || x->secret_sent) {
+            pam_syslog(x->pamh, LOG_ERR, "tokenpind asked for a secret %s never asks; refused", x->op);
+            tp_send_cancel(x->conn);
+            return PAM_AUTH_ERR;
+        }
+        x->secret_sent = 1;
+        return tp_send_secret(x->conn, name, x->authtok) == 0 ? 0 : PAM_AUTH_ERR;
+    }
     if (name == NULL || tp_prompt_text(message, name, x->changing, x->user, x->options, text, sizeof(text)) != 0) {
         pam_syslog(x->pamh, LOG_ERR, "tokenpind asked for a secret %s never asks; refused", x->op);
         tp_send_cancel(x->conn);
@@ -757,12 +779,17 @@ static void tp_on_event(struct tp_exchange *x, const struct tp_message *message)
            `verified` succeeds and nothing maps to "unavailable". */
         x->secret_sent = 1;
         const char *reader = tp_string(message, "reader");
+        /* `pin`: which PIN (left out for the card PIN; a verification only ever asks for that one). */
+        const char *pin = tp_string(message, "pin");
+        const char *what = pin != NULL && strcmp(pin, "admin-pin") == 0 ? "admin PIN"
+                           : pin != NULL && strcmp(pin, "puk") == 0     ? "PUK"
+                                                                         : "card PIN";
         long long tries = tp_int(message, "cardTriesLeft", -1);
         if (tries >= 0) /* null: a card that does not tell its tries (a PKCS#11 token) */
-            tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Enter the card PIN on the keypad of %s (%lld %s left).",
+            tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Enter the %s on the keypad of %s (%lld %s left).", what,
                    reader ? reader : "the reader", tries, tries == 1 ? "try" : "tries");
         else
-            tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Enter the card PIN on the keypad of %s.",
+            tp_say(x->pamh, x->options, PAM_TEXT_INFO, "Enter the %s on the keypad of %s.", what,
                    reader ? reader : "the reader");
     } else if (event != NULL && strcmp(event, "keypadNotUsed") == 0) {
         const char *reason = tp_string(message, "reason");
@@ -780,15 +807,42 @@ static void tp_on_event(struct tp_exchange *x, const struct tp_message *message)
     tp_debug(x->pamh, x->options, "event %s", event ? event : "?");
 }
 
+/* After a verification with `login_keyring`: the login password tokenpind sealed, when it handed it back, becomes
+   PAM_AUTHTOK for the modules after this one (pam_gnome_keyring, pam_kwallet5), but only when nothing set
+   PAM_AUTHTOK before; the copy in the message is wiped when the message is freed, PAM wipes its own at pam_end. */
+static void tp_take_login_password(struct tp_exchange *x, const struct tp_message *message) {
+    if (!x->options->login_keyring || x->changing) return;
+    const struct tp_field *field = tp_get(message, "loginPassword");
+    if (field == NULL || field->kind != TP_STRING || field->length == 0) {
+        tp_debug(x->pamh, x->options, "no login password from tokenpind (not sealed, not at the seat, or off)");
+        return;
+    }
+    const void *item = NULL;
+    if (pam_get_item(x->pamh, PAM_AUTHTOK, &item) == PAM_SUCCESS && item != NULL) {
+        pam_syslog(x->pamh, LOG_NOTICE, "PAM_AUTHTOK is already set; the login password from tokenpind is not used");
+        return;
+    }
+    if (pam_set_item(x->pamh, PAM_AUTHTOK, field->text) != PAM_SUCCESS)
+        pam_syslog(x->pamh, LOG_ERR, "cannot set PAM_AUTHTOK to the login password");
+    else
+        tp_debug(x->pamh, x->options, "the login password is PAM_AUTHTOK for the keyring");
+}
+
 /* The final `result`: only `verified` with exit code 0 succeeds; `locked` is PAM_MAXTRIES; anything else fails. */
 static int tp_on_result(struct tp_exchange *x, const struct tp_message *message) {
     const char *outcome = tp_string(message, "outcome");
     long long code = tp_int(message, "exitCode", -1);
     tp_debug(x->pamh, x->options, "result %s", outcome ? outcome : "?");
+    if (x->authtok != NULL) {
+        /* seal-login-password answers exit 0 and nothing else once the password is sealed. */
+        x->verified = code == 0 && outcome == NULL;
+        return x->verified ? PAM_SUCCESS : PAM_AUTH_ERR;
+    }
     if (outcome == NULL) return PAM_AUTH_ERR;
     if (code == 0 && strcmp(outcome, "verified") == 0) {
         x->verified = 1;
         if (x->changing && x->secret_sent) tp_say(x->pamh, x->options, PAM_TEXT_INFO, "PIN changed.");
+        tp_take_login_password(x, message);
         return PAM_SUCCESS;
     }
     /* A remote or other attempt (su, sshd) spends a counter of its own; a lock there leaves the PIN working at the
@@ -897,7 +951,8 @@ static int tp_converse(struct tp_exchange *x, char *line, struct tp_message *mes
 }
 
 /* Runs `op` for `user`: answers prompts through the conversation, shows events, maps the final message. */
-static int tp_run(pam_handle_t *pamh, const struct tp_options *options, const char *op, const char *user) {
+static int tp_run(pam_handle_t *pamh, const struct tp_options *options, const char *op, const char *user,
+                  const char *authtok) {
     struct tp_conn *conn = calloc(1, sizeof(struct tp_conn));
     char *line = malloc(TP_MAX_LINE + 1);
     struct tp_message *message = calloc(1, sizeof(struct tp_message));
@@ -908,7 +963,8 @@ static int tp_run(pam_handle_t *pamh, const struct tp_options *options, const ch
         return PAM_BUF_ERR;
     }
     struct tp_exchange x = {.pamh = pamh, .options = options, .op = op, .user = user,
-                            .changing = strcmp(op, "change") == 0, .conn = conn, .secret_sent = 0, .verified = 0};
+                            .changing = strcmp(op, "change") == 0, .conn = conn, .secret_sent = 0, .verified = 0,
+                            .authtok = authtok};
     int result;
     conn->fd = tp_open(options->socket_path, options->timeout_ms);
     if (conn->fd < 0) {
@@ -925,7 +981,8 @@ static int tp_run(pam_handle_t *pamh, const struct tp_options *options, const ch
     const char *method = NULL;
     if (options->mode == TP_MODE_PIN) method = "pin";
     else if (options->mode == TP_MODE_TOKEN || !options->fallback_allow) method = "token";
-    if (tp_send_request(pamh, conn, op, user, x.changing ? NULL : method) != 0) {
+    if (tp_send_request(pamh, conn, op, user, x.changing || authtok != NULL ? NULL : method,
+                        options->login_keyring) != 0) {
         /* The daemon accepted the connection: it was reached, so this is a failure, not "unavailable". */
         pam_syslog(pamh, LOG_NOTICE, "cannot send the request to tokenpind");
         result = PAM_AUTH_ERR;
@@ -962,7 +1019,7 @@ PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, cons
     const char *user = NULL;
     int status = tp_user(pamh, &user);
     if (status != PAM_SUCCESS) return status;
-    return tp_run(pamh, &options, "verify", user);
+    return tp_run(pamh, &options, "verify", user, NULL);
 }
 
 PAM_EXTERN int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv) {
@@ -970,14 +1027,41 @@ PAM_EXTERN int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const cha
     return PAM_SUCCESS;
 }
 
+/* The password stack with `login_keyring`: after pam_unix (earlier in the stack) set the new password, the new
+   PAM_AUTHTOK is sent to tokenpind to be sealed for the login keyring. The password has already changed, so this
+   never fails the stack: anything but "sealed" is PAM_IGNORE, said in syslog (tokenpind's journal says why). */
+static int tp_seal_login_password(pam_handle_t *pamh, const struct tp_options *options, int flags, const char *user) {
+    if (flags & PAM_PRELIM_CHECK) return PAM_IGNORE;
+    if (!(flags & PAM_UPDATE_AUTHTOK)) return PAM_IGNORE;
+    const void *item = NULL;
+    if (pam_get_item(pamh, PAM_AUTHTOK, &item) != PAM_SUCCESS || item == NULL || *(const char *)item == '\0') {
+        pam_syslog(pamh, LOG_NOTICE, "no new password (PAM_AUTHTOK) to seal: put pam_tokenpin after pam_unix");
+        return PAM_IGNORE;
+    }
+    const char *password = item;
+    size_t length = strlen(password);
+    if (length > TP_MAX_SECRET || !tp_is_utf8(password, length)) {
+        pam_syslog(pamh, LOG_NOTICE, "the new password is not UTF-8 text of at most %d bytes; not sealed", TP_MAX_SECRET);
+        return PAM_IGNORE;
+    }
+    int result = tp_run(pamh, options, "seal-login-password", user, password);
+    if (result != PAM_SUCCESS) {
+        pam_syslog(pamh, LOG_NOTICE, "tokenpind did not seal the new login password for %s (see its journal)", user);
+        return PAM_IGNORE;
+    }
+    tp_debug(pamh, options, "the new login password is sealed for the login keyring");
+    return PAM_SUCCESS;
+}
+
 PAM_EXTERN int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const char **argv) {
     struct tp_options options;
     if (tp_parse_options(pamh, flags, argc, argv, &options) != 0) return PAM_SERVICE_ERR;
     /* `passwd` changes the password; the PIN only where the admin asked for it. */
-    if (!options.change_pin) return PAM_IGNORE;
+    if (!options.change_pin && !options.login_keyring) return PAM_IGNORE;
     const char *user = NULL;
     int status = tp_user(pamh, &user);
     if (status != PAM_SUCCESS) return status;
+    if (!options.change_pin) return tp_seal_login_password(pamh, &options, flags, user);
     if (flags & PAM_PRELIM_CHECK) {
         /* Only whether the daemon is there and is root's; nothing is sent. */
         int fd = tp_open(options.socket_path, options.timeout_ms);
@@ -987,5 +1071,5 @@ PAM_EXTERN int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const c
         return root ? PAM_SUCCESS : PAM_AUTHTOK_ERR;
     }
     if (!(flags & PAM_UPDATE_AUTHTOK)) return PAM_SERVICE_ERR;
-    return tp_run(pamh, &options, "change", user);
+    return tp_run(pamh, &options, "change", user, NULL);
 }

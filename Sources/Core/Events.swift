@@ -56,6 +56,10 @@ public enum Event: Sendable, Equatable {
     case otherAttempts(OtherAttemptsNotice)
     /// The card PIN is to be typed on the keypad of `reader` now (no prompt at the keyboard for it).
     case keypadEntry(reader: String, card: String, triesLeft: Int)
+    /// The card's admin or unblocking credential (`credential`: the OpenPGP admin PIN, the PIV PUK) is to be typed
+    /// on the keypad of `reader` now, no prompt at the keyboard for it; `triesLeft` is `cardTriesUntold` when the
+    /// card does not tell them (a PIV PUK outside YubiKey metadata). On the wire a `keypadEntry` with `pin`.
+    case keypadCredentialEntry(reader: String, card: String, credential: KeypadCredential, triesLeft: Int)
     /// The reader has a keypad but this card PIN is typed at the keyboard, and why.
     case keypadNotUsed(reader: String, reason: String)
 
@@ -75,8 +79,24 @@ public enum Event: Sendable, Equatable {
         case .typeChanged: "typeChanged"
         case .unenrolled: "unenrolled"
         case .otherAttempts: "otherAttempts"
-        case .keypadEntry: "keypadEntry"
+        case .keypadEntry, .keypadCredentialEntry: "keypadEntry"
         case .keypadNotUsed: "keypadNotUsed"
+        }
+    }
+}
+
+/// A card credential other than the card PIN that can be typed on a reader's keypad.
+public enum KeypadCredential: String, Sendable, Equatable, CaseIterable {
+    /// The OpenPGP admin PIN (PW3, `83`).
+    case adminPIN = "admin-pin"
+    /// The PIV PUK (`81`), which RESET RETRY COUNTER takes with the new PIN.
+    case puk
+
+    /// How messages name it: `admin PIN`, `PUK`.
+    public var displayName: String {
+        switch self {
+        case .adminPIN: "admin PIN"
+        case .puk: "PUK"
         }
     }
 }

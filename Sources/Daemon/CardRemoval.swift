@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TokenpinCore
+import TokenpinService
 
 /// Locks a user's graphical and terminal sessions.
 public protocol SessionLocker: Sendable {
@@ -121,15 +122,18 @@ public final class CardRemovalPolicy: Sendable {
         }
     }
 
-    /// A verification of `user` succeeded with the card `serial` in `reader` (`VerifyReport.card`).
-    public func tokenVerified(user: String, serial: String, reader: String) {
+    /// A verification of `user` succeeded with the card `serial` in `reader` (`VerifyReport.card`), whose removal
+    /// is noticed as `watch` says.
+    public func tokenVerified(
+        user: String, serial: String, reader: String, watch: TokenRemovalWatch = .readerEvents
+    ) {
         guard settings().action == .lock else { return }
         state.withLock { state in
             for name in state.watched.keys { state.watched[name]?[user] = nil }
             state.watched[reader, default: [:]][user] = serial
         }
-        // A PKCS#11 key's "reader" is its URI, which no PC/SC event names: its token is watched on its own.
-        if serial.hasPrefix("pkcs11-") { watchToken(reader, serial) }
+        // No PC/SC event names this "reader" (a PKCS#11 key's URI): its token is watched on its own.
+        if watch == .ownWatch { watchToken(reader, serial) }
     }
 
     /// Whether a user who verified with the card in `reader` is watched.

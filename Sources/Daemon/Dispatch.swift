@@ -69,6 +69,7 @@ extension Daemon {
         let lockKey = Self.lockKey(user: user, context: context)
         var locked = false
         var inFlight = false
+        var checkedPassword: SecretBytes?  // the login password checked before an enrolment, for the login keyring
         do throws(ServiceError) {
             try admit(request.operation, user: user, context: context, configuration: configuration)
             if !context.class.isTrusted {
@@ -78,7 +79,8 @@ extension Daemon {
                 inFlight = true
             }
             if request.operation.createsFirstWayIn {
-                try checkFirstWayIn(peer: peer, user: user, relay: relay, configuration: configuration)
+                checkedPassword = try checkFirstWayIn(
+                    peer: peer, user: user, relay: relay, configuration: configuration)
             }
             if request.operation.needsUserLock {
                 guard userLocks.lock(lockKey, waitingAtMost: waitSeconds) else {
@@ -87,7 +89,8 @@ extension Daemon {
                 locked = true
             }
             reply = try execute(
-                request, service: service, user: user, relay: relay, configuration: configuration, peer: peer)
+                request, service: service, user: user, relay: relay, configuration: configuration, peer: peer,
+                checkedPassword: checkedPassword.take())
         } catch let caught {
             error = caught
         }
@@ -120,11 +123,12 @@ extension Daemon {
     ///
     /// The check is throttled per uid as a login is (`PasswordThrottle`): one at a time, and after a wrong password
     /// a delay during which a check is answered `delayed` without running PAM.
+    /// With `login-keyring = on`, the password PAM accepted comes back for the enrolment to seal.
     func checkFirstWayIn(
         peer: Peer, user: String, relay: RelayInteraction,
         configuration: Configuration
-    ) throws(ServiceError) {
-        guard !peer.isRoot, configuration.enrolAuth == .password else { return }
+    ) throws(ServiceError) -> SecretBytes? {
+        guard !peer.isRoot, configuration.enrolAuth == .password else { return nil }
         let existing: EnrolmentRecord?
         do {
             existing = try store.load(user: user)
@@ -141,8 +145,9 @@ extension Daemon {
         var outcome = PasswordThrottle.Outcome.notTried
         defer { passwordThrottle.end(uid: peer.uid, outcome) }
         let check = LoginPasswordCheck(service: configuration.enrolPAMService)
+        let kept: SecretBytes?
         do {
-            try check.verify(user: user, relay)
+            kept = try check.verify(user: user, relay, keep: configuration.loginKeyring)
         } catch {
             if case .passwordRejected = error {
                 outcome = .rejected
@@ -157,6 +162,7 @@ extension Daemon {
         logger.info("login password checked before enrolment", [("user", user)])
         audit.record(
             AuditEvent(.passwordAccepted, user: user, context: context, method: "password", result: "accepted"))
+        return kept
     }
 
     /// Refuses, before anything is asked, what a class may not do: a remote or other attempt only verifies or
@@ -194,7 +200,7 @@ extension Daemon {
     /// daemon's own.
     func execute(
         _ request: Request, service: PINService, user: String, relay: RelayInteraction,
-        configuration: Configuration, peer: Peer
+        configuration: Configuration, peer: Peer, checkedPassword: consuming SecretBytes? = nil
     ) throws(ServiceError) -> Reply {
         let context = service.attempt
         switch request.operation {
@@ -202,7 +208,13 @@ extension Daemon {
             return Reply(.result(exitCode: 0, fields: [JSONMember("version", .int(ProtocolLimits.version))]))
         case .enrol:
             let result = try service.enrol(relay)
+            if let password = checkedPassword.take() { sealAfterEnrolment(password, service: service, user: user) }
             return Reply.enrolment(result)
+        case .verify where request.loginKeyring == true || configuration.loginKeyring:
+            return try verifyForLoginKeyring(
+                request, service: service, user: user, relay: relay, configuration: configuration, peer: peer)
+        case .sealLoginPassword:
+            return try sealLoginPassword(service: service, user: user, relay: relay, configuration: configuration)
         case .verify:
             let report = try service.verify(relay, method: request.method)
             publishOutcome(report, user: user, success: nil)
@@ -358,7 +370,7 @@ extension Daemon {
         if report.countedApart { fields.append(JSONMember("counter", .text("others"))) }
         hub.publish(user: user, name: event.name, fields: fields)
         if case .verified(let method) = report.outcome, method == .token || method == .both, let card = report.card {
-            cardRemoval.tokenVerified(user: user, serial: card.serial, reader: card.reader)
+            cardRemoval.tokenVerified(user: user, serial: card.serial, reader: card.reader, watch: card.removalWatch)
         }
         if case .verified(let method) = report.outcome {
             switch success {
@@ -380,7 +392,9 @@ extension TokenpinProtocol.Operation {
     /// Whether the operation reads and writes the user's record, so runs under the user's lock.
     var needsUserLock: Bool {
         switch self {
-        case .enrol, .verify, .change, .reset, .toggle, .import, .cardChangePIN, .cardUnblock, .unenrol, .derive: true
+        case .enrol, .verify, .change, .reset, .toggle, .import, .cardChangePIN, .cardUnblock, .unenrol, .derive,
+            .sealLoginPassword:
+            true
         case .ping, .status, .types, .readers, .watch: false
         }
     }

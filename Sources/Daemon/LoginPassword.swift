@@ -17,12 +17,16 @@ struct LoginPasswordCheck {
     /// Where PAM service files live.
     var pamDirectory = "/etc/pam.d"
 
-    /// Checks `user`'s password, asking for it once through `interaction`.
+    /// Checks `user`'s password, asking for it once through `interaction`; with `keep`, returns the password that
+    /// PAM accepted (for the login keyring), else nil.
     ///
-    /// The password is held in guarded memory, copied once into PAM's own buffer, and wiped.
-    func verify(user: String, _ interaction: some Interaction) throws(ServiceError) {
+    /// The password is held in guarded memory, copied once into PAM's own buffer, and wiped (a kept one when its
+    /// owner drops it).
+    @discardableResult
+    func verify(user: String, _ interaction: some Interaction, keep: Bool = false) throws(ServiceError) -> SecretBytes?
+    {
         try checkServiceFile()
-        let request = PasswordRequest { () throws(ServiceError) -> SecretBytes in
+        let request = PasswordRequest(keep: keep) { () throws(ServiceError) -> SecretBytes in
             try interaction.readSecret(.loginPassword)
         }
         let status = withExtendedLifetime(request) {
@@ -34,7 +38,7 @@ struct LoginPasswordCheck {
                     return request.answer(into: buffer, size: size)
                 }, Unmanaged.passUnretained(request).toOpaque())
         }
-        if status == tokenpin_pam_status_success() { return }
+        if status == tokenpin_pam_status_success() { return request.takeKept() }
         if let error = request.error { throw error }
         if tokenpin_pam_status_is_refusal(status) != 0 || status == tokenpin_pam_status_conversation_error() {
             throw .passwordRejected("the login password of \(user) was not accepted; nothing was enrolled")
@@ -72,14 +76,23 @@ final class PasswordRequest {
     private let read: () throws(ServiceError) -> SecretBytes
     /// Why the conversation was cancelled (the client cancelled, left, or answered out of turn).
     private(set) var error: ServiceError?
+    /// Whether to keep the password after PAM has it, and the password kept.
+    private let keep: Bool
+    private var kept: SecretBytes?
 
-    init(read: @escaping () throws(ServiceError) -> SecretBytes) { self.read = read }
+    init(keep: Bool = false, read: @escaping () throws(ServiceError) -> SecretBytes) {
+        self.keep = keep
+        self.read = read
+    }
+
+    /// The password kept (once), or nil.
+    func takeKept() -> SecretBytes? { kept.take() }
 
     /// Asks for the password and copies it into PAM's `buffer` of `size` bytes; -1 cancels the conversation.
     func answer(into buffer: UnsafeMutablePointer<CChar>, size: Int) -> Int32 {
         do {
             let secret = try read()
-            return secret.withUnsafeBytes { bytes -> Int32 in
+            let count = secret.withUnsafeBytes { bytes -> Int32 in
                 guard bytes.count <= size, !bytes.contains(0) else {
                     error = .passwordRejected("that is not a password PAM can check (too long, or a NUL byte)")
                     return -1
@@ -89,6 +102,8 @@ final class PasswordRequest {
                 }
                 return Int32(bytes.count)
             }
+            if keep, count >= 0 { kept = .some(consume secret) }
+            return count
         } catch {
             self.error = error
             return -1

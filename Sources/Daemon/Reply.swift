@@ -37,7 +37,7 @@ struct Reply: ~Copyable {
         return Reply(bytes: DeriveWire.resultLine(exitCode: exitCode, fields: fields, key: key))
     }
 
-    private init(bytes: [UInt8]) { self.bytes = bytes }
+    init(bytes: [UInt8]) { self.bytes = bytes }
 
     var line: [UInt8] { bytes }
 

@@ -75,6 +75,12 @@ extension Event {
                 JSONMember("reader", .text(reader)), JSONMember("card", .text(card)),
                 JSONMember("cardTriesLeft", WireTries.encode(tries).map(JSONValue.int) ?? .null),
             ]
+        case .keypadCredentialEntry(let reader, let card, let credential, let tries):
+            [
+                JSONMember("reader", .text(reader)), JSONMember("card", .text(card)),
+                JSONMember("pin", .text(credential.rawValue)),
+                JSONMember("cardTriesLeft", WireTries.encode(tries).map(JSONValue.int) ?? .null),
+            ]
         case .keypadNotUsed(let reader, let reason):
             [JSONMember("reader", .text(reader)), JSONMember("reason", .text(reason))]
         }
@@ -124,7 +130,14 @@ extension Event {
             // cardTriesLeft null: the card does not tell them; one out of range makes no event.
             let tries: Int?
             do { tries = try value.number("cardTriesLeft", in: ProtocolRanges.tries) } catch { return nil }
-            self = .keypadEntry(reader: reader, card: card, triesLeft: WireTries.decode(tries))
+            // `pin`: which PIN goes in on the keypad; left out (or `card-pin`) for the card PIN, unknown makes no event.
+            switch value["pin"]?.stringValue {
+            case nil, "card-pin": self = .keypadEntry(reader: reader, card: card, triesLeft: WireTries.decode(tries))
+            case let name?:
+                guard let credential = KeypadCredential(rawValue: name) else { return nil }
+                self = .keypadCredentialEntry(
+                    reader: reader, card: card, credential: credential, triesLeft: WireTries.decode(tries))
+            }
         case "keypadNotUsed":
             guard let reader = value["reader"]?.stringValue, let reason = value["reason"]?.stringValue else {
                 return nil

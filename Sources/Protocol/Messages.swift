@@ -33,6 +33,8 @@ public enum Operation: String, Sendable, CaseIterable {
     case unenrol
     /// Verify as `verify` does, then release the key of an application (`applicationName`).
     case derive
+    /// Keep the login password sealed for the login keyring (the password stack; LoginKeyringMessages.swift).
+    case sealLoginPassword = "seal-login-password"
 }
 
 /// A request: the first message of an exchange.
@@ -78,6 +80,8 @@ public struct Request: Sendable, Equatable {
     /// `false`: card PINs at the keyboard even where the reader has a keypad (`--no-pinpad`); a client can only turn
     /// the keypad off, never on where the daemon's `pinpad = off`.
     public var pinpad: Bool?
+    /// `verify` from PAM: hand back the sealed login password after a success at the seat (`login-keyring`).
+    public var loginKeyring: Bool?
 
     /// Creates a request.
     public init(
@@ -174,7 +178,7 @@ extension ClientMessage {
             try fields.allow(
                 common.union([
                     "authType", "on", "record", "method", "generateKey", "yes", "admin", "mode", "slot",
-                    "applicationName",
+                    "applicationName", "loginKeyring",
                 ]))
             let opName = try fields.string("op")
             guard let operation = Operation(rawValue: opName) else {
@@ -233,8 +237,9 @@ extension ClientMessage {
                 request.assumeYes = try fields.optionalBool("yes")
                 request.method = try Self.method(fields)
             case .verify:
-                try fields.allow(common.union(["method"]))
+                try fields.allow(common.union(["method", "loginKeyring"]))
                 request.method = try Self.method(fields)
+                request.loginKeyring = try fields.optionalBool("loginKeyring")
             case .derive:
                 try fields.allow(common.union(["method", "applicationName"]))
                 request.method = try Self.method(fields)
@@ -457,6 +462,7 @@ extension ClientMessage {
             }
             if let uri = request.tokenURI { members.append(JSONMember("tokenURI", .text(uri))) }
             if let pinpad = request.pinpad { members.append(JSONMember("pinpad", .bool(pinpad))) }
+            if let keyring = request.loginKeyring { members.append(JSONMember("loginKeyring", .bool(keyring))) }
             if let invoker = request.invoker {
                 members.append(JSONMember("invokerUID", .int(Int(invoker.uid))))
                 for (key, value) in [

@@ -160,14 +160,34 @@ final class OpenPGPToken: TokenApplication {
 
     /// A new cv25519 decryption key: the admin PIN asked and checked (VERIFY PW3), then the key it replaces shown
     /// and confirmed (`replace` typed, or `assumeYes`), then PUT DATA and GENERATE with the admin PIN.
-    func generateKey(slot: String?, assumeYes: Bool, _ interaction: some Interaction) throws -> TokenCardKey {
+    ///
+    /// With `adminKeypad`: the key it replaces shown and confirmed first, then the admin PIN on the keypad, PUT DATA
+    /// and GENERATE in one transaction (`generateOnKeypad`); nothing is written before the card accepted PW3.
+    func generateKey(slot: String?, assumeYes: Bool, adminKeypad: CardKeypad?, _ interaction: some Interaction) throws
+        -> TokenCardKey
+    {
         guard slot == nil else {
             throw TokenCardError.unusable("an OpenPGP card has no key slots to choose (--slot is for PIV)")
         }
+        if let adminKeypad {
+            try confirmReplacement(assumeYes: assumeYes, interaction)
+            interaction.report(
+                .keypadCredentialEntry(
+                    reader: reader, card: promptName, credential: .adminPIN, triesLeft: data.passwordStatus.retriesPW3))
+            do {
+                return try Self.key(.cv25519, generateOnKeypad(adminKeypad))
+            } catch {
+                throw Self.adminPINFailure(error)
+            }
+        }
         let adminPIN = try interaction.readSecret(
             .adminPIN(card: promptName, triesLeft: data.passwordStatus.retriesPW3))
-        try run { session throws(OpenPGPError) in
-            try session.verify(.pw3, pin: adminPIN, keyDerivation: card.keyDerivation(session))
+        do {
+            try run { session throws(OpenPGPError) in
+                try session.verify(.pw3, pin: adminPIN, keyDerivation: card.keyDerivation(session))
+            }
+        } catch {
+            throw Self.adminPINFailure(error)
         }
         try confirmReplacement(assumeYes: assumeYes, interaction)
         let publicKey = try run { session throws(OpenPGPError) -> CardPublicKey in
@@ -176,6 +196,17 @@ final class OpenPGPToken: TokenApplication {
             return try session.generateKey(for: .decryption)
         }
         return try Self.key(.cv25519, publicKey)
+    }
+
+    /// A wrong or blocked PW3 named as the admin PIN: the bind that generates a key has checked the card PIN before,
+    /// and its messages would otherwise call this one the card PIN.
+    static func adminPINFailure(_ error: TokenCardError) -> TokenCardError {
+        switch error {
+        case .wrongPIN(let tries):
+            .refused("wrong admin PIN, \(tries) \(tries == 1 ? "try" : "tries") left on the card")
+        case .blocked: .refused("the admin PIN is blocked; only a factory reset helps")
+        default: error
+        }
     }
 
     /// Shows the decryption key `--generate-key` would replace (algorithm, fingerprint, creation date) and asks

@@ -62,11 +62,14 @@ public struct VerifiedCard: Sendable, Equatable {
     public var serial: String
     /// The reader.
     public var reader: String
+    /// How its removal is noticed, as its token application declares.
+    public var removalWatch: TokenRemovalWatch
 
     /// Creates the description.
-    public init(serial: String, reader: String) {
+    public init(serial: String, reader: String, removalWatch: TokenRemovalWatch = .readerEvents) {
         self.serial = serial
         self.reader = reader
+        self.removalWatch = removalWatch
     }
 }
 

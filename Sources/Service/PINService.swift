@@ -117,6 +117,7 @@ public struct PINService: Sendable {
             user: user, created: now, policy: .init(mode: configuration.mode, fallback: configuration.fallback),
             counter: RetryCounter(max: configuration.retriesMax), slots: [pinSlot, recoverySlot])
         try store.save(record)
+        try replaceLoginKeyring(vaultKey: vaultKey)
         return EnrolmentResult(recoveryKeyText: RecoveryKey.format(recovery), kdf: kdf, recordPath: recordPath)
     }
 

@@ -317,7 +317,10 @@ final class PIVToken: TokenApplication {
 
     // MARK: Key generation
 
-    func generateKey(slot name: String?, assumeYes: Bool, _ interaction: some Interaction) throws -> TokenCardKey {
+    /// The management key is no PIN: it is never typed on a keypad (`adminKeypad` is not used).
+    func generateKey(
+        slot name: String?, assumeYes: Bool, adminKeypad: CardKeypad?, _ interaction: some Interaction
+    ) throws -> TokenCardKey {
         let card = self.card
         let named = try name.map { (name) throws(TokenCardError) in try Self.slot(name) }
         if let named, !named.isKeyManagement {

@@ -33,7 +33,7 @@ extension PINService {
         do {
             helper = try PKCS11Helper.start(
                 module: pkcs11.source, timeout: pkcs11.timeoutMilliseconds, executable: pkcs11.helper,
-                environment: pkcs11.environment)
+                environment: pkcs11.environment, counter: pkcs11.counter)
             defer { helper.stop() }
             inventory = try helper.inventory(uri: selection.tokenURI)
         } catch {

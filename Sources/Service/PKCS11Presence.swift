@@ -1,26 +1,6 @@
 import TokenpinCore
 import TokenpinPKCS11
 
-extension PKCS11Access {
-    /// The modules and helper the configuration names (`pkcs11-module`), each request bounded by `card-timeout`:
-    /// what the service uses, for the daemon's token watch.
-    public init(configuration: Configuration) {
-        self.init(module: configuration.pkcs11Module)
-        timeoutMilliseconds = configuration.cardTimeoutSeconds * 1000
-    }
-
-    /// The URI of the bound PKCS#11 key when its token is present and still holds that key (the binding's public
-    /// key hash), else nil: the daemon's answer to "is the card a user verified with back?" (no login, no PIN).
-    public func reader(holding binding: TokenBinding) -> String? {
-        guard let uri = binding.uri,
-            let key = try? PKCS11TokenKey.open(
-                module: source, uri: uri, timeout: timeoutMilliseconds, executable: helper, environment: environment)
-        else { return nil }
-        defer { key.close() }
-        return key.identity == binding.serial ? uri : nil
-    }
-}
-
 /// Whether a bound PKCS#11 key's token is in its slot, asked again and again (the daemon's removal watch).
 ///
 /// Keeps one helper while the token is present and asks it (`PKCS11Helper.isPresent`: a non-blocking

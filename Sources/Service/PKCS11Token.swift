@@ -4,28 +4,6 @@ import TokenpinCardCrypto
 import TokenpinCore
 import TokenpinPKCS11
 
-/// Where the PKCS#11 token application finds its tokens, and how it runs the helper they are reached through.
-public struct PKCS11Access: Sendable, Equatable {
-    /// One module by its absolute path (`pkcs11-module`, `--pkcs11-module`); nil: the modules p11-kit loads.
-    public var module: String?
-    /// The helper's path; nil: next to the executable, then `../libexec/tokenpin/` (`PKCS11Helper`).
-    public var helper: String?
-    /// The helper's whole environment (`NAME=value`); nil: this process's (modules read `SOFTHSM2_CONF` from it).
-    public var environment: [String]?
-    /// How long each helper request may take, in milliseconds (the service sets `card-timeout`'s).
-    public var timeoutMilliseconds = PKCS11Helper.defaultTimeoutMilliseconds
-
-    /// Everything by default: p11-kit's modules, the installed helper.
-    public init(module: String? = nil, helper: String? = nil, environment: [String]? = nil) {
-        self.module = module
-        self.helper = helper
-        self.environment = environment
-    }
-
-    /// The modules to load.
-    public var source: PKCS11ModuleSource { module.map { .path($0) } ?? .p11kit }
-}
-
 /// A key on a PKCS#11 token as a token application: `C_Login` with the card PIN, then `C_DeriveKey`
 /// (`CKM_ECDH1_DERIVE`) or `C_Decrypt` answers the binding's challenge, all in the `tokenpin-pkcs11` helper.
 ///
@@ -50,10 +28,13 @@ final class PKCS11Token: TokenApplication {
         PKCS11Token(
             tokenKey: try PKCS11TokenKey.open(
                 module: access.source, uri: uri, timeout: access.timeoutMilliseconds, executable: access.helper,
-                environment: access.environment))
+                environment: access.environment, counter: access.counter))
     }
 
     var kind: TokenApplicationKind { .pkcs11 }
+
+    /// No PC/SC event names a key's URI: the daemon watches its token through its module (`PKCS11PresenceProbe`).
+    var removalWatch: TokenRemovalWatch { .ownWatch }
 
     var key: PKCS11Key { tokenKey.key }
 
@@ -157,7 +138,9 @@ final class PKCS11Token: TokenApplication {
         throw .unusable(Self.noGeneration)
     }
 
-    func generateKey(slot: String?, assumeYes: Bool, _ interaction: some Interaction) throws -> TokenCardKey {
+    func generateKey(slot: String?, assumeYes: Bool, adminKeypad: CardKeypad?, _ interaction: some Interaction) throws
+        -> TokenCardKey
+    {
         throw TokenCardError.unusable(Self.noGeneration)
     }
 

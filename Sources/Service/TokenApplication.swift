@@ -28,6 +28,16 @@ public enum TokenApplicationKind: String, Sendable, CaseIterable, Equatable {
     }
 }
 
+/// How the daemon learns that the token a user verified with went away (`on-card-removal = lock`): what each
+/// token application declares (`TokenApplication.removalWatch`), so nothing reads it out of a serial.
+public enum TokenRemovalWatch: String, Sendable, Equatable {
+    /// PC/SC reader events name the reader it is in (a card behind pcscd: OpenPGP, PIV).
+    case readerEvents
+    /// No reader event names it: it is watched on its own, by asking its module whether it is still in its slot (a
+    /// PKCS#11 key, whose "reader" is its URI).
+    case ownWatch
+}
+
 /// The PIV slots a token may bind to, as `--slot` names them: authentication, signature, key management, card
 /// authentication and the twenty retired key management slots.
 public enum PIVSlotName {
@@ -102,6 +112,8 @@ protocol TokenApplication: AnyObject {
     var pinMaxLength: Int { get }
     /// Why the card cannot be bound as it is (no key, an unsupported algorithm), or nil.
     var unusableReason: String? { get }
+    /// How its removal is noticed: PC/SC reader events by default.
+    var removalWatch: TokenRemovalWatch { get }
     /// The key a binding would use as the card is, for lists: `rsa2048`, `nistp256 in 9d`; nil when none.
     var keyDescription: String? { get }
 
@@ -130,7 +142,11 @@ protocol TokenApplication: AnyObject {
     /// a management key) and checks it on the card, then shows what it would replace and asks (`assumeYes`
     /// answers for scripts), and only then generates and returns the new key. A wrong credential or a refusal
     /// throws and writes nothing.
-    func generateKey(slot: String?, assumeYes: Bool, _ interaction: some Interaction) throws -> TokenCardKey
+    ///
+    /// With `adminKeypad` (an OpenPGP card whose admin PIN the reader's keypad takes) the question comes first and the
+    /// admin PIN is typed on the keypad in the generation's own transaction, so it is entered once.
+    func generateKey(slot: String?, assumeYes: Bool, adminKeypad: CardKeypad?, _ interaction: some Interaction) throws
+        -> TokenCardKey
 
     /// The card-authentication key a binding records (PIV `9E`: a key that signs without a PIN), or nil when the
     /// card has none or the application defines none (OpenPGP cards cannot prove themselves without a PIN).
@@ -160,6 +176,13 @@ protocol TokenApplication: AnyObject {
 }
 
 extension TokenApplication {
+    var removalWatch: TokenRemovalWatch { .readerEvents }
+
+    /// `generateKey` with every credential at the keyboard.
+    func generateKey(slot: String?, assumeYes: Bool, _ interaction: some Interaction) throws -> TokenCardKey {
+        try generateKey(slot: slot, assumeYes: assumeYes, adminKeypad: nil, interaction)
+    }
+
     func cardAuthenticationKey() -> CardAuthenticationKey? { nil }
 
     func prove(_ key: CardAuthenticationKey) throws(TokenCardError) {

@@ -253,3 +253,149 @@ extension PINService {
         }
     }
 }
+
+// MARK: The admin PIN and the PUK on the keypad
+
+extension OpenPGPToken {
+    /// PW3 as a keypad takes it: variable length, at least 8 characters (OpenPGP card 3.4.1, §4.3.1), at most what the
+    /// card's PW status allows.
+    var adminPINFormat: PINEntryFormat {
+        .openPGP(minLength: 8, maxLength: min(data.passwordStatus.maxLengthPW3, OpenPGPSession.maxPINLength))
+    }
+
+    /// VERIFY PW3 (`83`) on the keypad, then RESET RETRY COUNTER (`00 2C 02 81`) with `newPIN`, in one transaction.
+    ///
+    /// The new PIN is typed at the keyboard, as gnupg's scdaemon does it: after PW3 the command takes only the new PIN,
+    /// which no part 10 structure of a verified card asks the keypad for. A refused or cancelled admin PIN leaves the
+    /// card as it was.
+    func unblockOnKeypad(_ keypad: CardKeypad, newPIN: borrowing SecretBytes) throws(TokenCardError) {
+        let format = adminPINFormat
+        let refusal = try run { session throws(OpenPGPError) -> PinpadRefusal? in
+            if let refusal = try session.verify(
+                .pw3, onKeypadOf: keypad.reader, minLength: format.minLength, maxLength: format.maxLength)
+            {
+                return refusal
+            }
+            try session.resetRetryCounter(newPIN: newPIN, keyDerivation: card.keyDerivation(session))
+            return nil
+        }
+        if let refusal { throw .keypadRefused(refusal) }
+    }
+
+    /// VERIFY PW3 on the keypad, then PUT DATA of the algorithm attributes and GENERATE, in one transaction: one entry
+    /// on the keypad (the typed path checks the admin PIN before its question and sends it again after).
+    func generateOnKeypad(_ keypad: CardKeypad) throws(TokenCardError) -> CardPublicKey {
+        let format = adminPINFormat
+        var refusal: PinpadRefusal?
+        let publicKey = try run { session throws(OpenPGPError) -> CardPublicKey? in
+            refusal = try session.verify(
+                .pw3, onKeypadOf: keypad.reader, minLength: format.minLength, maxLength: format.maxLength)
+            guard refusal == nil else { return nil }
+            try session.setAlgorithmAttributes(.cv25519, for: .decryption)
+            return try session.generateKey(for: .decryption)
+        }
+        if let refusal { throw .keypadRefused(refusal) }
+        guard let publicKey else { throw .malformed("no public key from the card") }
+        return publicKey
+    }
+}
+
+extension PIVToken {
+    /// RESET RETRY COUNTER with the PUK, the new PIN and the new PIN again typed on the keypad (`MODIFY_PIN_DIRECT`,
+    /// one command): neither the PUK nor the new PIN crosses the host.
+    func unblockOnKeypad(_ keypad: CardKeypad) throws(TokenCardError) {
+        let card = self.card
+        let refusal = try Self.map { () throws(PIVError) in
+            try card.transaction { session throws(PIVError) in try session.unblockPIN(onKeypadOf: keypad.reader) }
+        }
+        if let refusal { throw .keypadRefused(refusal) }
+    }
+}
+
+extension PINService {
+    /// The keypad `credential` of `card` is typed on, or nil (then it is typed at the keyboard, and where the reader
+    /// has a keypad the person is told why): the card PIN's conditions (`pinpad = auto`, no quirk, no KDF-DO), and
+    /// the keypad must take the credential's length (PW3: 8 or more) and, for the PUK, a second PIN
+    /// (`MODIFY_PIN_DIRECT`).
+    func keypad(for card: any TokenApplication, credential: KeypadCredential, _ interaction: some Interaction)
+        -> CardKeypad?
+    {
+        guard let keypad = keypad(for: card, interaction) else { return nil }
+        let format: PINEntryFormat
+        switch (credential, card) {
+        case (.adminPIN, let token as OpenPGPToken):
+            format = token.adminPINFormat
+        case (.puk, is PIVToken):
+            guard keypad.pinpad.canModify else {
+                interaction.report(
+                    .keypadNotUsed(
+                        reader: card.reader,
+                        reason: "the PUK goes to the card with the new PIN, and the reader cannot take two PINs"))
+                return nil
+            }
+            format = .piv
+        default:
+            return nil
+        }
+        guard keypad.pinpad.canVerify else { return nil }
+        do {
+            try PinpadStructure.check(format, on: keypad.pinpad)
+        } catch {
+            interaction.report(.keypadNotUsed(reader: card.reader, reason: "the \(credential.displayName): \(error)"))
+            return nil
+        }
+        return keypad
+    }
+
+    /// `token unblock` on the keypad where the credential can be typed there: the OpenPGP admin PIN (VERIFY PW3 on
+    /// the keypad, the new card PIN at the keyboard), the PIV PUK (PUK, new PIN and new PIN again on the keypad, one
+    /// RESET RETRY COUNTER). False when the credential is to be typed at the keyboard instead. The OpenPGP Reset
+    /// Code always is: it goes to the card in one command with the new PIN, both of variable length, and a keypad
+    /// cannot tell where the second would start.
+    func unblockCardPINOnKeypad(
+        _ card: any TokenApplication, with credential: UnblockCredential, triesLeft: Int?,
+        _ interaction: some Interaction
+    ) throws -> Bool {
+        let keypadCredential: KeypadCredential
+        switch credential {
+        case .adminPIN: keypadCredential = .adminPIN
+        case .puk: keypadCredential = .puk
+        case .resetCode:
+            if keypad(for: card, interaction) != nil {
+                interaction.report(
+                    .keypadNotUsed(
+                        reader: card.reader,
+                        reason: "the Reset Code goes to the card with the new PIN in one command, which a keypad "
+                            + "cannot build for PINs of any length"))
+            }
+            return false
+        }
+        guard let keypad = keypad(for: card, credential: keypadCredential, interaction) else { return false }
+        let entry = Event.keypadCredentialEntry(
+            reader: card.reader, card: card.promptName, credential: keypadCredential,
+            triesLeft: triesLeft ?? cardTriesUntold)
+        do {
+            switch card {
+            case let token as OpenPGPToken:
+                let new = try readNewCardPIN(interaction, maximum: card.pinMaxLength)
+                interaction.report(entry)
+                try token.unblockOnKeypad(keypad, newPIN: new)
+            case let token as PIVToken:
+                interaction.report(entry)
+                try token.unblockOnKeypad(keypad)
+            default:
+                return false
+            }
+        } catch TokenCardError.keypadRefused(let refusal) {
+            logger.info("unblocking on the keypad ended", [("card", card.label), ("why", "\(refusal)")])
+            throw Self.keypadError(refusal)
+        } catch let error as TokenCardError {
+            let reason = failure(error, card: card.label).reason
+            // The card pulled while the person typed (entries take up to 30 s): no card, nothing counted.
+            if case .transport = error { throw ServiceError.tokenUnavailable(reason) }
+            throw ServiceError.cardRefused(reason.replacing("card PIN", with: credential.name))
+        }
+        logger.info("card PIN unblocked", [("card", card.label), ("with", credential.name), ("on", "keypad")])
+        return true
+    }
+}

@@ -444,7 +444,8 @@ extension PINService {
                 cardTriesLeft: card.pinTriesNow(), sentChallenge: binding.ephemeralPublicKey)
         }
         return OpenedTokenSlot(
-            vaultKey: vaultKey, card: VerifiedCard(serial: card.identity, reader: card.reader),
+            vaultKey: vaultKey,
+            card: VerifiedCard(serial: card.identity, reader: card.reader, removalWatch: card.removalWatch),
             nanoseconds: time.monotonicNanoseconds &- start)
     }
 
@@ -626,7 +627,7 @@ extension PINService {
             var report = try attempt()
             if case .verified = report.outcome {
                 report.outcome = .verified(method: .both)
-                report.card = VerifiedCard(serial: card.identity, reader: card.reader)
+                report.card = VerifiedCard(serial: card.identity, reader: card.reader, removalWatch: card.removalWatch)
             }
             return report
         } catch let failure as TokenFailure {
@@ -736,7 +737,9 @@ extension PINService {
                 let typed = try interaction.readSecret(.cardPIN(card: card.promptName, triesLeft: tries))
                 try card.checkPIN(typed)
                 cardPIN = consume typed
-                key = try card.generateKey(slot: slot, assumeYes: assumeYes, interaction)
+                // The OpenPGP admin PIN goes in on the keypad where it can (a PIV management key never does).
+                let adminKeypad = card.kind == .openpgp ? keypad(for: card, credential: .adminPIN, interaction) : nil
+                key = try card.generateKey(slot: slot, assumeYes: assumeYes, adminKeypad: adminKeypad, interaction)
                 logger.info(
                     "generated a key for the token",
                     [("card", card.label), ("algorithm", key.algorithm.description), ("slot", key.slot ?? "-")])
@@ -744,6 +747,8 @@ extension PINService {
                 // The key already on the card, whatever supported algorithm it uses: nothing on the card changes.
                 key = try card.bindableKey(slot: slot)
             }
+        } catch TokenCardError.keypadRefused(let refusal) {
+            throw Self.keypadError(refusal)
         } catch let error as TokenCardError {
             if case .unusable(let why) = error {
                 throw ServiceError.tokenUnavailable("card \(card.label) is not usable: \(why)")
@@ -1041,6 +1046,7 @@ extension PINService {
             let tries = card.triesLeft(credential)
             // nil: the card cannot tell without spending a try (a PIV card's PUK outside YubiKey metadata).
             guard tries != 0 else { throw ServiceError.cardRefused(blockedCredential(credential, card: card)) }
+            if try unblockCardPINOnKeypad(card, with: credential, triesLeft: tries, interaction) { return }
             let secret = try interaction.readSecret(unblockPrompt(credential, card: card, triesLeft: tries))
             let new = try readNewCardPIN(interaction, maximum: card.pinMaxLength)
             do throws(TokenCardError) {

@@ -206,11 +206,13 @@ check "toggle token off without a PIN: the token stays on" bash -c "'$BIN/tokenp
 python3 "$ROOT/Tests/EndToEnd/attack.py" "$SOCKET" park verify-token "$VICTIM" 10 >"$WORK/park" 2>&1 &
 parked=$!
 check "a token verify parked at the card-PIN prompt" wait_parked "$WORK/park"
+echo "# the parked token verify's first line: $(head -c 400 "$WORK/park")"
 start=$(date +%s.%N)
 client --user "$VICTIM" verify --method pin <<<482916 >"$WORK/out" 2>&1  # scripts name the type once a token is on
 took=$(echo "$(date +%s.%N) - $start" | bc)
 check "a PIN verify while a token verify waits at the card-PIN prompt: busy within the wait bound (${took}s)" \
     grep -q '"code":"busy"' "$WORK/out"
+echo "# the PIN verify said: $(head -c 400 "$WORK/out")"
 expect_code "another user verifies meanwhile" 0 client --user "$MALLORY" verify <<<739154
 start=$(date +%s)
 kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null

@@ -165,6 +165,52 @@ struct PinpadStructureTests {
         #expect(openPGP[5] == 0 && openPGP[6] == 0)
     }
 
+    @Test("OpenPGP admin PIN (VERIFY PW3, 83): variable length, at least 8 digits, up to the keypad's maximum")
+    func adminPINVerify() throws {
+        let structure = try PinpadStructure.verify(
+            header: [0x00, 0x20, 0x00, 0x83], format: .openPGP(minLength: 8, maxLength: 127), pinpad: pinpad)
+        #expect(
+            structure == [30, 30, 0x82, 0x00, 0x00, 16, 8, 0x02, 0x01, 0x09, 0x04, 0, 0, 0, 0, 5, 0, 0, 0]
+                + [0x00, 0x20, 0x00, 0x83, 0x00])
+        // A card that allows at most 12 admin PIN characters caps the keypad's 16.
+        let capped = try PinpadStructure.verify(
+            header: [0x00, 0x20, 0x00, 0x83], format: .openPGP(minLength: 8, maxLength: 12), pinpad: pinpad)
+        #expect(capped[5] == 12 && capped[6] == 8)
+    }
+
+    @Test("PIV PUK (RESET RETRY COUNTER 2C, P2 80): the PUK's block at 0, the new PIN's at 8, new PIN confirmed")
+    func pukUnblock() throws {
+        let structure = try PinpadStructure.modify(header: [0x00, 0x2C, 0x00, 0x80], format: .piv, pinpad: pinpad)
+        #expect(
+            structure
+                == [
+                    30, 30, 0x82, 0x08, 0x00,  // timeouts, ASCII in bytes, 8-byte blocks, no length field
+                    0, 8,  // bInsertionOffsetOld (the PUK), bInsertionOffsetNew (the new PIN)
+                    8, 6, 0x03, 0x02, 0x03,  // 6 to 8 digits, PUK + new + confirmation, validation key, 3 messages
+                    0x09, 0x04, 0, 1, 2, 0, 0, 0, 21, 0, 0, 0,
+                ] + [0x00, 0x2C, 0x00, 0x80, 0x10] + [UInt8](repeating: 0xFF, count: 16))
+    }
+
+    @Test("check: an admin PIN of 8 or more does not fit a keypad of at most 6 digits; a PIV PUK does")
+    func checkFormats() throws {
+        let six = Pinpad(
+            reader: "r", features: PinpadFeatures(verifyPINDirect: 1, modifyPINDirect: 2),
+            properties: PinpadProperties(minPINSize: 4, maxPINSize: 6))
+        #expect(throws: PinpadUnsuitable.self) {
+            try PinpadStructure.check(.openPGP(minLength: 8, maxLength: 127), on: six)
+        }
+        try PinpadStructure.check(.piv, on: six)
+        try PinpadStructure.check(.openPGP(minLength: 8, maxLength: 127), on: pinpad)
+        // What check refuses, verify refuses with the same words.
+        var checked: PinpadUnsuitable?
+        do { try PinpadStructure.check(.openPGP(minLength: 8, maxLength: 127), on: six) } catch { checked = error }
+        let reason = try #require(checked)
+        #expect(throws: reason) {
+            try PinpadStructure.verify(
+                header: [0x00, 0x20, 0x00, 0x83], format: .openPGP(minLength: 8, maxLength: 127), pinpad: six)
+        }
+    }
+
     @Test("a keypad and a card that share no length, or a reader without the validation key")
     func limits() throws {
         let short = Pinpad(

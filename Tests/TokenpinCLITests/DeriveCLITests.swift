@@ -82,7 +82,8 @@ import Testing
     @Test(arguments: [
         ["derive"], ["derive", "Restic"], ["derive", "../x"], ["derive", "-x"],
         ["derive", String(repeating: "a", count: 65)],
-        ["derive", "a b"], ["derive", "restic", "--fd", "3", "--output", "/tmp/x"], ["derive", "restic", "--fd", "x"],
+        ["derive", "a b"], ["derive", "tokenpin:login-keyring"], ["derive", "tokenpin:x"],
+        ["derive", "restic", "--fd", "3", "--output", "/tmp/x"], ["derive", "restic", "--fd", "x"],
         ["derive", "restic", "--fd", "0"], ["derive", "restic", "--format", "pem"], ["derive", "restic", "extra"],
     ])
     func badCommandLinesAreUsageErrors(arguments: [String]) throws {

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TokenpinCore
 import TokenpinDaemon
+import TokenpinService
 import TokenpinTestSupport
 
 /// Records which users' sessions were locked.
@@ -156,6 +157,18 @@ struct RemovalRig {
         other.policy.readerEvent(kind: "readerRemoved", reader: "r1")
         other.scheduler.runAll()
         #expect(other.locked == ["bob"])
+    }
+
+    @Test func aTokenWatchedOnItsOwnIsHandedToItsWatchWhateverItsSerial() {
+        let watched = Mutex<[String]>([])
+        let policy = CardRemovalPolicy(
+            locker: RecordingLocker(), logger: .disabled, settings: { (.lock, 0) }, schedule: { _, _ in },
+            locate: { _, _ in nil }, watchToken: { uri, serial in watched.withLock { $0.append("\(uri) \(serial)") } })
+        policy.tokenVerified(user: "alice", serial: "pkcs11-key:0011", reader: "r")
+        policy.tokenVerified(user: "alice", serial: "000600001111", reader: "pkcs11:token=t", watch: .ownWatch)
+        #expect(
+            watched.withLock { $0 } == ["pkcs11:token=t 000600001111"], "the watch is declared, not read off a serial")
+        #expect(policy.isWatched("pkcs11:token=t"))
     }
 
     @Test func loginctlLockerRunsLoginctl() throws {

@@ -33,6 +33,29 @@ struct PinpadProtocolTests {
         #expect(Event(name: "keypadNotUsed", fields: [JSONMember("reader", .text("r"))]) == nil)
     }
 
+    @Test("the admin PIN and the PUK on the keypad: a keypadEntry with pin; an unknown pin is no event")
+    func credentialEntries() {
+        let admin = Event.keypadCredentialEntry(
+            reader: "REINER SCT cyberJack", card: "OpenPGP card 0005:12345678", credential: .adminPIN, triesLeft: 3)
+        #expect(admin.name == "keypadEntry")
+        #expect(admin.protocolFields.contains(JSONMember("pin", .text("admin-pin"))))
+        #expect(Event(name: admin.name, fields: admin.protocolFields) == admin)
+        // A PIV card outside YubiKey metadata does not tell its PUK's tries: no number on the wire.
+        let puk = Event.keypadCredentialEntry(
+            reader: "r", card: "PIV card", credential: .puk, triesLeft: cardTriesUntold)
+        #expect(puk.protocolFields.contains(JSONMember("cardTriesLeft", .null)))
+        #expect(Event(name: puk.name, fields: puk.protocolFields) == puk)
+        // `pin` left out or `card-pin` is the card PIN's entry, as before the field.
+        let card: [JSONMember] = [
+            JSONMember("reader", .text("r")), JSONMember("card", .text("c")), JSONMember("cardTriesLeft", .int(2)),
+        ]
+        #expect(Event(name: "keypadEntry", fields: card) == .keypadEntry(reader: "r", card: "c", triesLeft: 2))
+        #expect(
+            Event(name: "keypadEntry", fields: card + [JSONMember("pin", .text("card-pin"))])
+                == .keypadEntry(reader: "r", card: "c", triesLeft: 2))
+        #expect(Event(name: "keypadEntry", fields: card + [JSONMember("pin", .text("reset-code"))]) == nil)
+    }
+
     /// A PKCS#11 token gives no count: tokenpin's stand-in for it must never reach a client as a number (the PAM
     /// module said "255 tries left" for the card PIN prompt of such a token).
     @Test("a card that does not tell its tries is no number on the wire, in the card-pin prompt and the keypad event")

@@ -73,6 +73,7 @@ struct PKCS11TokenServiceTests {
         let first = try service.verify(ScriptedInteraction(["123456"]), method: .token)
         #expect(first.outcome == .verified(method: .token))
         #expect(first.card?.serial == bound.serial)
+        #expect(first.card?.removalWatch == .ownWatch, "no PC/SC event names a key's URI: the daemon watches it")
         let resealed = try #require(try binding(service))
         #expect(resealed.ephemeralPublicKey != bound.ephemeralPublicKey)
         #expect(

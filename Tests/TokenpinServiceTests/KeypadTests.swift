@@ -33,13 +33,14 @@ final class KeypadConnection: CardConnection, PinpadReader {
     let readerName: String
     let pinpad: Pinpad?
 
-    init(card: SimulatedCard, keypad: Keypad, reader: String, properties: PinpadProperties) {
+    init(
+        card: SimulatedCard, keypad: Keypad, reader: String, properties: PinpadProperties,
+        features: PinpadFeatures = PinpadFeatures(verifyPINDirect: 0x4233_0001, modifyPINDirect: 0x4233_0002)
+    ) {
         inner = SimulatedCardConnection(card: card, sleep: { _ in })
         self.keypad = keypad
         readerName = reader
-        pinpad = Pinpad(
-            reader: reader, features: PinpadFeatures(verifyPINDirect: 0x4233_0001, modifyPINDirect: 0x4233_0002),
-            properties: properties)
+        pinpad = Pinpad(reader: reader, features: features, properties: properties)
     }
 
     var atr: [UInt8] { inner.atr }
@@ -84,12 +85,16 @@ final class KeypadConnection: CardConnection, PinpadReader {
 /// Readers over `card` behind a keypad, as the virtual pinpad reader wires one.
 func keypadReaders(
     _ card: SimulatedCard, _ keypad: Keypad,
-    properties: PinpadProperties = PinpadProperties(minPINSize: 4, maxPINSize: 16)
+    properties: PinpadProperties = PinpadProperties(minPINSize: 4, maxPINSize: 16),
+    features: PinpadFeatures = PinpadFeatures(verifyPINDirect: 0x4233_0001, modifyPINDirect: 0x4233_0002)
 ) -> InProcessReaders {
     InProcessReaders([
         InProcessReaders.Reader(
             name: "Pinpad Reader", isPresent: { card.isPresent },
-            connect: { KeypadConnection(card: card, keypad: keypad, reader: "Pinpad Reader", properties: properties) },
+            connect: {
+                KeypadConnection(
+                    card: card, keypad: keypad, reader: "Pinpad Reader", properties: properties, features: features)
+            },
             reset: { card.reset() })
     ])
 }

@@ -65,6 +65,13 @@ public enum PinpadStructure {
         return low...high
     }
 
+    /// Checks that the card's `format` and `pinpad`'s keypad share a PIN length, before anything is asked: throws
+    /// what `verify` and `modify` would (an OpenPGP admin PIN takes at least 8 digits, which a keypad of at most 6
+    /// cannot give).
+    public static func check(_ format: PINEntryFormat, on pinpad: Pinpad) throws(PinpadUnsuitable) {
+        _ = try digits(format, on: pinpad)
+    }
+
     /// `bEntryValidationCondition`: the validation key where the reader has it (or does not say), else what it has.
     static func validation(on pinpad: Pinpad) -> UInt8 {
         guard let announced = pinpad.properties?.entryValidationCondition, announced & 0x02 == 0 else { return 0x02 }
@@ -105,6 +112,11 @@ public enum PinpadStructure {
 
     /// A `PIN_MODIFY_STRUCTURE` for CHANGE REFERENCE DATA (`header`: `CLA 24 P1 P2`) in `format` on `pinpad`: the
     /// current PIN, the new one and the new one again (`bConfirmPIN` 03), the current PIN's block first.
+    ///
+    /// RESET RETRY COUNTER with the unblocking code and the new PIN in one command (`CLA 2C 00 P2`, PIV's PUK) is the
+    /// same structure: the PUK takes the current PIN's place (offset 0), the new PIN the second block, as OpenSC's
+    /// pcsc reader sends an unblock. Only a padded format can place the second PIN; a variable one cannot (where
+    /// would the reader put it?), so an OpenPGP Reset Code is typed at the keyboard.
     public static func modify(header: [UInt8], format: PINEntryFormat, pinpad: Pinpad) throws(PinpadUnsuitable)
         -> [UInt8]
     {

@@ -20,6 +20,14 @@ extension PIVSession {
             [0x00, PIVCommand.changeReferenceData, 0x00, puk ? 0x81 : 0x80], reader: reader, modify: true)
     }
 
+    /// RESET RETRY COUNTER (`00 2C 00 80`) with the PUK, the new PIN and the new PIN again typed on `reader`'s
+    /// keypad (`MODIFY_PIN_DIRECT`: the PUK in the first 8-byte block, the new PIN in the second, both `FF`-padded;
+    /// SP 800-73-4, part 2, §3.2.3). Returns and throws as `verify(onKeypadOf:)`, a wrong PUK as
+    /// `.wrongPIN(retriesLeft:)` with the PUK's tries.
+    public func unblockPIN(onKeypadOf reader: any PinpadReader) throws(PIVError) -> PinpadRefusal? {
+        try keypadCommand([0x00, PIVCommand.resetRetryCounter, 0x00, 0x80], reader: reader, modify: true)
+    }
+
     private func keypadCommand(_ header: [UInt8], reader: any PinpadReader, modify: Bool) throws(PIVError)
         -> PinpadRefusal?
     {

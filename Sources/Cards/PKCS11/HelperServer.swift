@@ -57,11 +57,9 @@ public enum PKCS11HelperServer {
                 end(tokens, status: 5)
             }
             if request.isQuit { end(tokens, status: 0) }
-            let before = tokens.calls
-            let reply = answer(consume request, tokens)
-            let calls = tokens.calls - before
+            let reply = perform(request, tokens)
             do {
-                try reply(calls).encode().send(on: socket)
+                try reply.encode().send(on: socket)
             } catch {
                 end(tokens, status: 4)
             }
@@ -72,6 +70,14 @@ public enum PKCS11HelperServer {
     private static func end(_ tokens: PKCS11Tokens, status: Int32) -> Never {
         tokens.finalize()
         CurrentProcess.exitImmediately(status)
+    }
+
+    /// Performs one request and replies with the number of PKCS#11 calls it made: what the helper does with each
+    /// request it reads, and what `PKCS11Helper.inProcess` does with each it is asked.
+    static func perform(_ request: consuming HelperRequest, _ tokens: PKCS11Tokens) -> HelperReply {
+        let before = tokens.calls
+        let reply = answer(request, tokens)
+        return reply(tokens.calls - before)
     }
 
     /// Performs one request; the reply takes the number of calls it made.

@@ -27,31 +27,41 @@ public final class PKCS11Helper {
     public let modules: [String]
     /// The time from spawning the helper to its `ready`, in nanoseconds (the helper's start cost).
     public let startNanoseconds: UInt64
-    /// The PKCS#11 calls the helper made for the last request.
-    public internal(set) var lastCalls = 0
+    /// The PKCS#11 calls the helper made for the last request (added to `counter`).
+    public internal(set) var lastCalls = 0 {
+        didSet { counter?.add(calls: lastCalls) }
+    }
     /// The PKCS#11 calls the helper made to load and initialize its modules.
     public let startCalls: Int
+    /// Where the calls and the start cost are counted, if anywhere (`tokenpin bench --token`).
+    public let counter: PKCS11CallCounter?
 
     private var socket: FileDescriptor?
-    private let process: ChildProcess
+    private let process: ChildProcess?
+    /// The modules loaded in this process instead of a helper's (`inProcess`), for the benchmark's bare calls.
+    private let local: PKCS11Tokens?
     /// Why the helper is gone, once it is.
-    private var ended: PKCS11TokenError?
+    var ended: PKCS11TokenError?
 
     /// The default time a request may take: a token behind pcscd answers a login and a key operation in well under
     /// a second, a slow card in a few.
     public static let defaultTimeoutMilliseconds = 15_000
 
     private init(
-        source: PKCS11ModuleSource, timeout: Int, socket: consuming FileDescriptor, process: ChildProcess,
-        modules: [String], startNanoseconds: UInt64, startCalls: Int
+        source: PKCS11ModuleSource, timeout: Int, socket: consuming FileDescriptor?, process: ChildProcess?,
+        local: PKCS11Tokens? = nil, modules: [String], startNanoseconds: UInt64, startCalls: Int,
+        counter: PKCS11CallCounter?
     ) {
         self.source = source
         self.timeoutMilliseconds = timeout
-        self.socket = .some(socket)
+        self.socket = socket
         self.process = process
+        self.local = local
         self.modules = modules
         self.startNanoseconds = startNanoseconds
         self.startCalls = startCalls
+        self.counter = counter
+        counter?.started(calls: startCalls, nanoseconds: startNanoseconds)
     }
 
     deinit { stop() }
@@ -76,11 +86,12 @@ public final class PKCS11Helper {
     ///   - environment: the helper's whole environment (`NAME=value`); nil passes this process's on, since modules
     ///     read their configuration from it (`SOFTHSM2_CONF`, `OPENSC_CONF`, p11-kit's `HOME`). A PIN is never in it.
     ///   - standardError: a descriptor for the helper's (and its modules') diagnostics; nil: `/dev/null`.
+    ///   - counter: where its calls and its start cost are counted, if anywhere.
     /// - Throws: `.helperFailed` when it cannot start or cannot load the modules; `.notAnswering` when loading takes
     ///   past the timeout (it is killed).
     public static func start(
         module: PKCS11ModuleSource, timeout: Int = defaultTimeoutMilliseconds, executable: String? = nil,
-        environment: [String]? = nil, standardError: Int32? = nil
+        environment: [String]? = nil, standardError: Int32? = nil, counter: PKCS11CallCounter? = nil
     ) throws(PKCS11TokenError) -> PKCS11Helper {
         if case .path(let path) = module, !path.hasPrefix("/") {
             throw .invalidRequest("a PKCS#11 module is named by its absolute path, not `\(path)`")
@@ -129,7 +140,7 @@ public final class PKCS11Helper {
         case .ready(let modules, let calls):
             return PKCS11Helper(
                 source: module, timeout: timeout, socket: socket, process: process, modules: modules,
-                startNanoseconds: MonotonicClock.nanoseconds - began, startCalls: calls)
+                startNanoseconds: MonotonicClock.nanoseconds - began, startCalls: calls, counter: counter)
         case .failure(let error, _):
             Self.reap(process)
             throw error
@@ -139,13 +150,34 @@ public final class PKCS11Helper {
         }
     }
 
+    /// The same requests answered in this process: `module` loaded here and each request handed to the code the
+    /// helper answers it with (`PKCS11HelperServer.perform`), with no process, socket or frame between. The bare
+    /// PKCS#11 calls `tokenpin bench --token` times a verify against; nothing else runs a module in a tokenpin
+    /// process (one that hangs or crashes takes the process with it). Not bounded by any timeout.
+    public static func inProcess(module: PKCS11ModuleSource) throws(PKCS11TokenError) -> PKCS11Helper {
+        let began = MonotonicClock.nanoseconds
+        let tokens: PKCS11Tokens
+        do {
+            tokens = try PKCS11Tokens.load(module)
+        } catch {
+            throw .helperFailed(error.detail)
+        }
+        return PKCS11Helper(
+            source: module, timeout: 0, socket: nil, process: nil, local: tokens, modules: tokens.modules.map(\.name),
+            startNanoseconds: MonotonicClock.nanoseconds - began, startCalls: tokens.calls, counter: nil)
+    }
+
     /// Asks the helper to finalize its modules and end, and reaps it; kills it when it has not ended within a second.
-    /// Calling it again does nothing.
+    /// Calling it again does nothing. In process: finalizes the modules.
     public func stop() {
-        guard let socket = socket.take() else { return }
-        if ended == nil { try? HelperRequest.quit.encode().send(on: socket) }
-        try? socket.close()
-        Self.reap(process)
+        if let local {
+            if ended == nil { local.finalize() }
+        } else {
+            guard let socket = socket.take() else { return }
+            if ended == nil { try? HelperRequest.quit.encode().send(on: socket) }
+            try? socket.close()
+            if let process { Self.reap(process) }
+        }
         if ended == nil { ended = .helperFailed("the PKCS#11 helper was stopped") }
     }
 
@@ -189,7 +221,8 @@ public final class PKCS11Helper {
         -> HelperReply
     {
         if let ended { throw ended }
-        guard let socket = socket.take() else { throw .helperFailed("the PKCS#11 helper was stopped") }
+        if let local { return PKCS11HelperServer.perform(request, local) }
+        guard let process, let socket = socket.take() else { throw .helperFailed("the PKCS#11 helper was stopped") }
         let activity = request.activity
         let limit = timeout ?? timeoutMilliseconds
         do {
@@ -211,172 +244,5 @@ public final class PKCS11Helper {
         }
         self.socket = .some(socket)
         return reply
-    }
-
-    /// Every token present with its usable keys, each marked whether `uri` matches it (all, with none).
-    ///
-    /// - Throws: `.invalidRequest` for a URI that does not parse or names a PIN; `.malformed` when a module
-    ///   answered something impossible.
-    public func inventory(uri: String? = nil) throws(PKCS11TokenError) -> PKCS11Inventory {
-        if let uri { _ = try PKCS11URI(parsing: uri) }
-        let reply = try exchange(.list(uri: uri))
-        switch consume reply {
-        case .inventory(let inventory, let calls):
-            lastCalls = calls
-            return inventory
-        case .failure(let error, let calls):
-            lastCalls = calls
-            throw error
-        default:
-            throw unexpected("a listing")
-        }
-    }
-
-    /// The key to use: the only usable key `uri` matches (every usable key, without a URI), as systemd-cryptenroll
-    /// chooses.
-    ///
-    /// - Throws: `.ambiguous` with the URIs of the candidates when more than one fits; `.noToken` when none does,
-    ///   saying what was found instead.
-    public func selectKey(uri: String? = nil) throws(PKCS11TokenError) -> PKCS11Key {
-        try Self.select(from: try inventory(uri: uri), uri: uri, source: source)
-    }
-
-    /// The one key of `inventory` that `uri` selects; see `selectKey(uri:)`.
-    public static func select(from inventory: PKCS11Inventory, uri: String?, source: PKCS11ModuleSource)
-        throws(PKCS11TokenError) -> PKCS11Key
-    {
-        var candidates = inventory.keys.filter(\.matches).map(\.key)
-        // A URI naming a hidden private key's own label (p11tool's, after login) matches with that label left out.
-        if candidates.isEmpty { candidates = inventory.looselyMatchedKeys }
-        if candidates.count == 1 { return candidates[0] }
-        if candidates.count > 1 { throw .ambiguous(candidates.map(\.uri)) }
-        var found: [String] = []
-        for listing in inventory.listings {
-            let keys = listing.keys.isEmpty ? "no key that agrees a secret" : "\(listing.keys.count) usable key(s)"
-            found.append(
-                "\(listing.token.uri) (\(keys)\(listing.unusable.isEmpty ? "" : "; " + listing.unusable.joined(separator: "; ")))"
-            )
-        }
-        found += inventory.problems
-        let wanted = uri.map { "no usable PKCS#11 key matches \($0)" } ?? "no PKCS#11 token with a usable key"
-        let place = " (modules: \(source))"
-        throw .noToken(
-            wanted + place + (found.isEmpty ? "; no token is present" : "; found: " + found.joined(separator: ", ")))
-    }
-
-    /// `key` read afresh from its token, with its public half (no login).
-    public func refresh(_ key: PKCS11Key) throws(PKCS11TokenError) -> PKCS11Key {
-        let reply = try exchange(.key(PKCS11KeyReference(key)))
-        switch consume reply {
-        case .key(let fresh, let calls):
-            lastCalls = calls
-            return fresh
-        case .failure(let error, let calls):
-            lastCalls = calls
-            throw error
-        default:
-            throw unexpected("a key")
-        }
-    }
-
-    /// The token's description and flags now: its PIN tries hint after a refusal.
-    public func status(of key: PKCS11Key) throws(PKCS11TokenError) -> PKCS11TokenInfo {
-        let reply = try exchange(.status(PKCS11KeyReference(key)))
-        switch consume reply {
-        case .token(let token, let calls):
-            lastCalls = calls
-            return token
-        case .failure(let error, let calls):
-            lastCalls = calls
-            throw error
-        default:
-            throw unexpected("the token's status")
-        }
-    }
-
-    /// Logs in with `pin` (nil on a token with a protected authentication path: its keypad asks) and has the key
-    /// answer `challenge`: the ECDH secret with the point (`C_DeriveKey`), or the secret an RSA cryptogram holds
-    /// (`C_Decrypt`, `expectedLength` bytes). The answer is in guarded memory; the PIN is copied only into guarded
-    /// frames, which are wiped.
-    ///
-    /// - Throws: `.wrongPIN` with the token's tries hint, `.pinLocked`, `.malformed` for an answer of the wrong
-    ///   length, `.notAnswering`/`.helperFailed` when the helper hung or crashed.
-    public func answer(
-        _ key: PKCS11Key, pin: borrowing SecretBytes?, challenge: [UInt8],
-        expectedLength: Int = PKCS11Challenge.rsaSecretLength
-    ) throws(PKCS11TokenError) -> SecretBytes {
-        let reference = PKCS11KeyReference(key)
-        let keypad = key.token.flags.contains(.protectedAuthenticationPath)
-        let limit = keypad ? max(timeoutMilliseconds, protectedPathTimeoutMilliseconds) : timeoutMilliseconds
-        let copy: SecretBytes? =
-            switch pin {
-            case .some(let pin): keypad ? nil : pin.duplicate()
-            case .none: nil
-            }
-        let request: HelperRequest
-        let length: Int
-        switch key.algorithm {
-        case .ecdh(let curve):
-            guard challenge.count == curve.pointLength else {
-                throw .invalidRequest("the challenge is not a \(curve.rawValue) point; nothing was sent to the token")
-            }
-            request = .derive(reference, curve: curve, pin: copy, peerPoint: challenge)
-            length = curve.coordinateLength
-        case .rsa(let bits, let padding):
-            guard challenge.count == bits / 8 else {
-                throw .invalidRequest("the challenge is not an RSA \(bits) cryptogram; nothing was sent to the token")
-            }
-            request = .decrypt(
-                reference, padding: padding, pin: copy, cryptogram: challenge, expectedLength: expectedLength)
-            length = expectedLength
-        }
-        let reply = try exchange(request, timeout: limit)
-        switch consume reply {
-        case .secret(let secret, let calls):
-            lastCalls = calls
-            guard secret.count == length else {
-                throw .malformed("the helper returned a \(secret.count)-byte secret, not \(length) bytes")
-            }
-            return secret
-        case .failure(let error, let calls):
-            lastCalls = calls
-            throw error
-        default:
-            throw unexpected("a secret")
-        }
-    }
-
-    /// Changes the token's user PIN from `current` to `new` (`C_SetPIN`); on a token with a protected
-    /// authentication path both are entered on its keypad and the arguments are ignored.
-    public func changePIN(_ key: PKCS11Key, current: borrowing SecretBytes, new: borrowing SecretBytes)
-        throws(PKCS11TokenError)
-    {
-        let keypad = key.token.flags.contains(.protectedAuthenticationPath)
-        if !keypad, let range = key.token.pinLength, !range.contains(new.count) {
-            throw .invalidRequest(
-                "the token takes PINs of \(range.lowerBound) to \(range.upperBound) bytes; the new PIN has \(new.count)"
-            )
-        }
-        let request = HelperRequest.setPIN(
-            PKCS11KeyReference(key), old: keypad ? SecretBytes(count: 0) : current.duplicate(),
-            new: keypad ? SecretBytes(count: 0) : new.duplicate(), keypad: keypad)
-        let limit = keypad ? max(timeoutMilliseconds, protectedPathTimeoutMilliseconds) : timeoutMilliseconds
-        let reply = try exchange(request, timeout: limit)
-        switch consume reply {
-        case .done(let calls):
-            lastCalls = calls
-        case .failure(let error, let calls):
-            lastCalls = calls
-            throw error
-        default:
-            throw unexpected("the PIN change's result")
-        }
-    }
-
-    func unexpected(_ what: String) -> PKCS11TokenError {
-        stop()
-        let failure = PKCS11TokenError.malformed("the PKCS#11 helper answered something other than \(what)")
-        ended = failure
-        return failure
     }
 }

@@ -62,11 +62,12 @@ public final class PKCS11TokenKey {
     /// Starts a helper for `module`, and selects the key `uri` names (see `PKCS11Helper.selectKey(uri:)`).
     public static func open(
         module: PKCS11ModuleSource, uri: String?, timeout: Int = PKCS11Helper.defaultTimeoutMilliseconds,
-        executable: String? = nil, environment: [String]? = nil, standardError: Int32? = nil
+        executable: String? = nil, environment: [String]? = nil, standardError: Int32? = nil,
+        counter: PKCS11CallCounter? = nil
     ) throws(PKCS11TokenError) -> PKCS11TokenKey {
         let helper = try PKCS11Helper.start(
             module: module, timeout: timeout, executable: executable, environment: environment,
-            standardError: standardError)
+            standardError: standardError, counter: counter)
         do throws(PKCS11TokenError) {
             return PKCS11TokenKey(helper: helper, key: try helper.selectKey(uri: uri))
         } catch {

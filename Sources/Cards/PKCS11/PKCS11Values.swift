@@ -246,3 +246,26 @@ public struct PKCS11TokenListing: Sendable, Equatable {
         self.unusable = unusable
     }
 }
+
+/// Everything a listing found: the tokens with their keys, and what could not be read.
+public struct PKCS11Inventory: Sendable, Equatable {
+    /// The tokens present, with their usable keys.
+    public var listings: [PKCS11TokenListing]
+    /// Modules, slots or tokens that could not be read, each a sentence (they are skipped, as systemd does).
+    public var problems: [String]
+
+    public init(listings: [PKCS11TokenListing] = [], problems: [String] = []) {
+        self.listings = listings
+        self.problems = problems
+    }
+
+    /// Every usable key with whether the listing's URI matched it.
+    public var keys: [(key: PKCS11Key, matches: Bool)] {
+        listings.flatMap { listing in zip(listing.keys, listing.matches).map { ($0, $1) } }
+    }
+
+    /// Every usable key the listing's URI matched with hidden private keys' labels left out.
+    var looselyMatchedKeys: [PKCS11Key] {
+        listings.flatMap { listing in zip(listing.keys, listing.looseMatches).filter(\.1).map(\.0) }
+    }
+}

@@ -212,6 +212,9 @@ public struct Configuration: Sendable, Equatable {
     public var daemonPAMPromptTimeoutSeconds: Int = 30
     /// Whether `derive` releases keys at all (`derive`); each application may say otherwise.
     public var deriveEnabled = true
+    /// tokenpind: keep the login password sealed and hand it to the PAM stack after a verification at the seat
+    /// (`login-keyring`, docs/what-the-pin-opens.md).
+    public var loginKeyring = false
     /// The `app.NAME.*` rules, by application name (ApplicationPolicy.swift).
     public var applicationPolicies: [String: ApplicationPolicy] = [:]
 
@@ -396,6 +399,7 @@ public struct Configuration: Sendable, Equatable {
         "daemon-kdf-memory", "daemon-idle-timeout", "daemon-prompt-timeout", "daemon-rate-limit",
         "on-card-removal", "lock-grace", "daemon-wait-timeout", "enrol-auth", "enrol-pam-service",
         "pam-remote", "pam-other-user", "card-bind", "daemon-pam-prompt-timeout", "derive",
+        "login-keyring",
     ]
 
     mutating func set(key: String, value: String) throws(Message) {
@@ -525,6 +529,12 @@ public struct Configuration: Sendable, Equatable {
         case "pam-other-user": pamOtherUser = try choice(OtherUserPolicy.self)
         case "card-bind": cardBind = try choice(CardBindPolicy.self)
         case "daemon-pam-prompt-timeout": daemonPAMPromptTimeoutSeconds = try integer(5...3600)
+        case "login-keyring":
+            switch value {
+            case "on": loginKeyring = true
+            case "off": loginKeyring = false
+            default: throw Message(text: "login-keyring must be on or off, not `\(value)`")
+            }
         default:
             if try setApplicationKey(key, value: value) { return }
             throw Message(text: "unknown key `\(key)`")

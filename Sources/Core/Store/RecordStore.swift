@@ -420,6 +420,9 @@ public struct RecordStore: Sendable {
     public func remove(user: String) throws(StoreError) {
         let path = recordPath(for: user)
         guard unlink(path) == 0 || errno == ENOENT else { throw systemError(path, "cannot remove the record") }
+        // The login password sealed beside it opens with this record only: it goes with it.
+        let keyring = loginKeyringPath(for: user)
+        guard unlink(keyring) == 0 || errno == ENOENT else { throw systemError(keyring, "cannot remove the file") }
         try syncDirectory()
     }
 
@@ -431,9 +434,9 @@ public struct RecordStore: Sendable {
         }
     }
 
-    private func systemError(_ path: String, _ what: String) -> StoreError { storeError(.current, path, what) }
+    func systemError(_ path: String, _ what: String) -> StoreError { storeError(.current, path, what) }
 
-    private func storeError(_ error: Errno, _ path: String, _ what: String) -> StoreError {
+    func storeError(_ error: Errno, _ path: String, _ what: String) -> StoreError {
         if error == .permissionDenied || error == .notPermitted {
             return StoreError(.permissionDenied, path: path, "\(what): \(error)")
         }

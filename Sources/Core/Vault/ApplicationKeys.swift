@@ -2,21 +2,32 @@ internal import CSodium
 
 /// The name of an application a key is derived for (`ssh:work`, `restic`, `age`): 1 to 64 bytes of
 /// `[a-z0-9._:-]`, starting with a letter or a digit, so a name is never a path, an option or an empty string.
+/// Names starting with `tokenpin:` are tokenpin's own (`tokenpin:login-keyring`): no one asks for them by name.
 public struct ApplicationName: Sendable, Hashable, CustomStringConvertible {
     /// The name as given.
     public let rawValue: String
 
-    /// The name, or nil when `text` is not one.
+    /// The name, or nil when `text` is not one (or is one of tokenpin's own, `tokenpin:...`).
     public init?(_ text: String) {
         guard Self.isValid(text) else { return nil }
         rawValue = text
     }
 
+    /// One of tokenpin's own names, which `init?` refuses.
+    init(reserved text: String) {
+        precondition(text.hasPrefix(Self.reservedPrefix), "a reserved name starts with \(Self.reservedPrefix)")
+        rawValue = text
+    }
+
+    /// The prefix of tokenpin's own names: a key under it is released only inside tokenpin (the login keyring).
+    public static let reservedPrefix = "tokenpin:"
+
     /// The longest name, in bytes.
     public static let maximumLength = 64
 
-    /// Whether `text` matches `[a-z0-9][a-z0-9._:-]{0,63}`.
+    /// Whether `text` matches `[a-z0-9][a-z0-9._:-]{0,63}` and does not start with `tokenpin:`.
     public static func isValid(_ text: String) -> Bool {
+        guard !text.hasPrefix(reservedPrefix) else { return false }
         let bytes = Array(text.utf8)
         guard let first = bytes.first, bytes.count <= maximumLength, isLetterOrDigit(first) else { return false }
         return bytes.allSatisfy { isLetterOrDigit($0) || $0 == 0x2E || $0 == 0x5F || $0 == 0x3A || $0 == 0x2D }
@@ -25,7 +36,7 @@ public struct ApplicationName: Sendable, Hashable, CustomStringConvertible {
     static func isLetterOrDigit(_ byte: UInt8) -> Bool { (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) }
 
     /// What a name must look like, for messages.
-    public static let shape = "1 to 64 of a-z 0-9 . _ : - starting with a letter or digit"
+    public static let shape = "1 to 64 of a-z 0-9 . _ : - starting with a letter or digit, not with tokenpin:"
 
     public var description: String { rawValue }
 }

@@ -116,7 +116,10 @@ enum Options {
         "--yes", help: "Root with --user: remove the record without the typed confirmation.")
     static let iterations = Option.value("--iterations", valueName: "n", help: "Verifications to time (default 5).")
     static let token = Option.flag(
-        "--token", help: "Time token verifies against the same APDUs sent bare (prompts: card PIN, admin PIN).")
+        "--token",
+        help:
+            "Time token verifies against the same APDUs sent bare, or PKCS#11 calls made bare with --app pkcs11 "
+            + "(prompts: card PIN, admin PIN).")
 
     static let deriveMethod = Option.value(
         "--method", valueName: "method", allowedValues: ["pin", "token"],
@@ -204,7 +207,7 @@ extension Program {
                 options: [Options.unenrolMethod, Options.unenrolYes]),
             Subcommand(
                 "bench", abstract: "Measure the key derivation and the verify latency on this machine.",
-                options: [Options.iterations, Options.token]),
+                options: [Options.iterations, Options.token, Options.app, Options.tokenURI, Options.pkcs11Module]),
             Subcommand("demo", abstract: "Walk through every flow in a temporary store, narrating each step."),
             Subcommand(
                 "doctor", abstract: "Check this machine's tokenpin: cards, tokenpind, PAM, configuration, record.",

@@ -334,8 +334,13 @@ final class CLIInteraction: Interaction {
             // It takes a prompt's place, so `--json` and `--quiet` show it too (on standard error).
             SlowStepNotice.shared.cancel()
             Console.write(2, Self.keypadSentence(reader: reader, card: card, triesLeft: tries) + "\n")
+        case .keypadCredentialEntry(let reader, let card, let credential, let tries):
+            SlowStepNotice.shared.cancel()
+            Console.write(
+                2, Self.keypadSentence(reader: reader, card: card, triesLeft: tries, pin: credential.displayName) + "\n"
+            )
         case .keypadNotUsed(let reader, let reason):
-            console.note(style.warning("Keypad not used: ") + "\(reason); type the card PIN here (reader \(reader))")
+            console.note(style.warning("Keypad not used: ") + "\(reason); type it here (reader \(reader))")
 
         default:
             break
@@ -345,11 +350,13 @@ final class CLIInteraction: Interaction {
     /// "Enter the card PIN on the keypad of ‹reader› (card ‹card›, N tries left)": what the person sees instead of
     /// a prompt when the reader takes the card PIN on its own keys.
     /// A PKCS#11 token that does not tell its tries gets no number.
-    static func keypadSentence(reader: String, card: String, triesLeft: Int) -> String {
+    /// The PUK is followed on the keypad by the new card PIN and its confirmation (one RESET RETRY COUNTER).
+    static func keypadSentence(reader: String, card: String, triesLeft: Int, pin: String = "card PIN") -> String {
         let tries =
             triesLeft == cardTriesUntold
             ? "" : ", \(triesLeft) \(triesLeft == 1 ? "try" : "tries") left on the card"
-        return "Enter the card PIN on the keypad of \(reader) (card \(card)\(tries); Cancel on the keypad stops)"
+        let then = pin == KeypadCredential.puk.displayName ? ", then the new card PIN twice" : ""
+        return "Enter the \(pin) on the keypad of \(reader)\(then) (card \(card)\(tries); Cancel on the keypad stops)"
     }
 
     static func triesText(remaining: Int, lastTry: Bool) -> String {

@@ -81,40 +81,15 @@ extension BenchCommand {
     /// is refused, naming what binding it would cost. Prompts: card PIN (admin PIN only for the simulated card
     /// without a key), with the tries left the card reports.
     func runToken(_ context: Context) -> ExitCode {
+        if context.selection.application == .pkcs11 { return runPKCS11Token(context) }
         guard let cards = context.cards else {
             return context.fail(.tokenUnavailable("no card readers configured"))
         }
-        let selection: CardSelection
-        let generateKey: Bool
-        do {
-            (selection, generateKey) = try benchCard(context)
-        } catch {
-            return context.fail(error)
-        }
-        guard let directory = makeTemporaryDirectory("tokenpin-bench-token") else {
-            return context.console.fail(.ioError, errorCode: "io", message: "cannot create a temporary directory")
-        }
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let counter = APDUCounter()
-        var configuration = context.configuration
-        configuration.kdfMemoryMiB = 8
-        configuration.kdfPasses = 1
-        configuration.mode = .either
-        let service = PINService(
-            store: RecordStore(directory: directory + "/store"), configuration: configuration,
-            user: context.user, cards: CountingReaders(inner: cards, counter: counter),
-            selection: selection)
-        let time = SystemTimeSource()
-        do {
-            var benchPIN = Array("739154".utf8)
-            let interaction = BenchInteraction(pin: SecretBytes(consuming: &benchPIN), outer: context.interaction)
-            _ = try service.enrol(interaction)
-            _ = try service.enableToken(interaction, generateKey: generateKey, assumeYes: generateKey)
-            guard let binding = try service.store.load(user: context.user)?.slot(.token)?.token,
-                let reader = try service.listReaders().first(where: { $0.serial == binding.serial })?.name
-            else {
-                return context.fail(.tokenUnavailable("the bound card went away"))
-            }
+        return withTokenBenchScratch(context) { scratch in
+            let counter = APDUCounter()
+            let service = scratch.service(context, cards: CountingReaders(inner: cards, counter: counter))
+            let time = SystemTimeSource()
+            let (interaction, binding, reader) = try scratch.bind(context, service)
             // The same APDUs, bare, through the same readers: open, one transaction, close with a reset. Encoded as
             // the session sends them: GET DATA with an extended Le, or a short one (00) to a card that announces no
             // extended length (Gnuk).
@@ -201,42 +176,19 @@ extension BenchCommand {
             var apdus: [Int] = []
             var bareTimes: [Double] = []
             var transmitTimes: [Double] = []
-            for round in 0..<(2 * iterations) {
-                if (round % 2 == 0) == (round / 2 % 2 == 0) {
+            try alternate(
+                iterations,
+                tokenpin: {
                     let before = counter.count
-                    let start = time.monotonicNanoseconds
-                    let report = try service.verify(interaction, method: .token)
-                    verifyTimes.append(Double(time.monotonicNanoseconds - start) / 1e6)
+                    verifyTimes.append(try timedTokenVerify(service, interaction, time))
                     apdus.append(counter.count - before)
-                    guard report.outcome == .verified(method: .token) else {
-                        return context.console.fail(
-                            .notVerified, errorCode: "bench", message: "the token did not verify: \(report.outcome)")
-                    }
-                } else {
-                    guard let (total, transmits) = try bareRound() else {
-                        return context.console.fail(.notVerified, errorCode: "bench", message: "a bare APDU failed")
-                    }
+                },
+                bare: {
+                    guard let (total, transmits) = try bareRound() else { throw BenchFailure("a bare APDU failed") }
                     bareTimes.append(total)
                     transmitTimes.append(transmits)
-                }
-            }
-            // What tokenpin adds outside the card: reading the record under the user's lock, and writing it back
-            // (temporary file, fsync, rename, fsync of the directory), as every verify does.
-            var recordTimes: [Double] = []
-            var saveTimes: [Double] = []
-            for _ in 0..<iterations {
-                // A store of its own each time: a first read of the record, decoded, as a verify's first read is.
-                let store = RecordStore(directory: service.store.directory)
-                let start = time.monotonicNanoseconds
-                let loaded = try store.withLock(user: context.user) { try store.load(user: context.user) }
-                recordTimes.append(Double(time.monotonicNanoseconds - start) / 1e6)
-                guard let loaded else { return context.fail(.tokenUnavailable("the scratch record went away")) }
-                let saveStart = time.monotonicNanoseconds
-                try service.store.save(loaded)
-                saveTimes.append(Double(time.monotonicNanoseconds - saveStart) / 1e6)
-            }
-            let record = median(recordTimes)
-            let save = median(saveTimes)
+                })
+            let (record, save) = try recordUnderLock(service, user: context.user, time)
             let verify = median(verifyTimes)
             let bare = median(bareTimes)
             let transmits = median(transmitTimes)
@@ -249,9 +201,8 @@ extension BenchCommand {
                     + "\(piv.map { $0.beforeVerify.count + 1 + $0.afterVerify.count } ?? (readsKDF ? 5 : 4)) x "
                     + "SCardTransmit, close); transmits alone \(fixed(transmits, 2)) ms")
             context.console.say("  ratio:              \(fixed(ratio, 2)) (target: within 1.20)")
-            context.console.say(
-                "  record under lock:  \(fixed(record, 2)) ms read, \(fixed(save, 2)) ms written (part of the difference; "
-                    + "the rest, not measured apart: the key agreement, the re-seal, guarded memory)")
+            sayRecordUnderLock(
+                context, read: record, write: save, rest: "the key agreement, the re-seal, guarded memory")
             context.console.emit([
                 ("ok", .bool(true)), ("reader", .string(reader)), ("iterations", .int(iterations)),
                 ("apdusPerVerify", .int(apdus.max() ?? 0)), ("verifyMs", .double(verify)), ("bareMs", .double(bare)),
@@ -259,10 +210,6 @@ extension BenchCommand {
                 ("recordUnderLockMs", .double(record)), ("recordWriteMs", .double(save)),
             ])
             return .success
-        } catch let error as ServiceError {
-            return context.fail(error)
-        } catch {
-            return context.fail(.tokenUnavailable("\(error)"))
         }
     }
 
@@ -287,7 +234,10 @@ extension BenchCommand {
         }
         if context.simulatedCard { return (context.selection, true) }
         let cards = readers.filter { context.selection.serial == nil || $0.serial == context.selection.serial }
-        guard !cards.isEmpty else { throw .tokenUnavailable("no OpenPGP card is present") }
+        let pkcs11 = context.selection.application == .pkcs11
+        guard !cards.isEmpty else {
+            throw .tokenUnavailable(pkcs11 ? "no usable PKCS#11 key is present" : "no OpenPGP card is present")
+        }
         let described = cards.map { reader in
             let label = "card \(cardLabel(serial: reader.serial ?? ""))"
             return reader.usable
@@ -296,8 +246,9 @@ extension BenchCommand {
                     + "what was encrypted to it could no longer be decrypted with the card)"
         }
         throw .usage(
-            "bench --token runs only on the card bound to \(context.user) or on the simulated card "
-                + "(--reader sim); refused for " + described.joined(separator: "; "))
+            "bench --token runs only on the card bound to \(context.user)"
+                + (pkcs11 ? "" : " or on the simulated card (--reader sim)") + "; refused for "
+                + described.joined(separator: "; "))
     }
 }
 

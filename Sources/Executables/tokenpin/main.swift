@@ -86,6 +86,10 @@ func makeCommand(_ parsed: ParsedCommandLine) throws(UsageError) -> (any Command
             }
             iterations = number
         }
+        for option in [Options.app, Options.tokenURI, Options.pkcs11Module]
+        where values.isSet(option) && !values.isSet(Options.token) {
+            throw UsageError(message: "\(option.names[0]) applies to `bench --token`", command: name)
+        }
         return BenchCommand(iterations: iterations, token: values.isSet(Options.token))
     case "demo":
         return DemoCommand()

@@ -11,9 +11,12 @@ struct ProgramResult {
     var errors: String
 }
 
-/// Runs `program` with `arguments` in `environment` (nil: this process's) and waits for it.
+/// Runs `program` with `arguments` in `environment` (nil: this process's), `input` on its standard input (nil:
+/// none), and waits for it.
 @discardableResult
-func run(_ program: String, _ arguments: [String], environment: [String: String]? = nil) throws -> ProgramResult {
+func run(_ program: String, _ arguments: [String], environment: [String: String]? = nil, input: String? = nil)
+    throws -> ProgramResult
+{
     let process = Process()
     process.executableURL = URL(fileURLWithPath: program)
     process.arguments = arguments
@@ -22,8 +25,13 @@ func run(_ program: String, _ arguments: [String], environment: [String: String]
     let errors = Pipe()
     process.standardOutput = output
     process.standardError = errors
-    process.standardInput = FileHandle.nullDevice
+    let standardInput = Pipe()
+    process.standardInput = input == nil ? FileHandle.nullDevice : standardInput
     try process.run()
+    if let input {
+        standardInput.fileHandleForWriting.write(Data(input.utf8))
+        try standardInput.fileHandleForWriting.close()
+    }
     let out = output.fileHandleForReading.readDataToEndOfFile()
     let err = errors.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
@@ -58,6 +66,11 @@ enum Tools {
     static var helper: String {
         let bundle = CommandLine.arguments.first.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
         return (bundle ?? ".build/debug") + "/tokenpin-pkcs11"
+    }
+
+    /// The CLI next to the test bundle (built first too: the test target depends on it).
+    static var tokenpin: String {
+        URL(fileURLWithPath: helper).deletingLastPathComponent().path + "/tokenpin"
     }
 }
 

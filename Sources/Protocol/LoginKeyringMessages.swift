@@ -1,0 +1,26 @@
+import TokenpinCore
+
+// The login keyring on the wire. `seal-login-password` asks for the password with a `password` prompt and
+// answers a result (exit 0) once it is sealed. A `verify` with `"loginKeyring":true` from PAM may carry the
+// sealed password back in its result's `loginPassword` field, written into the reply line straight from guarded
+// memory (the line is wiped once sent), as the enrolment's result carries the recovery key.
+
+/// The names the login keyring uses on the wire.
+public enum LoginKeyringWire {
+    /// The result field holding the login password.
+    public static let passwordField = "loginPassword"
+
+    /// The result line of a verification that releases `password`: the report's fields, then `loginPassword`.
+    public static func resultLine(exitCode: Int, fields: [JSONMember], password: borrowing SecretBytes) -> [UInt8] {
+        let head = ServerMessage.result(exitCode: exitCode, fields: fields).line
+        var raw = password.withUnsafeBytes { [UInt8]($0) }
+        var line: [UInt8] = []
+        line.reserveCapacity(head.count + passwordField.utf8.count + raw.count * 6 + 8)
+        line += head.dropLast(2)  // `}` and the newline
+        line += Array(",\"\(passwordField)\":".utf8)
+        JSONValue.quote(raw, into: &line)
+        TokenpinCore.wipe(&raw)
+        line += Array("}\n".utf8)
+        return line
+    }
+}
