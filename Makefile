@@ -6,8 +6,9 @@
 #   make install   copy what make built: binaries, PAM module and service file, units, udev rules, man pages,
 #                  docs, config example (PREFIX, DESTDIR); builds nothing, so `make && sudo make install`
 #   make deb       the Debian package: .build/deb/tokenpin_VERSION_amd64.deb (debian/, debhelper)
-#   make bench     the figures: KDF calibration, verify latency, start-up, peak memory, token verify vs bare APDUs and gpg,
-#                  PKCS#11 token verify vs bare PKCS#11 calls (SoftHSM; as root OpenSC over the simulated PIV card)
+#   make bench     the figures: KDF calibration, verify latency, start-up, peak memory, token verify (OpenPGP, PIV)
+#                  vs bare APDUs and gpg, PKCS#11 token verify vs bare PKCS#11 calls (SoftHSM; as root OpenSC over
+#                  the simulated PIV card)
 #   make pam       the PAM module (C, no Swift runtime): .build/pam/pam_tokenpin.so
 #   make pinpad    the test-only virtual pinpad reader (a pcscd driver) and its unit tests: .build/pinpad/
 #   make man       the man pages from their scdoc sources: .build/man/
@@ -100,12 +101,14 @@ test: test-deps deb-deps pam pinpad
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	scripts/run-tests
 
-# make lint: the project's .swift-format (120 columns, 4 spaces) over every Swift file, strictly: any finding fails.
-# make format rewrites the files the way lint wants them.
+# make lint: the project's .swift-format (120 columns, 4 spaces) over every Swift file, strictly: any finding fails;
+# and no Swift file outside Sources/System imports Glibc but those scripts/glibc-allowlist names (a list that only
+# shrinks). make format rewrites the files the way lint wants them.
 SWIFT_FORMAT_PATHS = Package.swift Sources Tests Simulator/Sources Simulator/Tests
 
 lint:
 	$(SWIFT) format lint --strict --recursive --parallel $(SWIFT_FORMAT_PATHS)
+	scripts/check-glibc-imports
 
 format:
 	$(SWIFT) format format --in-place --recursive --parallel $(SWIFT_FORMAT_PATHS)

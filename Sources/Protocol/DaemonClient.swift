@@ -251,10 +251,17 @@ public struct DaemonClient: Sendable {
 
     /// Streams events to `handler` until it returns false or the daemon closes; a user sees their own events,
     /// root sees everyone's.
-    public func watch(_ handler: (WatchedEvent) -> Bool) throws(ServiceError) {
+    ///
+    /// `onSubscribed` is called once, when the daemon confirms the subscription, with whose events it sends: a user
+    /// name, or nil for every user (root without `user`). Every event after that point reaches `handler`, so a
+    /// caller that waits for it misses none (an event from before it may arrive too, ahead of it).
+    public func watch(
+        _ handler: (WatchedEvent) -> Bool, onSubscribed: (_ user: String?) -> Void = { _ in }
+    ) throws(ServiceError) {
         let channel = try connect()
         do {
             try channel.send(ClientMessage.request(Request(.watch, user: user)))
+            var subscribed = false
             while true {
                 let line = try channel.readLine(timeoutMilliseconds: -1)
                 switch try ServerMessage.parse(line) {
@@ -263,6 +270,10 @@ public struct DaemonClient: Sendable {
                         name: name, user: JSONValue.object(fields)["user"]?.stringValue,
                         fields: fields)
                     if !handler(event) { return }
+                case .result(_, let fields) where !subscribed:
+                    subscribed = true
+                    let scope = JSONValue.object(fields)["watching"]?.stringValue
+                    onSubscribed(scope == "*" ? nil : scope)
                 case .error(let code, let message, _, let fields):
                     throw ServiceError(protocolCode: code, message: message, fields: fields)
                 case .result, .prompt, .question, .choice:

@@ -29,6 +29,30 @@ public struct SocketPair: ~Copyable {
     }
 }
 
+/// The two ends of a pipe, both close-on-exec.
+public struct PipeEnds: ~Copyable {
+    /// The end to read from.
+    public var readEnd: FileDescriptor
+    /// The end to write to.
+    public var writeEnd: FileDescriptor
+
+    /// A new pipe; neither end survives an `exec` (a child gets one through `ChildProcess.Options`).
+    ///
+    /// The corresponding C function is `pipe2(O_CLOEXEC)`.
+    public static func make() throws(Errno) -> PipeEnds {
+        var ends: [Int32] = [-1, -1]
+        guard tokenpin_pipe_cloexec(&ends) == 0 else { throw Errno.current }
+        return PipeEnds(readEnd: FileDescriptor(owning: ends[0]), writeEnd: FileDescriptor(owning: ends[1]))
+    }
+
+    /// Closes the write end (written to, or given to a child, which has its own copy now) and returns the read end.
+    public consuming func keepingReadEnd() -> FileDescriptor {
+        let readEnd = readEnd
+        _ = consume writeEnd
+        return readEnd
+    }
+}
+
 /// A process this one started, by its ID; reaped through `waitForExit`.
 public struct ChildProcess: Sendable, Equatable {
     /// The process ID (also its process group's, when started in a group of its own).
@@ -75,7 +99,13 @@ public struct ChildProcess: Sendable, Equatable {
     ///
     /// The corresponding C functions are `posix_spawn`, `posix_spawn_file_actions_adddup2`,
     /// `posix_spawn_file_actions_addclosefrom_np` and `posix_spawnattr_setpgroup`.
-    public static func spawn(_ path: String, _ options: Options) throws(Errno) -> ChildProcess {
+    ///
+    /// `textBusyRetries`: how many more times to try, 10 ms apart, while the file is still open for writing in
+    /// some process (`ETXTBSY`: a program just written, whose descriptor a child another thread is starting holds
+    /// until its own `exec`).
+    public static func spawn(_ path: String, _ options: Options, textBusyRetries: Int = 0) throws(Errno)
+        -> ChildProcess
+    {
         // A descriptor below 3 could be overwritten by another dup2 before it is read, or be its own target (which
         // keeps FD_CLOEXEC on older C libraries): such ones are copied above 2 first.
         var copies: [Int32] = []
@@ -127,10 +157,15 @@ public struct ChildProcess: Sendable, Equatable {
         posix_spawnattr_setflags(&attributes, Int16(flags))
 
         var pid: Int32 = 0
-        let result = withCStrings([path] + options.arguments) { arguments in
-            withCStrings(options.environment) { variables in
-                posix_spawn(&pid, path, &actions, &attributes, arguments, variables)
+        var result: Int32 = 0
+        for attempt in 0...max(0, textBusyRetries) {
+            if attempt > 0 { usleep(10_000) }
+            result = withCStrings([path] + options.arguments) { arguments in
+                withCStrings(options.environment) { variables in
+                    posix_spawn(&pid, path, &actions, &attributes, arguments, variables)
+                }
             }
+            if result != ETXTBSY { break }
         }
         guard result == 0 else { throw Errno(rawValue: result) }
         return ChildProcess(id: pid, ownsProcessGroup: options.newProcessGroup)

@@ -55,6 +55,13 @@ stop_daemon() {
     DAEMON_PID=
 }
 
+# wait_for_line FILE TEXT: waits (up to 30 s, a bound for a broken run) until FILE has a line containing TEXT, e.g.
+# `tokenpin watch`'s "Watching tokenpind's events for ..." on its stderr: a signal to wait for, never a sleep.
+wait_for_line() {
+    for _ in $(seq 600); do grep -qF -- "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
+    return 1
+}
+
 # client ARGS...: tokenpin against this daemon, as root (`--user NAME` acts for NAME); exits with the CLI's code.
 client() { "$TOKENPIN" "${CLI_ARGS[@]}" "$@"; }
 

@@ -7,11 +7,12 @@ enter_sandbox
 
 start_daemon || exit 1
 PORT=${TOKENPIN_VPCD_PORTS%%,*}
-client watch >"$WORK/events" 2>&1 &
+client watch >"$WORK/events" 2>"$WORK/watch.err" &
 WATCH=$!
 for _ in $(seq 50); do grep -q "watching readers" "$WORK/daemon.log" && break; sleep 0.1; done
 check "daemon watches the sandbox's readers" grep -q "watching readers" "$WORK/daemon.log"
-sleep 1  # the watch client subscribes in about 10 ms; an event before that is not shown to it
+# An event before the subscription is not shown to the watcher; every one after this line is.
+check "the watcher says it is subscribed" wait_for_line "$WORK/watch.err" "Watching tokenpind's events for every user."
 "$TOKENPIN_SIM_BIN" --state "$WORK/card.json" --port "$PORT" 2>"$WORK/sim.log" &
 SIMPID=$!
 for _ in $(seq 50); do grep -q cardInserted "$WORK/events" && break; sleep 0.1; done

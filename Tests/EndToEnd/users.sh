@@ -29,9 +29,11 @@ expect_code "alice cannot read bob's record file" 1 runuser -u "$ALICE" -- cat "
 expect_code "alice cannot write the state directory" 1 runuser -u "$ALICE" -- touch "$STATE/$ALICE.json"
 
 # Alice's wrong PINs touch only her counter; her watcher sees only her events.
-runuser -u "$ALICE" -- "$TOKENPIN" "${CLI_ARGS[@]}" watch >"$WORK/alice-watch" 2>&1 &
+runuser -u "$ALICE" -- "$TOKENPIN" "${CLI_ARGS[@]}" watch >"$WORK/alice-watch" 2>"$WORK/alice-watch.err" &
 WATCH=$!
-sleep 1  # the watch client subscribes in about 10 ms; an event before that is not shown to it
+# An event before the subscription is not shown to the watcher; every one after this line is.
+check "alice's watcher says it watches her events" wait_for_line "$WORK/alice-watch.err" \
+    "Watching tokenpind's events for $ALICE."
 expect_code "bob's wrong PIN (1)" 1 as_bob verify <<<000000
 expect_code "alice's wrong PIN (1)" 1 as_alice verify <<<000000
 for _ in $(seq 50); do [ -s "$WORK/alice-watch" ] && break; sleep 0.1; done

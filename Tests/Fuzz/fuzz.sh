@@ -12,6 +12,7 @@
 #   certificate  the X.509 certificates read from a PIV slot (the key, the subject, the certificate object)
 #   pkcs11     tokenpin's reading of its PKCS#11 helper's replies (the framing and every reply; a hostile module)
 #   age        age-plugin-tokenpin's reading of the age plugin protocol (stanzas, identities, X25519 stanzas)
+#   readers    what pcscd hands the PC/SC layer: the reader multi-string and a card's ATR
 # Swift targets link modules built here from every *.swift under their source folders (so files added or renamed
 # there are picked up) with -sanitize=fuzzer,address. Seeds are real: protocol lines, a record that `tokenpin enrol`
 # wrote, the example configuration, and the commands and answers of sessions with the simulated card.
@@ -25,7 +26,7 @@
 #   FUZZ_DIR=DIR         keep builds, corpora and logs in DIR (default: this run's temporary directory)
 . "$(dirname "$0")/../EndToEnd/lib.sh"
 SECONDS_EACH=${FUZZ_SECONDS:-10}
-TARGETS=${FUZZ_TARGETS:-json pam apdu record config simulator openpgp piv certificate pkcs11 age}
+TARGETS=${FUZZ_TARGETS:-json pam apdu record config simulator openpgp piv certificate pkcs11 age readers}
 OUT=${FUZZ_DIR:-$WORK/fuzz}
 HARNESS=$ROOT/Tests/Fuzz
 REGRESSIONS=$HARNESS/regressions
@@ -276,5 +277,16 @@ if wanted age && agemodule && link age age_plugin.swift -- TokenpinAge TokenpinC
     printf -- '-> add-identity AGE-PLUGIN-YUBIKEY-1QQQQ\n\n-> recipient-stanza 0 X25519 AAAA\nAA\n-> done\n\n' \
         >"$OUT/seeds/age/malformed"
     fuzz age 8192 "$OUT/seeds/age"
+fi
+# The PC/SC layer's parsers of pcscd's answers, built from their two files over the APDU module (no pcsc-lite).
+if wanted readers && apdu; then
+    if "${SWIFTC[@]}" -o "$OUT/fuzz-readers" "$ROOT/Sources/Cards/PCSC/ReaderList.swift" \
+        "$ROOT/Sources/Cards/PCSC/ATR.swift" "$HARNESS/reader_list.swift" -lTokenpinAPDU -lTokenpinCore \
+        -lTokenpinSystem -lCTokenpinShims -lsodium >"$OUT/build-readers.log" 2>&1
+    then
+        fuzz readers 4096 "$HARNESS/seeds/readers"
+    else
+        not_ok "build the readers fuzz target: $(grep -m2 'error' "$OUT/build-readers.log")"
+    fi
 fi
 finish

@@ -114,14 +114,53 @@ struct CLI {
         pthread_sigmask(SIG_SETMASK, &previous, nil)
     }
 
-    struct Running {
+    /// A started command. `waitForLine` reads ahead on one of its outputs; `finish` returns everything, the lines
+    /// read ahead included.
+    final class Running {
         let process: Process
         let stdout: Pipe
         let stderr: Pipe
+        /// What `waitForLine` has read so far, per output.
+        private var readAhead: [Output: [UInt8]] = [:]
+
+        enum Output: Hashable {
+            case stdout, stderr
+        }
+
+        init(process: Process, stdout: Pipe, stderr: Pipe) {
+            self.process = process
+            self.stdout = stdout
+            self.stderr = stderr
+        }
+
+        /// Waits until the command has written a whole line containing `text` on `output` and returns it; nil when
+        /// the output closed first or `seconds` went by (a bound for a broken run, not a measurement). Used to wait
+        /// for a signal (`watch`'s subscription line) instead of sleeping.
+        func waitForLine(containing text: String, on output: Output = .stderr, seconds: Int = 30) -> String? {
+            let fd = (output == .stdout ? stdout : stderr).fileHandleForReading.fileDescriptor
+            let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds) * 1_000_000_000
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let lines = String(decoding: readAhead[output, default: []], as: UTF8.self).split(
+                    separator: "\n", omittingEmptySubsequences: false
+                ).dropLast()  // the last piece has no newline yet
+                if let line = lines.first(where: { $0.contains(text) }) { return String(line) }
+                let now = DispatchTime.now().uptimeNanoseconds
+                guard now < deadline else { return nil }
+                var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let polled = poll(&ready, 1, Int32((deadline - now) / 1_000_000) + 1)
+                if polled < 0 && errno == EINTR { continue }
+                guard polled > 0 else { return nil }
+                let count = read(fd, &chunk, chunk.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return nil }
+                readAhead[output, default: []] += chunk[..<count]
+            }
+        }
 
         func finish() throws -> Result {
-            let out = stdout.fileHandleForReading.readDataToEndOfFile()
-            let err = stderr.fileHandleForReading.readDataToEndOfFile()
+            let out = readAhead[.stdout, default: []] + stdout.fileHandleForReading.readDataToEndOfFile()
+            let err = readAhead[.stderr, default: []] + stderr.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
             return Result(
                 status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),

@@ -104,15 +104,46 @@ final class TestDaemon {
         #expect(try cli.run(socket + ["verify", "--pin-stdin"], input: "482916\n").status == 0)
     }
 
+    /// Issue 19: `watch` says on stderr when the daemon has confirmed the subscription, and an event right after
+    /// that line is always shown (before, the tests slept a second and hoped).
+    @Test func watchSaysWhenSubscribedAndShowsTheNextEvent() throws {
+        let cli = CLI()
+        let daemon = try TestDaemon(cli)
+        let socket = ["--socket", daemon.socket]
+        #expect(try cli.run(socket + ["enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
+        let user = String(cString: getpwuid(geteuid())!.pointee.pw_name)
+        let own = cli.start(socket + ["--user", user, "watch"])
+        let everyone = cli.start(socket + ["watch"])
+        let quiet = cli.start(socket + ["--quiet", "watch"])
+        #expect(own.waitForLine(containing: "Watching") == "Watching tokenpind's events for \(user).")
+        #expect(everyone.waitForLine(containing: "Watching") == "Watching tokenpind's events for every user.")
+        #expect(try cli.run(socket + ["verify", "--pin-stdin"], input: "000000\n").status == 1)
+        #expect(own.waitForLine(containing: "\"event\":\"wrongPIN\"", on: .stdout) != nil)
+        #expect(everyone.waitForLine(containing: "\"event\":\"wrongPIN\"", on: .stdout) != nil)
+        // The quiet one says nothing, so it is known to be subscribed once it shows an event.
+        var quietSaw = false
+        for _ in 0..<30 where !quietSaw {
+            #expect(try cli.run(socket + ["verify", "--pin-stdin"], input: "482916\n").status == 0)
+            quietSaw = quiet.waitForLine(containing: "\"event\":\"verified\"", on: .stdout, seconds: 1) != nil
+        }
+        #expect(quietSaw)
+        daemon.stop()
+        let results = try [own, everyone, quiet].map { try $0.finish() }
+        #expect(results.map(\.status) == [69, 69, 69])
+        #expect(!results[2].stderr.contains("Watching"), "\(results[2].stderr)")
+        #expect(results[0].stderr.hasPrefix("Watching tokenpind's events for \(user).\n"), "\(results[0].stderr)")
+    }
+
     @Test func watchStampsEventsAndExitsSixtyNineWhenTheDaemonGoes() throws {
         let cli = CLI()
         let daemon = try TestDaemon(cli)
         let socket = ["--socket", daemon.socket]
         #expect(try cli.run(socket + ["enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
         let watch = cli.start(socket + ["watch"])
-        usleep(1_000_000)  // watch subscribes in about 10 ms; the event is lost if it comes first
+        // An event before the subscription is lost; one after this line is always shown.
+        #expect(watch.waitForLine(containing: "Watching tokenpind's events for") != nil)
         #expect(try cli.run(socket + ["verify", "--pin-stdin"], input: "482916\n").status == 0)
-        usleep(300_000)
+        #expect(watch.waitForLine(containing: "\"event\":\"verified\"", on: .stdout) != nil)
         daemon.stop()
         let result = try watch.finish()
         #expect(result.status == 69, "\(result.stderr)")
@@ -133,11 +164,11 @@ final class TestDaemon {
             input: "482916\n123456\n12345678\n")
         #expect(bind.status == 0, "\(bind.stderr)")
         let watch = cli.start(socket + ["watch"])
-        usleep(1_000_000)  // watch subscribes in about 10 ms; the event is lost if it comes first
+        #expect(watch.waitForLine(containing: "Watching tokenpind's events for") != nil)
         let wrong = try cli.run(socket + ["--json", "verify", "--method", "token", "--pin-stdin"], input: "000000\n")
         #expect(wrong.status == 1, "\(wrong.stdout) \(wrong.stderr)")
         #expect((wrong.json["tokenFailure"] as? [String: Any])?["cardTriesLeft"] as? Int == 2, "\(wrong.stdout)")
-        usleep(300_000)
+        #expect(watch.waitForLine(containing: "\"event\":\"tokenFailed\"", on: .stdout) != nil)
         daemon.stop()
         let result = try watch.finish()
         let line = try #require(

@@ -14,7 +14,8 @@ import Testing
         let daemon = try TestDaemon(cli, config: "retries-max = 2\n", log: log)
         let socket = ["--socket", daemon.socket]
         let watch = cli.start(socket + ["watch"])
-        usleep(1_000_000)  // the watcher subscribes in about 10 ms; an event before that is not shown to it
+        // An event before the subscription is not shown to it; every one after this line is.
+        #expect(watch.waitForLine(containing: "Watching tokenpind's events for") != nil)
         let keyFile = cli.directory + "/key"
         #expect(
             try cli.run(socket + ["enrol", "--pin-stdin", "--recovery-key-file", keyFile], input: "482916\n482916\n")
@@ -32,7 +33,7 @@ import Testing
         #expect(
             try cli.run(socket + ["token", "change-pin", "--pin-stdin"], input: "000000\n654321\n654321\n").status == 1)
         #expect(try cli.run(socket + ["unenrol", "--method", "pin", "--pin-stdin"], input: "615283\n").status == 0)
-        usleep(300_000)
+        #expect(watch.waitForLine(containing: "\"event\":\"unenrolled\"", on: .stdout) != nil)
         kill(watch.process.processIdentifier, SIGKILL)  // a test runner may start children with SIGTERM blocked
         let events = try watch.finish().stdout
         for event in ["locked", "reset", "changed", "tokenFailed", "cardPINFailed", "unenrolled"] {

@@ -24,14 +24,30 @@ import TokenpinTestSupport
         }
         thread.start()
         while !held.load(ordering: .acquiring) { usleep(1000) }
-        let start = Date()
-        do {
-            try waiter.withLock(user: "alice") {}
-            Issue.record("the lock was taken while another holder kept it")
-        } catch let error as StoreError {
-            #expect(error.code == .busy)
-        }
-        #expect(Date().timeIntervalSince(start) < 2)
+        // The waiter's bound is its clock's, moved by hand: short of the bound it keeps waiting however long the
+        // wall clock takes, and it says busy once the clock has passed the bound.
+        let clock = ManualTime()
+        waiter.time = clock
+        let waiting = waiter
+        let outcome = Mutex<StoreError.Code?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            do {
+                try waiting.withLock(user: "alice") {}
+                Issue.record("the lock was taken while another holder kept it")
+            } catch let error as StoreError {
+                outcome.withLock { $0 = error.code }
+            } catch {
+                Issue.record("\(error)")
+            }
+            done.signal()
+        }.start()
+        while clock.monotonicReads < 2 { usleep(1000) }  // the deadline is set and the first try failed
+        clock.advance(0.19)
+        #expect(done.wait(timeout: .now() + 0.5) == .timedOut, "still waiting: the clock is short of 0.2 s")
+        clock.advance(0.01)
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        #expect(outcome.withLock { $0 } == .busy)
         // Another user's record is not held: no wait.
         try waiter.withLock(user: "bob") {}
         release.store(true, ordering: .releasing)

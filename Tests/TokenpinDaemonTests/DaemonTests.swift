@@ -309,18 +309,50 @@ final class TestDaemon: Sendable {
         let received = Mutex<[String]>([])
         let client = test.client
         let done = DispatchSemaphore(value: 0)
+        let subscribed = DispatchSemaphore(value: 0)
+        let scope = Mutex<String?>("unset")
         Thread {
             try? client.watch { event in
                 received.withLock { $0.append(event.name) }
                 return received.withLock { $0.count } < 2
+            } onSubscribed: { user in
+                scope.withLock { $0 = user }
+                subscribed.signal()
             }
             done.signal()
         }.start()
-        while test.daemon.hub.count == 0 { usleep(10_000) }
+        #expect(subscribed.wait(timeout: .now() + 30) == .success)
+        #expect(scope.withLock { $0 } == nil, "root without a user watches everyone")
+        // Right after the confirmation, with no pause: the subscriber is registered, so nothing is lost.
         _ = try client.verify(ScriptedInteraction(["000000"]))
         _ = try client.verify(ScriptedInteraction(["482916"]))
-        #expect(done.wait(timeout: .now() + 5) == .success)
+        #expect(done.wait(timeout: .now() + 30) == .success)
         #expect(received.withLock { $0 } == ["wrongPIN", "verified"])
+    }
+
+    /// Issue 19: `onSubscribed` names whose events follow, and is called before any event sent after it.
+    @Test func theConfirmationNamesTheUserAndComesBeforeTheNextEvent() throws {
+        let test = try TestDaemon()
+        defer { test.stop() }
+        _ = try test.client.enrol(ScriptedInteraction(["482916", "482916"]))
+        let client = test.client(for: "root")
+        let log = Mutex<[String]>([])
+        let subscribed = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            try? client.watch { event in
+                log.withLock { $0.append(event.name) }
+                return false
+            } onSubscribed: { user in
+                log.withLock { $0.append("subscribed \(user ?? "*")") }
+                subscribed.signal()
+            }
+            done.signal()
+        }.start()
+        #expect(subscribed.wait(timeout: .now() + 30) == .success)
+        _ = try test.client.verify(ScriptedInteraction(["482916"]))
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        #expect(log.withLock { $0 } == ["subscribed root", "verified"])
     }
 
     @Test func reloadKeepsOldSettingsOnABrokenFile() throws {

@@ -24,14 +24,17 @@ import TokenpinTestSupport
         let restic = try #require(ApplicationName("restic"))
         let received = Mutex<[WatchedEvent]>([])
         let done = DispatchSemaphore(value: 0)
+        let subscribed = DispatchSemaphore(value: 0)
         Thread {
             try? client.watch { event in
                 received.withLock { $0.append(event) }
                 return received.withLock { $0.count } < 2
+            } onSubscribed: { _ in
+                subscribed.signal()
             }
             done.signal()
         }.start()
-        while test.daemon.hub.count == 0 { usleep(10_000) }
+        #expect(subscribed.wait(timeout: .now() + 30) == .success)
         let key = try #require(
             hex(try client.derive(ScriptedInteraction(["482916"]), application: restic, method: nil)))
         let wrong = try client.derive(ScriptedInteraction(["000001"]), application: restic, method: nil)

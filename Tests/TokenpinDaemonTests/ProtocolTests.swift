@@ -37,15 +37,93 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         #expect(try JSONParser.parse(value.serialized) == value)
     }
 
-    @Test func randomBytesNeverTrap() {
-        var generator = SystemRandomNumberGenerator()
-        let alphabet = bytes("{}[]\":,\\ u0123456789abcdeftrnl-\u{7f}") + [0x00, 0x0A, 0xC3, 0xA9, 0xFF]
-        for _ in 0..<3000 {
-            let length = Int.random(in: 0..<40, using: &generator)
-            let input = (0..<length).map { _ in alphabet.randomElement(using: &generator)! }
-            _ = try? ClientMessage.parse(input)
-            _ = try? ServerMessage.parse(input)
+}
+
+/// Issue 19: every one-byte change of a valid line (each byte replaced by each of a set of bytes that can change
+/// its meaning, or removed) either decodes to a message whose own line decodes to it again, or is refused with one
+/// of the codes a line's content can earn: never a trap, never an I/O code, never a message that re-encodes to
+/// something else. Fuzzing (Tests/Fuzz, the json target) explores further; this is the property, exhaustively.
+@Suite struct OneByteChangeTests {
+    /// The codes `parse` may give for a line's content (the others belong to the connection).
+    static let contentCodes: Set<ProtocolError.Code> = [
+        .malformed, .oversized, .unsupportedVersion, .unknownType, .unknownField, .missingField, .badField,
+    ]
+    /// What each byte is replaced with: JSON's structure, digits, the letters of its literals, control bytes and
+    /// broken UTF-8.
+    static let replacements = bytes("{}[]\":,\\ -+.0129aeflnrstuxyzE") + [0x00, 0x0A, 0x1F, 0x7F, 0x80, 0xC3, 0xFF]
+
+    static let validClientLines = [
+        "{\"v\":1,\"type\":\"request\",\"op\":\"verify\",\"user\":\"alice\"}",
+        "{\"v\":2,\"type\":\"request\",\"op\":\"toggle\",\"authType\":\"token\",\"on\":true,\"newPINAttempts\":3}",
+        "{\"v\":2,\"type\":\"request\",\"op\":\"import\",\"record\":\"e30=\"}",
+        "{\"v\":1,\"type\":\"secret\",\"prompt\":\"pin\",\"value\":\"48\\\"29\\u00e916\"}",
+        "{\"v\":2,\"type\":\"confirm\",\"answer\":false}",
+        "{\"v\":2,\"type\":\"choice\",\"index\":1}",
+        "{\"v\":2,\"type\":\"cancel\"}",
+    ]
+    static let validServerLines = [
+        "{\"v\":2,\"type\":\"prompt\",\"prompt\":\"card-pin\",\"card\":\"0006 1234\",\"remaining\":3}",
+        "{\"v\":2,\"type\":\"question\",\"text\":\"Replace the key?\",\"typed\":\"replace\"}",
+        "{\"v\":2,\"type\":\"choice\",\"text\":\"Which card?\",\"options\":[\"a\",\"b\"]}",
+        "{\"v\":2,\"type\":\"event\",\"event\":\"wrongPIN\",\"user\":\"alice\",\"remaining\":4,\"lastTry\":false}",
+        "{\"v\":2,\"type\":\"result\",\"exitCode\":0,\"watching\":\"*\"}",
+        "{\"v\":2,\"type\":\"error\",\"code\":\"not-enrolled\",\"message\":\"no PIN\",\"exitCode\":4}",
+    ]
+
+    /// Every line one byte away from `line`: each byte replaced by each replacement, and each byte removed.
+    static func neighbours(of line: [UInt8]) -> [[UInt8]] {
+        var all: [[UInt8]] = []
+        for index in line.indices {
+            for byte in replacements where byte != line[index] {
+                var changed = line
+                changed[index] = byte
+                all.append(changed)
+            }
+            var shorter = line
+            shorter.remove(at: index)
+            all.append(shorter)
         }
+        return all
+    }
+
+    /// Checks the property for every neighbour of `line`; returns how many decoded and how many were refused.
+    static func check<Message: Equatable>(
+        _ line: String, parse: ([UInt8]) throws(ProtocolError) -> Message, encode: (Message) -> [UInt8]
+    ) -> (decoded: Int, refused: Int) {
+        var decoded = 0
+        var refused = 0
+        for changed in neighbours(of: bytes(line)) {
+            do {
+                let message = try parse(changed)
+                decoded += 1
+                let again = encode(message)
+                #expect(again.last == 0x0A, "a line ends in a newline")
+                #expect(
+                    (try? parse(Array(again.dropLast()))) == message,
+                    "\(String(decoding: changed, as: UTF8.self)) decoded, its line \(String(decoding: again, as: UTF8.self)) did not"
+                )
+            } catch {
+                refused += 1
+                #expect(contentCodes.contains(error.code), "\(String(decoding: changed, as: UTF8.self)): \(error)")
+                #expect(!error.detail.isEmpty)
+            }
+        }
+        return (decoded, refused)
+    }
+
+    @Test(arguments: validClientLines)
+    func everyClientLineNeighbour(line: String) throws {
+        _ = try ClientMessage.parse(bytes(line))
+        let counts = Self.check(line, parse: ClientMessage.parse, encode: \.line)
+        // Some changes keep a valid message (a digit, a letter of a name) and most do not: both sides are reached.
+        #expect(counts.decoded > 0 && counts.refused > counts.decoded, "\(counts)")
+    }
+
+    @Test(arguments: validServerLines)
+    func everyServerLineNeighbour(line: String) throws {
+        _ = try ServerMessage.parse(bytes(line))
+        let counts = Self.check(line, parse: ServerMessage.parse, encode: \.line)
+        #expect(counts.decoded > 0 && counts.refused > counts.decoded, "\(counts)")
     }
 }
 

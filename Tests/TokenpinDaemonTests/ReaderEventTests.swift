@@ -79,13 +79,16 @@ final class Watcher: Sendable {
 
     init(_ test: TestDaemon) {
         let client = test.client
+        let subscribed = DispatchSemaphore(value: 0)
         Thread { [self] in
             try? client.watch { event in
                 events.withLock { $0.append(event) }
                 return true
+            } onSubscribed: { _ in
+                subscribed.signal()
             }
         }.start()
-        while test.daemon.hub.count == 0 { usleep(5_000) }
+        #expect(subscribed.wait(timeout: .now() + 30) == .success, "the daemon confirmed the subscription")
     }
 
     /// The events received so far, as `name reader-or-user`.

@@ -1,10 +1,5 @@
-internal import CTokenpinShims
 import FoundationEssentials
 internal import TokenpinSystem
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The site's own check of a new PIN (`pin-check = PROGRAM`): a program run after the built-in policy.
 ///
@@ -48,47 +43,45 @@ public struct PINCheckProgram: Sendable, Equatable {
     /// The PIN is written from its guarded memory into a pipe; tokenpin keeps no other copy.
     public func check(_ pin: borrowing PIN) throws(PINCheckError) -> Verdict {
         try checkProgramFile()
-        let inputEnds = try Self.pipe()
-        let inputRead = FileDescriptor(owning: inputEnds.read)
-        let inputWrite = FileDescriptor(owning: inputEnds.write)
+        let input = try Self.pipe()
         // Written before the program starts: the read end is open here, so the write cannot fail on a closed
         // pipe, and a PIN (at most a few hundred bytes) fits the pipe's buffer, so it cannot block.
         do {
             try pin.secret.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws(Errno) in
-                try inputWrite.writeAll(bytes)
+                try input.writeEnd.writeAll(bytes)
             }
-            try inputWrite.writeAll([0x0A])
+            try input.writeEnd.writeAll([0x0A])
         } catch {
             throw PINCheckError(.io, "pin-check: cannot pass the PIN to \(path): \(error)")
         }
-        try? inputWrite.close()
-        let outputEnds = try Self.pipe()
-        let outputRead = FileDescriptor(owning: outputEnds.read)
-        let outputWrite = FileDescriptor(owning: outputEnds.write)
-        let pid = try spawn(stdin: inputRead.rawValue, stdout: outputWrite.rawValue)
-        try? inputRead.close()
-        try? outputWrite.close()
-        let deadline = Self.monotonicMilliseconds() + timeoutMilliseconds
-        let output = Self.readOutput(outputRead, until: deadline)
-        guard let status = try wait(for: pid, until: deadline) else {
+        let inputRead = input.keepingReadEnd()
+        let output = try Self.pipe()
+        let child = try spawn(stdin: inputRead.rawValue, stdout: output.writeEnd.rawValue)
+        _ = consume inputRead
+        let outputRead = output.keepingReadEnd()
+        let deadline = MonotonicClock.milliseconds + timeoutMilliseconds
+        let said = Self.readOutput(outputRead, until: deadline)
+        let ended: ChildProcess.Termination?
+        do {
+            ended = try child.waitForExit(timeoutMilliseconds: max(0, deadline - MonotonicClock.milliseconds))
+        } catch {
+            throw PINCheckError(.io, "pin-check: lost track of \(path): \(error)")
+        }
+        guard let ended else {
             // Not reaped yet, so its process group cannot be another's: stop it with everything it started.
-            kill(-pid, SIGKILL)
-            kill(pid, SIGKILL)
-            _ = Self.waitBlocking(pid)
+            child.kill()
+            while (try? child.waitForExit(timeoutMilliseconds: 1000)) == .some(nil) {}
             throw PINCheckError(
                 .timeout,
                 "pin-check: \(path) did not answer within \(Self.seconds(timeoutMilliseconds)); it was stopped")
         }
-        let signal = status & 0x7F
-        guard signal == 0 else {
+        switch ended {
+        case .signaled(let signal):
             throw PINCheckError(
                 .signal, "pin-check: \(path) was killed by signal \(signal) (\(Self.signalName(signal)))")
-        }
-        let exitStatus = (status >> 8) & 0xFF
-        switch exitStatus {
-        case 0: return .accepted
-        case 1: return .refused(reason: Self.reason(from: output, pin: pin))
-        default:
+        case .exited(0): return .accepted
+        case .exited(1): return .refused(reason: Self.reason(from: said, pin: pin))
+        case .exited(let exitStatus):
             throw PINCheckError(
                 .exitStatus,
                 "pin-check: \(path) exited with status \(exitStatus); it must exit 0 (accept) or 1 (refuse)")
@@ -101,29 +94,33 @@ public struct PINCheckProgram: Sendable, Equatable {
         guard path.hasPrefix("/") else {
             throw PINCheckError(.notAbsolute, "pin-check must name a program by its absolute path, not `\(path)`")
         }
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw PINCheckError(.unusable, "pin-check: \(path): \(String(cString: strerror(errno)))")
+        let info: FileStatus
+        do {
+            info = try FileStatus.of(path)
+        } catch {
+            throw PINCheckError(.unusable, "pin-check: \(path): \(error)")
         }
-        guard info.st_mode & S_IFMT == S_IFREG else {
+        guard info.isRegularFile else {
             throw PINCheckError(.unusable, "pin-check: \(path) is not a regular file")
         }
-        guard access(path, X_OK) == 0 else {
+        guard CurrentProcess.mayExecute(path) else {
             throw PINCheckError(.unusable, "pin-check: \(path) is not executable")
         }
-        guard info.st_uid == 0 || info.st_uid == geteuid() else {
-            throw PINCheckError(.unusable, "pin-check: \(path) belongs to uid \(info.st_uid); it must belong to root")
+        guard info.owner == 0 || info.owner == UInt32(CurrentProcess.effectiveUserID) else {
+            throw PINCheckError(.unusable, "pin-check: \(path) belongs to uid \(info.owner); it must belong to root")
         }
-        guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+        guard !info.isWritableByGroupOrOthers else {
             throw PINCheckError(.unusable, "pin-check: \(path) is writable by group or others (chmod go-w)")
         }
         // Nor may others swap the file: its directory is theirs to write only when the sticky bit stops renames.
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-        var folder = stat()
-        guard stat(directory.isEmpty ? "/" : directory, &folder) == 0 else {
-            throw PINCheckError(.unusable, "pin-check: \(directory): \(String(cString: strerror(errno)))")
+        let folder: FileStatus
+        do {
+            folder = try FileStatus.of(directory.isEmpty ? "/" : directory)
+        } catch {
+            throw PINCheckError(.unusable, "pin-check: \(directory): \(error)")
         }
-        guard folder.st_mode & (S_IWGRP | S_IWOTH) == 0 || folder.st_mode & S_ISVTX != 0 else {
+        guard !folder.isWritableByGroupOrOthers || folder.isSticky else {
             throw PINCheckError(.unusable, "pin-check: \(path) is in a directory others can write (\(directory))")
         }
     }
@@ -131,46 +128,18 @@ public struct PINCheckProgram: Sendable, Equatable {
     /// Starts the program: no shell, no arguments but its name, a minimal environment, its own process group,
     /// default signal handling, `stdin` and `stdout` as standard input and output, standard error to /dev/null,
     /// and no other descriptor.
-    private func spawn(stdin: Int32, stdout: Int32) throws(PINCheckError) -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, stdin, 0)
-        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        tokenpin_spawn_close_from(&actions, 3)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigfillset(&defaults)
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
-
-        let environment = ["PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"]
-        var pid: pid_t = 0
-        var result: Int32 = 0
-        // ETXTBSY: a file just written may still be open for writing in a child another thread is starting
-        // (until that child's exec closes it); it clears within moments.
-        for attempt in 0..<20 {
-            if attempt > 0 { usleep(10_000) }
-            result = Self.withCStrings([path]) { arguments in
-                Self.withCStrings(environment) { variables in
-                    posix_spawn(&pid, path, &actions, &attributes, arguments, variables)
-                }
-            }
-            if result != ETXTBSY { break }
+    private func spawn(stdin: Int32, stdout: Int32) throws(PINCheckError) -> ChildProcess {
+        var options = ChildProcess.Options()
+        options.environment = ["PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"]
+        options.standardInput = stdin
+        options.standardOutput = stdout
+        options.newProcessGroup = true
+        do {
+            // A program file just written may be busy for a moment (ETXTBSY): up to 20 tries.
+            return try ChildProcess.spawn(path, options, textBusyRetries: 19)
+        } catch {
+            throw PINCheckError(.unusable, "pin-check: cannot run \(path): \(error)")
         }
-        guard result == 0 else {
-            throw PINCheckError(.unusable, "pin-check: cannot run \(path): \(String(cString: strerror(result)))")
-        }
-        return pid
     }
 
     /// Reads the program's output until end of file or `deadline`, keeping the first `maximumOutputBytes` and
@@ -182,12 +151,15 @@ public struct PINCheckProgram: Sendable, Equatable {
         let scratch = SecretBytes(count: 1024)
         var kept = 0
         while true {
-            let left = deadline - monotonicMilliseconds()
+            let left = deadline - MonotonicClock.milliseconds
             guard left > 0 else { break }
-            var poller = pollfd(fd: descriptor.rawValue, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, Int32(clamping: left))
-            if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { break }
+            do {
+                guard try descriptor.waitForInput(timeoutMilliseconds: Int32(clamping: left)) else { break }
+            } catch  where error == .interrupted {
+                continue
+            } catch {
+                break
+            }
             let room = maximumOutputBytes - kept
             let count: Int
             if room > 0 {
@@ -207,26 +179,6 @@ public struct PINCheckProgram: Sendable, Equatable {
         return buffer.prefix(kept)
     }
 
-    /// The wait status of `pid` once it ends, or nil when it is still running at `deadline`.
-    private func wait(for pid: pid_t, until deadline: Int) throws(PINCheckError) -> Int32? {
-        while true {
-            var status: Int32 = 0
-            let result = waitpid(pid, &status, WNOHANG)
-            if result == pid { return status }
-            if result < 0 && errno != EINTR {
-                throw PINCheckError(.io, "pin-check: lost track of \(path): \(String(cString: strerror(errno)))")
-            }
-            guard Self.monotonicMilliseconds() < deadline else { return nil }
-            usleep(2000)
-        }
-    }
-
-    private static func waitBlocking(_ pid: pid_t) -> Int32 {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return status
-    }
-
     /// The first line of `output`, cleaned of control characters and shortened; never the PIN itself.
     ///
     /// Only a line that does not contain the PIN becomes a `String`.
@@ -237,10 +189,10 @@ public struct PINCheckProgram: Sendable, Equatable {
             let line = UnsafeRawBufferPointer(rebasing: raw[..<end])
             // A program that echoes the PIN must not put it into a message, a log or JSON.
             let echoes = pin.secret.withUnsafeBytes { (secret: UnsafeRawBufferPointer) -> Bool in
-                guard let needle = secret.baseAddress, let haystack = line.baseAddress, !secret.isEmpty,
-                    line.count >= secret.count
-                else { return false }
-                return (0...(line.count - secret.count)).contains { memcmp(haystack + $0, needle, secret.count) == 0 }
+                guard !secret.isEmpty, line.count >= secret.count else { return false }
+                return (0...(line.count - secret.count)).contains { start in
+                    secret.indices.allSatisfy { line[start + $0] == secret[$0] }
+                }
             }
             return echoes ? nil : String(decoding: line, as: UTF8.self)
         }
@@ -253,44 +205,24 @@ public struct PINCheckProgram: Sendable, Equatable {
         return cleaned.count > maximumReasonLength ? String(cleaned.prefix(maximumReasonLength)) + "…" : cleaned
     }
 
-    /// A pipe's raw ends, both close-on-exec; the caller takes ownership.
-    private static func pipe() throws(PINCheckError) -> (read: Int32, write: Int32) {
-        var ends: [Int32] = [-1, -1]
-        guard tokenpin_pipe_cloexec(&ends) == 0 else {
-            throw PINCheckError(.io, "pin-check: cannot make a pipe: \(String(cString: strerror(errno)))")
+    /// A pipe, both ends close-on-exec.
+    private static func pipe() throws(PINCheckError) -> PipeEnds {
+        do {
+            return try PipeEnds.make()
+        } catch {
+            throw PINCheckError(.io, "pin-check: cannot make a pipe: \(error)")
         }
-        return (ends[0], ends[1])
-    }
-
-    private static func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
-        let pointers = strings.map { strdup($0) } + [nil]
-        defer {
-            for pointer in pointers { free(pointer) }
-        }
-        return body(pointers)
-    }
-
-    private static func monotonicMilliseconds() -> Int {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return now.tv_sec * 1000 + now.tv_nsec / 1_000_000
     }
 
     private static func seconds(_ milliseconds: Int) -> String {
         milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
     }
 
+    /// The signals a check program is usually ended by, by name; any other as "a crash or a kill".
     private static func signalName(_ signal: Int32) -> String {
-        switch signal {
-        case SIGKILL: "SIGKILL"
-        case SIGSEGV: "SIGSEGV"
-        case SIGABRT: "SIGABRT"
-        case SIGTERM: "SIGTERM"
-        case SIGBUS: "SIGBUS"
-        case SIGILL: "SIGILL"
-        case SIGFPE: "SIGFPE"
-        default: "a crash or a kill"
-        }
+        let name = ChildProcess.signalName(signal)
+        let named: Set = ["SIGKILL", "SIGSEGV", "SIGABRT", "SIGTERM", "SIGBUS", "SIGILL", "SIGFPE"]
+        return named.contains(name) ? name : "a crash or a kill"
     }
 }
 

@@ -24,6 +24,8 @@ public struct RecordStore: Sendable {
     /// The longest `withLock` waits for another process's lock (nil: as long as it takes, as local mode's
     /// processes queue behind each other's key derivations). tokenpind bounds it by `daemon-wait-timeout`.
     public var lockWaitSeconds: Double?
+    /// The clock that bounds `lockWaitSeconds` (its monotonic reading); tests move a hand-set one.
+    public var time: any TimeSource = SystemTimeSource()
     /// The record decoded last and its bytes, so that reading the same bytes again does not decode them again.
     let recent = RecentRecord()
     /// The format a save writes (both are always read).
@@ -142,10 +144,10 @@ public struct RecordStore: Sendable {
             return try body()
         }
         // A bounded wait: poll the non-blocking lock until the deadline (flock has no timed form).
-        let deadline = MonotonicClock.nanoseconds &+ UInt64(max(0, min(lockWaitSeconds, 3600)) * 1e9)
+        let deadline = time.monotonicNanoseconds &+ UInt64(max(0, min(lockWaitSeconds, 3600)) * 1e9)
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR else { throw systemError(path, "cannot lock the record") }
-            guard MonotonicClock.nanoseconds < deadline else {
+            guard time.monotonicNanoseconds < deadline else {
                 throw StoreError(.busy, path: path, "another process holds the record's lock; try again")
             }
             usleep(10_000)

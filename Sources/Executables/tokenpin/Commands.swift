@@ -743,10 +743,14 @@ struct ImportCommand: Command {
 struct WatchCommand: Command {
     func run(_ context: Context) -> ExitCode {
         guard let daemon = context.daemon else { return context.fail(context.noDaemon) }
+        let quiet = context.console.quiet
         do {
             try daemon.watch { event in
                 Console.write(1, Self.stamped(event, at: Date()) + "\n")
                 return true
+            } onSubscribed: { user in
+                // On stderr, so stdout stays JSON lines; a script waits for it instead of sleeping.
+                if !quiet { Console.write(2, Self.subscribed(user) + "\n") }
             }
         } catch {
             return context.fail(error)
@@ -754,6 +758,11 @@ struct WatchCommand: Command {
         // The handler never stops the stream: it ended because the daemon went away.
         return context.fail(
             .serviceUnavailable("tokenpind closed the connection (it stopped or restarted); no more events"))
+    }
+
+    /// The line that says the daemon confirmed the subscription: whose events follow (nil: every user's).
+    static func subscribed(_ user: String?) -> String {
+        "Watching tokenpind's events for " + (user ?? "every user") + "."
     }
 
     /// The event's JSON line with `time` (ISO 8601, UTC) after its name, unless the daemon already gave one.
