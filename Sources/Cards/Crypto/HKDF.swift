@@ -1,5 +1,4 @@
 internal import COpenSSL
-import Glibc
 import TokenpinCore
 
 /// HKDF-SHA256 (RFC 5869) through libcrypto's `EVP_KDF` "HKDF": libsodium 1.0.18 has none. The age file format
