@@ -48,7 +48,7 @@ extension Configuration {
         return (policy.enabled ?? deriveEnabled, policy)
     }
 
-    /// Sets `derive` or an `app.NAME.SETTING` line; false when `key` is neither.
+    /// Sets an `app.NAME.SETTING` line; false when `key` is none.
     mutating func setApplicationKey(_ key: String, value: String) throws(Message) -> Bool {
         func onOff() throws(Message) -> Bool {
             switch value {
@@ -56,10 +56,6 @@ extension Configuration {
             case "off", "no", "false": return false
             default: throw Message(text: "\(key) must be on or off, not `\(value)`")
             }
-        }
-        if key == "derive" {
-            deriveEnabled = try onOff()
-            return true
         }
         guard key.hasPrefix("app."), let dot = key.lastIndex(of: "."), dot > key.index(key.startIndex, offsetBy: 3)
         else { return false }

@@ -323,14 +323,6 @@ public struct Configuration: Sendable, Equatable {
         try entries(text: try Self.text(of: file), file: file)
     }
 
-    /// The keys that only the CLI itself uses (colours, prompts, the reader it asks for): everything else applies
-    /// to the record and its store, which tokenpind keeps under its own settings.
-    public static let clientKeys: Set<String> = [
-        "color", "color-prompt", "color-dots", "color-error", "color-warning", "color-success", "dot", "prompt-pin",
-        "prompt-new-pin", "prompt-confirm-pin", "prompt-current-pin", "prompt-recovery-key", "prompt-card-pin",
-        "reader",
-    ]
-
     /// Applies `key = value` lines over the current settings.
     public mutating func apply(text: String, file: String) throws(ConfigError) {
         for entry in try Self.entries(text: text, file: file) {
@@ -339,9 +331,9 @@ public struct Configuration: Sendable, Equatable {
             } catch let message {
                 throw ConfigError(file: file, line: entry.line, message: message.text)
             }
-            let source = SettingSource(file: file, line: entry.line)
-            if entry.key == "pin-blocklist" { blocklistSetting = source }
-            if entry.key == "pin-check" { pinCheckSetting = source }
+            if let source = Self.declarationsByName[entry.key]?.source {
+                self[keyPath: source] = SettingSource(file: file, line: entry.line)
+            }
         }
         if policy.maxLength < policy.minLength {
             throw ConfigError(
@@ -385,160 +377,6 @@ public struct Configuration: Sendable, Equatable {
     public static func kibibytes(mebibytes: Int) -> Int {
         let (product, overflow) = max(0, mebibytes).multipliedReportingOverflow(by: 1024)
         return overflow ? .max : product
-    }
-
-    /// Every key the files may set.
-    public static let keys = [
-        "retries-max", "fail-delay", "kdf-target-ms", "kdf-memory-mib", "kdf-passes",
-        "pin-min-length", "pin-max-length", "pin-charset", "pin-min-unique", "pin-blocklist", "pin-blocklist-rules",
-        "pin-check", "pin-check-timeout",
-        "mode", "fallback", "reader", "card-timeout", "pinpad", "pkcs11-module",
-        "color", "color-prompt", "color-dots", "color-error", "color-warning", "color-success", "dot",
-        "prompt-pin", "prompt-new-pin", "prompt-confirm-pin", "prompt-current-pin", "prompt-recovery-key",
-        "prompt-card-pin",
-        "daemon-kdf-memory", "daemon-idle-timeout", "daemon-prompt-timeout", "daemon-rate-limit",
-        "on-card-removal", "lock-grace", "daemon-wait-timeout", "enrol-auth", "enrol-pam-service",
-        "pam-remote", "pam-other-user", "card-bind", "daemon-pam-prompt-timeout", "derive",
-        "login-keyring",
-    ]
-
-    mutating func set(key: String, value: String) throws(Message) {
-        func integer(_ range: ClosedRange<Int>) throws(Message) -> Int {
-            guard let number = Int(value), range.contains(number) else {
-                throw Message(
-                    text:
-                        "\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound), not `\(value)`")
-            }
-            return number
-        }
-        func choice<T: RawRepresentable & CaseIterable>(_ type: T.Type) throws(Message) -> T
-        where T.RawValue == String {
-            guard let result = T(rawValue: value) else {
-                throw Message(
-                    text: "\(key) must be one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), not `\(value)`")
-            }
-            return result
-        }
-        func color() throws(Message) -> String {
-            guard TextColour(name: value) != nil else {
-                throw Message(
-                    text: "\(key): unknown colour `\(value)` (use a name such as red, bright-blue, bold, or 0-255)")
-            }
-            return value
-        }
-        func text() throws(Message) -> String {
-            guard !value.isEmpty, value.count <= 200, !value.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
-                throw Message(text: "\(key) must be a non-empty line of text")
-            }
-            return value
-        }
-        switch key {
-        case "retries-max": retriesMax = try integer(1...RetryCounter.maximumTries)
-        case "fail-delay":
-            var delays: [Int] = []
-            let parts = value.split(separator: ",", omittingEmptySubsequences: false)
-            guard parts.count <= Self.maximumFailDelayEntries else {
-                throw Message(text: "fail-delay has more than \(Self.maximumFailDelayEntries) entries")
-            }
-            for part in parts {
-                guard let seconds = Int(part.trimmingBlanks()),
-                    (0...RetryCounter.maximumDelaySeconds).contains(seconds)
-                else {
-                    throw Message(
-                        text:
-                            "fail-delay must be seconds from 0 to \(RetryCounter.maximumDelaySeconds) separated by commas (0,0,0,30,300), not `\(value)`"
-                    )
-                }
-                delays.append(seconds)
-            }
-            failDelay = delays
-        case "kdf-target-ms": kdfTargetMilliseconds = try integer(50...10000)
-        case "kdf-memory-mib": kdfMemoryMiB = try integer(8...KDFParameters.maximumMemoryKiB / 1024)
-        case "kdf-passes": kdfPasses = try integer(1...KDFParameters.maximumPasses)
-        case "pin-min-length": policy.minLength = try integer(4...128)
-        case "pin-max-length": policy.maxLength = try integer(4...256)
-        case "pin-charset": policy.charset = try choice(PINCharset.self)
-        case "pin-min-unique": policy.minUnique = try integer(1...128)
-        case "pin-blocklist": blocklistFile = value.isEmpty ? nil : value
-        case "pin-blocklist-rules":
-            switch value {
-            case "on", "yes", "true": policy.useBlocklist = true
-            case "off", "no", "false": policy.useBlocklist = false
-            default: throw Message(text: "pin-blocklist-rules must be on or off, not `\(value)`")
-            }
-        case "pin-check":
-            // No search path and no shell: the program is named by its full path (its file is checked when it runs).
-            guard value.isEmpty || value.hasPrefix("/") else {
-                throw Message(
-                    text: "pin-check must be the absolute path of a program (/usr/local/sbin/pin-check), not `\(value)`"
-                )
-            }
-            pinCheckProgram = value.isEmpty ? nil : value
-        case "pin-check-timeout": pinCheckTimeoutSeconds = try integer(1...60)
-        case "mode": mode = try choice(VerificationMode.self)
-        case "fallback": fallback = try choice(FallbackPolicy.self)
-        case "reader": reader = value.isEmpty ? nil : value
-        case "card-timeout": cardTimeoutSeconds = try integer(1...600)
-        case "pinpad": pinpad = try choice(PinpadUse.self)
-        case "pkcs11-module": pkcs11Module = try Self.pkcs11Module(value)
-        case "color": appearance.color = try choice(Appearance.ColorChoice.self)
-        case "color-prompt": appearance.promptColor = try color()
-        case "color-dots": appearance.dotsColor = try color()
-        case "color-error": appearance.errorColor = try color()
-        case "color-warning": appearance.warningColor = try color()
-        case "color-success": appearance.successColor = try color()
-        case "dot":
-            guard value.count == 1 else { throw Message(text: "dot must be a single character, not `\(value)`") }
-            appearance.dot = value
-        case "prompt-pin": appearance.promptPIN = try text()
-        case "prompt-new-pin": appearance.promptNewPIN = try text()
-        case "prompt-confirm-pin": appearance.promptConfirmPIN = try text()
-        case "prompt-current-pin": appearance.promptCurrentPIN = try text()
-        case "prompt-recovery-key": appearance.promptRecoveryKey = try text()
-        case "prompt-card-pin": appearance.promptCardPIN = try text()
-        case "daemon-kdf-memory":
-            // MiB, or with a unit: 512M, 512MiB, 1G, 1GiB.
-            var number = value
-            var scale = 1
-            for (suffix, factor) in [("GiB", 1024), ("MiB", 1), ("G", 1024), ("M", 1)] where number.hasSuffix(suffix) {
-                number = String(number.dropLast(suffix.count)).trimmingBlanks()
-                scale = factor
-                break
-            }
-            // The amount is bounded before it is scaled, so no value overflows.
-            guard let amount = Int(number), amount > 0, amount <= Self.maximumDaemonKDFMemoryMiB / scale,
-                amount * scale >= 8
-            else {
-                throw Message(text: "daemon-kdf-memory must be a size from 8M to 1024G (512M, 1G), not `\(value)`")
-            }
-            daemonKDFMemoryMiB = amount * scale
-        case "daemon-idle-timeout": daemonIdleTimeoutSeconds = try integer(1...3600)
-        case "daemon-prompt-timeout": daemonPromptTimeoutSeconds = try integer(5...3600)
-        case "daemon-rate-limit": daemonRequestsPerMinute = try integer(1...100_000)
-        case "on-card-removal": onCardRemoval = try choice(CardRemovalAction.self)
-        case "lock-grace": lockGraceSeconds = try integer(0...3600)
-        case "daemon-wait-timeout": daemonWaitTimeoutSeconds = try integer(1...600)
-        case "enrol-auth": enrolAuth = try choice(EnrolAuthentication.self)
-        case "enrol-pam-service":
-            guard RecordStore.validate(user: value) else {
-                throw Message(
-                    text: "enrol-pam-service must name a file in /etc/pam.d (letters, digits, - _ .), not `\(value)`")
-            }
-            enrolPAMService = value
-        case "pam-remote": pamRemote = try choice(RemotePolicy.self)
-        case "pam-other-user": pamOtherUser = try choice(OtherUserPolicy.self)
-        case "card-bind": cardBind = try choice(CardBindPolicy.self)
-        case "daemon-pam-prompt-timeout": daemonPAMPromptTimeoutSeconds = try integer(5...3600)
-        case "login-keyring":
-            switch value {
-            case "on": loginKeyring = true
-            case "off": loginKeyring = false
-            default: throw Message(text: "login-keyring must be on or off, not `\(value)`")
-            }
-        default:
-            if try setApplicationKey(key, value: value) { return }
-            throw Message(text: "unknown key `\(key)`")
-        }
     }
 
     /// Reads the site blocklist file (one PIN a line, `#` comments) into the policy.
