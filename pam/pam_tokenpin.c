@@ -469,14 +469,18 @@ static int tp_is_utf8(const char *text, size_t length) {
     return 1;
 }
 
-/* Appends `text` JSON-escaped to out (which has room: 6 bytes per input byte). */
+/* Appends `text` JSON-escaped to out (which has room: 6 bytes per input byte), byte for byte as the daemon's
+   encoder escapes it (JSONValue.quote). */
 static size_t tp_escape(char *out, const char *text, size_t length) {
     static const char hex[] = "0123456789abcdef";
     size_t n = 0;
     for (size_t i = 0; i < length; i++) {
         unsigned char c = (unsigned char)text[i];
         if (c == '"' || c == '\\') { out[n++] = '\\'; out[n++] = (char)c; }
-        else if (c < 0x20 || c == 0x7F) {
+        else if (c == '\n' || c == '\r' || c == '\t') {
+            /* the short forms, as the Swift encoder writes them (Tests/Vectors/protocol) */
+            out[n++] = '\\'; out[n++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        } else if (c < 0x20 || c == 0x7F) {
             out[n++] = '\\'; out[n++] = 'u'; out[n++] = '0'; out[n++] = '0';
             out[n++] = hex[c >> 4]; out[n++] = hex[c & 0xF];
         } else out[n++] = (char)c;
