@@ -10,6 +10,7 @@
 #                  vs bare APDUs and gpg, PKCS#11 token verify vs bare PKCS#11 calls (SoftHSM; as root OpenSC over
 #                  the simulated PIV card)
 #   make pam       the PAM module (C, no Swift runtime): .build/pam/pam_tokenpin.so
+#   make pam-tests the module's reader and writer against the shared protocol vectors: .build/pam/wire-tests
 #   make pinpad    the test-only virtual pinpad reader (a pcscd driver) and its unit tests: .build/pinpad/
 #   make man       the man pages from their scdoc sources: .build/man/
 #   make bench-daemon  the daemon figures: throughput under 64 clients, peak memory, status latency
@@ -51,7 +52,7 @@ DEB            = $(DEB_DIR)/tokenpin_$(VERSION)_$(DEB_ARCH).deb
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps test-deps bench-deps deb-deps build debug test demo bench bench-daemon bench-pkcs11 install uninstall clean \
-        pam pinpad man install-check install-daemon install-pam install-units install-udev install-man install-completions deb \
+        pam pam-tests pinpad man install-check install-daemon install-pam install-units install-udev install-man install-completions deb \
         completions lint format
 
 CC            ?= cc
@@ -97,7 +98,7 @@ debug: deps
 demo: build
 	$(RELEASE_DIR)/tokenpin demo
 
-test: test-deps deb-deps pam pinpad
+test: test-deps deb-deps pam pam-tests pinpad
 	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	scripts/run-tests
 
@@ -119,6 +120,15 @@ pam: .build/pam/pam_tokenpin.so
 .build/pam/pam_tokenpin.so: pam/pam_tokenpin.c
 	@mkdir -p .build/pam
 	$(CC) $(PAM_CFLAGS) $(PAM_LDFLAGS) -shared -o $@ $< -lpam
+
+# The module's protocol reader and writer against Tests/Vectors/protocol, the vectors the Swift codec's tests read
+# too (ProtocolVectorTests): the two sides cannot drift apart. scripts/run-tests runs it.
+PAM_TEST_CFLAGS ?= -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=all
+pam-tests: .build/pam/wire-tests
+
+.build/pam/wire-tests: pam/wire-tests.c pam/pam_tokenpin.c
+	@mkdir -p .build/pam
+	$(CC) $(PAM_TEST_CFLAGS) -o $@ pam/wire-tests.c -lpam
 
 # The virtual pinpad reader for the tests (Simulator/pinpad, Simulator/README.md): a pcscd reader driver built
 # against pcsc-lite's ifdhandler.h and reader.h (libpcsclite-dev, a build package), which pcscd-sandbox --pinpad

@@ -70,6 +70,7 @@
 #define TP_MAX_SECRET 1024  /* bytes; PINs, card PINs and the policy's longest PIN (256) fit */
 #define TP_MAX_MESSAGES 64  /* daemon messages in one exchange: prompts and events of verify or change fit */
 #define TP_MAX_ITEM 255     /* bytes of a PAM item sent as an invoker field; the daemon takes up to 256 */
+#define TP_PROTOCOL_VERSION 3 /* the version this module writes (docs/protocol.md); tp_line_start alone writes it */
 
 enum tp_mode { TP_MODE_EITHER, TP_MODE_PIN, TP_MODE_TOKEN };
 
@@ -468,14 +469,18 @@ static int tp_is_utf8(const char *text, size_t length) {
     return 1;
 }
 
-/* Appends `text` JSON-escaped to out (which has room: 6 bytes per input byte). */
+/* Appends `text` JSON-escaped to out (which has room: 6 bytes per input byte), byte for byte as the daemon's
+   encoder escapes it (JSONValue.quote). */
 static size_t tp_escape(char *out, const char *text, size_t length) {
     static const char hex[] = "0123456789abcdef";
     size_t n = 0;
     for (size_t i = 0; i < length; i++) {
         unsigned char c = (unsigned char)text[i];
         if (c == '"' || c == '\\') { out[n++] = '\\'; out[n++] = (char)c; }
-        else if (c < 0x20 || c == 0x7F) {
+        else if (c == '\n' || c == '\r' || c == '\t') {
+            /* the short forms, as the Swift encoder writes them (Tests/Vectors/protocol) */
+            out[n++] = '\\'; out[n++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        } else if (c < 0x20 || c == 0x7F) {
             out[n++] = '\\'; out[n++] = 'u'; out[n++] = '0'; out[n++] = '0';
             out[n++] = hex[c >> 4]; out[n++] = hex[c & 0xF];
         } else out[n++] = (char)c;
@@ -501,6 +506,18 @@ static void tp_append_item(pam_handle_t *pamh, int item, const char *key, char *
     if (written > 0 && (size_t)written < capacity - *n) *n += (size_t)written;
 }
 
+/* Starts a line of message `type` in `out` (room for 40 bytes and the type): `{"v":3,"type":"<type>"`. Every
+   line this module sends starts here, so the version and the framing come from one place; tp_line_end closes it. */
+static size_t tp_line_start(char *out, const char *type) {
+    return (size_t)sprintf(out, "{\"v\":%d,\"type\":\"%s\"", TP_PROTOCOL_VERSION, type);
+}
+
+/* Ends the object and the line (2 bytes). */
+static size_t tp_line_end(char *out) {
+    memcpy(out, "}\n", 2);
+    return 2;
+}
+
 /* Sends a request naming `op`, `user` and, for verify, the method the options force (NULL: token first, then
  * the PIN as the daemon's fallback setting allows), with the invoker fields: who runs this PAM stack. */
 static int tp_send_request(pam_handle_t *pamh, struct tp_conn *conn, const char *op, const char *user,
@@ -517,16 +534,17 @@ static int tp_send_request(pam_handle_t *pamh, struct tp_conn *conn, const char 
     else if (method != NULL) snprintf(extra, sizeof(extra), ",\"method\":\"%s\"", method);
     if (login_keyring && strcmp(op, "verify") == 0)
         strncat(extra, ",\"loginKeyring\":true", sizeof(extra) - strlen(extra) - 1);
-    int written = snprintf(line, 8192, "{\"v\":3,\"type\":\"request\",\"op\":\"%s\",\"user\":\"%s\"%s,\"invokerUID\":%u",
-                           op, escaped, extra, (unsigned)getuid());
-    if (written < 0 || written >= 8192) { free(line); return -1; }
-    size_t used = (size_t)written;
+    if (strlen(op) > 32) { free(line); return -1; }
+    size_t used = tp_line_start(line, "request");
+    int written = snprintf(line + used, 8192 - used, ",\"op\":\"%s\",\"user\":\"%s\"%s,\"invokerUID\":%u", op, escaped,
+                           extra, (unsigned)getuid());
+    if (written < 0 || (size_t)written >= 8192 - used) { free(line); return -1; }
+    used += (size_t)written;
     tp_append_item(pamh, PAM_SERVICE, "service", line, &used, 8192 - 3);
     tp_append_item(pamh, PAM_RHOST, "rhost", line, &used, 8192 - 3);
     tp_append_item(pamh, PAM_TTY, "tty", line, &used, 8192 - 3);
     tp_append_item(pamh, PAM_RUSER, "ruser", line, &used, 8192 - 3);
-    memcpy(line + used, "}\n", 2);
-    used += 2;
+    used += tp_line_end(line + used);
     int status = tp_write_all(conn->fd, line, used);
     free(line);
     return status;
@@ -539,15 +557,15 @@ static int tp_send_secret(struct tp_conn *conn, const char *prompt, const char *
     size_t capacity = 64 + 6 * (length + prompt_length);
     char *line = malloc(capacity);
     if (line == NULL) return -1;
-    size_t n = 0;
-    memcpy(line, "{\"v\":3,\"type\":\"secret\",\"prompt\":\"", 33);
-    n = 33;
+    size_t n = tp_line_start(line, "secret");
+    memcpy(line + n, ",\"prompt\":\"", 11);
+    n += 11;
     n += tp_escape(line + n, prompt, prompt_length);
     memcpy(line + n, "\",\"value\":\"", 11);
     n += 11;
     n += tp_escape(line + n, secret, length);
-    memcpy(line + n, "\"}\n", 3);
-    n += 3;
+    line[n++] = '"';
+    n += tp_line_end(line + n);
     int status = tp_write_all(conn->fd, line, n);
     explicit_bzero(line, capacity);
     free(line);
@@ -555,8 +573,10 @@ static int tp_send_secret(struct tp_conn *conn, const char *prompt, const char *
 }
 
 static void tp_send_cancel(struct tp_conn *conn) {
-    static const char line[] = "{\"v\":3,\"type\":\"cancel\"}\n";
-    (void)tp_write_all(conn->fd, line, sizeof(line) - 1);
+    char line[64];
+    size_t n = tp_line_start(line, "cancel");
+    n += tp_line_end(line + n);
+    (void)tp_write_all(conn->fd, line, n);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -924,7 +944,7 @@ static int tp_converse(struct tp_exchange *x, char *line, struct tp_message *mes
         explicit_bzero(line, strlen(line));
         const char *type = parsed == 0 ? tp_string(message, "type") : NULL;
         long long version = tp_int(message, "v", 0);
-        if (type == NULL || version < 1 || version > 3) {
+        if (type == NULL || version < 1 || version > TP_PROTOCOL_VERSION) {
             pam_syslog(x->pamh, LOG_ERR, "tokenpind sent a message this module cannot read");
             tp_message_free(message);
             tp_send_cancel(x->conn);

@@ -11,22 +11,15 @@ struct Reply: ~Copyable {
 
     /// The enrolment result: the recovery key written straight into a reserved buffer, never a `String`.
     static func enrolment(_ result: consuming EnrolmentResult) -> Reply {
-        let head = ServerMessage.result(
+        var writer = ServerMessage.result(
             exitCode: 0,
             fields: [
                 JSONMember("event", .text("created")), JSONMember("kdf", result.kdf.protocolValue),
                 JSONMember("record", .text(result.recordPath)),
             ]
-        ).line
-        var line: [UInt8] = []
-        line.reserveCapacity(head.count + 32 + result.recoveryKeyText.count * 6)
-        line += head.dropLast(2)  // `}` and the newline
-        line += Array(",\"recoveryKey\":".utf8)
-        var raw = result.recoveryKeyText.withUnsafeBytes { [UInt8]($0) }
-        JSONValue.quote(raw, into: &line)
-        TokenpinCore.wipe(&raw)
-        line += Array("}\n".utf8)
-        return Reply(bytes: line)
+        ).writer
+        writer.appendSecret("recoveryKey", result.recoveryKeyText)
+        return Reply(bytes: writer.finish())
     }
 
     /// A `derive` result: the key goes into the line from guarded memory (`DeriveWire`), and is wiped once sent.

@@ -232,24 +232,36 @@ extension RetryCounter {
     }
 }
 
+extension VerifyOutcome {
+    /// The outcome's name: a result's `outcome` on the wire, and the CLI's `--json` `outcome` (beside its `event`,
+    /// which names the same thing in the event vocabulary: `rejected` is the event `wrongPIN`).
+    public var protocolName: String {
+        switch self {
+        case .verified: "verified"
+        case .rejected: "rejected"
+        case .locked: "locked"
+        case .delayed: "delayed"
+        case .tokenRejected: "tokenRejected"
+        }
+    }
+}
+
 extension VerifyReport {
     /// The report's fields, flat: `outcome`, its data, the counter.
     public var protocolFields: [JSONMember] {
         var fields: [JSONMember] = []
+        fields.append(JSONMember("outcome", .text(outcome.protocolName)))
         switch outcome {
         case .verified(let method):
-            fields += [JSONMember("outcome", .text("verified")), JSONMember("method", .text(method.rawValue))]
+            fields.append(JSONMember("method", .text(method.rawValue)))
         case .rejected(let remaining, let lastTry):
-            fields += [
-                JSONMember("outcome", .text("rejected")), JSONMember("remaining", .int(remaining)),
-                JSONMember("lastTry", .bool(lastTry)),
-            ]
+            fields += [JSONMember("remaining", .int(remaining)), JSONMember("lastTry", .bool(lastTry))]
         case .locked:
-            fields.append(JSONMember("outcome", .text("locked")))
+            break
         case .delayed(let seconds):
-            fields += [JSONMember("outcome", .text("delayed")), JSONMember("retryAfter", .int(seconds))]
+            fields.append(JSONMember("retryAfter", .int(seconds)))
         case .tokenRejected(let reason):
-            fields += [JSONMember("outcome", .text("tokenRejected")), JSONMember("reason", .text(reason))]
+            fields.append(JSONMember("reason", .text(reason)))
         }
         if let counter {
             fields += counter.protocolFields.filter { field in !fields.contains { $0.key == field.key } }
@@ -352,7 +364,8 @@ extension TypeStatus {
             JSONMember("type", .text(type.rawValue)), JSONMember("enabled", .bool(enabled)),
             JSONMember("canDisable", .bool(canDisable)),
         ]
-        if let serial { members.append(JSONMember("serial", .text(serial))) }
+        // The token's `serial` is always there (null while unbound), as `--json` has always shown it.
+        if serial != nil || type == .token { members.append(JSONMember("serial", serial.map(JSONValue.text) ?? .null)) }
         return .object(members)
     }
 
@@ -444,8 +457,11 @@ extension StatusReport {
 
 extension ReaderInfo {
     /// The reader as an object.
-    public var protocolValue: JSONValue {
-        .object([
+    public var protocolValue: JSONValue { .object(protocolMembers) }
+
+    /// The reader's members, for the wire and for `--json` (which adds `matches`).
+    public var protocolMembers: [JSONMember] {
+        [
             JSONMember("name", .text(name)), JSONMember("cardPresent", .bool(cardPresent)),
             JSONMember("serial", serial.map(JSONValue.text) ?? .null), JSONMember("openpgp", .bool(isOpenPGP)),
             JSONMember("application", application.map(JSONValue.text) ?? .null), JSONMember("usable", .bool(usable)),
@@ -453,7 +469,7 @@ extension ReaderInfo {
             JSONMember("cardTriesLeft", cardPINTriesLeft.map(JSONValue.int) ?? .null),
             JSONMember("key", key.map(JSONValue.text) ?? .null),
             JSONMember("pinpad", pinpad?.protocolValue ?? .null),
-        ])
+        ]
     }
 
     /// A reader from its object.
@@ -483,8 +499,11 @@ extension ReaderInfo {
 
 extension TokenStatus {
     /// The token side of a status as an object.
-    public var protocolValue: JSONValue {
-        .object([
+    public var protocolValue: JSONValue { .object(protocolMembers) }
+
+    /// The token side's members, for the wire and for `--json` (which adds `serial` and `present`).
+    public var protocolMembers: [JSONMember] {
+        [
             JSONMember("readers", .array(readers.map(\.protocolValue))),
             JSONMember("problem", problem.map(JSONValue.text) ?? .null),
             JSONMember("reader", matchingReader.map(JSONValue.text) ?? .null),
@@ -493,7 +512,7 @@ extension TokenStatus {
             JSONMember("slot", slot.map(JSONValue.text) ?? .null),
             JSONMember("algorithm", algorithm.map(JSONValue.text) ?? .null),
             JSONMember("revoked", revoked.map(JSONValue.text) ?? .null),
-        ])
+        ]
     }
 
     /// The token side of a status from its object.

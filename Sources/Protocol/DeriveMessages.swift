@@ -53,14 +53,8 @@ public enum DeriveWire {
     /// The result line of a successful `derive`: the report's fields, then `applicationKey` in hex written from
     /// guarded memory into the line (the caller wipes the line once it is sent).
     public static func resultLine(exitCode: Int, fields: [JSONMember], key: borrowing SecretBytes) -> [UInt8] {
-        let head = ServerMessage.result(exitCode: exitCode, fields: fields).line
-        let hex = KeyEncoding.hex.encode(key)
-        var line: [UInt8] = []
-        line.reserveCapacity(head.count + keyField.utf8.count + hex.count + 8)
-        line += head.dropLast(2)  // `}` and the newline
-        line += Array(",\"\(keyField)\":\"".utf8)
-        hex.withUnsafeBytes { line += $0 }
-        line += Array("\"}\n".utf8)
-        return line
+        var writer = ServerMessage.result(exitCode: exitCode, fields: fields).writer
+        writer.appendSecret(keyField, KeyEncoding.hex.encode(key))
+        return writer.finish()
     }
 }

@@ -108,7 +108,7 @@ public enum JSONValue: Sendable, Equatable {
     }
 
     /// Appends `bytes` as a quoted JSON string, escaping quotes, backslashes and control characters.
-    public static func quote(_ bytes: [UInt8], into out: inout [UInt8]) {
+    public static func quote(_ bytes: some Sequence<UInt8>, into out: inout [UInt8]) {
         let hex = Array("0123456789abcdef".utf8)
         out.append(UInt8(ascii: "\""))
         for byte in bytes {

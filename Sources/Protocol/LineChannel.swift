@@ -198,11 +198,17 @@ public final class LineChannel {
     /// Writes one message.
     public func send(_ message: ServerMessage) throws(ProtocolError) { try write(message.line) }
 
-    /// Writes a `secret` message for `prompt`; every buffer that held the secret is wiped before this returns.
+    /// Writes a `secret` message for `prompt`, quoted straight from guarded memory; the line is wiped before this
+    /// returns.
     public func sendSecret(prompt: String, _ secret: borrowing SecretBytes) throws(ProtocolError) {
-        var raw = secret.withUnsafeBytes { [UInt8]($0) }
-        var line = ClientMessage.secretLine(prompt: prompt, value: raw)
-        wipe(&raw)
+        var writer = ClientMessage.secretWriter(prompt: prompt, count: secret.count)
+        writer.appendSecret("value", secret)
+        try send(writer)
+    }
+
+    /// Finishes and writes a line, then wipes it (it may hold a secret).
+    public func send(_ writer: consuming LineWriter) throws(ProtocolError) {
+        var line = writer.finish()
         defer { wipe(&line) }
         try write(line)
     }

@@ -10,17 +10,11 @@ public enum LoginKeyringWire {
     /// The result field holding the login password.
     public static let passwordField = "loginPassword"
 
-    /// The result line of a verification that releases `password`: the report's fields, then `loginPassword`.
+    /// The result line of a verification that releases `password`: the report's fields, then `loginPassword`,
+    /// quoted from guarded memory (the caller wipes the line once it is sent).
     public static func resultLine(exitCode: Int, fields: [JSONMember], password: borrowing SecretBytes) -> [UInt8] {
-        let head = ServerMessage.result(exitCode: exitCode, fields: fields).line
-        var raw = password.withUnsafeBytes { [UInt8]($0) }
-        var line: [UInt8] = []
-        line.reserveCapacity(head.count + passwordField.utf8.count + raw.count * 6 + 8)
-        line += head.dropLast(2)  // `}` and the newline
-        line += Array(",\"\(passwordField)\":".utf8)
-        JSONValue.quote(raw, into: &line)
-        TokenpinCore.wipe(&raw)
-        line += Array("}\n".utf8)
-        return line
+        var writer = ServerMessage.result(exitCode: exitCode, fields: fields).writer
+        writer.appendSecret(passwordField, password)
+        return writer.finish()
     }
 }

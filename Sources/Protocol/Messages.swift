@@ -438,105 +438,108 @@ extension ClientMessage {
     /// The line for this message, newline included. A `secret` line holds the secret: wipe it after writing.
     public var line: [UInt8] {
         if case .secret(let prompt, let value) = self { return Self.secretLine(prompt: prompt, value: value) }
-        var members: [JSONMember] = [JSONMember("v", .int(ProtocolLimits.version))]
+        var writer: LineWriter
         switch self {
         case .request(let request):
-            members.append(JSONMember("type", .text("request")))
-            members.append(JSONMember("op", .text(request.operation.rawValue)))
-            if let user = request.user { members.append(JSONMember("user", .text(user))) }
-            if let type = request.authenticationType { members.append(JSONMember("authType", .text(type.rawValue))) }
-            if let on = request.on { members.append(JSONMember("on", .bool(on))) }
-            if let record = request.record { members.append(JSONMember("record", .text(Base64.encode(record)))) }
-            if let attempts = request.newPINAttempts { members.append(JSONMember("newPINAttempts", .int(attempts))) }
-            if let method = request.method { members.append(JSONMember("method", .text(method.rawValue))) }
-            if let generate = request.generateKey { members.append(JSONMember("generateKey", .bool(generate))) }
-            if let yes = request.assumeYes { members.append(JSONMember("yes", .bool(yes))) }
-            if let mode = request.mode { members.append(JSONMember("mode", .text(mode.rawValue))) }
-            if let admin = request.admin { members.append(JSONMember("admin", .bool(admin))) }
-            if let reader = request.reader { members.append(JSONMember("reader", .text(reader))) }
-            if let serial = request.serial { members.append(JSONMember("serial", .text(serial))) }
-            if let kind = request.application { members.append(JSONMember("app", .text(kind.rawValue))) }
-            if let slot = request.slot { members.append(JSONMember("slot", .text(slot))) }
-            if let name = request.applicationName {
-                members.append(JSONMember("applicationName", .text(name.rawValue)))
-            }
-            if let uri = request.tokenURI { members.append(JSONMember("tokenURI", .text(uri))) }
-            if let pinpad = request.pinpad { members.append(JSONMember("pinpad", .bool(pinpad))) }
-            if let keyring = request.loginKeyring { members.append(JSONMember("loginKeyring", .bool(keyring))) }
+            writer = LineWriter("request")
+            writer.append("op", .text(request.operation.rawValue))
+            if let user = request.user { writer.append("user", .text(user)) }
+            if let type = request.authenticationType { writer.append("authType", .text(type.rawValue)) }
+            if let on = request.on { writer.append("on", .bool(on)) }
+            if let record = request.record { writer.append("record", .text(Base64.encode(record))) }
+            if let attempts = request.newPINAttempts { writer.append("newPINAttempts", .int(attempts)) }
+            if let method = request.method { writer.append("method", .text(method.rawValue)) }
+            if let generate = request.generateKey { writer.append("generateKey", .bool(generate)) }
+            if let yes = request.assumeYes { writer.append("yes", .bool(yes)) }
+            if let mode = request.mode { writer.append("mode", .text(mode.rawValue)) }
+            if let admin = request.admin { writer.append("admin", .bool(admin)) }
+            if let reader = request.reader { writer.append("reader", .text(reader)) }
+            if let serial = request.serial { writer.append("serial", .text(serial)) }
+            if let kind = request.application { writer.append("app", .text(kind.rawValue)) }
+            if let slot = request.slot { writer.append("slot", .text(slot)) }
+            if let name = request.applicationName { writer.append("applicationName", .text(name.rawValue)) }
+            if let uri = request.tokenURI { writer.append("tokenURI", .text(uri)) }
+            if let pinpad = request.pinpad { writer.append("pinpad", .bool(pinpad)) }
+            if let keyring = request.loginKeyring { writer.append("loginKeyring", .bool(keyring)) }
             if let invoker = request.invoker {
-                members.append(JSONMember("invokerUID", .int(Int(invoker.uid))))
+                writer.append("invokerUID", .int(Int(invoker.uid)))
                 for (key, value) in [
                     ("service", invoker.service), ("rhost", invoker.rhost), ("tty", invoker.tty),
                     ("ruser", invoker.ruser),
                 ] {
-                    if let value { members.append(JSONMember(key, .text(value))) }
+                    if let value { writer.append(key, .text(value)) }
                 }
             }
         case .secret:
-            break  // built above, without intermediate copies
+            preconditionFailure("a secret line is built by secretLine")
         case .confirm(let answer):
-            members.append(JSONMember("type", .text("confirm")))
-            members.append(JSONMember("answer", .bool(answer)))
+            writer = LineWriter("confirm")
+            writer.append("answer", .bool(answer))
         case .choice(let index):
-            members.append(JSONMember("type", .text("choice")))
-            members.append(JSONMember("index", .int(index)))
+            writer = LineWriter("choice")
+            writer.append("index", .int(index))
         case .cancel:
-            members.append(JSONMember("type", .text("cancel")))
+            writer = LineWriter("cancel")
         }
-        var out = JSONValue.object(members).serialized
-        out.append(0x0A)
-        return out
+        return writer.finish()
     }
 }
 
 extension ClientMessage {
-    /// The line of a `secret` message, newline included, built in one buffer reserved for the worst case (every
-    /// byte escaped), so no reallocation leaves a copy of the secret behind. Wipe it after writing.
+    /// The writer of a `secret` message for `prompt`, up to its `value`, its buffer reserved for the worst case
+    /// of a `count`-byte secret (every byte escaped), so no reallocation leaves a copy of the secret behind.
+    static func secretWriter(prompt: String, count: Int) -> LineWriter {
+        var writer = LineWriter("secret", reserving: prompt.utf8.count * 6 + count * 6)
+        writer.append("prompt", .text(prompt))
+        return writer
+    }
+
+    /// The line of a `secret` message, newline included. Wipe it after writing.
     static func secretLine(prompt: String, value: [UInt8]) -> [UInt8] {
-        var line: [UInt8] = []
-        line.reserveCapacity(64 + prompt.utf8.count * 6 + value.count * 6)
-        line += Array("{\"v\":1,\"type\":\"secret\",\"prompt\":".utf8)
-        JSONValue.quote(Array(prompt.utf8), into: &line)
-        line += Array(",\"value\":".utf8)
-        JSONValue.quote(value, into: &line)
-        line += Array("}\n".utf8)
-        return line
+        var writer = secretWriter(prompt: prompt, count: value.count)
+        value.withUnsafeBytes { writer.appendSecret("value", bytes: $0) }
+        return writer.finish()
     }
 }
 
 extension ServerMessage {
-    /// The line for this message, newline included.
-    public var line: [UInt8] {
-        var members: [JSONMember] = [JSONMember("v", .int(ProtocolLimits.version))]
+    /// The writer holding this message, for a reply that appends a secret member before finishing it.
+    public var writer: LineWriter {
+        var writer: LineWriter
         switch self {
         case .prompt(let name, let card, let triesLeft):
-            members.append(JSONMember("type", .text("prompt")))
-            members.append(JSONMember("prompt", .text(name)))
-            if let card { members.append(JSONMember("card", .text(card))) }
-            if let triesLeft { members.append(JSONMember("remaining", .int(triesLeft))) }
+            writer = LineWriter("prompt")
+            writer.append("prompt", .text(name))
+            if let card { writer.append("card", .text(card)) }
+            if let triesLeft { writer.append("remaining", .int(triesLeft)) }
         case .question(let text, let typed):
-            members += [JSONMember("type", .text("question")), JSONMember("text", .text(text))]
-            if let typed { members.append(JSONMember("typed", .text(typed))) }
+            writer = LineWriter("question")
+            writer.append("text", .text(text))
+            if let typed { writer.append("typed", .text(typed)) }
         case .choice(let text, let options):
-            members += [
-                JSONMember("type", .text("choice")), JSONMember("text", .text(text)),
-                JSONMember("options", .array(options.map(JSONValue.text))),
-            ]
+            writer = LineWriter("choice")
+            writer.append("text", .text(text))
+            writer.append("options", .array(options.map(JSONValue.text)))
         case .event(let name, let fields):
-            members += [JSONMember("type", .text("event")), JSONMember("event", .text(name))] + fields
+            writer = LineWriter("event")
+            writer.append("event", .text(name))
+            writer.append(contentsOf: fields)
         case .result(let exitCode, let fields):
-            members += [JSONMember("type", .text("result")), JSONMember("exitCode", .int(exitCode))] + fields
+            writer = LineWriter("result")
+            writer.append("exitCode", .int(exitCode))
+            writer.append(contentsOf: fields)
         case .error(let code, let message, let exitCode, let fields):
-            members +=
-                [
-                    JSONMember("type", .text("error")), JSONMember("code", .text(code)),
-                    JSONMember("message", .text(message)), JSONMember("exitCode", .int(exitCode)),
-                ] + fields
+            writer = LineWriter("error")
+            writer.append("code", .text(code))
+            writer.append("message", .text(message))
+            writer.append("exitCode", .int(exitCode))
+            writer.append(contentsOf: fields)
         }
-        var out = JSONValue.object(members).serialized
-        out.append(0x0A)
-        return out
+        return writer
     }
+
+    /// The line for this message, newline included.
+    public var line: [UInt8] { writer.finish() }
 }
 
 /// Base64 (RFC 4648, with padding), strict on decode.

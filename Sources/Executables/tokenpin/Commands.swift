@@ -119,6 +119,7 @@ extension Context {
             object = [("ok", .bool(false)), ("event", .string("tokenFailed"))]
             console.note(console.err.error("Token not verified: ") + reason)
         }
+        object.insert(("outcome", .string(report.outcome.protocolName)), at: 2)
         if let counter {
             object += [
                 ("remaining", .int(counter.remaining)), ("lastTry", .bool(counter.remaining == 1)),
@@ -368,18 +369,6 @@ struct ResetCommand: Command {
     }
 }
 
-func typesJSON(_ types: [TypeStatus]) -> JSONValue {
-    .array(
-        types.map { type in
-            var pairs: [(String, JSONValue)] = [
-                ("type", .string(type.type.rawValue)), ("enabled", .bool(type.enabled)),
-                ("canDisable", .bool(type.canDisable)),
-            ]
-            if type.type == .token { pairs.append(("serial", .optional(type.serial))) }
-            return .object(pairs)
-        })
-}
-
 /// `tokenpin types`: the authentication types and whether each is on, with the token's card and readers.
 struct TypesCommand: Command {
     func run(_ context: Context) -> ExitCode {
@@ -401,7 +390,7 @@ struct TypesCommand: Command {
             }
             describeReaders(token, context: context, enrolledSerial: serial)
             context.console.emit([
-                ("ok", .bool(true)), ("types", typesJSON(types)),
+                ("ok", .bool(true)), ("types", TypeStatus.protocolValue(types)),
                 ("token", tokenJSON(token, enrolledSerial: serial)),
             ])
             return .success
@@ -411,34 +400,21 @@ struct TypesCommand: Command {
     }
 }
 
+/// A reader in `--json`: the codec's reader (the wire's), and whether its card is the enrolled one (`matches`).
 func readerJSON(_ reader: ReaderInfo, enrolledSerial: String?) -> JSONValue {
-    .object([
-        ("name", .string(reader.name)), ("cardPresent", .bool(reader.cardPresent)),
-        ("serial", .optional(reader.serial)), ("openpgp", .bool(reader.isOpenPGP)),
-        ("application", .optional(reader.application)), ("usable", .bool(reader.usable)),
-        ("unusableReason", .optional(reader.unusableReason)),
-        ("matches", .bool(enrolledSerial != nil && reader.serial == enrolledSerial)),
-        ("cardTriesLeft", .optional(reader.cardPINTriesLeft)), ("key", .optional(reader.key)),
-        ("pinpad", reader.pinpad.map(pinpadJSON) ?? .null),
-    ])
+    .object(
+        reader.protocolMembers + [
+            JSONMember("matches", .bool(enrolledSerial != nil && reader.serial == enrolledSerial))
+        ])
 }
 
-func pinpadJSON(_ pinpad: ReaderPinpad) -> JSONValue {
-    .object([
-        ("verify", .bool(pinpad.verify)), ("modify", .bool(pinpad.modify)), ("minDigits", .int(pinpad.minDigits)),
-        ("maxDigits", .int(pinpad.maxDigits)), ("ignored", .optional(pinpad.ignored)),
-    ])
-}
-
+/// The token side of a status in `--json`: the codec's (the wire's), with the enrolled card's `serial`, whether it
+/// is `present`, and each reader's `matches`.
 func tokenJSON(_ token: TokenStatus, enrolledSerial: String?) -> JSONValue {
-    .object([
-        ("serial", .optional(enrolledSerial)), ("present", .bool(token.matchingReader != nil)),
-        ("reader", .optional(token.matchingReader)), ("cardTriesLeft", .optional(token.cardPINTriesLeft)),
-        ("application", .optional(token.application)), ("slot", .optional(token.slot)),
-        ("algorithm", .optional(token.algorithm)),
-        ("problem", .optional(token.problem)), ("revoked", .optional(token.revoked)),
-        ("readers", .array(token.readers.map { readerJSON($0, enrolledSerial: enrolledSerial) })),
-    ])
+    let readers = JSONValue.array(token.readers.map { readerJSON($0, enrolledSerial: enrolledSerial) })
+    return .object(
+        [JSONMember("serial", .optional(enrolledSerial)), JSONMember("present", .bool(token.matchingReader != nil))]
+            + token.protocolMembers.map { $0.key == "readers" ? JSONMember("readers", readers) : $0 })
 }
 
 /// One line per reader: the card in it, whether tokenpin can use it, whether it is the enrolled one.
@@ -685,7 +661,7 @@ struct StatusCommand: Command {
             ),
         ]
         object.append(("kdf", report.kdf.map(kdfJSON) ?? .null))
-        object.append(("types", report.enrolled ? typesJSON(report.types) : .array([])))
+        object.append(("types", report.enrolled ? TypeStatus.protocolValue(report.types) : .array([])))
         object.append(("mode", .optional(report.mode?.rawValue)))
         object.append(("fallback", .optional(report.fallback?.rawValue)))
         object.append(("modeSource", .optional(report.modeSource?.rawValue)))
