@@ -96,9 +96,11 @@ deb-deps: deps
 build: deps $(STATIC_CXX_DIR)/libstdc++.a
 	$(SWIFT) build -c release $(RELEASE_FLAGS) $(BUILD_FLAGS)
 
-# GCC's static libstdc++ (libstdc++-12-dev, which the Swift toolchain needs anyway), alone in its directory.
+# GCC's static libstdc++ (libstdc++-12-dev, which the Swift toolchain needs anyway), alone in its directory;
+# found by cc or, where there is no cc, by the toolchain's clang.
 $(STATIC_CXX_DIR)/libstdc++.a:
-	@archive=$$($(CC) -print-file-name=libstdc++.a); [ -f "$$archive" ] || { echo "error: no libstdc++.a (apt-get install libstdc++-12-dev)" >&2; exit 2; }; \
+	@archive=$$($(CC) -print-file-name=libstdc++.a 2>/dev/null); [ -f "$$archive" ] || archive=$$(clang -print-file-name=libstdc++.a 2>/dev/null); \
+	[ -f "$$archive" ] || { echo "error: no libstdc++.a (apt-get install libstdc++-12-dev)" >&2; exit 2; }; \
 	mkdir -p $(STATIC_CXX_DIR) && ln -sf "$$archive" $@
 
 debug: deps
