@@ -24,7 +24,13 @@ SWIFT         ?= swift
 BUILD_FLAGS   ?=
 # Release binaries carry the Swift runtime and Foundation inside and no symbols, so they run without the
 # toolchain and need only Debian's libraries (docs/packaging.md); relocations are read-only after start.
-RELEASE_FLAGS ?= --static-swift-stdlib -Xlinker -s -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
+# Start-up (docs/packaging.md, "Start-up"): libstdc++ linked in as well (the Swift runtime's C++ library: loading
+# libstdc++.so.6 and binding its ~4,300 symbol relocations was a quarter of `tokenpin --version`), through a
+# directory that holds only GCC's libstdc++.a and comes first in the search; lld packs the ~40,000 relative
+# relocations into a few KB (DT_RELR, glibc 2.36).
+STATIC_CXX_DIR = $(CURDIR)/.build/static-cxx
+RELEASE_FLAGS ?= --static-swift-stdlib -Xlinker -s -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now \
+                 -Xswiftc -L$(STATIC_CXX_DIR) -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
 RELEASE_DIR    = .build/release
 DEBUG_DIR      = .build/debug
 
@@ -40,7 +46,7 @@ BUILD_PACKAGES = libsodium-dev libssl-dev libpcsclite-dev pkg-config libpam0g-de
 TEST_PACKAGES  = pcscd vsmartcard-vpcd opensc yubico-piv-tool openssl pcsc-tools scdaemon gnupg util-linux iproute2 pamtester passwd python3 bc zsh fish \
                  python3-venv python3-dev gcc softhsm2 opensc-pkcs11 gnutls-bin p11-kit-modules openssh-client restic borgbackup \
                  gnome-keyring libpam-gnome-keyring libsecret-tools dbus-daemon age
-BENCH_PACKAGES = hyperfine time python3 bc
+BENCH_PACKAGES = hyperfine time python3 bc valgrind
 # make deb and its test (Tests/EndToEnd/package.sh).
 DEB_PACKAGES   = debhelper dpkg-dev lintian
 # The version, written once in the sources; the package takes it from there.
@@ -89,8 +95,15 @@ bench-deps: deps
 deb-deps: deps
 	$(call apt_install,$(DEB_PACKAGES))
 
-build: deps
+build: deps $(STATIC_CXX_DIR)/libstdc++.a
 	$(SWIFT) build -c release $(RELEASE_FLAGS) $(BUILD_FLAGS)
+
+# GCC's static libstdc++ (libstdc++-12-dev, which the Swift toolchain needs anyway), alone in its directory;
+# found by cc or, where there is no cc, by the toolchain's clang.
+$(STATIC_CXX_DIR)/libstdc++.a:
+	@archive=$$($(CC) -print-file-name=libstdc++.a 2>/dev/null); [ -f "$$archive" ] || archive=$$(clang -print-file-name=libstdc++.a 2>/dev/null); \
+	[ -f "$$archive" ] || { echo "error: no libstdc++.a (apt-get install libstdc++-12-dev)" >&2; exit 2; }; \
+	mkdir -p $(STATIC_CXX_DIR) && ln -sf "$$archive" $@
 
 debug: deps
 	$(SWIFT) build $(BUILD_FLAGS)
