@@ -182,25 +182,7 @@ public struct PINService: Sendable {
         }
     }
 
-    // MARK: Verify
-
-    /// Verifies the PIN: checks lock and delay, asks for the PIN, then runs one counted attempt.
-    public func verifyPIN(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
-        try guarded { () throws -> VerifyReport in try verifyPIN(interaction, record: try loadRecord()) }
-    }
-
-    /// `verifyPIN` on a record already read without the lock (the counted attempt reads it again under the lock).
-    /// `retiringChallenge` is a token challenge a failed token attempt may have sent to the card: a success
-    /// re-seals the token slot under a fresh one (`retireTokenChallenge`).
-    func verifyPIN(_ interaction: some Interaction, record: EnrolmentRecord, retiringChallenge: Data? = nil) throws
-        -> VerifyReport
-    {
-        if let early = earlyOutcome(record) { return earlyReport(early, record) }
-        let pin = try readAttemptPIN(interaction, .pin, record: record)
-        return try countedAttempt(pin: pin) { record, vaultKey in
-            try retireTokenChallenge(retiringChallenge, record: &record, vaultKey: vaultKey)
-        }
-    }
+    // MARK: Counted attempts
 
     /// The counter an attempt of this class spends: the PIN's own, or for remote and other attempts theirs.
     func reportCounter(_ record: EnrolmentRecord) -> RetryCounter {
@@ -271,22 +253,7 @@ public struct PINService: Sendable {
                 defer { kdfTime = time.monotonicNanoseconds &- start }
                 return slot.open(keyEncryptionKey: kek, user: user)
             }
-            guard let vaultKey = opened else {
-                let counter = reportCounter(record)
-                logger.info(
-                    "wrong PIN",
-                    [("user", user), ("pin.remaining", String(counter.remaining)), ("class", attempt.class.rawValue)])
-                if counter.isLocked {
-                    logger.warning(
-                        "PIN locked: no tries left until a reset", [("user", user), ("class", attempt.class.rawValue)])
-                }
-                let outcome: VerifyOutcome =
-                    counter.isLocked
-                    ? .locked : .rejected(remaining: counter.remaining, lastTry: counter.remaining == 1)
-                var report = VerifyReport(outcome: outcome, kdfNanoseconds: kdfTime, counter: counter)
-                report.countedApart = countsApart
-                return report
-            }
+            guard let vaultKey = opened else { return wrongPINReport(record, kdfNanoseconds: kdfTime) }
             var notice: OtherAttemptsNotice?
             if countsApart {
                 record.otherAttempts?.succeeded()
@@ -305,6 +272,23 @@ public struct PINService: Sendable {
             report.countedApart = countsApart
             return report
         }
+    }
+
+    /// The report of a counted attempt whose PIN was wrong, on the counter it spent (already saved).
+    func wrongPINReport(_ record: EnrolmentRecord, kdfNanoseconds: UInt64) -> VerifyReport {
+        let counter = reportCounter(record)
+        logger.info(
+            "wrong PIN",
+            [("user", user), ("pin.remaining", String(counter.remaining)), ("class", attempt.class.rawValue)])
+        if counter.isLocked {
+            logger.warning(
+                "PIN locked: no tries left until a reset", [("user", user), ("class", attempt.class.rawValue)])
+        }
+        let outcome: VerifyOutcome =
+            counter.isLocked ? .locked : .rejected(remaining: counter.remaining, lastTry: counter.remaining == 1)
+        var report = VerifyReport(outcome: outcome, kdfNanoseconds: kdfNanoseconds, counter: counter)
+        report.countedApart = countsApart
+        return report
     }
 
     /// Locked or delayed before anything is asked, or nil.
