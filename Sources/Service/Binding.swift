@@ -59,16 +59,19 @@ extension PINService {
 
     /// Reads and judges the key in the named `slot` of the card `probe` found, before anything is asked: a key
     /// tokenpin cannot use is refused (exit 6) without a PIN spent.
-    func judgeKey(in slot: String, of probe: CardProbe) throws {
-        let card = try openCard(reader: probe.reader, kind: probe.kind)
+    func judgeKey(in slot: String, of probe: CardProbe) throws(ServiceError) {
+        let card: any TokenApplication
+        do throws(TokenFailure) {
+            card = try openCard(reader: probe.reader, kind: probe.kind)
+        } catch {
+            throw error.serviceError
+        }
         defer { card.close() }
-        do {
+        do throws(TokenCardError) {
             _ = try card.bindableKey(slot: slot)
         } catch {
-            if case .unusable(let why) = error {
-                throw ServiceError.tokenUnavailable("card \(card.label) is not usable: \(why)")
-            }
-            throw failure(error, card: card.label)
+            if case .unusable(let why) = error { throw .tokenUnavailable("card \(card.label) is not usable: \(why)") }
+            throw failure(error, card: card.label).serviceError
         }
     }
 
@@ -322,7 +325,7 @@ extension PINService {
     }
 
     /// The algorithm a stored binding names.
-    func bindingAlgorithm(_ binding: TokenBinding) throws -> TokenKeyAlgorithm {
+    func bindingAlgorithm(_ binding: TokenBinding) throws(StoreError) -> TokenKeyAlgorithm {
         guard let algorithm = TokenKeyAlgorithm(bindingName: binding.algorithm) else {
             throw StoreError(.corrupt, path: recordPath, "token slot names an unknown algorithm")
         }

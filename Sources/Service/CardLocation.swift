@@ -226,7 +226,7 @@ extension PINService {
     /// bind (`card-bind`) and have no binding, the cards no other record binds. Also how many were hidden.
     func touchable(_ probes: [CardProbe]) throws(ServiceError) -> (visible: [CardProbe], hidden: Int) {
         guard cardScope == .boundCardOnly else { return (probes, 0) }
-        let own = try guarded { () throws -> String? in try boundCard()?.serial }
+        let own = try boundCard()?.serial
         let mayBind = own == nil ? try mayBindFreeCard() : false
         let others = mayBind ? cardAccess?.identities(boundToOthersThan: user) ?? [] : []
         let visible = probes.filter { probe in
@@ -282,7 +282,7 @@ extension PINService {
                         ? ReaderInfo(name: probe.reader, cardPresent: false) : probe.info
                 })
         }
-        let bound = try guarded { () throws -> String? in try boundCard()?.serial }
+        let bound = try boundCard()?.serial
         let mayBind = bound == nil ? try mayBindFreeCard() : false
         // No card is read at all for a user who may touch none.
         guard bound != nil || mayBind else { return [] }
@@ -293,14 +293,23 @@ extension PINService {
     /// lets them.
     func mayBindFreeCard() throws(ServiceError) -> Bool {
         guard let cardAccess else { return false }
-        let enrolled = try guarded { () throws -> Bool in try store.exists() && store.load(user: user) != nil }
+        let enrolled: Bool
+        do throws(StoreError) {
+            enrolled = try store.exists() ? try store.load(user: user) != nil : false
+        } catch {
+            throw .store(error)
+        }
         return enrolled && cardAccess.bindRefusal(for: user) == nil
     }
 
     /// The card bound to the record (token or composite slot), or nil when there is no record or no binding.
-    func boundCard() throws -> TokenBinding? {
-        guard try store.exists(), let record = try store.load(user: user) else { return nil }
-        return record.slot(.token)?.token ?? record.slot(.composite)?.token
+    func boundCard() throws(ServiceError) -> TokenBinding? {
+        do throws(StoreError) {
+            guard try store.exists(), let record = try store.load(user: user) else { return nil }
+            return record.slot(.token)?.token ?? record.slot(.composite)?.token
+        } catch {
+            throw .store(error)
+        }
     }
 
     /// What the token side looks like for `status` and `types`; problems (pcscd down) are reported, not thrown.

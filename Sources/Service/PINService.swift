@@ -133,7 +133,7 @@ public struct PINService: Sendable {
     {
         let report: VerifyReport
         if administrator {
-            let record = try guarded { () throws -> EnrolmentRecord in try loadRecord() }
+            let record = try loadRecord()
             report = VerifyReport(outcome: .verified(method: .administrator), counter: record.counter)
         } else {
             report = try verify(interaction, method: method)
@@ -210,12 +210,13 @@ public struct PINService: Sendable {
     /// Reads the PIN for a counted attempt (`prompt`: `pin` or `current-pin`), with its tries left; a secret that
     /// cannot be the PIN under the policy (`PINPolicy.impossibility`) is refused here, before anything is counted or
     /// a card is asked.
-    func readAttemptPIN(_ interaction: some Interaction, _ prompt: SecretPrompt, record: EnrolmentRecord) throws -> PIN
+    func readAttemptPIN(_ interaction: some Interaction, _ prompt: SecretPrompt, record: EnrolmentRecord)
+        throws(ServiceError) -> PIN
     {
         let pin = PIN(try interaction.readPIN(prompt, remaining: reportCounter(record).remaining))
         if let rule = configuration.policy.impossibility(of: pin) {
             logger.info("not a PIN: not tried, nothing counted", [("user", user), ("rule", rule.rawValue)])
-            throw ServiceError.notAPIN(configuration.policy.shape)
+            throw .notAPIN(configuration.policy.shape)
         }
         return pin
     }
@@ -427,7 +428,7 @@ public struct PINService: Sendable {
     func readNewPIN(
         _ interaction: some Interaction,
         extraRule: (borrowing PIN) -> PolicyRule? = { _ in nil }
-    ) throws -> PIN {
+    ) throws(ServiceError) -> PIN {
         let attempts = max(1, interaction.newPINAttempts)
         var attempt = 0
         while true {
@@ -454,25 +455,27 @@ public struct PINService: Sendable {
 
     /// The record's state, without asking for anything.
     public func status() throws(ServiceError) -> StatusReport {
-        try guarded { () throws -> StatusReport in
-            let exists = try store.exists()
-            let record = exists ? try store.load(user: user) : nil
-            let binding = record?.slot(.token)?.token ?? record?.slot(.composite)?.token
-            let token = cards == nil ? nil : tokenStatus(binding: binding)
-            let inForce = record.flatMap(modeInForce)
-            return StatusReport(
-                user: user, recordPath: recordPath, enrolled: record != nil,
-                remaining: record?.counter.remaining, maximum: record?.counter.max,
-                locked: record?.counter.isLocked ?? false, lockedAt: record?.counter.lockedAt,
-                delaySeconds: record.map { $0.counter.delay(at: time.now, schedule: configuration.failDelay) } ?? 0,
-                failures: record?.counter.failures ?? 0,
-                kdf: (record?.slot(.pin) ?? record?.slot(.composite))?.kdf,
-                types: Self.types(of: record), mode: inForce?.mode ?? record?.policy.mode,
-                fallback: record.map { fallbackAllowed($0) ? .allow : .deny },
-                token: token, modeSource: inForce?.source
-            )
-            .withOtherAttempts(record?.otherAttempts, maximum: configuration.retriesMax, names: invokerNames)
+        let record: EnrolmentRecord?
+        do throws(StoreError) {
+            record = try store.exists() ? try store.load(user: user) : nil
+        } catch {
+            throw .store(error)
         }
+        let binding = record?.slot(.token)?.token ?? record?.slot(.composite)?.token
+        let token = cards == nil ? nil : tokenStatus(binding: binding)
+        let inForce = record.flatMap(modeInForce)
+        return StatusReport(
+            user: user, recordPath: recordPath, enrolled: record != nil,
+            remaining: record?.counter.remaining, maximum: record?.counter.max,
+            locked: record?.counter.isLocked ?? false, lockedAt: record?.counter.lockedAt,
+            delaySeconds: record.map { $0.counter.delay(at: time.now, schedule: configuration.failDelay) } ?? 0,
+            failures: record?.counter.failures ?? 0,
+            kdf: (record?.slot(.pin) ?? record?.slot(.composite))?.kdf,
+            types: Self.types(of: record), mode: inForce?.mode ?? record?.policy.mode,
+            fallback: record.map { fallbackAllowed($0) ? .allow : .deny },
+            token: token, modeSource: inForce?.source
+        )
+        .withOtherAttempts(record?.otherAttempts, maximum: configuration.retriesMax, names: invokerNames)
     }
 
     /// The authentication types of a record: the PIN always on, the token on when a card is bound.
@@ -486,7 +489,7 @@ public struct PINService: Sendable {
 
     /// The authentication types of this user; not enrolled is an error.
     public func types() throws(ServiceError) -> [TypeStatus] {
-        try guarded { () throws -> [TypeStatus] in Self.types(of: try loadRecord()) }
+        Self.types(of: try loadRecord())
     }
 
     /// `toggle pin on|off`: the PIN type is always on, so `off` is refused and `on` only checks the enrolment.
@@ -496,14 +499,18 @@ public struct PINService: Sendable {
     }
 
     /// The record, or `notEnrolled`.
-    func loadRecord() throws -> EnrolmentRecord {
-        guard try store.exists(), let record = try store.load(user: user) else {
-            throw ServiceError.notEnrolled(user: user, path: recordPath)
+    func loadRecord() throws(ServiceError) -> EnrolmentRecord {
+        do throws(StoreError) {
+            if try store.exists(), let record = try store.load(user: user) { return record }
+        } catch {
+            throw .store(error)
         }
-        return record
+        throw .notEnrolled(user: user, path: recordPath)
     }
 
-    /// Runs `body`, turning every error into a `ServiceError`.
+    /// Runs `body`, turning every error into a `ServiceError`: the one place the errors of untyped callees (the
+    /// record store's lock, the derivation gate, key calibration, the key release) are mapped. Capabilities whose
+    /// callees all throw typed errors (the card locator, the card's own PIN) do not pass through here.
     func guarded<R: ~Copyable>(_ body: () throws -> R) throws(ServiceError) -> R {
         do {
             return try body()

@@ -266,7 +266,9 @@ extension PINService {
 
     /// The bound card for a verification that needs the card and the PIN: a card that cannot be opened is
     /// reported as a token failure without fallback (there is none in `mode = both`) and thrown.
-    func openCardForBoth(_ binding: TokenBinding, _ interaction: some Interaction) throws -> any TokenApplication {
+    func openCardForBoth(_ binding: TokenBinding, _ interaction: some Interaction) throws(ServiceError)
+        -> any TokenApplication
+    {
         do {
             return try openEnrolledCard(binding)
         } catch {
