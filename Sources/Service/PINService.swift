@@ -540,3 +540,8 @@ extension RetryCounter {
         return probe.delay(at: now, schedule: schedule)
     }
 }
+
+extension Array where Element == TypeStatus {
+    /// The serial of the card the token type is bound to, or nil when the token is off.
+    var boundSerial: String? { first { $0.type == .token && $0.enabled }?.serial }
+}

@@ -54,6 +54,13 @@ extension PINService {
     func verificationPlan(for record: EnrolmentRecord, method: VerificationMethod?) throws(ServiceError)
         -> VerificationPlan
     {
+        if method != .pin, let wanted = selection.serial, let bound = Self.types(of: record).boundSerial,
+            !CardSelection(serial: wanted).accepts(serial: bound)
+        {
+            throw .tokenUnavailable(
+                "--serial \(wanted) is not the card bound to \(user) "
+                    + "(card \(cardLabel(serial: bound))); the card PIN goes to no other card")
+        }
         if countsApart {
             // Remote and other attempts get the PIN only: the card stays with the person at this machine.
             let tokenNeeded =
