@@ -6,6 +6,10 @@ import TokenpinCore
 /// Used in process by the CLI (local mode) and by the daemon. Every counted attempt follows invariant 1:
 /// under the user's lock, the decremented counter is saved before the key derivation runs, and a success
 /// restores it; a failure to save means no verification.
+///
+/// This file holds enrolment, the counted attempt and the PIN change; each other capability has its own file:
+/// Verification.swift (the verifier), CardLocation.swift (the card locator), Binding.swift (the binder),
+/// CardPIN.swift (the card's own PIN), Recovery.swift (reset with the recovery key), Status.swift.
 public struct PINService: Sendable {
     /// Where records live.
     public let store: RecordStore
@@ -352,75 +356,6 @@ public struct PINService: Sendable {
         }
     }
 
-    // MARK: Reset
-
-    /// Resets with the recovery key: asks for it, checks it (counted, before the check), then sets a new PIN and
-    /// clears the lock.
-    public func reset(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
-        try guarded { () throws -> VerifyReport in
-            _ = try loadRecord()
-            let typed = try interaction.readSecret(.recoveryKey)
-            let recovery = try Self.parseRecoveryKey(typed)
-            return try store.withLock(user: user) { () throws -> VerifyReport in
-                guard var record = try store.load(user: user) else {
-                    throw ServiceError.notEnrolled(user: user, path: recordPath)
-                }
-                guard let slot = record.slot(.recovery) else {
-                    throw StoreError(.corrupt, path: recordPath, "record has no recovery slot")
-                }
-                let delay = RetryCounter.recoveryDelay(
-                    failures: record.counter.recoveryFailures,
-                    lastAttempt: record.counter.lastAttemptAt, now: time.now,
-                    schedule: configuration.failDelay)
-                if delay > 0 { return VerifyReport(outcome: .delayed(seconds: delay), counter: record.counter) }
-                record.counter.countRecoveryFailure()
-                record.counter.lastAttemptAt = time.now
-                try store.save(record)
-                let kek = try deriveKey(slot.kdf, from: recovery)
-                guard let vaultKey = slot.open(keyEncryptionKey: kek, user: user) else {
-                    logger.info("wrong recovery key", [("user", user)])
-                    return VerifyReport(
-                        outcome: .rejected(remaining: record.counter.remaining, lastTry: false),
-                        counter: record.counter)
-                }
-                record.counter.recoveryFailures = 0
-                // The key was right: keep that whatever the new PIN step does (a refusal, a broken pin-check).
-                try store.save(record)
-                let newPIN = try readNewPIN(interaction)
-                let kdf = try chooseKDF()
-                let newKEK = try deriveKey(kdf, from: newPIN.secret)
-                let pinSlot = try VaultSlot.seal(
-                    vaultKey, keyEncryptionKey: newKEK, kind: .pin, kdf: kdf, user: user,
-                    created: time.now)
-                record.setSlot(.pin, pinSlot)
-                if record.slot(.composite) != nil {
-                    // The composite slot needs the old PIN; the token binding must be made again.
-                    record.setSlot(.composite, nil)
-                    record.policy.mode = .either
-                }
-                record.counter.restore(max: configuration.retriesMax)
-                record.updated = time.now
-                try store.save(record)
-                interaction.report(.reset)
-                return VerifyReport(outcome: .verified(method: .recovery), counter: record.counter)
-            }
-        }
-    }
-
-    /// Reads a typed recovery key; a malformed one is an error that counts nothing.
-    static func parseRecoveryKey(_ typed: borrowing SecretBytes) throws(ServiceError) -> SecretBytes {
-        do {
-            return try RecoveryKey.parse(typed)
-        } catch {
-            throw .malformedRecoveryKey(
-                error == .malformed
-                    ? "a recovery key has 30 characters in six groups of five"
-                    : error == .invalidCharacter
-                        ? "a character is not one a recovery key uses, so its check fails (a typo?)"
-                        : "its check characters do not match (a typo?)")
-        }
-    }
-
     // MARK: New PINs
 
     /// Asks for a new PIN and its confirmation, checking the policy, `extraRule` (the current PIN on a
@@ -449,53 +384,6 @@ public struct PINService: Sendable {
                     ?? ServiceError.policyViolation(rule)
             }
         }
-    }
-
-    // MARK: Status, types, toggle
-
-    /// The record's state, without asking for anything.
-    public func status() throws(ServiceError) -> StatusReport {
-        let record: EnrolmentRecord?
-        do throws(StoreError) {
-            record = try store.exists() ? try store.load(user: user) : nil
-        } catch {
-            throw .store(error)
-        }
-        let binding = record?.slot(.token)?.token ?? record?.slot(.composite)?.token
-        let token = cards == nil ? nil : tokenStatus(binding: binding)
-        let inForce = record.flatMap(modeInForce)
-        return StatusReport(
-            user: user, recordPath: recordPath, enrolled: record != nil,
-            remaining: record?.counter.remaining, maximum: record?.counter.max,
-            locked: record?.counter.isLocked ?? false, lockedAt: record?.counter.lockedAt,
-            delaySeconds: record.map { $0.counter.delay(at: time.now, schedule: configuration.failDelay) } ?? 0,
-            failures: record?.counter.failures ?? 0,
-            kdf: (record?.slot(.pin) ?? record?.slot(.composite))?.kdf,
-            types: Self.types(of: record), mode: inForce?.mode ?? record?.policy.mode,
-            fallback: record.map { fallbackAllowed($0) ? .allow : .deny },
-            token: token, modeSource: inForce?.source
-        )
-        .withOtherAttempts(record?.otherAttempts, maximum: configuration.retriesMax, names: invokerNames)
-    }
-
-    /// The authentication types of a record: the PIN always on, the token on when a card is bound.
-    public static func types(of record: EnrolmentRecord?) -> [TypeStatus] {
-        let binding = record?.slot(.token)?.token ?? record?.slot(.composite)?.token
-        return [
-            TypeStatus(type: .pin, enabled: true, canDisable: false),
-            TypeStatus(type: .token, enabled: binding != nil, canDisable: true, serial: binding?.serial),
-        ]
-    }
-
-    /// The authentication types of this user; not enrolled is an error.
-    public func types() throws(ServiceError) -> [TypeStatus] {
-        Self.types(of: try loadRecord())
-    }
-
-    /// `toggle pin on|off`: the PIN type is always on, so `off` is refused and `on` only checks the enrolment.
-    public func togglePIN(on: Bool) throws(ServiceError) {
-        guard on else { throw .pinAlwaysEnabled }
-        _ = try types()
     }
 
     /// The record, or `notEnrolled`.
@@ -529,19 +417,4 @@ public struct PINService: Sendable {
             throw .input("unexpected error: \(error)")
         }
     }
-}
-
-extension RetryCounter {
-    /// The pause before the next recovery-key attempt: the `fail-delay` schedule applied to wrong recovery keys.
-    static func recoveryDelay(failures: Int, lastAttempt: Date?, now: Date, schedule: [Int]) -> Int {
-        var probe = RetryCounter(max: 1)
-        probe.failures = failures
-        probe.lastAttemptAt = lastAttempt
-        return probe.delay(at: now, schedule: schedule)
-    }
-}
-
-extension Array where Element == TypeStatus {
-    /// The serial of the card the token type is bound to, or nil when the token is off.
-    var boundSerial: String? { first { $0.type == .token && $0.enabled }?.serial }
 }
