@@ -108,28 +108,9 @@ extension PINService {
                                 + "while the card was asked; try again")
                     }
                     guard let currentBinding = current.token else { throw ServiceError.tokenNotEnabled }
-                    switch step {
-                    case .reseal:
-                        try sealToken(record: &record, vaultKey: vaultKey, binding: currentBinding, reader: card.reader)
-                        return
-                    case .removeToken:
-                        record.setSlot(.token, nil)
-                        logger.info("token disabled", [("user", user), ("method", "both")])
-                        interaction.report(.typeChanged(type: .token, enabled: false))
-                        return
-                    case .rebind:
-                        break
-                    }
-                    // The composite slot takes the PIN slot's and the token slot's place: from now on no copy of the
-                    // record opens without the card.
-                    try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
-                    var rebound = currentBinding
-                    rebound.reader = card.reader
-                    try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, binding: rebound, mode: .both)
-                    record.policy.mode = .both
-                    record.updated = time.now
-                    logger.info("token re-bound", [("user", user), ("card", card.label), ("mode", "both")])
-                    interaction.report(.typeChanged(type: .token, enabled: true))
+                    try perform(
+                        step, record: &record, vaultKey: vaultKey, pin: pin, binding: currentBinding, card: card,
+                        interaction)
                 }
             } catch {
                 retire()
@@ -137,6 +118,33 @@ extension PINService {
             }
             if case .verified = report.outcome {} else { retire() }
             return report
+        }
+    }
+
+    /// What a verification with both slots does once both opened, under the user's lock: re-seal the token slot,
+    /// remove it, or replace both slots with one composite slot (`step`).
+    func perform(
+        _ step: StepAfterBoth, record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, pin: borrowing PIN,
+        binding: TokenBinding, card: any TokenApplication, _ interaction: some Interaction
+    ) throws {
+        switch step {
+        case .reseal:
+            try sealToken(record: &record, vaultKey: vaultKey, binding: binding, reader: card.reader)
+        case .removeToken:
+            record.setSlot(.token, nil)
+            logger.info("token disabled", [("user", user), ("method", "both")])
+            interaction.report(.typeChanged(type: .token, enabled: false))
+        case .rebind:
+            // The composite slot takes the PIN slot's and the token slot's place: from now on no copy of the
+            // record opens without the card.
+            try store.save(record)  // the PIN was right: keep the restored counter whatever happens next
+            var rebound = binding
+            rebound.reader = card.reader
+            try sealTokenSlots(record: &record, vaultKey: vaultKey, pin: pin, binding: rebound, mode: .both)
+            record.policy.mode = .both
+            record.updated = time.now
+            logger.info("token re-bound", [("user", user), ("card", card.label), ("mode", "both")])
+            interaction.report(.typeChanged(type: .token, enabled: true))
         }
     }
 }

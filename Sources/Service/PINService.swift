@@ -6,6 +6,10 @@ import TokenpinCore
 /// Used in process by the CLI (local mode) and by the daemon. Every counted attempt follows invariant 1:
 /// under the user's lock, the decremented counter is saved before the key derivation runs, and a success
 /// restores it; a failure to save means no verification.
+///
+/// This file holds enrolment, the counted attempt and the PIN change; each other capability has its own file:
+/// Verification.swift (the verifier), CardLocation.swift (the card locator), Binding.swift (the binder),
+/// CardPIN.swift (the card's own PIN), Recovery.swift (reset with the recovery key), Status.swift.
 public struct PINService: Sendable {
     /// Where records live.
     public let store: RecordStore
@@ -133,7 +137,7 @@ public struct PINService: Sendable {
     {
         let report: VerifyReport
         if administrator {
-            let record = try guarded { () throws -> EnrolmentRecord in try loadRecord() }
+            let record = try loadRecord()
             report = VerifyReport(outcome: .verified(method: .administrator), counter: record.counter)
         } else {
             report = try verify(interaction, method: method)
@@ -182,25 +186,7 @@ public struct PINService: Sendable {
         }
     }
 
-    // MARK: Verify
-
-    /// Verifies the PIN: checks lock and delay, asks for the PIN, then runs one counted attempt.
-    public func verifyPIN(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
-        try guarded { () throws -> VerifyReport in try verifyPIN(interaction, record: try loadRecord()) }
-    }
-
-    /// `verifyPIN` on a record already read without the lock (the counted attempt reads it again under the lock).
-    /// `retiringChallenge` is a token challenge a failed token attempt may have sent to the card: a success
-    /// re-seals the token slot under a fresh one (`retireTokenChallenge`).
-    func verifyPIN(_ interaction: some Interaction, record: EnrolmentRecord, retiringChallenge: Data? = nil) throws
-        -> VerifyReport
-    {
-        if let early = earlyOutcome(record) { return earlyReport(early, record) }
-        let pin = try readAttemptPIN(interaction, .pin, record: record)
-        return try countedAttempt(pin: pin) { record, vaultKey in
-            try retireTokenChallenge(retiringChallenge, record: &record, vaultKey: vaultKey)
-        }
-    }
+    // MARK: Counted attempts
 
     /// The counter an attempt of this class spends: the PIN's own, or for remote and other attempts theirs.
     func reportCounter(_ record: EnrolmentRecord) -> RetryCounter {
@@ -228,12 +214,13 @@ public struct PINService: Sendable {
     /// Reads the PIN for a counted attempt (`prompt`: `pin` or `current-pin`), with its tries left; a secret that
     /// cannot be the PIN under the policy (`PINPolicy.impossibility`) is refused here, before anything is counted or
     /// a card is asked.
-    func readAttemptPIN(_ interaction: some Interaction, _ prompt: SecretPrompt, record: EnrolmentRecord) throws -> PIN
+    func readAttemptPIN(_ interaction: some Interaction, _ prompt: SecretPrompt, record: EnrolmentRecord)
+        throws(ServiceError) -> PIN
     {
         let pin = PIN(try interaction.readPIN(prompt, remaining: reportCounter(record).remaining))
         if let rule = configuration.policy.impossibility(of: pin) {
             logger.info("not a PIN: not tried, nothing counted", [("user", user), ("rule", rule.rawValue)])
-            throw ServiceError.notAPIN(configuration.policy.shape)
+            throw .notAPIN(configuration.policy.shape)
         }
         return pin
     }
@@ -271,22 +258,7 @@ public struct PINService: Sendable {
                 defer { kdfTime = time.monotonicNanoseconds &- start }
                 return slot.open(keyEncryptionKey: kek, user: user)
             }
-            guard let vaultKey = opened else {
-                let counter = reportCounter(record)
-                logger.info(
-                    "wrong PIN",
-                    [("user", user), ("pin.remaining", String(counter.remaining)), ("class", attempt.class.rawValue)])
-                if counter.isLocked {
-                    logger.warning(
-                        "PIN locked: no tries left until a reset", [("user", user), ("class", attempt.class.rawValue)])
-                }
-                let outcome: VerifyOutcome =
-                    counter.isLocked
-                    ? .locked : .rejected(remaining: counter.remaining, lastTry: counter.remaining == 1)
-                var report = VerifyReport(outcome: outcome, kdfNanoseconds: kdfTime, counter: counter)
-                report.countedApart = countsApart
-                return report
-            }
+            guard let vaultKey = opened else { return wrongPINReport(record, kdfNanoseconds: kdfTime) }
             var notice: OtherAttemptsNotice?
             if countsApart {
                 record.otherAttempts?.succeeded()
@@ -305,6 +277,23 @@ public struct PINService: Sendable {
             report.countedApart = countsApart
             return report
         }
+    }
+
+    /// The report of a counted attempt whose PIN was wrong, on the counter it spent (already saved).
+    func wrongPINReport(_ record: EnrolmentRecord, kdfNanoseconds: UInt64) -> VerifyReport {
+        let counter = reportCounter(record)
+        logger.info(
+            "wrong PIN",
+            [("user", user), ("pin.remaining", String(counter.remaining)), ("class", attempt.class.rawValue)])
+        if counter.isLocked {
+            logger.warning(
+                "PIN locked: no tries left until a reset", [("user", user), ("class", attempt.class.rawValue)])
+        }
+        let outcome: VerifyOutcome =
+            counter.isLocked ? .locked : .rejected(remaining: counter.remaining, lastTry: counter.remaining == 1)
+        var report = VerifyReport(outcome: outcome, kdfNanoseconds: kdfNanoseconds, counter: counter)
+        report.countedApart = countsApart
+        return report
     }
 
     /// Locked or delayed before anything is asked, or nil.
@@ -367,75 +356,6 @@ public struct PINService: Sendable {
         }
     }
 
-    // MARK: Reset
-
-    /// Resets with the recovery key: asks for it, checks it (counted, before the check), then sets a new PIN and
-    /// clears the lock.
-    public func reset(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
-        try guarded { () throws -> VerifyReport in
-            _ = try loadRecord()
-            let typed = try interaction.readSecret(.recoveryKey)
-            let recovery = try Self.parseRecoveryKey(typed)
-            return try store.withLock(user: user) { () throws -> VerifyReport in
-                guard var record = try store.load(user: user) else {
-                    throw ServiceError.notEnrolled(user: user, path: recordPath)
-                }
-                guard let slot = record.slot(.recovery) else {
-                    throw StoreError(.corrupt, path: recordPath, "record has no recovery slot")
-                }
-                let delay = RetryCounter.recoveryDelay(
-                    failures: record.counter.recoveryFailures,
-                    lastAttempt: record.counter.lastAttemptAt, now: time.now,
-                    schedule: configuration.failDelay)
-                if delay > 0 { return VerifyReport(outcome: .delayed(seconds: delay), counter: record.counter) }
-                record.counter.countRecoveryFailure()
-                record.counter.lastAttemptAt = time.now
-                try store.save(record)
-                let kek = try deriveKey(slot.kdf, from: recovery)
-                guard let vaultKey = slot.open(keyEncryptionKey: kek, user: user) else {
-                    logger.info("wrong recovery key", [("user", user)])
-                    return VerifyReport(
-                        outcome: .rejected(remaining: record.counter.remaining, lastTry: false),
-                        counter: record.counter)
-                }
-                record.counter.recoveryFailures = 0
-                // The key was right: keep that whatever the new PIN step does (a refusal, a broken pin-check).
-                try store.save(record)
-                let newPIN = try readNewPIN(interaction)
-                let kdf = try chooseKDF()
-                let newKEK = try deriveKey(kdf, from: newPIN.secret)
-                let pinSlot = try VaultSlot.seal(
-                    vaultKey, keyEncryptionKey: newKEK, kind: .pin, kdf: kdf, user: user,
-                    created: time.now)
-                record.setSlot(.pin, pinSlot)
-                if record.slot(.composite) != nil {
-                    // The composite slot needs the old PIN; the token binding must be made again.
-                    record.setSlot(.composite, nil)
-                    record.policy.mode = .either
-                }
-                record.counter.restore(max: configuration.retriesMax)
-                record.updated = time.now
-                try store.save(record)
-                interaction.report(.reset)
-                return VerifyReport(outcome: .verified(method: .recovery), counter: record.counter)
-            }
-        }
-    }
-
-    /// Reads a typed recovery key; a malformed one is an error that counts nothing.
-    static func parseRecoveryKey(_ typed: borrowing SecretBytes) throws(ServiceError) -> SecretBytes {
-        do {
-            return try RecoveryKey.parse(typed)
-        } catch {
-            throw .malformedRecoveryKey(
-                error == .malformed
-                    ? "a recovery key has 30 characters in six groups of five"
-                    : error == .invalidCharacter
-                        ? "a character is not one a recovery key uses, so its check fails (a typo?)"
-                        : "its check characters do not match (a typo?)")
-        }
-    }
-
     // MARK: New PINs
 
     /// Asks for a new PIN and its confirmation, checking the policy, `extraRule` (the current PIN on a
@@ -443,7 +363,7 @@ public struct PINService: Sendable {
     func readNewPIN(
         _ interaction: some Interaction,
         extraRule: (borrowing PIN) -> PolicyRule? = { _ in nil }
-    ) throws -> PIN {
+    ) throws(ServiceError) -> PIN {
         let attempts = max(1, interaction.newPINAttempts)
         var attempt = 0
         while true {
@@ -466,60 +386,19 @@ public struct PINService: Sendable {
         }
     }
 
-    // MARK: Status, types, toggle
-
-    /// The record's state, without asking for anything.
-    public func status() throws(ServiceError) -> StatusReport {
-        try guarded { () throws -> StatusReport in
-            let exists = try store.exists()
-            let record = exists ? try store.load(user: user) : nil
-            let binding = record?.slot(.token)?.token ?? record?.slot(.composite)?.token
-            let token = cards == nil ? nil : tokenStatus(binding: binding)
-            let inForce = record.flatMap(modeInForce)
-            return StatusReport(
-                user: user, recordPath: recordPath, enrolled: record != nil,
-                remaining: record?.counter.remaining, maximum: record?.counter.max,
-                locked: record?.counter.isLocked ?? false, lockedAt: record?.counter.lockedAt,
-                delaySeconds: record.map { $0.counter.delay(at: time.now, schedule: configuration.failDelay) } ?? 0,
-                failures: record?.counter.failures ?? 0,
-                kdf: (record?.slot(.pin) ?? record?.slot(.composite))?.kdf,
-                types: Self.types(of: record), mode: inForce?.mode ?? record?.policy.mode,
-                fallback: record.map { fallbackAllowed($0) ? .allow : .deny },
-                token: token, modeSource: inForce?.source
-            )
-            .withOtherAttempts(record?.otherAttempts, maximum: configuration.retriesMax, names: invokerNames)
-        }
-    }
-
-    /// The authentication types of a record: the PIN always on, the token on when a card is bound.
-    public static func types(of record: EnrolmentRecord?) -> [TypeStatus] {
-        let binding = record?.slot(.token)?.token ?? record?.slot(.composite)?.token
-        return [
-            TypeStatus(type: .pin, enabled: true, canDisable: false),
-            TypeStatus(type: .token, enabled: binding != nil, canDisable: true, serial: binding?.serial),
-        ]
-    }
-
-    /// The authentication types of this user; not enrolled is an error.
-    public func types() throws(ServiceError) -> [TypeStatus] {
-        try guarded { () throws -> [TypeStatus] in Self.types(of: try loadRecord()) }
-    }
-
-    /// `toggle pin on|off`: the PIN type is always on, so `off` is refused and `on` only checks the enrolment.
-    public func togglePIN(on: Bool) throws(ServiceError) {
-        guard on else { throw .pinAlwaysEnabled }
-        _ = try types()
-    }
-
     /// The record, or `notEnrolled`.
-    func loadRecord() throws -> EnrolmentRecord {
-        guard try store.exists(), let record = try store.load(user: user) else {
-            throw ServiceError.notEnrolled(user: user, path: recordPath)
+    func loadRecord() throws(ServiceError) -> EnrolmentRecord {
+        do throws(StoreError) {
+            if try store.exists(), let record = try store.load(user: user) { return record }
+        } catch {
+            throw .store(error)
         }
-        return record
+        throw .notEnrolled(user: user, path: recordPath)
     }
 
-    /// Runs `body`, turning every error into a `ServiceError`.
+    /// Runs `body`, turning every error into a `ServiceError`: the one place the errors of untyped callees (the
+    /// record store's lock, the derivation gate, key calibration, the key release) are mapped. Capabilities whose
+    /// callees all throw typed errors (the card locator, the card's own PIN) do not pass through here.
     func guarded<R: ~Copyable>(_ body: () throws -> R) throws(ServiceError) -> R {
         do {
             return try body()
@@ -537,15 +416,5 @@ public struct PINService: Sendable {
         } catch {
             throw .input("unexpected error: \(error)")
         }
-    }
-}
-
-extension RetryCounter {
-    /// The pause before the next recovery-key attempt: the `fail-delay` schedule applied to wrong recovery keys.
-    static func recoveryDelay(failures: Int, lastAttempt: Date?, now: Date, schedule: [Int]) -> Int {
-        var probe = RetryCounter(max: 1)
-        probe.failures = failures
-        probe.lastAttemptAt = lastAttempt
-        return probe.delay(at: now, schedule: schedule)
     }
 }

@@ -101,7 +101,8 @@ extension PINService {
     /// (`CKF_PROTECTED_AUTHENTICATION_PATH`: the reader's or the token's own keypad) is asked nothing at the keyboard:
     /// the person is told where to type (`keypadEntry`, an information message through tokenpind and PAM, never a
     /// secret prompt), and the helper's `C_Login` takes no PIN.
-    func readCardPIN(_ card: any TokenApplication, _ interaction: some Interaction) throws -> SecretBytes {
+    func readCardPIN(_ card: any TokenApplication, _ interaction: some Interaction) throws(ServiceError) -> SecretBytes
+    {
         if let token = card as? PKCS11Token, token.usesKeypad {
             logger.info("token PIN on the reader's keypad", [("card", card.label)])
             interaction.report(

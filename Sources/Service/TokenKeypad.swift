@@ -183,7 +183,9 @@ extension PINService {
 extension PINService {
     /// `token change-pin` on the reader's keypad (MODIFY_PIN_DIRECT: current, new, new again), when it has one that
     /// can change PINs; false when the PIN is to be changed at the keyboard instead.
-    func changeCardPINOnKeypad(_ card: any TokenApplication, _ interaction: some Interaction) throws -> Bool {
+    func changeCardPINOnKeypad(_ card: any TokenApplication, _ interaction: some Interaction) throws(ServiceError)
+        -> Bool
+    {
         guard let keypad = keypad(for: card, interaction) else { return false }
         guard keypad.pinpad.canModify else {
             interaction.report(
@@ -196,7 +198,7 @@ extension PINService {
         } catch .keypadRefused(let refusal) {
             throw Self.keypadError(refusal)
         } catch {
-            throw ServiceError.cardRefused(failure(error, card: card.label).reason)
+            throw .cardRefused(failure(error, card: card.label).reason)
         }
         logger.info("card PIN changed", [("card", card.label), ("on", "keypad")])
         return true
@@ -355,7 +357,7 @@ extension PINService {
     func unblockCardPINOnKeypad(
         _ card: any TokenApplication, with credential: UnblockCredential, triesLeft: Int?,
         _ interaction: some Interaction
-    ) throws -> Bool {
+    ) throws(ServiceError) -> Bool {
         let keypadCredential: KeypadCredential
         switch credential {
         case .adminPIN: keypadCredential = .adminPIN
@@ -374,28 +376,41 @@ extension PINService {
         let entry = Event.keypadCredentialEntry(
             reader: card.reader, card: card.promptName, credential: keypadCredential,
             triesLeft: triesLeft ?? cardTriesUntold)
-        do {
-            switch card {
-            case let token as OpenPGPToken:
-                let new = try readNewCardPIN(interaction, maximum: card.pinMaxLength)
-                interaction.report(entry)
+        switch card {
+        case let token as OpenPGPToken:
+            let new = try readNewCardPIN(interaction, maximum: card.pinMaxLength)
+            interaction.report(entry)
+            do throws(TokenCardError) {
                 try token.unblockOnKeypad(keypad, newPIN: new)
-            case let token as PIVToken:
-                interaction.report(entry)
-                try token.unblockOnKeypad(keypad)
-            default:
-                return false
+            } catch {
+                throw keypadUnblockError(error, card: card, credential: credential)
             }
-        } catch TokenCardError.keypadRefused(let refusal) {
-            logger.info("unblocking on the keypad ended", [("card", card.label), ("why", "\(refusal)")])
-            throw Self.keypadError(refusal)
-        } catch let error as TokenCardError {
-            let reason = failure(error, card: card.label).reason
-            // The card pulled while the person typed (entries take up to 30 s): no card, nothing counted.
-            if case .transport = error { throw ServiceError.tokenUnavailable(reason) }
-            throw ServiceError.cardRefused(reason.replacing("card PIN", with: credential.name))
+        case let token as PIVToken:
+            interaction.report(entry)
+            do throws(TokenCardError) {
+                try token.unblockOnKeypad(keypad)
+            } catch {
+                throw keypadUnblockError(error, card: card, credential: credential)
+            }
+        default:
+            return false
         }
         logger.info("card PIN unblocked", [("card", card.label), ("with", credential.name), ("on", "keypad")])
         return true
+    }
+
+    /// Why unblocking on the keypad failed: the keypad's refusal, a card pulled while the person typed, or the card's
+    /// refusal of the credential.
+    func keypadUnblockError(_ error: TokenCardError, card: any TokenApplication, credential: UnblockCredential)
+        -> ServiceError
+    {
+        if case .keypadRefused(let refusal) = error {
+            logger.info("unblocking on the keypad ended", [("card", card.label), ("why", "\(refusal)")])
+            return Self.keypadError(refusal)
+        }
+        let reason = failure(error, card: card.label).reason
+        // The card pulled while the person typed (entries take up to 30 s): no card, nothing counted.
+        if case .transport = error { return .tokenUnavailable(reason) }
+        return .cardRefused(reason.replacing("card PIN", with: credential.name))
     }
 }

@@ -86,6 +86,29 @@ final class TestDaemon {
         #expect((wrong.json["tokenFailure"] as? [String: Any])?["cardTriesLeft"] as? Int == 2, "\(wrong.stdout)")
     }
 
+    /// `--serial` naming another card than the bound one is refused by tokenpind's verifier (the CLI no longer asks
+    /// `types()` to check it first): exit 6, nothing asked, no card PIN try spent.
+    @Test func aSerialNamingAnotherCardIsRefusedByTheDaemonsVerifier() throws {
+        let cli = CLI()
+        let daemon = try TestDaemon(cli)
+        let socket = ["--socket", daemon.socket]
+        #expect(try cli.run(socket + ["enrol", "--pin-stdin"], input: "482916\n482916\n").status == 0)
+        let bind = try cli.run(
+            socket + ["toggle", "token", "on", "--generate-key", "--yes", "--pin-stdin"],
+            input: "482916\n123456\n12345678\n")
+        #expect(bind.status == 0, "\(bind.stderr)")
+        let other = try cli.run(
+            socket + ["--json", "--serial", "99999999", "verify", "--method", "token", "--pin-stdin"], input: "")
+        #expect(other.status == 6, "\(other.stdout) \(other.stderr)")
+        let error = other.json["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "token-unavailable", "\(other.stdout)")
+        #expect(
+            (error?["message"] as? String)?.contains("--serial 99999999 is not the card bound to") == true,
+            "\(other.stdout)")
+        let token = try cli.run(socket + ["--json", "verify", "--method", "token", "--pin-stdin"], input: "123456\n")
+        #expect(token.status == 0, "the card PIN still has all its tries: \(token.stdout)")
+    }
+
     @Test func aLocalRecordIsPointedToImportAndImportedOnce() throws {
         let cli = CLI()
         try cli.enrol()

@@ -306,15 +306,8 @@ extension Context {
                 hint: "echo \"$PIN\" | " + hints.command(adding: ["--method", "pin", "--pin-stdin"])
                     + " (or --method token for the card PIN)")
         }
-        if let wanted = selection.serial, method != .pin,
-            let bound = (try? backend.types())?.first(where: { $0.type == .token && $0.enabled })?.serial,
-            !matches(bound, wanted)
-        {
-            return fail(
-                .tokenUnavailable(
-                    "--serial \(wanted) is not the card bound to \(user) "
-                        + "(card \(cardLabel(serial: bound))); the card PIN goes to no other card"))
-        }
+        // Which card the card PIN may go to (`--serial` naming another than the bound one) is the verifier's to
+        // decide (PINService.verificationPlan), in this process and in tokenpind alike.
         return nil
     }
 }
