@@ -419,6 +419,7 @@ if [ "$SANDBOXED" = 1 ] && [ -e /etc/pam.d/su ]; then
     wait_parked "$WORK/park.timeout"
     su_as "$MALLORY" "$VICTIM" 000000 >"$WORK/su.next" 2>&1
     after=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["firstPromptAfter"])' "$WORK/su.next" 2>/dev/null)
+    echo "# the parked su: $(head -c 300 "$WORK/park.timeout"); the next su: $(head -c 600 "$WORK/su.next")"
     check "the next su victim is asked once the parked one timed out (${after:-never} s, 3 to 8)" \
         python3 -c 'import sys; sys.exit(0 if sys.argv[1] not in ("", "None") and 3 <= float(sys.argv[1]) <= 8 else 1)' "$after"
     kill "$parker" 2>/dev/null; wait "$parker" 2>/dev/null
