@@ -412,11 +412,16 @@ if [ "$SANDBOXED" = 1 ] && [ -e /etc/pam.d/su ]; then
     took=$(echo "$(date +%s.%N) - $start" | bc)
     if (( $(echo "$took > $LONGEST" | bc) )); then LONGEST=$took; fi
     kill "$parker" 2>/dev/null; wait "$parker" 2>/dev/null
-    sleep 1  # the flood's attempts waiting for their turn end as their connections have
+    # The flood's su (setuid root, which mallory's parker may not signal) end as root ends them; the daemon's attempts
+    # waiting for their turn then end at it, as their connections have.
+    pkill -KILL -x su 2>/dev/null
+    for _ in $(seq 100); do pgrep -x su >/dev/null || break; sleep 0.1; done
+    sleep 1
     # One su victim left at its prompt holds its turn for daemon-pam-prompt-timeout (5 s here), not the 30 s wait.
     as_mallory $ATTACK "$SOCKET" su-park "$VICTIM" 1 20 >"$WORK/park.timeout" 2>&1 &
     parker=$!
     wait_parked "$WORK/park.timeout"
+    check "the one su victim left reached its prompt" grep -q '"parked": 1' "$WORK/park.timeout"
     su_as "$MALLORY" "$VICTIM" 000000 >"$WORK/su.next" 2>&1
     after=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["firstPromptAfter"])' "$WORK/su.next" 2>/dev/null)
     echo "# the parked su: $(head -c 300 "$WORK/park.timeout"); the next su: $(head -c 600 "$WORK/su.next")"

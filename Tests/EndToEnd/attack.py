@@ -238,8 +238,8 @@ class Su:
         try:
             os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
+        except (ProcessLookupError, ChildProcessError, PermissionError):
+            pass  # su is setuid root: a user may not signal it; closing the terminal below hangs it up instead
         try:
             os.close(self.fd)
         except OSError:
