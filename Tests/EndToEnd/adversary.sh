@@ -414,8 +414,8 @@ if [ "$SANDBOXED" = 1 ] && [ -e /etc/pam.d/su ]; then
     kill "$parker" 2>/dev/null; wait "$parker" 2>/dev/null
     # The flood's su (setuid root, which mallory's parker may not signal) end as root ends them; the daemon's attempts
     # waiting for their turn then end at it, as their connections have.
-    pkill -KILL -x su 2>/dev/null
-    for _ in $(seq 100); do pgrep -x su >/dev/null || break; sleep 0.1; done
+    pkill -KILL -U "$MALLORY" -x su 2>/dev/null
+    for _ in $(seq 100); do pgrep -U "$MALLORY" -x su >/dev/null || break; sleep 0.1; done
     sleep 1
     # One su victim left at its prompt holds its turn for daemon-pam-prompt-timeout (5 s here), not the 30 s wait.
     as_mallory $ATTACK "$SOCKET" su-park "$VICTIM" 1 20 >"$WORK/park.timeout" 2>&1 &
