@@ -5,14 +5,16 @@ internal import CSodium
 /// Both public wrappers below go through this one path, so the guarded-memory handling and the length checks are
 /// written once.
 private struct AEADConstruction {
-    typealias Encrypt = @Sendable (
-        UnsafeMutablePointer<UInt8>, UnsafeMutablePointer<UInt64>?, UnsafePointer<UInt8>?, UInt64,
-        UnsafePointer<UInt8>?, UInt64, UnsafePointer<UInt8>?, UnsafePointer<UInt8>, UnsafePointer<UInt8>
-    ) -> Int32
-    typealias Decrypt = @Sendable (
-        UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt64>?, UnsafeMutablePointer<UInt8>?,
-        UnsafePointer<UInt8>, UInt64, UnsafePointer<UInt8>?, UInt64, UnsafePointer<UInt8>, UnsafePointer<UInt8>
-    ) -> Int32
+    typealias Encrypt =
+        @Sendable (
+            UnsafeMutablePointer<UInt8>, UnsafeMutablePointer<UInt64>?, UnsafePointer<UInt8>?, UInt64,
+            UnsafePointer<UInt8>?, UInt64, UnsafePointer<UInt8>?, UnsafePointer<UInt8>, UnsafePointer<UInt8>
+        ) -> Int32
+    typealias Decrypt =
+        @Sendable (
+            UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt64>?, UnsafeMutablePointer<UInt8>?,
+            UnsafePointer<UInt8>, UInt64, UnsafePointer<UInt8>?, UInt64, UnsafePointer<UInt8>, UnsafePointer<UInt8>
+        ) -> Int32
 
     let name: String
     let keyLength: Int
