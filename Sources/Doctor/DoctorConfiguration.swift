@@ -1,14 +1,9 @@
-internal import CTokenpinShims
 import FoundationEssentials
 import TokenpinArguments
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinReaders
 import TokenpinService
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The configuration files and the record, as tokenpin and tokenpind would read them.
 extension Doctor {

@@ -1,14 +1,9 @@
-internal import CTokenpinShims
 import FoundationEssentials
 import TokenpinArguments
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinReaders
 import TokenpinService
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The polkit rule and the udev rules the package installs.
 extension Doctor {
