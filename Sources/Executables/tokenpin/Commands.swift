@@ -38,6 +38,13 @@ extension Context {
             ExitCode(error), errorCode: error.code, message: error.message, hint: hint(for: error), extra: extra)
     }
 
+    /// Prints a verification's error (`verify`, `derive`); in `--json` with `tokenFailure` when the token was tried
+    /// and not used.
+    func failVerification(_ error: ServiceError) -> ExitCode {
+        guard console.json, let failure = interaction.tokenFailure else { return fail(error) }
+        return fail(error, extra: [("tokenFailure", tokenFailureJSON(failure, askCard: false))])
+    }
+
     /// `tokenFailure` for `--json`: why the token was not used, and the card PIN's tries left as the card reported
     /// them in the `tokenFailed` event; failing that, when the card refused (`askCard`), as it reports them now.
     /// A card that went away is not probed again (null).

@@ -68,12 +68,7 @@ struct DeriveCommand: Command {
             result = try context.backend.derive(context.interaction, application: application, method: method)
         } catch {
             abandon()
-            let failure = context.interaction.tokenFailure
-            return context.fail(
-                error,
-                extra: failure.map {
-                    context.console.json ? [("tokenFailure", context.tokenFailureJSON($0, askCard: false))] : []
-                } ?? [])
+            return context.failVerification(error)
         }
         guard let key = result.key.take() else {
             abandon()

@@ -41,12 +41,7 @@ struct VerifyCommand: Command {
             }
             return context.finish(report, success: success)
         } catch {
-            let failure = context.interaction.tokenFailure
-            return context.fail(
-                error,
-                extra: failure.map {
-                    context.console.json ? [("tokenFailure", context.tokenFailureJSON($0, askCard: false))] : []
-                } ?? [])
+            return context.failVerification(error)
         }
     }
 }
