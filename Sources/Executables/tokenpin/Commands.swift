@@ -148,30 +148,30 @@ extension Context {
                 ))
         }
         if code != .success {
-            let message: String
-            switch report.outcome {
-            case .locked: message = "the PIN is locked"
-            case .delayed(let seconds): message = "failure delay: try again in \(seconds) s"
-            case .tokenRejected(let reason): message = reason
-            default: message = successEvent == .reset ? "wrong recovery key" : "wrong PIN"
-            }
-            let errorCode: String
-            switch report.outcome {
-            case .locked: errorCode = "locked"
-            case .delayed: errorCode = "delayed"
-            case .tokenRejected: errorCode = "token-rejected"
-            default: errorCode = successEvent == .reset ? "wrong-recovery-key" : "wrong-pin"
-            }
-            object.append(
-                (
-                    "error",
-                    .object([
-                        ("code", .string(errorCode)), ("message", .string(message)),
-                        ("exitCode", .int(Int(code.rawValue))),
-                    ])
-                ))
+            object.append(("error", Self.verificationError(report.outcome, reset: successEvent == .reset, code: code)))
         }
         console.emit(object)
         return code
+    }
+
+    /// The `error` object of a verification that did not succeed: its code, message and exit code.
+    private static func verificationError(_ outcome: VerifyOutcome, reset: Bool, code: ExitCode) -> JSONValue {
+        let message: String
+        switch outcome {
+        case .locked: message = "the PIN is locked"
+        case .delayed(let seconds): message = "failure delay: try again in \(seconds) s"
+        case .tokenRejected(let reason): message = reason
+        default: message = reset ? "wrong recovery key" : "wrong PIN"
+        }
+        let errorCode: String
+        switch outcome {
+        case .locked: errorCode = "locked"
+        case .delayed: errorCode = "delayed"
+        case .tokenRejected: errorCode = "token-rejected"
+        default: errorCode = reset ? "wrong-recovery-key" : "wrong-pin"
+        }
+        return .object([
+            ("code", .string(errorCode)), ("message", .string(message)), ("exitCode", .int(Int(code.rawValue))),
+        ])
     }
 }
