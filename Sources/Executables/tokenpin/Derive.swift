@@ -38,25 +38,9 @@ struct DeriveCommand: Command {
         }
         if let refusal = context.verificationRefusal(method: method, command: "derive") { return refusal }
         let output: Int32
-        switch destination {
-        case .standardOutput:
-            guard isatty(1) != 1 else {
-                return usage(
-                    context,
-                    "standard output is a terminal: the key would be shown; pipe it, or use --fd N or --output FILE")
-            }
-            output = 1
-        case .descriptor(let fd):
-            guard fcntl(fd, F_GETFD) != -1 else { return usage(context, "descriptor \(fd) is not open") }
-            guard isatty(fd) != 1 else {
-                return usage(context, "descriptor \(fd) is a terminal: the key would be shown")
-            }
-            output = fd
-        case .file(let path):
-            switch EnrolCommand.createSecretFile(path, purpose: "key file", nothingDone: "nothing was derived") {
-            case .success(let fd): output = fd
-            case .failure(let error): return context.fail(error)
-            }
+        switch openDestination(context) {
+        case .opened(let fd): output = fd
+        case .refused(let code): return code
         }
         func abandon() {
             guard case .file(let path) = destination else { return }
@@ -94,6 +78,38 @@ struct DeriveCommand: Command {
         return context.finish(
             result.report, success: "Key for \(application) written to \(shownOn).",
             extra: [("app", .string(application.rawValue)), ("format", .string(encoding.rawValue))])
+    }
+
+    /// Where the key may go: standard output or a descriptor that is no terminal, or a new key file.
+    private enum Opened {
+        case opened(Int32)
+        case refused(ExitCode)
+    }
+
+    /// Opens (or checks) the destination before anything is asked, so a refusal costs no try.
+    private func openDestination(_ context: Context) -> Opened {
+        switch destination {
+        case .standardOutput:
+            guard isatty(1) != 1 else {
+                return .refused(
+                    usage(
+                        context,
+                        "standard output is a terminal: the key would be shown; pipe it, or use --fd N or --output FILE"
+                    ))
+            }
+            return .opened(1)
+        case .descriptor(let fd):
+            guard fcntl(fd, F_GETFD) != -1 else { return .refused(usage(context, "descriptor \(fd) is not open")) }
+            guard isatty(fd) != 1 else {
+                return .refused(usage(context, "descriptor \(fd) is a terminal: the key would be shown"))
+            }
+            return .opened(fd)
+        case .file(let path):
+            switch EnrolCommand.createSecretFile(path, purpose: "key file", nothingDone: "nothing was derived") {
+            case .success(let fd): return .opened(fd)
+            case .failure(let error): return .refused(context.fail(error))
+            }
+        }
     }
 
     func usage(_ context: Context, _ message: String) -> ExitCode {
