@@ -221,18 +221,7 @@ extension Daemon {
             auditOutcome(report, user: user, context: context)
             return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
         case .derive:
-            guard let application = request.applicationName else { throw .input("derive names no application") }
-            let result = try service.derive(relay, application: application, method: request.method)
-            publishOutcome(result.report, user: user, success: nil)
-            auditOutcome(result.report, user: user, context: context)
-            if result.key != nil {
-                // The application's name only: the key is in the reply and nowhere else.
-                logger.info("key released", [("user", user), ("app", application.rawValue)])
-                hub.publish(
-                    user: user, name: DeriveWire.releasedEvent,
-                    fields: [JSONMember("app", .text(application.rawValue))])
-            }
-            return Reply.derived(result)
+            return try derive(request, service: service, user: user, relay: relay)
         case .change:
             let report = try service.change(relay)
             publishOutcome(report, user: user, success: .changed)
@@ -258,61 +247,12 @@ extension Daemon {
             let types = try service.types()
             return Reply(.result(exitCode: 0, fields: [JSONMember("types", TypeStatus.protocolValue(types))]))
         case .toggle:
-            guard request.authenticationType == .token else {
-                try service.togglePIN(on: request.on ?? true, relay)
-                return Reply(
-                    .result(
-                        exitCode: 0, fields: [JSONMember("authType", .text("pin")), JSONMember("enabled", .bool(true))])
-                )
-            }
-            let on = request.on ?? true
-            let report =
-                on
-                ? try service.enableToken(
-                    relay, generateKey: request.generateKey ?? false, assumeYes: request.assumeYes ?? false,
-                    mode: request.mode, slot: request.slot)
-                : try service.disableToken(relay, method: request.method)
-            publishOutcome(report, user: user, success: .typeChanged(type: .token, enabled: on))
-            auditOutcome(report, user: user, context: context)
-            // The counted PIN check cleared what remote and other attempts did: the user is told here too.
-            if let notice = report.otherAttempts { relay.report(.otherAttempts(notice)) }
-            if case .verified(let method) = report.outcome {
-                audit.record(
-                    AuditEvent(
-                        on ? .bound : .unbound, user: user, context: context, method: method.rawValue,
-                        result: on ? "bound" : "unbound"))
-            }
-            let serial = (try? service.types())?.first { $0.type == .token }?.serial
-            return Reply(
-                .result(
-                    exitCode: Int(report.exitCode.rawValue),
-                    fields: report.protocolFields + [
-                        JSONMember("authType", .text("token")), JSONMember("enabled", .bool(on)),
-                        JSONMember("serial", serial.map(JSONValue.text) ?? .null),
-                    ]))
+            return try toggle(request, service: service, user: user, relay: relay)
         case .readers:
             let readers = try service.listReaders()
             return Reply(.result(exitCode: 0, fields: [JSONMember("readers", .array(readers.map(\.protocolValue)))]))
         case .cardChangePIN, .cardUnblock:
-            // A card PIN that is changed, or refused, is an event and a log line like the PIN's own outcomes.
-            let changing = request.operation == .cardChangePIN
-            do {
-                if changing {
-                    try service.changeCardPIN(relay)
-                } else {
-                    try service.unblockCardPIN(relay, admin: request.admin ?? false)
-                }
-            } catch {
-                if case .cancelled = error { throw error }
-                logger.warning(
-                    changing ? "card PIN not changed" : "card PIN not unblocked",
-                    [("user", user), ("reason", error.message)])
-                hub.publish(user: user, name: "cardPINFailed", fields: [JSONMember("reason", .text(error.message))])
-                throw error
-            }
-            logger.info(changing ? "card PIN changed" : "card PIN unblocked", [("user", user)])
-            hub.publish(user: user, name: changing ? "cardPINChanged" : "cardPINUnblocked", fields: [])
-            return Reply(.result(exitCode: 0, fields: []))
+            return try cardPIN(request, service: service, user: user, relay: relay)
         case .unenrol:
             if request.admin == true, !peer.isRoot {
                 throw .permissionDenied("only root removes a record without a verification")
@@ -328,6 +268,90 @@ extension Daemon {
         case .watch:
             throw .input("watch is not an operation")
         }
+    }
+
+    /// `derive`: the application key after a verification; the key is in the reply and nowhere else.
+    private func derive(_ request: Request, service: PINService, user: String, relay: RelayInteraction)
+        throws(ServiceError) -> Reply
+    {
+        let context = service.attempt
+        guard let application = request.applicationName else { throw .input("derive names no application") }
+        let result = try service.derive(relay, application: application, method: request.method)
+        publishOutcome(result.report, user: user, success: nil)
+        auditOutcome(result.report, user: user, context: context)
+        if result.key != nil {
+            // The application's name only: the key is in the reply and nowhere else.
+            logger.info("key released", [("user", user), ("app", application.rawValue)])
+            hub.publish(
+                user: user, name: DeriveWire.releasedEvent,
+                fields: [JSONMember("app", .text(application.rawValue))])
+        }
+        return Reply.derived(result)
+    }
+
+    /// `toggle`: the PIN (always on) or the token, switched on (bound) or off after a counted verification.
+    private func toggle(_ request: Request, service: PINService, user: String, relay: RelayInteraction)
+        throws(ServiceError) -> Reply
+    {
+        let context = service.attempt
+        guard request.authenticationType == .token else {
+            try service.togglePIN(on: request.on ?? true, relay)
+            return Reply(
+                .result(
+                    exitCode: 0, fields: [JSONMember("authType", .text("pin")), JSONMember("enabled", .bool(true))])
+            )
+        }
+        let on = request.on ?? true
+        let report =
+            on
+            ? try service.enableToken(
+                relay, generateKey: request.generateKey ?? false, assumeYes: request.assumeYes ?? false,
+                mode: request.mode, slot: request.slot)
+            : try service.disableToken(relay, method: request.method)
+        publishOutcome(report, user: user, success: .typeChanged(type: .token, enabled: on))
+        auditOutcome(report, user: user, context: context)
+        // The counted PIN check cleared what remote and other attempts did: the user is told here too.
+        if let notice = report.otherAttempts { relay.report(.otherAttempts(notice)) }
+        if case .verified(let method) = report.outcome {
+            audit.record(
+                AuditEvent(
+                    on ? .bound : .unbound, user: user, context: context, method: method.rawValue,
+                    result: on ? "bound" : "unbound"))
+        }
+        let serial = (try? service.types())?.first { $0.type == .token }?.serial
+        return Reply(
+            .result(
+                exitCode: Int(report.exitCode.rawValue),
+                fields: report.protocolFields + [
+                    JSONMember("authType", .text("token")), JSONMember("enabled", .bool(on)),
+                    JSONMember("serial", serial.map(JSONValue.text) ?? .null),
+                ]))
+    }
+
+    /// `card-change-pin` and `card-unblock`: the card's own PIN; a change or a refusal is an event and a log line
+    /// like the PIN's own outcomes.
+    private func cardPIN(_ request: Request, service: PINService, user: String, relay: RelayInteraction)
+        throws(ServiceError) -> Reply
+    {
+        // A card PIN that is changed, or refused, is an event and a log line like the PIN's own outcomes.
+        let changing = request.operation == .cardChangePIN
+        do {
+            if changing {
+                try service.changeCardPIN(relay)
+            } else {
+                try service.unblockCardPIN(relay, admin: request.admin ?? false)
+            }
+        } catch {
+            if case .cancelled = error { throw error }
+            logger.warning(
+                changing ? "card PIN not changed" : "card PIN not unblocked",
+                [("user", user), ("reason", error.message)])
+            hub.publish(user: user, name: "cardPINFailed", fields: [JSONMember("reason", .text(error.message))])
+            throw error
+        }
+        logger.info(changing ? "card PIN changed" : "card PIN unblocked", [("user", user)])
+        hub.publish(user: user, name: changing ? "cardPINChanged" : "cardPINUnblocked", fields: [])
+        return Reply(.result(exitCode: 0, fields: []))
     }
 
     /// Records the outcome of a counted attempt in the audit trail: a success, a failure, and a lock it caused.
