@@ -228,13 +228,7 @@ extension Daemon {
             auditOutcome(report, user: user, context: context)
             return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
         case .reset where request.admin == true:
-            guard peer.isRoot else {
-                throw .permissionDenied("only root resets a PIN without the recovery key")
-            }
-            let result = try service.administratorReset(relay)
-            logger.warning("PIN reset by root without the recovery key", [("user", user), ("peer.uid", "0")])
-            hub.publish(user: user, name: Event.reset.name, fields: [JSONMember("method", .text("administrator"))])
-            return Reply.enrolment(result)
+            return try administratorReset(service: service, user: user, relay: relay, peer: peer)
         case .reset:
             let report = try service.reset(relay)
             publishOutcome(report, user: user, success: .reset)
@@ -254,13 +248,7 @@ extension Daemon {
         case .cardChangePIN, .cardUnblock:
             return try cardPIN(request, service: service, user: user, relay: relay)
         case .unenrol:
-            if request.admin == true, !peer.isRoot {
-                throw .permissionDenied("only root removes a record without a verification")
-            }
-            let report = try service.unenrol(relay, method: request.method, administrator: request.admin == true)
-            publishOutcome(report, user: user, success: .unenrolled)
-            if request.admin != true { auditOutcome(report, user: user, context: context) }
-            return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
+            return try unenrol(request, service: service, user: user, relay: relay, peer: peer)
         case .import:
             let path = try importRecord(request.record ?? [], user: user, configuration: configuration, peer: peer)
             audit.record(AuditEvent(.imported, user: user, context: context, result: "imported"))
@@ -268,6 +256,33 @@ extension Daemon {
         case .watch:
             throw .input("watch is not an operation")
         }
+    }
+
+    /// `reset` by root without the recovery key: a new PIN, the lock cleared, a warning in the log.
+    private func administratorReset(service: PINService, user: String, relay: RelayInteraction, peer: Peer)
+        throws(ServiceError) -> Reply
+    {
+        guard peer.isRoot else {
+            throw .permissionDenied("only root resets a PIN without the recovery key")
+        }
+        let result = try service.administratorReset(relay)
+        logger.warning("PIN reset by root without the recovery key", [("user", user), ("peer.uid", "0")])
+        hub.publish(user: user, name: Event.reset.name, fields: [JSONMember("method", .text("administrator"))])
+        return Reply.enrolment(result)
+    }
+
+    /// `unenrol`: after a counted verification, or by root without one (`admin`).
+    private func unenrol(_ request: Request, service: PINService, user: String, relay: RelayInteraction, peer: Peer)
+        throws(ServiceError) -> Reply
+    {
+        let context = service.attempt
+        if request.admin == true, !peer.isRoot {
+            throw .permissionDenied("only root removes a record without a verification")
+        }
+        let report = try service.unenrol(relay, method: request.method, administrator: request.admin == true)
+        publishOutcome(report, user: user, success: .unenrolled)
+        if request.admin != true { auditOutcome(report, user: user, context: context) }
+        return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
     }
 
     /// `derive`: the application key after a verification; the key is in the reply and nowhere else.
