@@ -35,12 +35,9 @@ let package = Package(
             providers: [.apt(["libpcsclite-dev"])]
         ),
         // OpenSSL 3 libcrypto (EVP) for the card algorithms libsodium lacks; TokenpinCardCrypto is its only importer.
-        .systemLibrary(
-            name: "COpenSSL",
-            path: "Sources/C/COpenSSL",
-            pkgConfig: "libcrypto",
-            providers: [.apt(["libssl-dev"])]
-        ),
+        // Not linked: libcrypto.c loads libcrypto.so.3 the first time one of its functions is called, so processes
+        // that use no card algorithm do not pay its relocation at start (headers from libssl-dev).
+        .target(name: "COpenSSL", path: "Sources/C/COpenSSL"),
         // sd-login's header (libsystemd-dev) for tokenpind's "who owns the active session" check; no link: the
         // daemon loads libsystemd with dlopen, so it runs where there is no systemd.
         .systemLibrary(

@@ -150,6 +150,11 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case permissionDenied = 77
     /// Bad configuration.
     case configuration = 78
+    /// A library loaded when first needed cannot be loaded: OpenSSL's libcrypto.so.3, for the card's algorithms.
+    ///
+    /// Not thrown: Sources/C/COpenSSL/libcrypto.c ends the process with it, as the dynamic linker does (127) for a
+    /// library missing at start.
+    case libraryMissing = 127
     /// Cancelled by the person.
     case cancelled = 130
 
@@ -168,6 +173,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .ioError: "I/O error"
         case .permissionDenied: "permission denied, or an insecure store"
         case .configuration: "bad configuration"
+        case .libraryMissing: "a library it needs cannot be loaded (libcrypto.so.3, for the card's algorithms)"
         case .cancelled: "cancelled"
         }
     }

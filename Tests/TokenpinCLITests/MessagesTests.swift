@@ -37,7 +37,7 @@ import Testing
         #expect(help.status == 0)
         let names = (help.json["commands"] as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
         #expect(names.contains("verify") && names.contains("bench"), "\(help.stdout)")
-        #expect((help.json["exitCodes"] as? [Any])?.count == 13)
+        #expect((help.json["exitCodes"] as? [Any])?.count == 14)
         let verify = try cli.run(["--json", "help", "verify"], plain: true)
         #expect(
             (verify.json["command"] as? [String: Any])?["usage"] as? String == "tokenpin verify [--method pin|token]")

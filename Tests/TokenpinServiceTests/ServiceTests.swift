@@ -293,7 +293,7 @@ extension KDFParameters {
     }
 
     @Test func exitCodesAreTheDocumentedOnes() {
-        #expect(ExitCode.allCases.map(\.rawValue) == [0, 1, 2, 3, 4, 5, 6, 65, 69, 74, 77, 78, 130])
+        #expect(ExitCode.allCases.map(\.rawValue) == [0, 1, 2, 3, 4, 5, 6, 65, 69, 74, 77, 78, 127, 130])
         #expect(ExitCode(.store(StoreError(.corrupt, path: "x", ""))) == .dataError)
         #expect(ExitCode(.store(StoreError(.insecure, path: "x", ""))) == .permissionDenied)
         #expect(ExitCode(.policyViolation(.date)) == .policy)
