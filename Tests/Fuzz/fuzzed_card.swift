@@ -17,7 +17,7 @@ final class FuzzedCardConnection: CardConnection {
 
     init(answers: [[UInt8]]) { self.answers = answers }
 
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+    func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         transmitted += 1
         precondition(transmitted < 10_000, "the session keeps sending commands to a card")
         guard next < answers.count else { throw Gone() }
