@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenpinAPDU
 import TokenpinPCSC
 internal import TokenpinSystem
 
@@ -84,11 +85,9 @@ public enum CardHolders {
             let connection = try PCSCCardConnection(reader: reader)
             connection.close()
             return .free(sharedWith: running().filter { $0.name == "scdaemon" })
-        } catch let error as PCSCError {
-            if error == .sharingViolation { return .exclusive(diagnosis(reader: reader)) }
-            return .failed(error.hint.map { "\($0) (\(error.description))" } ?? error.description)
         } catch {
-            return .failed("\(error)")
+            if error.kind == .sharingViolation { return .exclusive(diagnosis(reader: reader)) }
+            return .failed(error.explanation)
         }
     }
 

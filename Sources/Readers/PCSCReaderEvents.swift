@@ -22,7 +22,7 @@ public struct PCSCReaderEvents: ReaderEventSource {
     }
 
     static func eventError(_ error: PCSCError) -> ReaderEventError {
-        ReaderEventError(error.hint.map { "\($0) (\(error.description))" } ?? error.description)
+        ReaderEventError(CardTransportError(error).explanation)
     }
 }
 

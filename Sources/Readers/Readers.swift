@@ -23,7 +23,7 @@ public struct PCSCReaders: CardReaders {
                 ReaderPresence(name: $0.name, cardPresent: $0.state.contains(.present))
             }
         } catch {
-            throw Self.serviceError(error)
+            throw ServiceError(error)
         }
     }
 
@@ -32,14 +32,10 @@ public struct PCSCReaders: CardReaders {
             return try PCSCCardConnection(reader: reader, timeouts: timeouts)
         } catch {
             // Who holds it, said the same way wherever tokenpin meets it (verify, PAM through tokenpind, doctor).
-            if let error = error as? PCSCError, error == .sharingViolation {
-                throw .cardHeldElsewhere(CardHolders.diagnosis(reader: reader))
-            }
-            throw Self.serviceError(error)
+            if error.kind == .sharingViolation { throw .cardHeldElsewhere(CardHolders.diagnosis(reader: reader)) }
+            throw ServiceError(error)
         }
     }
-
-    public func describe(_ transportError: any Error) -> ServiceError { Self.serviceError(transportError) }
 
     public func withTimeouts(_ timeouts: CardTimeouts) -> any CardReaders { PCSCReaders(timeouts: timeouts) }
 
@@ -47,25 +43,6 @@ public struct PCSCReaders: CardReaders {
     /// not answer in time.
     public func pinpad(of reader: String) -> ReaderPinpad? {
         (try? PCSCReaderPinpad.detect(reader: reader, within: timeouts.command)).map(ReaderPinpad.init)
-    }
-
-    /// A card connection's error: PC/SC's (see below), or a deadline that passed (the token is unavailable, or
-    /// pcscd does not answer: a service tokenpin needs is not working).
-    static func serviceError(_ error: any Error) -> ServiceError {
-        if let error = error as? PCSCError { return serviceError(error) }
-        if let timeout = error as? CardTimeoutError {
-            return timeout.reader == nil ? .serviceUnavailable("\(timeout)") : .tokenUnavailable("\(timeout)")
-        }
-        return .tokenUnavailable("\(error)")
-    }
-
-    /// pcscd down is "a service is not running" (exit 69); everything else makes the token unavailable (exit 6).
-    static func serviceError(_ error: PCSCError) -> ServiceError {
-        let text = error.hint.map { "\($0) (\(error.description))" } ?? error.description
-        switch error {
-        case .noService, .serviceStopped, .shutdown: return .serviceUnavailable(text)
-        default: return .tokenUnavailable(text)
-        }
     }
 }
 
@@ -99,5 +76,4 @@ public struct UnavailableReaders: CardReaders {
 
     public func list() throws(ServiceError) -> [ReaderPresence] { throw error }
     public func open(_ reader: String) throws(ServiceError) -> any CardConnection { throw error }
-    public func describe(_ transportError: any Error) -> ServiceError { error }
 }

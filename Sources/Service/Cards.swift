@@ -11,8 +11,6 @@ public protocol CardReaders: Sendable {
     func list() throws(ServiceError) -> [ReaderPresence]
     /// Connects to the card in `reader` for one operation; closing the connection drops any PIN verified on it.
     func open(_ reader: String) throws(ServiceError) -> any CardConnection
-    /// Turns a transport error (inside `TokenCardError.transport`) into a service error with a plain message.
-    func describe(_ transportError: any Error) -> ServiceError
     /// The same readers with these deadlines on every wait (`card-timeout`); readers without waits of their own
     /// (in process) return themselves.
     func withTimeouts(_ timeouts: CardTimeouts) -> any CardReaders

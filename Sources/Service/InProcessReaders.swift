@@ -48,10 +48,6 @@ public struct InProcessReaders: CardReaders {
             throw .tokenUnavailable("\(reader): \(error)")
         }
     }
-
-    public func describe(_ transportError: any Error) -> ServiceError {
-        .tokenUnavailable("\(transportError)")
-    }
 }
 
 /// A connection to an in-process card whose `close()` resets the card, as a PC/SC disconnect after a PIN does.
@@ -73,9 +69,13 @@ final class InProcessConnection: CardConnection {
         set { inner.lengthCapabilities = newValue }
     }
 
-    func transmit(_ command: [UInt8]) throws -> [UInt8] { try inner.transmit(command) }
+    func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] { try inner.transmit(command) }
 
-    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R { try inner.exclusive(body) }
+    func exclusive<R: ~Copyable, E: Error>(
+        transportError: (CardTransportError) -> E, _ body: () throws(E) -> R
+    ) throws(E) -> R {
+        try inner.exclusive(transportError: transportError, body)
+    }
 
     var resets: Int { inner.resets }
 

@@ -205,7 +205,7 @@ final class PKCS11Token: TokenApplication {
     /// The service's transport failure for a token, its module or the helper gone: the one place a PKCS#11 error
     /// becomes `TokenCardError.transport`.
     static func transport(_ error: PKCS11TokenError) -> TokenCardError {
-        .transport(PKCS11TransportError(error))
+        .transport(CardTransportError(error))
     }
 
     /// A fresh challenge for a PKCS#11 RSA binding whose token takes OAEP, or nil for every other binding (the
@@ -228,9 +228,16 @@ final class PKCS11Token: TokenApplication {
 /// prompts and messages show no number for it.
 public let cardTriesUntold = 255
 
-/// A PKCS#11 token, its module or the helper went away or did not answer: the service's transport failure.
-struct PKCS11TransportError: Error, CustomStringConvertible {
-    let error: PKCS11TokenError
-    init(_ error: PKCS11TokenError) { self.error = error }
-    var description: String { error.description }
+extension CardTransportError {
+    /// A PKCS#11 token, its module or the helper went away or did not answer, in the transport's terms.
+    init(_ error: PKCS11TokenError) {
+        let kind: Kind =
+            switch error {
+            case .notAnswering: .timeout
+            case .tokenChanged: .cardRemoved
+            case .module(let code, _, _) where code.isTokenGone: .cardRemoved
+            default: .other
+            }
+        self.init(kind, error.description)
+    }
 }

@@ -54,7 +54,7 @@ enum TokenCardError: Error {
     /// The card PIN (or the credential asked for) is blocked.
     case blocked
     /// The reader, pcscd or the card went away, or the transport failed.
-    case transport(any Error)
+    case transport(CardTransportError)
     /// The card answered something that is not what the application defines.
     case malformed(String)
     /// The key asked for cannot be used (no key, an algorithm tokenpin does not support, a signing-only key).

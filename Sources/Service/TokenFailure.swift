@@ -51,11 +51,11 @@ extension PINService {
             return TokenFailure(
                 kind: .refused, reason: "the PIN of card \(card) is blocked; unblock it with `tokenpin token unblock`",
                 cardTriesLeft: 0)
-        case .transport(let timeout as CardTimeoutError):
+        case .transport(let inner) where inner.deadline != nil:
             // Nothing was counted; the reader is named, since the card in it did not get a word in.
-            return TokenFailure(kind: .unavailable, reason: "card \(card): \(timeout)")
+            return TokenFailure(kind: .unavailable, reason: "card \(card): \(inner)")
         case .transport(let inner):
-            let described = (try? readers())?.describe(inner) ?? .tokenUnavailable("\(inner)")
+            let described = ServiceError(inner)
             if case .serviceUnavailable(let why) = described { return TokenFailure(kind: .service, reason: why) }
             return TokenFailure(kind: .unavailable, reason: "card \(card): \(described.message)")
         case .malformed(let detail):
@@ -66,6 +66,18 @@ extension PINService {
             return TokenFailure(kind: .unavailable, reason: "card \(card): \(why)")
         case .keypadRefused(let refusal):
             return TokenFailure(kind: .refused, reason: "card \(card): \(refusal); nothing was counted")
+        }
+    }
+}
+
+extension ServiceError {
+    /// A card transport's failure as the service reports it, the one place it is mapped: pcscd not running (or not
+    /// answering) is "a service is not running" (exit 69); everything else makes the token unavailable (exit 6).
+    /// The message is the transport's hint, then its own words in parentheses (`Card was removed. (0x80100069)`).
+    public init(_ error: CardTransportError) {
+        switch error.kind {
+        case .serviceUnavailable: self = .serviceUnavailable(error.explanation)
+        default: self = .tokenUnavailable(error.explanation)
         }
     }
 }

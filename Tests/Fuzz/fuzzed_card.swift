@@ -4,7 +4,8 @@ import TokenpinAPDU
 
 /// A card that answers each command with the next part of the fuzz input, then is gone.
 final class FuzzedCardConnection: CardConnection {
-    struct Gone: Error {}
+    /// What the card being gone throws.
+    static let gone = CardTransportError(.cardRemoved, "the fuzzed card is gone")
 
     let atr: [UInt8] = [
         0x3B, 0xDA, 0x18, 0xFF, 0x81, 0xB1, 0xFE, 0x75, 0x1F, 0x03, 0x00, 0x31, 0xC5, 0x73, 0xC0,
@@ -17,10 +18,10 @@ final class FuzzedCardConnection: CardConnection {
 
     init(answers: [[UInt8]]) { self.answers = answers }
 
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+    func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         transmitted += 1
         precondition(transmitted < 10_000, "the session keeps sending commands to a card")
-        guard next < answers.count else { throw Gone() }
+        guard next < answers.count else { throw Self.gone }
         defer { next += 1 }
         return answers[next]
     }

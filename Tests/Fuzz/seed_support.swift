@@ -18,7 +18,7 @@ final class RecordingConnection: CardConnection {
 
     init(_ inner: SimulatedCardConnection) { self.inner = inner }
 
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+    func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         let answer = try inner.transmit(command)
         commands.append(command)
         answers.append(answer)

@@ -48,10 +48,9 @@ struct VerifiedStateTests {
 
     @Test("a transport error while clearing still needs a reset")
     func transportErrorNeedsReset() {
-        struct Gone: Error {}
         var state = VerifiedState()
         state.note(command: Self.verify(0x81), answer: Self.ok)
-        #expect(!state.clear { _ in throw Gone() })
+        #expect(!state.clear { _ throws(CardTransportError) in throw CardTransportError(.cardRemoved, "gone") })
         #expect(!state.isEmpty)
     }
 

@@ -57,11 +57,12 @@ struct OpenPGPCardTests {
         card.close()
         card.close()
         let sent = connection.instructions.count
-        #expect(throws: OpenPGPError.transport(OpenPGPCardClosed())) {
+        #expect(throws: OpenPGPError.transport(.sessionClosed("OpenPGP"))) {
             _ = try card.transaction { session throws(OpenPGPError) in try session.retriesLeft(.pw1) }
         }
         #expect(connection.instructions.count == sent)
-        #expect(OpenPGPError.transport(OpenPGPCardClosed()).description.hasSuffix("the OpenPGP session was closed"))
+        #expect(
+            OpenPGPError.transport(.sessionClosed("OpenPGP")).description.hasSuffix("the OpenPGP session was closed"))
     }
 
     @Test("a card without the OpenPGP application is applicationNotFound; a transport failure is transport")
@@ -76,15 +77,15 @@ struct OpenPGPCardTests {
             _ = try OpenPGPCard.open(PulledCardConnection())
         } throws: { error in
             guard case .transport(let inner) = error as? OpenPGPError else { return false }
-            return inner is PulledCardConnection.Pulled
+            return inner == PulledCardConnection.pulled
         }
     }
 }
 
 /// A reader whose card is gone: every command fails in the transport.
 final class PulledCardConnection: CardConnection {
-    struct Pulled: Error {}
+    static let pulled = CardTransportError(.cardRemoved, "pulled")
     var atr: [UInt8] { [] }
     var lengthCapabilities = LengthCapabilities.shortOnly
-    func transmit(_ command: [UInt8]) throws -> [UInt8] { throw Pulled() }
+    func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] { throw Self.pulled }
 }

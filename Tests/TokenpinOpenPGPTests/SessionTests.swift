@@ -240,14 +240,14 @@ struct SessionTests {
                 Issue.record("expected a transport error, got \(error)")
                 return
             }
-            #expect(underlying is SimulatorError)
+            #expect(underlying.kind == .cardRemoved)
         }
         // The card stays gone: the next command is a transport failure, the simulator saying it was removed.
         #expect {
             try fixture.session.select()
         } throws: { error in
             guard case .transport(let underlying)? = error as? OpenPGPError else { return false }
-            return (underlying as? SimulatorError)?.code == .cardRemoved
+            return underlying == CardTransportError(.cardRemoved, "the simulated card was removed from the reader")
         }
     }
 

@@ -11,7 +11,7 @@ import TokenpinTestSupport
 /// until the call comes back.
 @Suite("PC/SC deadlines")
 struct WatchdogTests {
-    @Test("a call that overruns throws CardTimeoutError at its deadline; later calls throw at once")
+    @Test("a call that overruns throws a timeout at its deadline; later calls throw at once")
     func overrun() throws {
         let reader = "watchdog test \(UUID().uuidString)"
         let watchdog = PCSCWatchdog(reader: reader)
@@ -20,9 +20,10 @@ struct WatchdogTests {
         #expect {
             try watchdog.run("SCardTransmit", timeout: .milliseconds(50)) { release.wait() }
         } throws: { error in
-            guard let timeout = error as? CardTimeoutError else { return false }
+            guard let error = error as? CardTransportError, let timeout = error.deadline else { return false }
             return timeout.reader == reader && timeout.timeout == .milliseconds(50) && !timeout.stillWaiting
-                && timeout.description == "the reader \"\(reader)\" did not answer within 0 s (SCardTransmit)"
+                && error.kind == .timeout && error.code == nil
+                && error.description == "the reader \"\(reader)\" did not answer within 0 s (SCardTransmit)"
         }
         #expect(watchdog.hasGivenUp)
         #expect(PCSCWatchdog.isStillWaiting(reader))
@@ -30,7 +31,7 @@ struct WatchdogTests {
         let ran = Mutex(false)
         #expect {
             try watchdog.run("SCardTransmit", timeout: .seconds(5)) { ran.withLock { $0 = true } }
-        } throws: { ($0 as? CardTimeoutError)?.stillWaiting == true }
+        } throws: { Self.isStillWaiting($0) }
         release.signal()
         // The call comes back (pcscd answered): the reader no longer counts as waiting.
         for _ in 0..<200 where PCSCWatchdog.isStillWaiting(reader) { usleep(10_000) }
@@ -41,8 +42,8 @@ struct WatchdogTests {
     @Test("errors and results of calls in time pass through unchanged")
     func inTime() throws {
         let watchdog = PCSCWatchdog(reader: "watchdog test \(UUID().uuidString)")
-        #expect(throws: PCSCError.removedCard) {
-            try watchdog.run("SCardTransmit", timeout: .seconds(5)) { throw PCSCError.removedCard }
+        #expect(throws: CardTransportError(PCSCError.removedCard)) {
+            try watchdog.run("SCardTransmit", timeout: .seconds(5)) { () throws(PCSCError) in throw .removedCard }
         }
         #expect(try watchdog.run("SCardStatus", timeout: .seconds(5)) { [1, 2, 3] } == [1, 2, 3])
         #expect(!watchdog.hasGivenUp)
@@ -68,6 +69,15 @@ struct WatchdogTests {
         #expect(
             CardTimeoutError(reader: "R", timeout: .seconds(10), call: "SCardConnect", stillWaiting: true)
                 .description.contains("has not answered since"))
+        #expect(
+            CardTransportError(CardTimeoutError(reader: nil, timeout: .seconds(1), call: "SCardGetStatusChange")).kind
+                == .serviceUnavailable)
+    }
+
+    /// Whether `error` is a deadline that passed earlier, with the reader still owing its answer.
+    static func isStillWaiting(_ error: any Error) -> Bool {
+        guard let error = error as? CardTransportError else { return false }
+        return error.kind == .timeout && error.deadline?.stillWaiting == true
     }
 }
 
@@ -94,16 +104,17 @@ extension SandboxTests {
         #expect {
             try connection.withTransaction { _ = try connection.send(RawCommand.applicationRelatedData) }
         } throws: { error in
-            guard let timeout = error as? CardTimeoutError else { return false }
-            return timeout.reader == reader && timeout.call == "SCardTransmit" && !timeout.stillWaiting
+            (error as? CardTransportError)
+                == CardTransportError(
+                    CardTimeoutError(reader: reader, timeout: Self.short.command, call: "SCardTransmit"))
         }
         #expect(ContinuousClock.now - start < .seconds(6), "the wait was bounded")
         #expect { _ = try connection.transmit(RawCommand.select.encoded()) } throws: {
-            ($0 as? CardTimeoutError)?.stillWaiting == true
+            WatchdogTests.isStillWaiting($0)
         }
         // Another connection to the wedged reader is refused at once.
         #expect { _ = try PCSCCardConnection(reader: reader, timeouts: Self.short) } throws: {
-            ($0 as? CardTimeoutError)?.stillWaiting == true
+            WatchdogTests.isStillWaiting($0)
         }
         connection.close()
         // The card is pulled: vpcd and pcscd give up on it, the call that overran returns, the reader is free.
@@ -124,7 +135,9 @@ extension SandboxTests {
         defer { simulator.stop() }
         let connection = try PCSCCardConnection(reader: reader, timeouts: Self.short)
         #expect(try connection.send(RawCommand.select).statusWord == .success)
-        #expect { _ = try connection.send(RawCommand.applicationRelatedData) } throws: { $0 is CardTimeoutError }
+        #expect { _ = try connection.send(RawCommand.applicationRelatedData) } throws: {
+            ($0 as? CardTransportError)?.kind == .timeout
+        }
         // The answer comes 2.5 s after the command; the call that overran takes it and lets the reader go.
         Self.waitUntilAnswered(reader)
         #expect(!PCSCWatchdog.isStillWaiting(reader))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TokenpinAPDU
 import TokenpinPCSC
 import TokenpinTestSupport
 
@@ -53,12 +54,11 @@ struct NoServiceTests {
         }
         record { () throws(PCSCError) in _ = try PCSCContext() }
         record { () throws(PCSCError) in
-            do {
+            do throws(CardTransportError) {
                 _ = try PCSCCardConnection(reader: "Virtual PCD 00 00")
-            } catch let error as PCSCError {
-                throw error
             } catch {
-                throw PCSCError.unknownError  // a deadline: not what pcscd down gives
+                #expect(error.kind == .serviceUnavailable)
+                throw error.pcscError ?? .unknownError  // no code: a deadline, not what pcscd down gives
             }
         }
         record { () throws(PCSCError) in _ = try ReaderMonitor() }

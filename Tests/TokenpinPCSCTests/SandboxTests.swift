@@ -84,8 +84,10 @@ struct SandboxTests {
     @Test("an empty reader: no card")
     func emptyReader() throws {
         let (_, reader) = Sandbox.slot(1)
-        #expect(throws: PCSCError.noSmartCard) { _ = try PCSCCardConnection(reader: reader) }
-        #expect(throws: PCSCError.unknownReader) { _ = try PCSCCardConnection(reader: "no such reader 00 00") }
+        #expect(throws: CardTransportError(PCSCError.noSmartCard)) { _ = try PCSCCardConnection(reader: reader) }
+        #expect(throws: CardTransportError(PCSCError.unknownReader)) {
+            _ = try PCSCCardConnection(reader: "no such reader 00 00")
+        }
     }
 
     @Test("connect, select the OpenPGP application, read data with extended length")
@@ -109,7 +111,9 @@ struct SandboxTests {
         #expect(data.data.first == 0x6E)
         #expect(data.data.count > 100)
         try connection.disconnect()
-        #expect(throws: PCSCError.invalidHandle) { _ = try connection.transmit(RawCommand.select.encoded()) }
+        #expect(throws: CardTransportError(PCSCError.invalidHandle)) {
+            _ = try connection.transmit(RawCommand.select.encoded())
+        }
     }
 
     @Test("pulling the card mid-session gives a typed error, not a crash")
@@ -124,21 +128,24 @@ struct SandboxTests {
         do {
             _ = try connection.send(RawCommand.select)
             Issue.record("a command reached a pulled card")
-        } catch let error as PCSCError {
+        } catch let failure as CardTransportError {
+            let error = try #require(failure.pcscError)
             #expect(error.isCardGone || error == .notTransacted, "\(error)")
-            #expect(error.hint != nil)
+            #expect(failure.hint != nil)
         }
         // Once pcscd has noticed, the card is gone.
         try Sandbox.waitForCard(in: reader, present: false)
         do {
             _ = try connection.send(RawCommand.select)
             Issue.record("a command reached a pulled card")
-        } catch let error as PCSCError {
-            #expect(error.isCardGone, "\(error)")
-            #expect(error.hint != nil)
+        } catch let failure as CardTransportError {
+            #expect(failure.pcscError?.isCardGone == true, "\(failure)")
+            #expect(failure.hint != nil)
         }
         // Transactions and status fail the same way; disconnecting still works.
-        #expect { try connection.withTransaction { () } } throws: { ($0 as? PCSCError)?.isCardGone == true }
+        #expect { try connection.withTransaction { () } } throws: {
+            ($0 as? CardTransportError)?.pcscError?.isCardGone == true
+        }
         _ = try? connection.disconnect()
     }
 
@@ -220,8 +227,9 @@ struct SandboxTests {
         do {
             _ = try PCSCCardConnection(reader: reader)
             Issue.record("a second connection got a card held exclusively")
-        } catch let error as PCSCError {
-            #expect(error == .sharingViolation)
+        } catch {
+            #expect(error.kind == .sharingViolation)
+            #expect(error.pcscError == .sharingViolation)
             #expect(error.hint?.contains("scdaemon") == true)
         }
         try holder.disconnect()
@@ -245,8 +253,9 @@ struct SandboxTests {
         do {
             _ = try other.send(RawCommand.triesQuery)
             Issue.record("the reset was not reported to the other connection")
-        } catch let error as PCSCError {
-            #expect(error == .resetCard)
+        } catch let error as CardTransportError {
+            #expect(error.kind == .cardReset)
+            #expect(error.pcscError == .resetCard)
         }
         try other.reconnect()
         _ = try other.send(RawCommand.select)
@@ -259,8 +268,9 @@ struct SandboxTests {
         do {
             _ = try other.send(RawCommand.triesQuery)
             Issue.record("the reset at disconnect was not reported to the other connection")
-        } catch let error as PCSCError {
-            #expect(error == .resetCard)
+        } catch let error as CardTransportError {
+            #expect(error.kind == .cardReset)
+            #expect(error.pcscError == .resetCard)
         }
     }
 
@@ -320,8 +330,9 @@ struct SandboxTests {
         do {
             _ = try other.send(RawCommand.triesQuery)
             Issue.record("the reset was not reported to the other connection")
-        } catch let error as PCSCError {
-            #expect(error == .resetCard)
+        } catch let error as CardTransportError {
+            #expect(error.kind == .cardReset)
+            #expect(error.pcscError == .resetCard)
         }
         try other.reconnect()
         _ = try other.send(RawCommand.select)

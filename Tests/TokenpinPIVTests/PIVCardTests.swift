@@ -136,7 +136,7 @@ struct PIVCardTests {
         let piv = try PIVCard.open(card.connection)
         piv.close()
         let before = card.card.processedCount
-        #expect(throws: PIVError.transport(PIVCardClosed())) {
+        #expect(throws: PIVError.transport(.sessionClosed("PIV"))) {
             _ = try piv.transaction { session throws(PIVError) in try session.pinStatus() }
         }
         #expect(card.card.processedCount == before)

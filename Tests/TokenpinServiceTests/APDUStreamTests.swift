@@ -47,13 +47,17 @@ final class StreamRecordingConnection: CardConnection {
     }
     var resets: Int { inner.resets }
 
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+    func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         let answer = try inner.transmit(command)
         stream.record(command, answer: answer)
         return answer
     }
 
-    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R { try inner.exclusive(body) }
+    func exclusive<R: ~Copyable, E: Error>(
+        transportError: (CardTransportError) -> E, _ body: () throws(E) -> R
+    ) throws(E) -> R {
+        try inner.exclusive(transportError: transportError, body)
+    }
     func close() { inner.close() }
 }
 

@@ -50,7 +50,7 @@ final class RecordingLine: CardConnection {
         set { inner.lengthCapabilities = newValue }
     }
 
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+    func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         let answer = try inner.transmit(command)
         recording.exchanges.withLock { $0.append((command, answer)) }
         if HostileCardConnection.isKeyOperation(command) && answer.suffix(2) == [0x90, 0x00] {
@@ -104,7 +104,7 @@ final class HostileCardConnection: CardConnection {
         (0..<Int.random(in: count, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
     }
 
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+    func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         let instruction = command.count > 1 ? command[1] : 0
         var answer: [UInt8]
         if HostileCardConnection.isKeyOperation(command) {

@@ -121,18 +121,22 @@ final class WithoutKeyInformation: CardConnection {
         set { inner.lengthCapabilities = newValue }
     }
 
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+    func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         let answer = try inner.transmit(command)
         // GET DATA 6E answered in one piece: drop DE from the discretionary data objects (73).
         guard command.count >= 4, command[1] == 0xCA, command[2] == 0x00, command[3] == 0x6E,
             answer.suffix(2) == [0x90, 0x00]
         else { return answer }
-        let outer = try TLV.parseOne(Array(answer.dropLast(2)))
-        let children = try outer.children().map { child throws -> TLV in
-            guard child.tag == 0x73 else { return child }
-            return TLV(tag: 0x73, children: try child.children().filter { $0.tag != 0xDE })
+        do {
+            let outer = try TLV.parseOne(Array(answer.dropLast(2)))
+            let children = try outer.children().map { child throws(APDUError) -> TLV in
+                guard child.tag == 0x73 else { return child }
+                return TLV(tag: 0x73, children: try child.children().filter { $0.tag != 0xDE })
+            }
+            return TLV(tag: 0x6E, children: children).encoded + [0x90, 0x00]
+        } catch {
+            throw CardTransportError(malformed: error)
         }
-        return TLV(tag: 0x6E, children: children).encoded + [0x90, 0x00]
     }
 }
 

@@ -48,17 +48,19 @@ final class KeypadConnection: CardConnection, PinpadReader {
         get { inner.lengthCapabilities }
         set { inner.lengthCapabilities = newValue }
     }
-    func transmit(_ command: [UInt8]) throws -> [UInt8] { try inner.transmit(command) }
+    func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] { try inner.transmit(command) }
 
-    func verifyPINDirect(_ structure: [UInt8]) throws -> PinpadAnswer {
+    func verifyPINDirect(_ structure: [UInt8]) throws(CardTransportError) -> PinpadAnswer {
         try complete(structure, header: 19, entries: 1)
     }
 
-    func modifyPINDirect(_ structure: [UInt8]) throws -> PinpadAnswer {
+    func modifyPINDirect(_ structure: [UInt8]) throws(CardTransportError) -> PinpadAnswer {
         try complete(structure, header: 24, entries: 3)
     }
 
-    private func complete(_ structure: [UInt8], header: Int, entries count: Int) throws -> PinpadAnswer {
+    private func complete(_ structure: [UInt8], header: Int, entries count: Int) throws(CardTransportError)
+        -> PinpadAnswer
+    {
         let template = Array(structure[header...])
         let block = Int(structure[3] & 0x0F)
         var pins: [String] = []
@@ -78,7 +80,12 @@ final class KeypadConnection: CardConnection, PinpadReader {
             return block == 0 ? digits : digits + [UInt8](repeating: 0xFF, count: block - digits.count)
         }
         let command = Array(template[0..<4]) + [UInt8(data.count)] + data
-        return PinpadAnswer(try ResponseAPDU(parsing: inner.transmit(command)))
+        let answer = try inner.transmit(command)
+        do {
+            return PinpadAnswer(try ResponseAPDU(parsing: answer))
+        } catch {
+            throw CardTransportError(malformed: error)
+        }
     }
 }
 

@@ -59,7 +59,7 @@ final class TappedConnection: CardConnection {
         return command[1] == decipher || (command[1] == generalAuthenticate && command[3] != managementKey)
     }
 
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+    func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         let instruction = command.count > 1 ? command[1] : 0
         let keyOperation = Self.isKeyOperation(command)
         if let replay = tap.state.withLock({ $0.replay }) {

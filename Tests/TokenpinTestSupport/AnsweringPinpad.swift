@@ -39,12 +39,12 @@ public final class AnsweringPinpad: PinpadReader {
         self.init(.card(ResponseAPDU(data: data, statusWord: StatusWord(rawValue: statusWord))))
     }
 
-    public func verifyPINDirect(_ structure: [UInt8]) throws -> PinpadAnswer {
+    public func verifyPINDirect(_ structure: [UInt8]) throws(CardTransportError) -> PinpadAnswer {
         requests.append(Request(modify: false, structure: structure))
         return answer
     }
 
-    public func modifyPINDirect(_ structure: [UInt8]) throws -> PinpadAnswer {
+    public func modifyPINDirect(_ structure: [UInt8]) throws(CardTransportError) -> PinpadAnswer {
         requests.append(Request(modify: true, structure: structure))
         return answer
     }

@@ -41,14 +41,16 @@ public final class ResettingConnection: CardConnection {
     /// The instruction byte of each command transmitted, in order.
     public var instructions: [UInt8] { transmitted.map { $0.count > 1 ? $0[1] : 0 } }
 
-    public func transmit(_ command: [UInt8]) throws -> [UInt8] {
+    public func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         transmitted.append(command)
         let answer = try inner.transmit(command)
         if command.count > 1, command[1] == 0x20, answer.suffix(2) == [0x90, 0x00] { verifiedInTransaction = true }
         return answer
     }
 
-    public func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R {
+    public func exclusive<R: ~Copyable, E: Error>(
+        transportError: (CardTransportError) -> E, _ body: () throws(E) -> R
+    ) throws(E) -> R {
         transactions += 1
         defer {
             if policy == .afterEveryTransaction || verifiedInTransaction {

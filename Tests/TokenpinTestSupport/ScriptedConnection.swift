@@ -15,7 +15,7 @@ public final class ScriptedConnection: CardConnection {
         self.lengthCapabilities = capabilities
     }
 
-    public func transmit(_ command: [UInt8]) throws -> [UInt8] {
+    public func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         sent.append(command)
         return answers.isEmpty ? [0x6F, 0x00] : answers.removeFirst()
     }

@@ -7,9 +7,9 @@ import TokenpinAPDU
 
 /// An in-process `CardConnection` to a `SimulatedCard`: what `tokenpin --reader sim` and the tests use.
 ///
-/// Connecting powers the card on. `transmit` throws `SimulatorError` (`cardRemoved`, `cardNotPowered`) when
-/// the card gives no answer, as a PC/SC connection throws when the card is pulled. Injected delays are served
-/// through `sleep`, which tests replace so they never wait.
+/// Connecting powers the card on. `transmit` throws `CardTransportError` (`.cardRemoved`) when the card gives no
+/// answer, as a PC/SC connection throws when the card is pulled. Injected delays are served through `sleep`,
+/// which tests replace so they never wait.
 public final class SimulatedCardConnection: CardConnection {
     /// The card behind this connection.
     public let card: SimulatedCard
@@ -33,20 +33,19 @@ public final class SimulatedCardConnection: CardConnection {
 
     /// Sends one encoded command APDU to the card and returns its raw response.
     ///
-    /// - Throws: `SimulatorError` with code `cardRemoved` when the card was pulled, `cardNotPowered` when it
-    ///   was powered off.
-    public func transmit(_ command: [UInt8]) throws -> [UInt8] {
+    /// - Throws: `.cardRemoved` when the card was pulled or powered off, `.timeout` when it stalls.
+    public func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         switch card.respond(to: command) {
         case .response(let bytes, let delay):
             if delay > .zero { sleep(delay) }
             return bytes
         case .removed:
-            throw SimulatorError(.cardRemoved, "the simulated card was removed from the reader")
+            throw CardTransportError(.cardRemoved, "the simulated card was removed from the reader")
         case .notPowered:
-            throw SimulatorError(.cardNotPowered, "the simulated card is not powered")
+            throw CardTransportError(.cardRemoved, "the simulated card is not powered")
         case .stalled:
             // In process nothing waits: the answer that will never come is the deadline passing at once.
-            throw CardTimeoutError(reader: "simulated card", timeout: nil, call: "transmit")
+            throw CardTransportError(CardTimeoutError(reader: "simulated card", timeout: nil, call: "transmit"))
         }
     }
 

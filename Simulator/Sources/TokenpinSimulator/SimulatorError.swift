@@ -10,10 +10,6 @@ public struct SimulatorError: Error, Hashable, Sendable, CustomStringConvertible
         case unreadableStateFile
         /// The state file could not be written; the card keeps its previous state.
         case unwritableStateFile
-        /// The card was pulled (fault injection or a stopped simulator); no answer came.
-        case cardRemoved
-        /// The card is inserted but not powered.
-        case cardNotPowered
         /// A command-line argument or fault description was invalid.
         case invalidArgument
     }

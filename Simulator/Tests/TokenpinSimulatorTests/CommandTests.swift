@@ -488,7 +488,7 @@ struct CommandTests {
         let verify = [0x00, 0x20, 0x00, 0x82, 0x06] + Array("123456".utf8)
         state.note(command: verify, answer: try harness.connection.transmit(verify))
         #expect(try harness.decipher(point).statusWord == .success)
-        #expect(state.clear { try harness.connection.transmit($0) })
+        #expect(state.clear { command throws(CardTransportError) in try harness.connection.transmit(command) })
         #expect(state.isEmpty)
         // Still selected (no reset happened), but no longer verified.
         #expect(try harness.decipher(point).statusWord == .securityStatusNotSatisfied)

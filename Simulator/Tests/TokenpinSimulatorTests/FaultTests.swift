@@ -12,10 +12,10 @@ struct FaultTests {
         harness.card.faults = CardFaults(rules: [
             .init(instruction: CardInstruction.verify, fault: .vanish(afterProcessing: false))
         ])
-        let error = #expect(throws: SimulatorError.self) { try harness.verify(0x82, "000000") }
-        #expect(error?.code == .cardRemoved)
+        let error = #expect(throws: CardTransportError.self) { try harness.verify(0x82, "000000") }
+        #expect(error == CardTransportError(.cardRemoved, "the simulated card was removed from the reader"))
         #expect(!harness.card.isPresent)
-        #expect { try harness.getData(0x4F) } throws: { ($0 as? SimulatorError)?.code == .cardRemoved }
+        #expect { try harness.getData(0x4F) } throws: { ($0 as? CardTransportError)?.kind == .cardRemoved }
         harness.card.faults = .none
         harness.card.insert()
         harness.card.powerOn()
@@ -29,7 +29,7 @@ struct FaultTests {
         harness.card.faults = CardFaults(rules: [
             .init(instruction: CardInstruction.verify, fault: .vanish(afterProcessing: true), times: 1)
         ])
-        #expect { try harness.verify(0x82, "000000") } throws: { ($0 as? SimulatorError)?.code == .cardRemoved }
+        #expect { try harness.verify(0x82, "000000") } throws: { ($0 as? CardTransportError)?.kind == .cardRemoved }
         harness.card.insert()
         harness.card.powerOn()
         try requireSuccess(harness.select())
@@ -134,7 +134,7 @@ struct FaultTests {
         harness.card.faults = CardFaults(rules: [.init(instruction: CardInstruction.verify, fault: .stall, times: 1)])
         #expect(harness.card.respond(to: Hex.decode("0020008206303030303030") ?? []) == .stalled)
         harness.card.faults = CardFaults(rules: [.init(instruction: CardInstruction.verify, fault: .stall, times: 1)])
-        #expect { try harness.verify(0x82, "000000") } throws: { $0 is CardTimeoutError }
+        #expect { try harness.verify(0x82, "000000") } throws: { ($0 as? CardTransportError)?.kind == .timeout }
         #expect(try harness.getData(0xC4).data[4] == 1, "both wrong PINs were counted by the card")
     }
 
@@ -143,7 +143,7 @@ struct FaultTests {
         let harness = try Harness()
         harness.card.powerOff()
         #expect(harness.card.process([0x00, 0xCA, 0x00, 0x4F, 0x00]).isEmpty)
-        let error = #expect(throws: SimulatorError.self) { try harness.getData(0x4F) }
-        #expect(error?.code == .cardNotPowered)
+        let error = #expect(throws: CardTransportError.self) { try harness.getData(0x4F) }
+        #expect(error == CardTransportError(.cardRemoved, "the simulated card is not powered"))
     }
 }

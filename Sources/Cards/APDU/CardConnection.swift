@@ -15,14 +15,19 @@ public protocol CardConnection: AnyObject {
     /// Sends one encoded command APDU and returns the raw response bytes (data and status word).
     ///
     /// No GET RESPONSE or chaining happens here.
-    func transmit(_ command: [UInt8]) throws -> [UInt8]
+    /// - Throws: why the bytes did not go or no answer came back (the card was removed, pcscd went away).
+    func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8]
 
     /// Runs `body` with the card reserved for this connection: no other client's command comes in between.
     ///
     /// A PIN verified inside does not outlive it: when the transaction ends the transport drops it (a reset,
     /// counted in `resets`, or VERIFY P1 = `FF` where that is enabled). Nested calls join the outer one.
     /// Transports without other clients (the in-process simulator) just run `body`.
-    func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R
+    /// - Throws: what `body` throws, as it is; `transportError` of the transport's error when the transaction
+    ///   itself could not begin (the card went away).
+    func exclusive<R: ~Copyable, E: Error>(
+        transportError: (CardTransportError) -> E, _ body: () throws(E) -> R
+    ) throws(E) -> R
 
     /// How many times the card was reset under this connection since it opened: a session that selected its
     /// application at an earlier count selects it again before its next command.
@@ -34,7 +39,9 @@ public protocol CardConnection: AnyObject {
 
 extension CardConnection {
     /// No other client can come between commands: `body` runs as it is.
-    public func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R { try body() }
+    public func exclusive<R: ~Copyable, E: Error>(
+        transportError: (CardTransportError) -> E, _ body: () throws(E) -> R
+    ) throws(E) -> R { try body() }
 
     /// A transport that never resets the card itself.
     public var resets: Int { 0 }
@@ -75,7 +82,7 @@ public enum TransportInstruction {
 extension CardConnection {
     /// Sends a command and returns the whole answer, with `ISO7816Transport`'s chaining, GET RESPONSE and `6C xx`
     /// handling, whatever its status: for tools and tests that speak APDUs bare.
-    /// - Throws: the transport's error, or `APDUError` for a response without a status word or too long.
+    /// - Throws: `CardTransportError`, or `APDUError` for a response without a status word or too long.
     public func send(_ command: CommandAPDU) throws -> ResponseAPDU {
         do {
             return try ISO7816Transport(connection: self).chained(command)

@@ -91,13 +91,13 @@ public struct InstructionNames: Sendable {
 }
 
 /// Why a command to a card did not succeed, before an application gives it its own meaning.
-public enum CardCommandError: Error, Sendable, CustomStringConvertible {
+public enum CardCommandError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The card answered a status other than `90 00` to the command `command` names (`GET DATA`).
     case refused(CardStatus, command: String)
     /// The answer has no status word, is too long, or carries a status the command cannot have.
     case malformed(APDUError)
     /// The connection failed: the card was removed, the reader or pcscd went away.
-    case transport(any Error)
+    case transport(CardTransportError)
     /// The command cannot be sent as asked (too long for the card); nothing reached the card.
     case invalidArgument(String)
 
@@ -107,19 +107,6 @@ public enum CardCommandError: Error, Sendable, CustomStringConvertible {
         case .malformed(let error): "the card's answer is malformed: \(error)"
         case .transport(let error): "the card connection failed: \(error)"
         case .invalidArgument(let detail): detail
-        }
-    }
-}
-
-extension CardCommandError: Equatable {
-    /// Equal cases with equal payloads; transport errors compare by their description.
-    public static func == (lhs: CardCommandError, rhs: CardCommandError) -> Bool {
-        switch (lhs, rhs) {
-        case (.refused(let a, let x), .refused(let b, let y)): a == b && x == y
-        case (.malformed(let a), .malformed(let b)): a == b
-        case (.transport(let a), .transport(let b)): String(describing: a) == String(describing: b)
-        case (.invalidArgument(let a), .invalidArgument(let b)): a == b
-        default: false
         }
     }
 }
@@ -142,7 +129,7 @@ public protocol CardApplicationError: Error {
     /// A malformed answer.
     static func malformed(_ error: APDUError) -> Self
     /// The connection failed.
-    static func transport(_ error: any Error) -> Self
+    static func transport(_ error: CardTransportError) -> Self
     /// The command could not be sent as asked.
     static func invalidArgument(_ detail: String) -> Self
 

@@ -40,8 +40,9 @@ public struct CardTimeouts: Sendable, Equatable {
 }
 
 /// A reader (or the card in it) that did not answer before the deadline: the call was cancelled and the connection
-/// given up; nothing the command may have done is counted by tokenpin.
-public struct CardTimeoutError: Error, Sendable, Equatable, CustomStringConvertible {
+/// given up; nothing the command may have done is counted by tokenpin. Thrown as a `CardTransportError`
+/// (`init(_:)`: `.timeout`, or `.serviceUnavailable` for pcscd itself), whose message this says.
+public struct CardTimeoutError: Sendable, Equatable, CustomStringConvertible {
     /// The reader's name; nil for pcscd itself (listing the readers).
     public var reader: String?
     /// The deadline that passed; nil when the transport does not know it (a simulated card that stalls).

@@ -46,12 +46,16 @@ public final class CountingConnection: CardConnection {
         set { inner.lengthCapabilities = newValue }
     }
 
-    public func transmit(_ command: [UInt8]) throws -> [UInt8] {
+    public func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         counter.record(command)
         return try inner.transmit(command)
     }
 
-    public func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R { try inner.exclusive(body) }
+    public func exclusive<R: ~Copyable, E: Error>(
+        transportError: (CardTransportError) -> E, _ body: () throws(E) -> R
+    ) throws(E) -> R {
+        try inner.exclusive(transportError: transportError, body)
+    }
 
     public var resets: Int { inner.resets }
 

@@ -181,9 +181,11 @@ public protocol PinpadReader: AnyObject {
     /// The reader's name, for "Enter the card PIN on the keypad of ‹reader›".
     var readerName: String { get }
     /// `FEATURE_VERIFY_PIN_DIRECT` with `structure` (`PinpadStructure.verify`); waits for the keypad.
-    func verifyPINDirect(_ structure: [UInt8]) throws -> PinpadAnswer
+    /// - Throws: the transport's failure; `.malformedAnswer` for a reader's answer without a status word.
+    func verifyPINDirect(_ structure: [UInt8]) throws(CardTransportError) -> PinpadAnswer
     /// `FEATURE_MODIFY_PIN_DIRECT` with `structure` (`PinpadStructure.modify`); waits for the keypad.
-    func modifyPINDirect(_ structure: [UInt8]) throws -> PinpadAnswer
+    /// - Throws: the transport's failure; `.malformedAnswer` for a reader's answer without a status word.
+    func modifyPINDirect(_ structure: [UInt8]) throws(CardTransportError) -> PinpadAnswer
 }
 
 /// A PIN entry on the keypad that ended without the card judging a PIN: nothing was counted.

@@ -21,32 +21,19 @@ public final class SelectedApplication {
 
     /// Runs `body` in one transaction, calling `select` first when the card was reset since the last selection.
     ///
-    /// - Throws: what `select` or `body` throw; `closed` after `close()`; `wrap` of the transport's own error when
-    ///   the transaction itself fails (the card went away).
+    /// - Throws: what `select` or `body` throw; `closed` after `close()`; `transportError` of the transport's
+    ///   error when the transaction itself fails (the card went away).
     public func transaction<R: ~Copyable, E: Error>(
-        select: () throws(E) -> Void, closed: @autoclosure () -> E, wrap: (any Error) -> E,
+        select: () throws(E) -> Void, closed: @autoclosure () -> E, transportError: (CardTransportError) -> E,
         _ body: () throws(E) -> R
     ) throws(E) -> R {
         guard !isClosed else { throw closed() }
-        return try Self.exclusive(connection, wrap: wrap) { () throws(E) -> R in
+        return try connection.exclusive(transportError: transportError) { () throws(E) -> R in
             if connection.resets != selectedAtResets {
                 try select()
                 selectedAtResets = connection.resets
             }
             return try body()
-        }
-    }
-
-    /// `connection.exclusive` with the errors typed: the body's as they are, the transport's through `wrap`.
-    public static func exclusive<R: ~Copyable, E: Error>(
-        _ connection: any CardConnection, wrap: (any Error) -> E, _ body: () throws(E) -> R
-    ) throws(E) -> R {
-        do {
-            return try connection.exclusive { () throws -> R in try body() }
-        } catch let error as E {
-            throw error
-        } catch {
-            throw wrap(error)
         }
     }
 

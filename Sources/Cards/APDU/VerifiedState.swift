@@ -56,7 +56,7 @@ public struct VerifiedState: Sendable, Equatable {
     /// card can be left as it is. Returns `false` when a reset is still needed: `needsReset` was set, the
     /// card refused one of the commands (older YubiKeys, cards without the feature), or `transmit` threw.
     /// Stops at the first refusal.
-    public mutating func clear(using transmit: ([UInt8]) throws -> [UInt8]) -> Bool {
+    public mutating func clear(using transmit: ([UInt8]) throws(CardTransportError) -> [UInt8]) -> Bool {
         guard !needsReset else { return false }
         for command in clearingCommands {
             guard let answer = try? transmit(command), answer == [0x90, 0x00] else { return false }

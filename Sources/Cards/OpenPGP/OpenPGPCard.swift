@@ -29,7 +29,7 @@ public final class OpenPGPCard {
     /// `.transport` when the connection fails.
     public static func open(_ connection: any CardConnection) throws(OpenPGPError) -> OpenPGPCard {
         let session = OpenPGPSession(connection: connection)
-        let data = try SelectedApplication.exclusive(connection, wrap: OpenPGPError.transport) {
+        let data = try connection.exclusive(transportError: OpenPGPError.transport) {
             () throws(OpenPGPError) -> ApplicationRelatedData in
             try session.select()
             return try session.applicationRelatedData()
@@ -46,7 +46,8 @@ public final class OpenPGPCard {
     {
         let session = self.session
         return try application.transaction(
-            select: session.select, closed: .transport(OpenPGPCardClosed()), wrap: OpenPGPError.transport
+            select: session.select, closed: .transport(.sessionClosed("OpenPGP")),
+            transportError: OpenPGPError.transport
         ) { () throws(OpenPGPError) -> R in try body(session) }
     }
 
@@ -58,11 +59,4 @@ public final class OpenPGPCard {
     public func keyDerivation(_ session: OpenPGPSession) throws(OpenPGPError) -> KeyDerivation? {
         try session.keyDerivation(data)
     }
-}
-
-/// A transaction on an `OpenPGPCard` that was closed: the connection is gone, and with it the selection.
-public struct OpenPGPCardClosed: Error, CustomStringConvertible {
-    /// Creates the error.
-    public init() {}
-    public var description: String { "the OpenPGP session was closed" }
 }

@@ -3,9 +3,8 @@ public import TokenpinAPDU
 /// Why an OpenPGP card command did not succeed.
 ///
 /// Status words map to the cases below (OpenPGP card 3.4.1 and ISO/IEC 7816-4 status bytes); a transport
-/// failure (card pulled, pcscd gone) is `.transport` with the connection's own error inside (a
-/// `PCSCError` for real readers).
-public enum OpenPGPError: CardApplicationError, Sendable, CustomStringConvertible {
+/// failure (card pulled, pcscd gone) is `.transport` with the connection's `CardTransportError` inside.
+public enum OpenPGPError: CardApplicationError, Sendable, Equatable, CustomStringConvertible {
     /// `63 Cx` (or `69 82` after VERIFY): the PIN was wrong; `retriesLeft` tries remain (0: now blocked).
     case wrongPIN(retriesLeft: Int)
     /// `69 83`: the password is blocked (retry counter at zero).
@@ -30,7 +29,7 @@ public enum OpenPGPError: CardApplicationError, Sendable, CustomStringConvertibl
     /// The caller's argument cannot be sent (empty PIN, wrong-length key); nothing reached the card.
     case invalidArgument(String)
     /// The connection failed: the card was removed, the reader or pcscd went away.
-    case transport(any Error)
+    case transport(CardTransportError)
 
     /// What a status means to the OpenPGP application: `6A 82` is no OpenPGP application, `69 85` a key of another
     /// algorithm (§7.2.11), and `6D 00`, `6E 00`, `6A 81`, `68 8x` an unsupported command.
@@ -58,24 +57,6 @@ public enum OpenPGPError: CardApplicationError, Sendable, CustomStringConvertibl
         case .unexpected(let sw): "the card answered \(sw): \(sw.meaning)"
         case .invalidArgument(let detail): detail
         case .transport(let error): "the card connection failed: \(error)"
-        }
-    }
-}
-
-extension OpenPGPError: Equatable {
-    /// Equal cases with equal payloads; transport errors compare by their description.
-    public static func == (lhs: OpenPGPError, rhs: OpenPGPError) -> Bool {
-        switch (lhs, rhs) {
-        case (.wrongPIN(let a), .wrongPIN(let b)): a == b
-        case (.blocked, .blocked), (.securityStatusNotSatisfied, .securityStatusNotSatisfied),
-            (.referencedDataNotFound, .referencedDataNotFound), (.applicationNotFound, .applicationNotFound),
-            (.wrongAlgorithm, .wrongAlgorithm), (.incorrectData, .incorrectData):
-            true
-        case (.unsupported(let a), .unsupported(let b)), (.unexpected(let a), .unexpected(let b)): a == b
-        case (.malformed(let a), .malformed(let b)): a == b
-        case (.invalidArgument(let a), .invalidArgument(let b)): a == b
-        case (.transport(let a), .transport(let b)): String(describing: a) == String(describing: b)
-        default: false
         }
     }
 }

@@ -17,7 +17,7 @@ extension OpenPGPSession {
         let header = [Self.interindustryClass, OpenPGPInstruction.verify, 0x00, reference.rawValue]
         return try keypadCommand(reference, header: header, reader: reader, minLength: minLength, maxLength: maxLength)
         {
-            (reader, structure) in try reader.verifyPINDirect(structure)
+            (reader, structure) throws(CardTransportError) in try reader.verifyPINDirect(structure)
         }
     }
 
@@ -29,13 +29,13 @@ extension OpenPGPSession {
         let header = [Self.interindustryClass, OpenPGPInstruction.changeReferenceData, 0x00, reference.changeReference]
         return try keypadCommand(reference, header: header, reader: reader, minLength: minLength, maxLength: maxLength)
         {
-            (reader, structure) in try reader.modifyPINDirect(structure)
+            (reader, structure) throws(CardTransportError) in try reader.modifyPINDirect(structure)
         }
     }
 
     private func keypadCommand(
         _ reference: PasswordReference, header: [UInt8], reader: any PinpadReader, minLength: Int, maxLength: Int,
-        _ send: (any PinpadReader, [UInt8]) throws -> PinpadAnswer
+        _ send: (any PinpadReader, [UInt8]) throws(CardTransportError) -> PinpadAnswer
     ) throws(OpenPGPError) -> PinpadRefusal? {
         guard let pinpad = reader.pinpad else { throw .invalidArgument("the reader has no PIN pad") }
         let format = PINEntryFormat.openPGP(minLength: minLength, maxLength: min(maxLength, Self.maxPINLength))
@@ -52,9 +52,8 @@ extension OpenPGPSession {
         let answer: PinpadAnswer
         do {
             answer = try send(reader, structure)
-        } catch let error as APDUError {
-            throw .malformed(error)
         } catch {
+            if case .malformedAnswer(let malformation) = error.kind { throw .malformed(malformation) }
             throw .transport(error)
         }
         let response: ResponseAPDU

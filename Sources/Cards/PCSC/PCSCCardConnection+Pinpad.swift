@@ -16,78 +16,88 @@ extension PCSCCardConnection: PinpadReader {
         return found ?? nil
     }
 
-    /// The reader's features and properties; nil when it announces no verify feature or answers the feature request
-    /// `SCARD_E_UNSUPPORTED_FEATURE`.
+    /// The reader's features and properties; nil when it announces no verify feature, answers the feature request
+    /// `SCARD_E_UNSUPPORTED_FEATURE` or answers something malformed.
     ///
-    /// Throws `PCSCError` or `CardTimeoutError` from the calls, `APDUError` for a malformed answer.
-    /// The corresponding C function is `SCardControl`.
-    public func detectPinpad() throws -> Pinpad? {
+    /// Throws the calls' failures. The corresponding C function is `SCardControl`.
+    public func detectPinpad() throws(CardTransportError) -> Pinpad? {
         try checkConnected()
         let card = self.card
         let list: [UInt8]
         do {
-            list = try call("SCardControl") {
+            list = try call("SCardControl") { () throws(PCSCError) in
                 try PCSCLibrary.control(
                     card, code: PCSCLibrary.getFeatureRequest, input: [], capacity: PCSCLibrary.maxControlAnswer)
             }
-        } catch let error as PCSCError where error == .unexpected {
+        } catch  where error.pcscError == .unexpected {
             return nil  // SCARD_E_UNSUPPORTED_FEATURE: a driver without part 10 (vpcd, most USB tokens)
         }
-        return try Self.pinpad(reader: readerName, featureList: list) { code in
-            try call("SCardControl") {
+        return try Self.pinpad(reader: readerName, featureList: list) { code throws(CardTransportError) in
+            try call("SCardControl") { () throws(PCSCError) in
                 try PCSCLibrary.control(card, code: code, input: [], capacity: PCSCLibrary.maxControlAnswer)
             }
         }
     }
 
-    /// The pinpad a feature list describes, its TLV properties fetched with `properties` when announced.
-    static func pinpad(reader: String, featureList: [UInt8], properties: (UInt32) throws -> [UInt8]) throws
-        -> Pinpad?
-    {
-        let features = try PinpadFeatures(parsing: featureList)
-        guard features.verifyPINDirect != nil else { return nil }
-        let tlv = try features.tlvProperties.map { try PinpadProperties(parsing: properties($0)) }
+    /// The pinpad a feature list describes, its TLV properties fetched with `properties` when announced; nil for a
+    /// list or properties that do not parse (a reader that answers something malformed has no pinpad).
+    static func pinpad<E: Error>(
+        reader: String, featureList: [UInt8], properties: (UInt32) throws(E) -> [UInt8]
+    ) throws(E) -> Pinpad? {
+        guard let features = try? PinpadFeatures(parsing: featureList), features.verifyPINDirect != nil else {
+            return nil
+        }
+        var tlv: PinpadProperties?
+        if let code = features.tlvProperties {
+            let answer = try properties(code)
+            guard let parsed = try? PinpadProperties(parsing: answer) else { return nil }
+            tlv = parsed
+        }
         return Pinpad(reader: reader, features: features, properties: tlv)
     }
 
-    public func verifyPINDirect(_ structure: [UInt8]) throws -> PinpadAnswer {
+    public func verifyPINDirect(_ structure: [UInt8]) throws(CardTransportError) -> PinpadAnswer {
         guard let code = pinpad?.canVerify == true ? pinpad?.features.verifyPINDirect : nil else {
-            throw PCSCError.unexpected
+            throw CardTransportError(PCSCError.unexpected)
         }
         return try pinCommand(code, structure)
     }
 
-    public func modifyPINDirect(_ structure: [UInt8]) throws -> PinpadAnswer {
+    public func modifyPINDirect(_ structure: [UInt8]) throws(CardTransportError) -> PinpadAnswer {
         guard let code = pinpad?.canModify == true ? pinpad?.features.modifyPINDirect : nil else {
-            throw PCSCError.unexpected
+            throw CardTransportError(PCSCError.unexpected)
         }
         return try pinCommand(code, structure)
     }
 
     /// One PIN command through the keypad: the answer is a response APDU (the reader's `64 0x` or the card's).
-    private func pinCommand(_ code: UInt32, _ structure: [UInt8]) throws -> PinpadAnswer {
+    private func pinCommand(_ code: UInt32, _ structure: [UInt8]) throws(CardTransportError) -> PinpadAnswer {
         try checkConnected()
         let card = self.card
         let wait = Duration.seconds(Int(PinpadStructure.timeoutSeconds)) + timeouts.command
         // Whatever the answer, the card may now hold a verified PIN: the transaction ends with a reset.
         verified.requireReset()
-        let answer = try call("SCardControl", timeout: wait) {
+        let answer = try call("SCardControl", timeout: wait) { () throws(PCSCError) in
             try PCSCLibrary.control(card, code: code, input: structure, capacity: 258)
         }
-        return PinpadAnswer(try ResponseAPDU(parsing: answer))
+        do {
+            return PinpadAnswer(try ResponseAPDU(parsing: answer))
+        } catch {
+            throw CardTransportError(malformed: error)
+        }
     }
 }
 
 /// The pinpad of a reader, asked without a card connection (`tokenpin readers`): a direct connection to the reader,
 /// which works with or without a card in it.
 public enum PCSCReaderPinpad {
-    /// The pinpad of `reader`, nil when it has none; throws `PCSCError`, `CardTimeoutError` or `APDUError`.
+    /// The pinpad of `reader`, nil when it has none or answers something malformed; throws the calls' failures.
     ///
     /// The corresponding C functions are `SCardEstablishContext`, `SCardConnect` (`SCARD_SHARE_DIRECT`),
     /// `SCardControl`, `SCardDisconnect` and `SCardReleaseContext`.
-    public static func detect(reader: String, within timeout: Duration) throws -> Pinpad? {
+    public static func detect(reader: String, within timeout: Duration) throws(CardTransportError) -> Pinpad? {
         let watchdog = PCSCWatchdog(reader: reader)
-        return try watchdog.run("SCardControl", timeout: timeout) {
+        return try watchdog.run("SCardControl", timeout: timeout) { () throws(PCSCError) -> Pinpad? in
             let context = try PCSCLibrary.establishContext()
             defer { PCSCLibrary.releaseContext(context) }
             let card = try PCSCLibrary.connect(
@@ -95,13 +105,14 @@ public enum PCSCReaderPinpad {
             ).card
             defer { try? PCSCLibrary.disconnect(card, disposition: CardDisposition.leave.rawValue) }
             let list: [UInt8]
-            do {
+            do throws(PCSCError) {
                 list = try PCSCLibrary.control(
                     card, code: PCSCLibrary.getFeatureRequest, input: [], capacity: PCSCLibrary.maxControlAnswer)
-            } catch let error as PCSCError where error == .unexpected {
+            } catch {
+                guard error == .unexpected else { throw error }
                 return nil  // SCARD_E_UNSUPPORTED_FEATURE: a driver without part 10 (vpcd, most USB tokens)
             }
-            return try PCSCCardConnection.pinpad(reader: reader, featureList: list) { code in
+            return try PCSCCardConnection.pinpad(reader: reader, featureList: list) { code throws(PCSCError) in
                 try PCSCLibrary.control(card, code: code, input: [], capacity: PCSCLibrary.maxControlAnswer)
             }
         }

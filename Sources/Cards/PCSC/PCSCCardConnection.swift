@@ -21,9 +21,9 @@ public import TokenpinAPDU
 ///
 /// **Deadlines.** Every pcsc-lite call runs on the connection's own thread and is waited for at most until its
 /// deadline (`timeouts`: `card-timeout`, 10 s, per command; longer for key generation). A reader that does not
-/// answer in time makes the call throw `CardTimeoutError`; the connection is then given up, `SCardCancel` is called
-/// on its context, and the card is disconnected with a reset once pcscd answers the call that overran
-/// (`PCSCWatchdog`). While that call is outstanding, a new connection to the reader fails at once.
+/// answer in time makes the call throw a `.timeout` `CardTransportError`; the connection is then given up,
+/// `SCardCancel` is called on its context, and the card is disconnected with a reset once pcscd answers the call
+/// that overran (`PCSCWatchdog`). While that call is outstanding, a new connection to the reader fails at once.
 ///
 /// **Threads.** Every call blocks until pcscd (and the card) answer or the deadline passes. Use a connection from
 /// one thread at a time and keep it off the Swift concurrency cooperative pool (a dedicated thread or dispatch
@@ -82,26 +82,27 @@ public final class PCSCCardConnection: CardConnection {
     ///
     /// Opens a context of its own, then connects in `shareMode` (shared by default, so gpg's scdaemon in
     /// shared mode and other tokenpin processes can coexist) with T=1 or T=0, each call within `timeouts`.
-    /// Throws `PCSCError`: `.noService`, `.unknownReader`, `.noSmartCard`, `.sharingViolation`,
-    /// `.unresponsiveCard`, ...; `CardTimeoutError` when pcscd or the reader did not answer in time, or an earlier
-    /// call to the reader still waits for its answer. The corresponding C functions are `SCardEstablishContext` and
-    /// `SCardConnect`.
+    /// Throws what pcsc-lite reports (`SCARD_E_NO_SERVICE`, `SCARD_E_UNKNOWN_READER`, `SCARD_E_NO_SMARTCARD`,
+    /// `SCARD_E_SHARING_VIOLATION`, `SCARD_W_UNRESPONSIVE_CARD`, ...) as a `CardTransportError`; `.timeout` when
+    /// pcscd or the reader did not answer in time, or an earlier call to the reader still waits for its answer.
+    /// The corresponding C functions are `SCardEstablishContext` and `SCardConnect`.
     public init(
         reader: String, shareMode: ShareMode = .shared, protocols: CardProtocols = .any,
         timeouts: CardTimeouts = .standard
-    ) throws {
+    ) throws(CardTransportError) {
         if PCSCWatchdog.isStillWaiting(reader) {
-            throw CardTimeoutError(reader: reader, timeout: timeouts.command, call: "SCardConnect", stillWaiting: true)
+            throw CardTransportError(
+                CardTimeoutError(reader: reader, timeout: timeouts.command, call: "SCardConnect", stillWaiting: true))
         }
         let watchdog = PCSCWatchdog(reader: reader)
-        let context = try watchdog.run("SCardEstablishContext", timeout: timeouts.command) {
+        let context = try watchdog.run("SCardEstablishContext", timeout: timeouts.command) { () throws(PCSCError) in
             let context = try PCSCLibrary.establishContext()
             watchdog.watch(context: context)
             return context
         }
         let connected: (card: Int, activeProtocol: UInt32)
         do {
-            connected = try watchdog.run("SCardConnect", timeout: timeouts.command) {
+            connected = try watchdog.run("SCardConnect", timeout: timeouts.command) { () throws(PCSCError) in
                 let connected = try PCSCLibrary.connect(
                     context, reader: reader, shareMode: shareMode.rawValue, protocols: protocols.rawValue)
                 watchdog.watch(card: connected.card)
@@ -111,7 +112,7 @@ public final class PCSCCardConnection: CardConnection {
             if !watchdog.hasGivenUp { PCSCLibrary.releaseContext(context) }
             throw error
         }
-        let status = try? watchdog.run("SCardStatus", timeout: timeouts.command) {
+        let status = try? watchdog.run("SCardStatus", timeout: timeouts.command) { () throws(PCSCError) in
             try PCSCLibrary.status(connected.card)
         }
         self.watchdog = watchdog
@@ -134,7 +135,7 @@ public final class PCSCCardConnection: CardConnection {
         let (card, context, connected) = (self.card, self.context, isConnected)
         let disposition = verified.isEmpty ? CardDisposition.leave : .reset
         let watchdog = self.watchdog
-        try? watchdog.run("SCardDisconnect", timeout: timeouts.command) {
+        try? watchdog.run("SCardDisconnect", timeout: timeouts.command) { () throws(PCSCError) in
             if connected { try? PCSCLibrary.disconnect(card, disposition: disposition.rawValue) }
             PCSCLibrary.releaseContext(context)
             watchdog.watch(card: nil)
@@ -142,12 +143,15 @@ public final class PCSCCardConnection: CardConnection {
         }
     }
 
-    /// Runs one pcsc-lite call on the connection's thread within `timeout` (default: the command deadline).
-    func call<R>(_ name: String, timeout: Duration? = nil, _ body: @escaping () throws -> R) throws -> R {
+    /// Runs one pcsc-lite call on the connection's thread within `timeout` (default: the command deadline); after
+    /// a call overran its deadline the connection is given up.
+    func call<R>(_ name: String, timeout: Duration? = nil, _ body: @escaping () throws(PCSCError) -> R)
+        throws(CardTransportError) -> R
+    {
         do {
             return try watchdog.run(name, timeout: timeout ?? timeouts.command, body)
-        } catch let error as CardTimeoutError {
-            isConnected = false
+        } catch {
+            if watchdog.hasGivenUp { isConnected = false }
             throw error
         }
     }
@@ -156,17 +160,17 @@ public final class PCSCCardConnection: CardConnection {
     ///
     /// No GET RESPONSE or chaining happens here; `send(_:)` does that. The receive buffer is wiped after the
     /// answer is copied out. The caller wipes the returned array when it holds a secret.
-    /// Throws `PCSCError`: `.removedCard`, `.resetCard`, `.noSmartCard` when the card went away, `.timeout`
-    /// or `.unresponsiveCard` when it stopped answering; `CardTimeoutError` when the answer did not come within the
+    /// Throws `.cardRemoved`, `.cardReset`, `.noCard` when the card went away, `.timeout` or `.unresponsive` when
+    /// it stopped answering (pcsc-lite's code inside), `.timeout` too when the answer did not come within the
     /// command's deadline. The corresponding C function is `SCardTransmit`.
-    public func transmit(_ command: [UInt8]) throws -> [UInt8] {
+    public func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         try checkConnected()
         let count: Int
         do {
             count = try rawTransmit(command)
-        } catch let error as PCSCError {
+        } catch {
             // The reset we asked for at the end of the last transaction: renegotiate and send again.
-            guard error == .resetCard, expectsOwnReset else { throw error }
+            guard error.kind == .cardReset, expectsOwnReset else { throw error }
             try resynchronize()
             count = try rawTransmit(command)
         }
@@ -187,9 +191,16 @@ public final class PCSCCardConnection: CardConnection {
     /// again). Nested calls join the outer transaction. When ending the transaction fails after `body`
     /// succeeded (the card was pulled right after), `body`'s result is still returned and the reset is
     /// repeated at disconnect.
+    /// Throws what `body` throws, and `transportError` of the transport's failure to begin the transaction.
     /// The corresponding C functions are `SCardBeginTransaction` and `SCardEndTransaction`.
-    public func withTransaction<R: ~Copyable>(_ body: () throws -> R) throws -> R {
-        try checkConnected()
+    public func withTransaction<R: ~Copyable, E: Error>(
+        transportError: (CardTransportError) -> E, _ body: () throws(E) -> R
+    ) throws(E) -> R {
+        do {
+            try checkConnected()
+        } catch {
+            throw transportError(error)
+        }
         if transactionDepth > 0 {
             transactionDepth += 1
             let result: R
@@ -203,11 +214,9 @@ public final class PCSCCardConnection: CardConnection {
             return result
         }
         do {
-            try beginTransaction()
-        } catch let error as PCSCError {
-            guard error == .resetCard, expectsOwnReset else { throw error }
-            try resynchronize()
-            try beginTransaction()
+            try begin()
+        } catch {
+            throw transportError(error)
         }
         transactionDepth = 1
         // No `defer` here: Swift 6.3 crashes compiling `defer` with a `~Copyable` result.
@@ -224,9 +233,28 @@ public final class PCSCCardConnection: CardConnection {
         return result
     }
 
-    /// `withTransaction(_:)`, as every card connection names it.
-    public func exclusive<R: ~Copyable>(_ body: () throws -> R) throws -> R {
-        try withTransaction(body)
+    /// `withTransaction(transportError:_:)` with the transport's error thrown as it is: for tools and tests that
+    /// speak APDUs bare (`send(_:)`).
+    public func withTransaction<R: ~Copyable>(_ body: () throws -> R) throws -> R {
+        try withTransaction(transportError: { $0 }, body)
+    }
+
+    /// `withTransaction(transportError:_:)`, as every card connection names it.
+    public func exclusive<R: ~Copyable, E: Error>(
+        transportError: (CardTransportError) -> E, _ body: () throws(E) -> R
+    ) throws(E) -> R {
+        try withTransaction(transportError: transportError, body)
+    }
+
+    /// Begins the transaction, renegotiating first after the reset this connection asked for at the end of the last.
+    private func begin() throws(CardTransportError) {
+        do {
+            try beginTransaction()
+        } catch {
+            guard error.kind == .cardReset, expectsOwnReset else { throw error }
+            try resynchronize()
+            try beginTransaction()
+        }
     }
 
     /// `disconnect()`, ignoring a card that is already gone.
@@ -241,7 +269,7 @@ public final class PCSCCardConnection: CardConnection {
         let disposition = releaseDisposition()
         let card = self.card
         do {
-            try call("SCardEndTransaction") {
+            try call("SCardEndTransaction") { () throws(PCSCError) in
                 try PCSCLibrary.endTransaction(card, disposition: disposition.rawValue)
             }
             if disposition == .reset {
@@ -263,7 +291,7 @@ public final class PCSCCardConnection: CardConnection {
             lastSecurityRelease = .reset
             return .reset
         }
-        let cleared = verified.clear { command throws -> [UInt8] in
+        let cleared = verified.clear { command throws(CardTransportError) -> [UInt8] in
             let count = try rawTransmit(command)
             return Array(receiveBuffer[0..<count])
         }
@@ -274,58 +302,61 @@ public final class PCSCCardConnection: CardConnection {
 
     /// Re-establishes the connection after the card was reset, leaving it as it is now.
     ///
-    /// Use after `PCSCError.resetCard` (another process reset the card): the card's state (selected
-    /// application, verified PINs) is gone, so select the application again.
+    /// Use after `.cardReset` (another process reset the card): the card's state (selected application, verified
+    /// PINs) is gone, so select the application again.
     /// The corresponding C function is `SCardReconnect`.
-    public func reconnect() throws {
+    public func reconnect() throws(CardTransportError) {
         try checkConnected()
         try resynchronize()
     }
 
-    private func resynchronize() throws {
+    private func resynchronize() throws(CardTransportError) {
         let (card, shareMode, protocols) = (self.card, self.shareMode.rawValue, self.protocols.rawValue)
-        let active = try call("SCardReconnect") {
+        let active = try call("SCardReconnect") { () throws(PCSCError) in
             try PCSCLibrary.reconnect(
                 card, shareMode: shareMode, protocols: protocols, initialization: CardDisposition.leave.rawValue)
         }
         activeProtocol = CardProtocols(rawValue: active)
         expectsOwnReset = false
-        if let status = try? call("SCardStatus", { try PCSCLibrary.status(card) }) { atr = status.atr }
+        if let status = try? call("SCardStatus", { () throws(PCSCError) in try PCSCLibrary.status(card) }) {
+            atr = status.atr
+        }
     }
 
     /// SCardBeginTransaction within the command deadline.
-    private func beginTransaction() throws {
+    private func beginTransaction() throws(CardTransportError) {
         let card = self.card
-        try call("SCardBeginTransaction") { try PCSCLibrary.beginTransaction(card) }
+        try call("SCardBeginTransaction") { () throws(PCSCError) in try PCSCLibrary.beginTransaction(card) }
     }
 
     /// SCardTransmit of `command` into the receive buffer within the command's deadline; the answer's length.
-    private func rawTransmit(_ command: [UInt8]) throws -> Int {
+    private func rawTransmit(_ command: [UInt8]) throws(CardTransportError) -> Int {
         let (card, t1) = (self.card, activeProtocol != .t0)
-        return try call("SCardTransmit", timeout: timeouts.deadline(for: command)) { [self] in
+        return try call("SCardTransmit", timeout: timeouts.deadline(for: command)) { [self] () throws(PCSCError) in
             try PCSCLibrary.transmit(card, protocolT1: t1, command: command, receive: &receiveBuffer)
         }
     }
 
-    /// Throws when the connection is closed: `CardTimeoutError` after a call overran (the reader still owes
-    /// the answer), `.invalidHandle` after `close()`.
-    func checkConnected() throws {
+    /// Throws when the connection is closed: `.timeout` after a call overran (the reader still owes the answer),
+    /// `.closed` (`SCARD_E_INVALID_HANDLE`) after `close()`.
+    func checkConnected() throws(CardTransportError) {
         guard isConnected else {
             if watchdog.hasGivenUp {
-                throw CardTimeoutError(
-                    reader: readerName, timeout: timeouts.command, call: "SCardTransmit", stillWaiting: true)
+                throw CardTransportError(
+                    CardTimeoutError(
+                        reader: readerName, timeout: timeouts.command, call: "SCardTransmit", stillWaiting: true))
             }
-            throw PCSCError.invalidHandle
+            throw CardTransportError(PCSCError.invalidHandle)
         }
     }
 
     /// The reader's name, state and the card's ATR as pcscd sees them now.
     ///
     /// The corresponding C function is `SCardStatus`.
-    public func status() throws -> ReaderStatus {
+    public func status() throws(CardTransportError) -> ReaderStatus {
         try checkConnected()
         let card = self.card
-        let status = try call("SCardStatus") { try PCSCLibrary.status(card) }
+        let status = try call("SCardStatus") { () throws(PCSCError) in try PCSCLibrary.status(card) }
         // SCardStatus reports SCARD_ABSENT, SCARD_PRESENT, ... (not SCARD_STATE_ bits); translate.
         var state: ReaderState = []
         if status.state & 0x0004 != 0 { state.insert(.present) }  // SCARD_PRESENT
@@ -336,9 +367,9 @@ public final class PCSCCardConnection: CardConnection {
 
     /// Closes the connection: drops a verified PIN (a reset, or VERIFY P1 = `FF` with `leavesCardWhenCleared`).
     ///
-    /// Calling it again does nothing. After it, every call throws `PCSCError.invalidHandle`.
+    /// Calling it again does nothing. After it, every call throws `.closed` (`SCARD_E_INVALID_HANDLE`).
     /// The corresponding C function is `SCardDisconnect`.
-    public func disconnect() throws {
+    public func disconnect() throws(CardTransportError) {
         guard isConnected else { return }
         let disposition = releaseDisposition()
         guard isConnected else { return }  // clearing the PINs overran: the watchdog resets the card
@@ -346,13 +377,12 @@ public final class PCSCCardConnection: CardConnection {
         isConnected = false
         verified.forget()
         do {
-            try watchdog.run("SCardDisconnect", timeout: timeouts.command) {
+            try watchdog.run("SCardDisconnect", timeout: timeouts.command) { () throws(PCSCError) in
                 try PCSCLibrary.disconnect(card, disposition: disposition.rawValue)
             }
-        } catch let error as CardTimeoutError {
-            throw error  // the watchdog resets the card once pcscd answers
         } catch {
-            watchdog.watch(card: nil)
+            // After an overrun the watchdog resets the card once pcscd answers.
+            if !watchdog.hasGivenUp { watchdog.watch(card: nil) }
             throw error
         }
         watchdog.watch(card: nil)

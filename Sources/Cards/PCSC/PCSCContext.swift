@@ -1,3 +1,5 @@
+public import TokenpinAPDU
+
 /// A context with pcscd, the PC/SC resource manager: lists readers and their cards.
 ///
 /// The owner of one `SCARDCONTEXT`, released when the value goes away. Every call blocks until pcscd
@@ -29,12 +31,12 @@ public struct PCSCContext: ~Copyable, Sendable {
 
     /// Every reader with the state of its card, read by a context of its own within `timeout`.
     ///
-    /// Throws `PCSCError` (`.noService` when pcscd is not running) or `CardTimeoutError` (reader nil) when pcscd
-    /// did not answer in time; `SCardCancel` then ends a `SCardGetStatusChange` still waiting. The corresponding C
+    /// Throws pcsc-lite's failure as a `CardTransportError` (`.serviceUnavailable` when pcscd is not running or did
+    /// not answer in time; `SCardCancel` then ends a `SCardGetStatusChange` still waiting). The corresponding C
     /// functions are `SCardEstablishContext`, `SCardListReaders` and `SCardGetStatusChange`.
-    public static func readerStatuses(within timeout: Duration) throws -> [ReaderStatus] {
+    public static func readerStatuses(within timeout: Duration) throws(CardTransportError) -> [ReaderStatus] {
         let watchdog = PCSCWatchdog(reader: nil)
-        return try watchdog.run("SCardGetStatusChange", timeout: timeout) {
+        return try watchdog.run("SCardGetStatusChange", timeout: timeout) { () throws(PCSCError) in
             let context = try PCSCContext()
             watchdog.watch(context: context.handle)
             defer { watchdog.watch(context: nil) }  // released by the context itself, not by the watchdog

@@ -10,11 +10,11 @@ import TokenpinAPDU
 /// card went quiet mid-command may wait forever (vpcd 3.3 does, and every client of that reader with it). When
 /// the deadline passes, the watchdog calls `SCardCancel` on the connection's context (which ends a waiting
 /// `SCardGetStatusChange`; pcsc-lite cancels nothing else), gives the connection up — every later call throws at
-/// once — and throws `CardTimeoutError`. The call itself cannot be taken back: its thread goes on waiting, and once
-/// pcscd answers it runs what was queued behind it: the watchdog then owns the connection's handles, disconnects
-/// the card with a reset (a PIN the late answer verified does not outlive it) and releases the context. While a
-/// reader has such a call outstanding, opening it again fails at once (`isStillWaiting`), so a wedged reader costs
-/// one thread and one deadline, not one per attempt.
+/// once — and throws a `.timeout` `CardTransportError`. The call itself cannot be taken back: its thread goes on
+/// waiting, and once pcscd answers it runs what was queued behind it: the watchdog then owns the connection's
+/// handles, disconnects the card with a reset (a PIN the late answer verified does not outlive it) and releases the
+/// context. While a reader has such a call outstanding, opening it again fails at once (`isStillWaiting`), so a
+/// wedged reader costs one thread and one deadline, not one per attempt.
 final class PCSCWatchdog: Sendable {
     /// The reader's name; nil for calls to pcscd itself (listing readers).
     let reader: String?
@@ -54,21 +54,30 @@ final class PCSCWatchdog: Sendable {
 
     /// Runs `body` (one pcsc-lite call, named `call` in errors) and waits for it at most `timeout`.
     ///
-    /// - Throws: what `body` throws; `CardTimeoutError` when the deadline passed (then, and after any earlier
-    ///   overrun, nothing more is sent).
-    func run<R>(_ call: String, timeout: Duration, _ body: @escaping () throws -> R) throws -> R {
+    /// - Throws: the `PCSCError` `body` throws, in the transport's terms; `.timeout` (`.serviceUnavailable` for
+    ///   pcscd itself) when the deadline passed (then, and after any earlier overrun, nothing more is sent).
+    func run<R>(_ call: String, timeout: Duration, _ body: @escaping () throws(PCSCError) -> R)
+        throws(CardTransportError) -> R
+    {
         if let overrun = state.withLock({ $0.overrun }) {
-            throw CardTimeoutError(reader: reader, timeout: overrun.timeout, call: overrun.call, stillWaiting: true)
+            throw CardTransportError(
+                CardTimeoutError(reader: reader, timeout: overrun.timeout, call: overrun.call, stillWaiting: true))
         }
         let outcome = Outcome<R>(reader: reader)
         // The caller waits for `body` below, or gives the connection up and never touches what `body` uses again:
         // one thread at a time uses what the closure captures.
         let work = Unchecked(body)
-        queue.async { outcome.finish(Result { try work.value() }) }
-        if outcome.wait(timeout), let result = outcome.result { return try result.get() }
+        queue.async {
+            do throws(PCSCError) {
+                outcome.finish(.success(try work.value()))
+            } catch {
+                outcome.finish(.failure(error))
+            }
+        }
+        if outcome.wait(timeout), let result = outcome.result { return try Self.value(of: result) }
         guard outcome.giveUp() else {
             // It finished just as the deadline passed.
-            return try outcome.result!.get()
+            return try Self.value(of: outcome.result!)
         }
         let context = state.withLock { state in
             state.overrun = (call, timeout)
@@ -85,14 +94,21 @@ final class PCSCWatchdog: Sendable {
             if let card = handles.0 { try? PCSCLibrary.disconnect(card, disposition: CardDisposition.reset.rawValue) }
             if let context = handles.1 { PCSCLibrary.releaseContext(context) }
         }
-        throw CardTimeoutError(reader: reader, timeout: timeout, call: call)
+        throw CardTransportError(CardTimeoutError(reader: reader, timeout: timeout, call: call))
+    }
+
+    private static func value<R>(of result: Result<R, PCSCError>) throws(CardTransportError) -> R {
+        switch result {
+        case .success(let value): value
+        case .failure(let error): throw CardTransportError(error)
+        }
     }
 
     /// One call's result, handed from the connection's thread to the caller.
     private final class Outcome<R>: @unchecked Sendable {
         // `result` is written once, by `finish`, before `done` is signalled, and read only after the wait or under
         // `phase`'s lock: the semaphore and the lock order the accesses.
-        nonisolated(unsafe) var result: Result<R, any Error>?
+        nonisolated(unsafe) var result: Result<R, PCSCError>?
         private let done = DispatchSemaphore(value: 0)
         private let phase = Mutex(Phase.running)
         private let reader: String?
@@ -101,7 +117,7 @@ final class PCSCWatchdog: Sendable {
 
         init(reader: String?) { self.reader = reader }
 
-        func finish(_ value: Result<R, any Error>) {
+        func finish(_ value: Result<R, PCSCError>) {
             let abandoned = phase.withLock { phase in
                 result = value
                 defer { phase = .finished }

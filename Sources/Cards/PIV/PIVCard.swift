@@ -51,7 +51,7 @@ public final class PIVCard {
         -> PIVCard
     {
         let session = PIVSession(connection: connection, trace: trace)
-        return try SelectedApplication.exclusive(connection, wrap: PIVError.transport) {
+        return try connection.exclusive(transportError: PIVError.transport) {
             () throws(PIVError) -> PIVCard in
             let template = try session.select()
             let card = PIVCard(
@@ -143,19 +143,12 @@ public final class PIVCard {
         let session = self.session
         func select() throws(PIVError) { applicationTemplate = try session.select() }
         return try application.transaction(
-            select: select, closed: .transport(PIVCardClosed()), wrap: PIVError.transport
+            select: select, closed: .transport(.sessionClosed("PIV")), transportError: PIVError.transport
         ) { () throws(PIVError) -> R in try body(session) }
     }
 
     /// Ends the session: the connection closes, dropping any PIN still verified.
     public func close() { application.close() }
-}
-
-/// A transaction on a `PIVCard` that was closed: the connection is gone, and with it the selection.
-public struct PIVCardClosed: Error, CustomStringConvertible {
-    /// Creates the error.
-    public init() {}
-    public var description: String { "the PIV session was closed" }
 }
 
 /// What a key slot holds, as far as the card says.

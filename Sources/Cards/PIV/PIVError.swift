@@ -3,8 +3,8 @@ public import TokenpinAPDU
 /// Why a PIV card command did not succeed.
 ///
 /// Status words map to the cases below (SP 800-73-4, part 2, §5.6 and the YubiKey's use of them); a transport
-/// failure (card pulled, pcscd gone) is `.transport` with the connection's own error inside.
-public enum PIVError: CardApplicationError, Sendable, CustomStringConvertible {
+/// failure (card pulled, pcscd gone) is `.transport` with the connection's `CardTransportError` inside.
+public enum PIVError: CardApplicationError, Sendable, Equatable, CustomStringConvertible {
     /// `63 Cx`: the PIN or PUK was wrong; `retriesLeft` tries remain (0: now blocked).
     case wrongPIN(retriesLeft: Int)
     /// `69 83`: the PIN or PUK is blocked (its retry counter is at zero).
@@ -37,7 +37,7 @@ public enum PIVError: CardApplicationError, Sendable, CustomStringConvertible {
     /// reached the card.
     case invalidArgument(String)
     /// The connection failed: the card was removed, the reader or pcscd went away.
-    case transport(any Error)
+    case transport(CardTransportError)
 
     /// What a status means to the PIV application: `6A 82` is a data object the card does not hold, wrong
     /// parameters a slot it does not have (SP 800-73-4, part 2, §5.6); `6A 81` is no unsupported command to PIV.
@@ -69,26 +69,6 @@ public enum PIVError: CardApplicationError, Sendable, CustomStringConvertible {
         case .unexpected(let sw): "the card answered \(sw): \(sw.meaning)"
         case .invalidArgument(let detail): detail
         case .transport(let error): "the card connection failed: \(error)"
-        }
-    }
-}
-
-extension PIVError: Equatable {
-    /// Equal cases with equal payloads; transport errors compare by their description.
-    public static func == (lhs: PIVError, rhs: PIVError) -> Bool {
-        switch (lhs, rhs) {
-        case (.wrongPIN(let a), .wrongPIN(let b)): a == b
-        case (.blocked, .blocked), (.securityStatusNotSatisfied, .securityStatusNotSatisfied),
-            (.applicationNotFound, .applicationNotFound), (.objectNotFound, .objectNotFound),
-            (.referencedDataNotFound, .referencedDataNotFound), (.incorrectData, .incorrectData),
-            (.invalidSlot, .invalidSlot), (.conditionsNotSatisfied, .conditionsNotSatisfied),
-            (.decryptionFailed, .decryptionFailed):
-            true
-        case (.unsupported(let a), .unsupported(let b)), (.unexpected(let a), .unexpected(let b)): a == b
-        case (.malformed(let a), .malformed(let b)): a == b
-        case (.invalidArgument(let a), .invalidArgument(let b)): a == b
-        case (.transport(let a), .transport(let b)): String(describing: a) == String(describing: b)
-        default: false
         }
     }
 }

@@ -45,9 +45,8 @@ extension PIVSession {
         let answer: PinpadAnswer
         do {
             answer = modify ? try reader.modifyPINDirect(structure) : try reader.verifyPINDirect(structure)
-        } catch let error as APDUError {
-            throw .malformed(error)
         } catch {
+            if case .malformedAnswer(let malformation) = error.kind { throw .malformed(malformation) }
             throw .transport(error)
         }
         let response: ResponseAPDU

@@ -17,8 +17,6 @@ struct CountingReaders: CardReaders {
         CountingConnection(try inner.open(reader), counter: counter)
     }
 
-    func describe(_ transportError: any Error) -> ServiceError { inner.describe(transportError) }
-
     func withTimeouts(_ timeouts: CardTimeouts) -> any CardReaders {
         CountingReaders(inner: inner.withTimeouts(timeouts), counter: counter)
     }
@@ -137,7 +135,7 @@ extension BenchCommand {
                 var inner: UInt64 = 0
                 var statuses: [UInt8] = []
                 func send(_ commands: [[UInt8]]) throws {
-                    try connection.exclusive { () throws in
+                    try connection.exclusive(transportError: { $0 }) { () throws in
                         let transmitStart = time.monotonicNanoseconds
                         for command in commands {
                             var answer = try connection.transmit(command)
