@@ -1,5 +1,4 @@
 internal import COpenSSL
-import Glibc
 import TokenpinCore
 
 // Owners of libcrypto objects: each frees its object once, private material cleared first. Each C function
