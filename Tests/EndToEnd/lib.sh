@@ -120,20 +120,37 @@ pam_service() {
     printf -v "$var" '%s' "$name"
 }
 
-# enter_sandbox [COMMAND...]: runs this suite again inside Simulator/pcscd-sandbox (a private pcscd with vpcd
-# readers) unless it already runs there; skipped, saying why, without pcscd, vpcd, tokenpin-sim or a COMMAND.
+# enter_sandbox [--pinpad] [COMMAND...]: runs this suite again inside Simulator/pcscd-sandbox (a private pcscd with
+# vpcd readers) unless it already runs there; skipped, saying why, without pcscd, vpcd, tokenpin-sim or a COMMAND.
+# With --pinpad the sandbox's reader "tokenpin pinpad 0" is the virtual pinpad (Simulator/pinpad, make pinpad), and
+# inside it READER and PORT name it (lib.sh's start_sim puts the card behind it), KEYS is its keypad script (one
+# entry per PIN request: a PIN, CANCEL or TIMEOUT; see keypad and entries_left) and LOG what the driver saw.
 enter_sandbox() {
-    [ "${TOKENPIN_SANDBOX:-}" = 1 ] && return 0
+    local sandbox=()
+    if [ "${1:-}" = --pinpad ]; then sandbox=(--pinpad); shift; fi
+    if [ "${TOKENPIN_SANDBOX:-}" = 1 ]; then
+        if [ ${#sandbox[@]} -gt 0 ]; then
+            READER=$TOKENPIN_PINPAD_READER PORT=$TOKENPIN_PINPAD_PORT KEYS=$TOKENPIN_PINPAD_KEYS LOG=$TOKENPIN_PINPAD_LOG
+        fi
+        return 0
+    fi
     local needed
     for needed in pcscd "$@"; do
         command -v "$needed" >/dev/null || { echo "skipped: needs $needed"; finish; exit $?; }
     done
-    if [ ! -x "$BIN/tokenpin-sim" ] || ! ls /usr/lib/pcsc/drivers/serial/libifdvpcd.so* >/dev/null 2>&1; then
+    if [ ! -x "${TOKENPIN_SIM_BIN:-$BIN/tokenpin-sim}" ] || ! ls /usr/lib/pcsc/drivers/serial/libifdvpcd.so* >/dev/null 2>&1; then
         echo "skipped: needs vsmartcard-vpcd and tokenpin-sim"; finish; exit $?
     fi
+    if [ ${#sandbox[@]} -gt 0 ] && [ ! -e "$ROOT/.build/pinpad/libifd-tokenpin-pinpad.so" ]; then
+        echo "skipped: needs the pinpad driver (make pinpad)"; finish; exit $?
+    fi
     trap - EXIT; rm -rf "$WORK"
-    exec "$ROOT/Simulator/pcscd-sandbox" -- bash "$0"
+    exec "$ROOT/Simulator/pcscd-sandbox" "${sandbox[@]}" -- bash "$0"
 }
+# keypad ENTRY...: what the virtual pinpad's keypad "types" at the next PIN requests, one entry each.
+keypad() { printf '%s\n' "$@" >"$KEYS"; }
+# entries_left: how many of those entries the keypad has not used yet.
+entries_left() { grep -cv '^\s*$' "$KEYS"; }
 
 # The simulated card in the sandbox's first reader, for suites that re-executed themselves inside
 # Simulator/pcscd-sandbox (READER and PORT come from its TOKENPIN_READERS and TOKENPIN_VPCD_PORTS).

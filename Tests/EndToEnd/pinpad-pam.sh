@@ -8,23 +8,10 @@
 . "$(dirname "$0")/lib.sh"
 
 SIM=${TOKENPIN_SIM_BIN:-$BIN/tokenpin-sim}
-if [ "${TOKENPIN_SANDBOX:-}" != 1 ]; then
-    if ! command -v pcscd >/dev/null || [ ! -x "$SIM" ] || [ ! -e "$ROOT/.build/pinpad/libifd-tokenpin-pinpad.so" ] \
-        || ! ls /usr/lib/pcsc/drivers/serial/libifdvpcd.so* >/dev/null 2>&1 || ! command -v pamtester >/dev/null; then
-        echo "skipped: needs pcscd, vsmartcard-vpcd, pamtester, tokenpin-sim and the pinpad driver (make pinpad)"
-        finish; exit $?
-    fi
-    trap - EXIT; rm -rf "$WORK"
-    exec "$ROOT/Simulator/pcscd-sandbox" --pinpad -- bash "$0"
-fi
+enter_sandbox --pinpad pamtester
 trap 'stop_sim; cleanup' EXIT
 if [ ! -f "$PAM_MODULE" ]; then make -C "$ROOT" -s pam >/dev/null || { echo "cannot build the PAM module"; exit 1; }; fi
 
-READER=$TOKENPIN_PINPAD_READER
-PORT=$TOKENPIN_PINPAD_PORT
-KEYS=$TOKENPIN_PINPAD_KEYS
-keypad() { printf '%s\n' "$@" >"$KEYS"; }
-entries_left() { grep -cv '^\s*$' "$KEYS"; }
 # told TEXT: the PAM conversation (pamtester's output) showed TEXT.
 told() { grep -q "$1" "$WORK/out" "$WORK/err"; }
 

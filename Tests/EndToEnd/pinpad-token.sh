@@ -15,23 +15,8 @@
 . "$(dirname "$0")/lib.sh"
 
 SIM=${TOKENPIN_SIM_BIN:-$BIN/tokenpin-sim}
-if [ "${TOKENPIN_SANDBOX:-}" != 1 ]; then
-    if ! command -v pcscd >/dev/null || [ ! -x "$SIM" ] || [ ! -e "$ROOT/.build/pinpad/libifd-tokenpin-pinpad.so" ] \
-        || ! ls /usr/lib/pcsc/drivers/serial/libifdvpcd.so* >/dev/null 2>&1; then
-        echo "skipped: needs pcscd, vsmartcard-vpcd, tokenpin-sim and the pinpad driver (make pinpad)"; finish; exit $?
-    fi
-    trap - EXIT; rm -rf "$WORK"
-    exec "$ROOT/Simulator/pcscd-sandbox" --pinpad -- bash "$0"
-fi
+enter_sandbox --pinpad
 trap 'stop_sim; cleanup' EXIT
-
-# The card goes behind the pinpad (lib.sh's start_sim and card_present use READER and PORT).
-READER=$TOKENPIN_PINPAD_READER
-PORT=$TOKENPIN_PINPAD_PORT
-KEYS=$TOKENPIN_PINPAD_KEYS
-LOG=$TOKENPIN_PINPAD_LOG
-keypad() { printf '%s\n' "$@" >"$KEYS"; }
-entries_left() { grep -cv '^\s*$' "$KEYS"; }
 
 run_card() {
     local name=$1 profile=$2 state=$WORK/$1.json store=$WORK/store-$1
