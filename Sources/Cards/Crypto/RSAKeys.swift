@@ -86,6 +86,14 @@ public enum RSAKeys {
         guard EVP_PKEY_encrypt_init(context.pointer) == 1,
             EVP_PKEY_CTX_set_rsa_padding(context.pointer, RSA_PKCS1_PADDING) == 1
         else { throw libcryptoError("RSA encryption setup") }
+        return try encrypt(message, in: context, length: length)
+    }
+
+    /// `message` encrypted in `context`, already set up for encryption with its padding: exactly `length` bytes,
+    /// the modulus's. The corresponding C function is `EVP_PKEY_encrypt`.
+    static func encrypt(_ message: borrowing SecretBytes, in context: borrowing PKeyContext, length: Int)
+        throws(CardCryptoError) -> [UInt8]
+    {
         var out = [UInt8](repeating: 0, count: length)
         var written = out.count
         let status = message.withUnsafeBytes { input in

@@ -25,14 +25,6 @@ extension RSAKeys {
             EVP_PKEY_CTX_set_rsa_oaep_md(context.pointer, EVP_sha1()) == 1,
             EVP_PKEY_CTX_set_rsa_mgf1_md(context.pointer, EVP_sha1()) == 1
         else { throw libcryptoError("RSA-OAEP encryption setup") }
-        var out = [UInt8](repeating: 0, count: length)
-        var written = out.count
-        let status = message.withUnsafeBytes { input in
-            EVP_PKEY_encrypt(
-                context.pointer, &out, &written, input.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                input.count)
-        }
-        guard status == 1, written == length else { throw libcryptoError("EVP_PKEY_encrypt") }
-        return out
+        return try encrypt(message, in: context, length: length)
     }
 }
