@@ -89,116 +89,149 @@ public enum AgeIdentityPlugin {
         var invalid: (stanza: Int, message: String)?
     }
 
+    /// What phase 1 told: the identities (each parsed, or refused with why) and each file's X25519 stanzas.
+    struct PhaseOne {
+        var identities: [Result<TokenpinAgeIdentity, AgeKeyError>] = []
+        var files: [File] = []
+        /// X25519 stanzas kept over all files (at most `stanzaLimit`).
+        var kept = 0
+
+        /// `add-identity IDENTITY`: only tokenpin's parse; a refusal is said in phase 2.
+        mutating func addIdentity(_ stanza: borrowing AgeStanza) {
+            guard stanza.arguments.count == 2 else {
+                identities.append(.failure(AgeKeyError("add-identity takes one identity")))
+                return
+            }
+            identities.append(
+                Result { () throws(AgeKeyError) in
+                    try TokenpinAgeIdentity(parsing: stanza.arguments[1])
+                })
+        }
+
+        /// `recipient-stanza FILE TYPE ARGS…`: counted in its file; an X25519 one kept, or its file marked invalid.
+        mutating func addRecipientStanza(_ stanza: borrowing AgeStanza) throws(AgeProtocolError) {
+            guard stanza.arguments.count >= 3, let number = fileIndex(stanza.arguments[1]) else {
+                throw AgeProtocolError("recipient-stanza takes a file index and a stanza")
+            }
+            if let last = files.last, number < last.number {
+                throw AgeProtocolError("recipient-stanza file indices went back (\(number) after \(last.number))")
+            }
+            if files.last?.number != number { files.append(File(number: number)) }
+            let index = files[files.count - 1].count
+            files[files.count - 1].count += 1
+            guard stanza.arguments[2] == AgeX25519.stanzaType else { return }
+            if let problem = x25519Problem(stanza) {
+                if files[files.count - 1].invalid == nil { files[files.count - 1].invalid = (index, problem) }
+                return
+            }
+            kept += 1
+            guard kept <= stanzaLimit else {
+                throw AgeProtocolError("over \(stanzaLimit) X25519 stanzas in one session")
+            }
+            files[files.count - 1].stanzas.append(
+                X25519Stanza(
+                    index: index, share: AgeBase64.decode(stanza.arguments[3]) ?? [], body: stanza.publicBody))
+        }
+    }
+
     /// Runs the state machine over `transport` until phase 2's `done`.
     public static func run(_ transport: any AgeTransport, unlocker: some AgeIdentityUnlocker) -> Outcome {
         let reader = AgeStanzaReader(transport)
         let writer = AgeStanzaWriter(transport)
-        var identities: [Result<TokenpinAgeIdentity, AgeKeyError>] = []
-        var files: [File] = []
-        var kept = 0
-        // Phase 1.
+        let told: PhaseOne
         do throws(AgeProtocolError) {
-            readLoop: while true {
-                guard let stanza = try reader.next() else {
-                    throw AgeProtocolError("the input ended before phase 1's 'done'")
-                }
-                switch stanza.type {
-                case "done":
-                    break readLoop
-                case "add-identity":
-                    guard stanza.arguments.count == 2 else {
-                        identities.append(.failure(AgeKeyError("add-identity takes one identity")))
-                        continue
-                    }
-                    identities.append(
-                        Result { () throws(AgeKeyError) in
-                            try TokenpinAgeIdentity(parsing: stanza.arguments[1])
-                        })
-                case "recipient-stanza":
-                    guard stanza.arguments.count >= 3, let number = fileIndex(stanza.arguments[1]) else {
-                        throw AgeProtocolError("recipient-stanza takes a file index and a stanza")
-                    }
-                    if let last = files.last, number < last.number {
-                        throw AgeProtocolError(
-                            "recipient-stanza file indices went back (\(number) after \(last.number))")
-                    }
-                    if files.last?.number != number { files.append(File(number: number)) }
-                    let index = files[files.count - 1].count
-                    files[files.count - 1].count += 1
-                    guard stanza.arguments[2] == AgeX25519.stanzaType else { continue }
-                    if let problem = x25519Problem(stanza) {
-                        if files[files.count - 1].invalid == nil { files[files.count - 1].invalid = (index, problem) }
-                        continue
-                    }
-                    kept += 1
-                    guard kept <= stanzaLimit else {
-                        throw AgeProtocolError("over \(stanzaLimit) X25519 stanzas in one session")
-                    }
-                    files[files.count - 1].stanzas.append(
-                        X25519Stanza(
-                            index: index, share: AgeBase64.decode(stanza.arguments[3]) ?? [],
-                            body: stanza.publicBody))
-                default:
-                    continue  // grease, or a command of a later version: ignored, as the protocol asks
-                }
-            }
+            told = try readPhaseOne(reader)
         } catch {
             // The client may still read: say why, as an internal error, then stop.
             try? writer.write(["error", "internal"], publicBody: Array(("malformed input: " + error.message).utf8))
             _ = try? reader.next()
             return .failed(error)
         }
-        // Phase 2.
-        let ui = AgePluginUI(reader: reader, writer: writer)
-        var fileKeys = 0
-        var errors = 0
         do throws(AgeProtocolError) {
-            func fail(_ arguments: [String], _ message: String) throws(AgeProtocolError) {
-                try writer.write(["error"] + arguments, publicBody: Array(message.utf8))
-                _ = try reader.next()
-                errors += 1
-            }
-            for file in files {
-                if let invalid = file.invalid {
-                    try fail(["stanza", String(file.number), String(invalid.stanza)], invalid.message)
-                }
-            }
-            let refused = identities.enumerated().compactMap { index, identity -> (Int, AgeKeyError)? in
-                if case .failure(let error) = identity { return (index, error) }
-                return nil
-            }
-            for (index, error) in refused { try fail(["identity", String(index)], error.message) }
-            let candidates = files.filter { $0.invalid == nil && !$0.stanzas.isEmpty }
-            if refused.isEmpty, !candidates.isEmpty,
-                let (index, identity) = identities.enumerated().compactMap({ index, identity in
-                    (try? identity.get()).map { (index, $0) }
-                }).first
-            {
-                if let secret = try open(identity, index: index, unlocker: unlocker, ui: ui, fail: fail) {
-                    let recipient = identity.recipient
-                    for file in candidates {
-                        for stanza in file.stanzas {
-                            guard
-                                let fileKey = AgeX25519.unwrap(
-                                    share: stanza.share, body: stanza.body, identity: secret, recipient: recipient)
-                            else { continue }
-                            try writer.write(AgeStanza(["file-key", String(file.number)], body: fileKey))
-                            _ = try reader.next()
-                            fileKeys += 1
-                            break
-                        }
-                    }
-                    if fileKeys < candidates.count {
-                        try ui.message(
-                            "\(recipient) is not among the recipients of \(fileKeys == 0 ? "this file" : "every file")")
-                    }
-                }
-            }
-            try writer.write(["done"])
+            return try answerPhaseTwo(told, reader: reader, writer: writer, unlocker: unlocker)
         } catch {
             return .failed(error)
         }
+    }
+
+    /// Phase 1, up to its `done`: other commands are grease, or of a later version, and ignored as the protocol
+    /// asks.
+    static func readPhaseOne(_ reader: AgeStanzaReader) throws(AgeProtocolError) -> PhaseOne {
+        var told = PhaseOne()
+        while true {
+            guard let stanza = try reader.next() else {
+                throw AgeProtocolError("the input ended before phase 1's 'done'")
+            }
+            switch stanza.type {
+            case "done": return told
+            case "add-identity": told.addIdentity(stanza)
+            case "recipient-stanza": try told.addRecipientStanza(stanza)
+            default: continue
+            }
+        }
+    }
+
+    /// Phase 2: the errors phase 1 left (invalid stanzas, refused identities), then, when there is something to
+    /// open and every identity parsed, one verification for the first identity and each file's key, and `done`.
+    static func answerPhaseTwo(
+        _ told: PhaseOne, reader: AgeStanzaReader, writer: AgeStanzaWriter, unlocker: some AgeIdentityUnlocker
+    ) throws(AgeProtocolError) -> Outcome {
+        let ui = AgePluginUI(reader: reader, writer: writer)
+        var errors = 0
+        func fail(_ arguments: [String], _ message: String) throws(AgeProtocolError) {
+            try writer.write(["error"] + arguments, publicBody: Array(message.utf8))
+            _ = try reader.next()
+            errors += 1
+        }
+        for file in told.files {
+            if let invalid = file.invalid {
+                try fail(["stanza", String(file.number), String(invalid.stanza)], invalid.message)
+            }
+        }
+        let refused = told.identities.enumerated().compactMap { index, identity -> (Int, AgeKeyError)? in
+            if case .failure(let error) = identity { return (index, error) }
+            return nil
+        }
+        for (index, error) in refused { try fail(["identity", String(index)], error.message) }
+        let candidates = told.files.filter { $0.invalid == nil && !$0.stanzas.isEmpty }
+        var fileKeys = 0
+        if refused.isEmpty, !candidates.isEmpty,
+            let (index, identity) = told.identities.enumerated().compactMap({ index, identity in
+                (try? identity.get()).map { (index, $0) }
+            }).first,
+            let secret = try open(identity, index: index, unlocker: unlocker, ui: ui, fail: fail)
+        {
+            fileKeys = try unwrapFileKeys(
+                candidates, secret: secret, recipient: identity.recipient, reader: reader, writer: writer)
+            if fileKeys < candidates.count {
+                try ui.message(
+                    "\(identity.recipient) is not among the recipients of \(fileKeys == 0 ? "this file" : "every file")"
+                )
+            }
+        }
+        try writer.write(["done"])
         return .done(fileKeys: fileKeys, errors: errors)
+    }
+
+    /// `file-key` for each file one of whose X25519 stanzas `secret` opens; how many were given.
+    static func unwrapFileKeys(
+        _ files: [File], secret: borrowing SecretBytes, recipient: AgeRecipient, reader: AgeStanzaReader,
+        writer: AgeStanzaWriter
+    ) throws(AgeProtocolError) -> Int {
+        var given = 0
+        for file in files {
+            for stanza in file.stanzas {
+                guard
+                    let fileKey = AgeX25519.unwrap(
+                        share: stanza.share, body: stanza.body, identity: secret, recipient: recipient)
+                else { continue }
+                try writer.write(AgeStanza(["file-key", String(file.number)], body: fileKey))
+                _ = try reader.next()
+                given += 1
+                break
+            }
+        }
+        return given
     }
 
     /// The secret of `identity`, after the unlocker's verification, checked against the recipient the identity
