@@ -92,7 +92,25 @@ public final class AgeStanzaReader {
 
     /// The next stanza, or nil when the input ends cleanly between stanzas.
     public func next() throws(AgeProtocolError) -> AgeStanza? {
-        // The argument line: public text.
+        guard let arguments = try readArgumentLine() else { return nil }
+        let body = try readBody(of: arguments[0])
+        if body.tooLong {
+            bodyText.withUnsafeMutableBytes { secureZero($0) }
+            var stanza = AgeStanza(arguments)
+            stanza.bodyTooLong = true
+            return stanza
+        }
+        let decoded = AgeBase64.decode(bodyText, count: body.kept)
+        bodyText.withUnsafeMutableBytes { secureZero($0) }
+        guard let decoded else {
+            throw AgeProtocolError("the body of the '\(arguments[0])' stanza is not canonical base64")
+        }
+        return AgeStanza(arguments, body: decoded)
+    }
+
+    /// The argument line (public text): `-> ` and printable ASCII arguments, none empty; nil when the input ends
+    /// cleanly before it.
+    private func readArgumentLine() throws(AgeProtocolError) -> [String]? {
         var line: [UInt8] = []
         while true {
             guard let byte = try nextByte() else {
@@ -118,21 +136,26 @@ public final class AgeStanzaReader {
         guard !arguments.contains(where: \.isEmpty) else {
             throw AgeProtocolError("a stanza has an empty argument (two spaces, or one at the end)")
         }
-        // The body: lines of 64 base64 characters, then a shorter one, kept in guarded memory.
+        return arguments
+    }
+
+    /// The body of a `type` stanza: lines of 64 base64 characters, then a shorter one, kept in `bodyText` (guarded
+    /// memory) up to `bodyLimit` characters; a longer body is read through (`tooLong`).
+    private func readBody(of type: String) throws(AgeProtocolError) -> (kept: Int, tooLong: Bool) {
         var kept = 0
         var tooLong = false
         while true {
             var count = 0
             while true {
                 guard let byte = try nextByte() else {
-                    throw AgeProtocolError("the input ended inside the body of a '\(arguments[0])' stanza")
+                    throw AgeProtocolError("the input ended inside the body of a '\(type)' stanza")
                 }
                 if byte == 0x0A { break }
                 guard count < 64 else {
-                    throw AgeProtocolError("a body line of the '\(arguments[0])' stanza is over 64 characters")
+                    throw AgeProtocolError("a body line of the '\(type)' stanza is over 64 characters")
                 }
                 guard Self.isBase64(byte) else {
-                    throw AgeProtocolError("the body of the '\(arguments[0])' stanza is not base64")
+                    throw AgeProtocolError("the body of the '\(type)' stanza is not base64")
                 }
                 if kept < Self.bodyLimit {
                     let at = kept
@@ -143,20 +166,8 @@ public final class AgeStanzaReader {
                 }
                 count += 1
             }
-            if count < 64 { break }
+            if count < 64 { return (kept, tooLong) }
         }
-        if tooLong {
-            bodyText.withUnsafeMutableBytes { secureZero($0) }
-            var stanza = AgeStanza(arguments)
-            stanza.bodyTooLong = true
-            return stanza
-        }
-        let decoded = AgeBase64.decode(bodyText, count: kept)
-        bodyText.withUnsafeMutableBytes { secureZero($0) }
-        guard let decoded else {
-            throw AgeProtocolError("the body of the '\(arguments[0])' stanza is not canonical base64")
-        }
-        return AgeStanza(arguments, body: decoded)
     }
 
     static func isBase64(_ byte: UInt8) -> Bool {
