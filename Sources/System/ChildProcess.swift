@@ -260,6 +260,19 @@ extension CurrentProcess {
         return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// Runs the program at `path` in this process's place, with `arguments` as its argv (the first is its name)
+    /// and this process's environment; no shell, no search of PATH. Returns only when that cannot start, with why.
+    ///
+    /// The corresponding C function is `execv`.
+    public static func replace(withProgramAt path: String, arguments: [String]) -> Errno {
+        let pointers = arguments.map { strdup($0) } + [nil]
+        defer {
+            for pointer in pointers { free(pointer) }
+        }
+        execv(path, pointers)
+        return Errno.current
+    }
+
     /// The process's environment, `NAME=value` strings.
     ///
     /// The corresponding C variable is `environ`.

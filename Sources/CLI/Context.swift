@@ -7,26 +7,28 @@ import TokenpinService
 import TokenpinSystem
 
 /// Everything a command needs: options, settings, the service, the console.
-struct Context {
+package struct Context {
     var options: ParsedCommandLine
-    var configuration: Configuration
+    package var configuration: Configuration
     var store: RecordStore
-    var user: String
-    var console: Console
+    package var user: String
+    package var console: Console
     var interaction: CLIInteraction
+    /// `interaction`, for the commands of tokenpin-bench: the terminal or standard input.
+    package var prompts: any Interaction { interaction }
 
-    var cards: (any CardReaders)?
-    var selection: CardSelection
+    package var cards: (any CardReaders)?
+    package var selection: CardSelection
     /// Whether `cards` is the in-process simulated card (`--reader sim`).
-    var simulatedCard = false
+    package var simulatedCard = false
 
     /// `--pkcs11-module`: the one PKCS#11 module to load (local mode only), over the `pkcs11-module` setting.
-    var pkcs11Module: String?
+    package var pkcs11Module: String?
 
     /// The cards the site revoked (`/etc/tokenpin/revoked.d`), for local mode (tokenpind reads its own).
     var revokedCards = RevokedCards()
 
-    var service: PINService {
+    package var service: PINService {
         var service = PINService(
             store: store, configuration: configuration, user: user, cards: cards, selection: selection)
         service.revokedCards = revokedCards
@@ -50,7 +52,7 @@ struct Context {
     }
 
     /// Where operations run: the daemon, this process, or nowhere when tokenpind should run and does not.
-    var backend: any PINOperations {
+    package var backend: any PINOperations {
         switch mode {
         case .local: service
         case .daemon: daemon ?? DaemonClient()
@@ -367,7 +369,7 @@ final class CLIInteraction: Interaction {
 
 extension SecretPrompt {
     /// What the prompt asks for, in words for messages (the protocol's names stay out of what users read).
-    var spokenName: String {
+    package var spokenName: String {
         switch self {
         case .pin: "PIN"
         case .currentPIN: "current PIN"

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenpinCLI
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinReaders
