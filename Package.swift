@@ -141,11 +141,20 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
-        // The card sources the executables plug into the service: PC/SC readers and the simulated card.
+        // The card sources the executables plug into the service: PC/SC readers, and apart the simulated card
+        // (`--reader sim` and the demo), so that only tokenpin-bench and tokenpind link the simulator.
         .target(
             name: "TokenpinReaders",
-            dependencies: ["TokenpinService", "TokenpinAPDU", "TokenpinPCSC", "TokenpinSimulator", "TokenpinSystem"],
+            dependencies: ["TokenpinService", "TokenpinAPDU", "TokenpinPCSC", "TokenpinSystem"],
             path: "Sources/Readers",
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "TokenpinSimulatedReaders",
+            dependencies: [
+                "TokenpinReaders", "TokenpinService", "TokenpinSimulator", "TokenpinCore", "TokenpinSystem",
+            ],
+            path: "Sources/SimulatedReaders",
             swiftSettings: strictSettings
         ),
 
@@ -171,21 +180,21 @@ let package = Package(
             path: "Sources/CLI",
             swiftSettings: strictSettings
         ),
-        // The production CLI: TokenpinCLI, handing bench and demo to tokenpin-bench beside it.
+        // The production CLI: TokenpinCLI, handing bench, demo and the simulated card to tokenpin-bench beside it.
         .executableTarget(
             name: "tokenpin",
             dependencies: ["TokenpinCLI"],
             path: "Sources/Executables/tokenpin",
             swiftSettings: strictSettings
         ),
-        // `tokenpin bench` and `tokenpin demo` (which run it in their place): TokenpinCLI with the benchmarks and
-        // the simulated card they use.
+        // `tokenpin bench`, `tokenpin demo` and `tokenpin --reader sim` (which run it in their place): TokenpinCLI
+        // with the benchmarks and the simulated card.
         .executableTarget(
             name: "tokenpin-bench",
             dependencies: [
-                "TokenpinCLI", "TokenpinSimulator", "TokenpinService", "TokenpinCore", "TokenpinAPDU",
-                "TokenpinReaders", "TokenpinProtocol", "TokenpinArguments", "TokenpinSystem", "TokenpinOpenPGP",
-                "TokenpinPKCS11",
+                "TokenpinCLI", "TokenpinSimulatedReaders", "TokenpinSimulator", "TokenpinService", "TokenpinCore",
+                "TokenpinAPDU", "TokenpinReaders", "TokenpinProtocol", "TokenpinArguments", "TokenpinSystem",
+                "TokenpinOpenPGP", "TokenpinPKCS11",
             ],
             path: "Sources/Executables/tokenpin-bench",
             swiftSettings: strictSettings
@@ -245,7 +254,7 @@ let package = Package(
         .executableTarget(
             name: "tokenpind",
             dependencies: [
-                "TokenpinDaemon", "TokenpinCore", "TokenpinReaders", "TokenpinArguments",
+                "TokenpinDaemon", "TokenpinCore", "TokenpinReaders", "TokenpinSimulatedReaders", "TokenpinArguments",
             ],
             path: "Sources/Executables/tokenpind",
             swiftSettings: strictSettings

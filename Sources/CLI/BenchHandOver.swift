@@ -1,12 +1,13 @@
+import FoundationEssentials
 import TokenpinArguments
 import TokenpinCore
 import TokenpinService
 import TokenpinSystem
 
-/// `tokenpin bench` and `tokenpin demo` run in tokenpin-bench, the executable installed beside tokenpin that links
-/// the benchmark code and the simulated card, so that the production CLI links neither. tokenpin hands it the
-/// same arguments in its own place (exec, no shell): the flags, the output and the exit codes are tokenpin-bench's,
-/// which runs the same code.
+/// `tokenpin bench`, `tokenpin demo` and every command on the simulated card (`--reader sim`) run in tokenpin-bench,
+/// the executable installed beside tokenpin that links the benchmark code and the simulator, so that the production
+/// CLI links neither. tokenpin hands it the same arguments in its own place (exec, no shell): the flags, the output
+/// and the exit codes are tokenpin-bench's, which runs the same code.
 package enum BenchHandOver {
     /// The executable that runs what tokenpin hands over.
     package static let executableName = "tokenpin-bench"
@@ -14,9 +15,15 @@ package enum BenchHandOver {
     /// The commands tokenpin-bench runs for tokenpin.
     package static let commands: Set<String> = ["bench", "demo"]
 
-    /// Whether tokenpin hands `parsed` to tokenpin-bench.
-    package static func isHandedOver(_ parsed: ParsedCommandLine) -> Bool {
-        commands.contains(parsed.command ?? "")
+    /// What tokenpin-bench runs `parsed` for: "`tokenpin bench`", "the simulated card (--reader sim)"; nil when
+    /// tokenpin runs it itself.
+    package static func reason(
+        _ parsed: ParsedCommandLine, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String? {
+        if let command = parsed.command, commands.contains(command) { return "`tokenpin \(command)`" }
+        guard Context.wantsSimulatedCard(parsed, environment: environment) else { return nil }
+        return "the simulated card ("
+            + (parsed.global.reader == nil ? "TOKENPIN_READER=sim" : "--reader sim") + ")"
     }
 
     /// Where tokenpin-bench is: beside this executable (`/proc/self/exe`), never one found on PATH.
@@ -26,8 +33,9 @@ package enum BenchHandOver {
     }
 
     /// Runs tokenpin-bench with `arguments` (this process's, after its name) in this process's place; returns only
-    /// when it cannot start, having said why: exit 69, as for any program tokenpin needs and cannot reach.
-    package static func run(_ parsed: ParsedCommandLine, arguments: [String]) -> ExitCode {
+    /// when it cannot start, having said why (`reason`: what runs there): exit 69, as for any program tokenpin
+    /// needs and cannot reach.
+    package static func run(_ parsed: ParsedCommandLine, reason: String, arguments: [String]) -> ExitCode {
         let path = executablePath
         let error = CurrentProcess.replace(withProgramAt: path, arguments: [executableName] + arguments)
         let console = Console(
@@ -35,8 +43,7 @@ package enum BenchHandOver {
             err: Style(enabled: false, appearance: Appearance()))
         return console.fail(
             .serviceUnavailable, errorCode: ServiceError.serviceUnavailable("").code,
-            message: "`tokenpin \(parsed.command ?? "")` runs in \(executableName), which cannot be run from "
-                + "\(path) (\(error))",
+            message: "\(reason) runs in \(executableName), which cannot be run from \(path) (\(error))",
             hint: "\(executableName) is installed beside tokenpin (`make install`, or the tokenpin package)")
     }
 }

@@ -60,8 +60,22 @@ package struct Context {
         }
     }
 
-    /// Builds the context: loads the configuration, picks the store and the user.
-    static func make(_ options: ParsedCommandLine, mode: Backend) throws(ConfigError) -> Context {
+    /// Whether the command line asks for the in-process simulated card: `--reader sim`, or `TOKENPIN_READER=sim`
+    /// without `--reader`.
+    package static func wantsSimulatedCard(_ options: ParsedCommandLine, environment: [String: String]) -> Bool {
+        readerOption(options, environment: environment) == "sim"
+    }
+
+    /// `--reader`, or else a non-empty `TOKENPIN_READER`.
+    static func readerOption(_ options: ParsedCommandLine, environment: [String: String]) -> String? {
+        options.global.reader ?? environment["TOKENPIN_READER"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Builds the context: loads the configuration, picks the store and the user; `simulatedCards` makes the
+    /// simulated card's readers for `--reader sim` (`CLIProgram.simulatedCards`).
+    static func make(
+        _ options: ParsedCommandLine, mode: Backend, simulatedCards: CLIProgram.SimulatedCards?
+    ) throws(ConfigError) -> Context {
         let environment = ProcessInfo.processInfo.environment
         var (configuration, skipped) = try loadConfiguration(options, environment: environment)
         if options.global.noPinpad { configuration.pinpad = .off }
@@ -86,7 +100,7 @@ package struct Context {
         if local { interaction.policy = configuration.policy }
         // `--reader sim` (or TOKENPIN_READER=sim) uses the in-process virtual card; anything else names a
         // PC/SC reader or a glob, as the `reader` setting does.
-        let readerOption = options.global.reader ?? environment["TOKENPIN_READER"].flatMap { $0.isEmpty ? nil : $0 }
+        let readerOption = readerOption(options, environment: environment)
         let cards: (any CardReaders)?
         var selection = CardSelection(
             reader: readerOption ?? configuration.reader, serial: options.global.serial,
@@ -97,9 +111,10 @@ package struct Context {
             selection.tokenURI = pkcs11.tokenURI
         }
         if readerOption == "sim" {
-            cards = SimulatorCards.shared(
-                stateFile: store.directory + "/sim-card.json",
-                profile: try SimulatorCards.requestedProfile(environment: environment))
+            // tokenpin hands `--reader sim` to tokenpin-bench before it gets here (BenchHandOver).
+            cards =
+                try simulatedCards?(store.directory + "/sim-card.json", environment)
+                ?? UnavailableReaders(error: .tokenUnavailable("the simulated card is in tokenpin-bench"))
             selection.reader = nil
         } else {
             cards = PCSCReaders()

@@ -148,7 +148,8 @@ struct HelpCommand: Command {
 }
 
 /// What sets apart the executables that share this CLI (the declarations, `Context`, every command's code):
-/// `tokenpin` hands `bench` and `demo` to tokenpin-bench beside it (`BenchHandOver`), and tokenpin-bench runs them.
+/// `tokenpin` hands `bench`, `demo` and the simulated card (`--reader sim`) to tokenpin-bench beside it
+/// (`BenchHandOver`), and tokenpin-bench runs them.
 package struct CLIProgram {
     /// The commands this executable runs beyond the shared ones, made from the parsed command line (the parser
     /// has checked it); nil for a name it does not run.
@@ -156,13 +157,21 @@ package struct CLIProgram {
     /// Runs the command line in another program in this process's place, before anything is read: returns only
     /// when that program cannot start, with the exit code of the error it reported; nil: it runs here.
     package var handOver: (ParsedCommandLine) -> ExitCode?
+    /// Makes the in-process simulated card's readers for `--reader sim` from the card's state file and the
+    /// environment (its profile); nil where the simulator is not linked (tokenpin hands `--reader sim` over).
+    package var simulatedCards: SimulatedCards?
+
+    package typealias SimulatedCards = (_ stateFile: String, _ environment: [String: String]) throws(ConfigError) ->
+        any CardReaders
 
     package init(
         makeCommand: @escaping (ParsedCommandLine) throws(UsageError) -> (any Command)? = { _ in nil },
-        handOver: @escaping (ParsedCommandLine) -> ExitCode? = { _ in nil }
+        handOver: @escaping (ParsedCommandLine) -> ExitCode? = { _ in nil },
+        simulatedCards: SimulatedCards? = nil
     ) {
         self.makeCommand = makeCommand
         self.handOver = handOver
+        self.simulatedCards = simulatedCards
     }
 }
 
@@ -236,7 +245,7 @@ func runMain(_ program: CLIProgram) -> ExitCode {
     if command is DoctorCommand { return DoctorCommand.run(parsed, mode: mode) }
     let context: Context
     do {
-        context = try Context.make(parsed, mode: mode)
+        context = try Context.make(parsed, mode: mode, simulatedCards: program.simulatedCards)
     } catch {
         let console = Console(
             json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),

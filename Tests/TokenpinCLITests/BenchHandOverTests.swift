@@ -37,6 +37,29 @@ import TokenpinTestSupport
         #expect(error?["exitCode"] as? Int == 69)
     }
 
+    /// The simulated card is in tokenpin-bench too: `--reader sim` (or `TOKENPIN_READER=sim`) runs there.
+    @Test(arguments: [
+        (["--reader", "sim", "status"], [String: String](), "the simulated card (--reader sim)"),
+        (["status"], ["TOKENPIN_READER": "sim"], "the simulated card (TOKENPIN_READER=sim)"),
+    ])
+    func withoutTokenpinBenchTheSimulatedCardSaysWhereItLooked(
+        arguments: [String], environment: [String: String], reason: String
+    ) throws {
+        let path = try Self.tokenpinAlone()
+        let directory = (path as NSString).deletingLastPathComponent
+        let result = try CLI().run(
+            [], environment: environment, shell: ([path] + arguments).joined(separator: " "))
+        #expect(result.status == 69)
+        #expect(
+            result.stderr.hasPrefix(
+                "error: \(reason) runs in tokenpin-bench, which cannot be run from "
+                    + "\(directory)/tokenpin-bench (No such file or directory)\n"),
+            "\(result.stderr)")
+        // Without the simulated card the command stays in tokenpin (here: no record, exit 4).
+        let types = try CLI().run([], shell: "\(path) --local types")
+        #expect(!types.stderr.contains("tokenpin-bench"), "\(types.stderr)")
+    }
+
     /// Help and usage errors need no tokenpin-bench: `tokenpin` itself prints them, as before.
     @Test func helpAndUsageErrorsOfBenchAndDemoStayInTokenpin() throws {
         let path = try Self.tokenpinAlone()
@@ -60,11 +83,15 @@ import TokenpinTestSupport
         #expect(alone.stderr.hasPrefix("error: --app applies to `bench --token`\n"), "\(alone.stderr)")
     }
 
-    /// The production CLI links neither the benchmark commands nor the demo (their code is in tokenpin-bench).
+    /// The production CLI links neither the benchmark commands, the demo nor the simulator (they are in
+    /// tokenpin-bench).
     @Test func tokenpinLinksNoBenchmarkCode() throws {
         let symbols = try Self.symbols(of: CLI.binary)
         try #require(!symbols.isEmpty, "nm found no symbols in \(CLI.binary)")
-        for name in ["12BenchCommand", "11DemoCommand", "8Narrator", "17TokenBenchScratch"] {
+        for name in [
+            "12BenchCommand", "11DemoCommand", "8Narrator", "17TokenBenchScratch", "17TokenpinSimulator",
+            "24TokenpinSimulatedReaders",
+        ] {
             #expect(!symbols.contains { $0.contains(name) }, "tokenpin links \(name)")
         }
         let bench = (CLI.binary as NSString).deletingLastPathComponent + "/tokenpin-bench"

@@ -1,9 +1,11 @@
 import TokenpinCLI
 
-// The production CLI: every command in Sources/CLI, but `bench` and `demo`, which tokenpin-bench beside it runs in
-// its place (BenchHandOver), so that this executable links neither the benchmarks nor the simulated card they use.
+// The production CLI: every command in Sources/CLI, but `bench`, `demo` and the simulated card (`--reader sim`),
+// which tokenpin-bench beside it runs in its place (BenchHandOver), so that this executable links neither the
+// benchmarks nor the simulator.
 runTokenpin(
     CLIProgram(handOver: { parsed in
-        BenchHandOver.isHandedOver(parsed)
-            ? BenchHandOver.run(parsed, arguments: Array(CommandLine.arguments.dropFirst())) : nil
+        BenchHandOver.reason(parsed).map {
+            BenchHandOver.run(parsed, reason: $0, arguments: Array(CommandLine.arguments.dropFirst()))
+        }
     }))
