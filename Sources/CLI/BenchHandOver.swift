@@ -1,4 +1,3 @@
-import FoundationEssentials
 import TokenpinArguments
 import TokenpinCore
 import TokenpinService
@@ -16,12 +15,11 @@ package enum BenchHandOver {
     package static let commands: Set<String> = ["bench", "demo"]
 
     /// What tokenpin-bench runs `parsed` for: "`tokenpin bench`", "the simulated card (--reader sim)"; nil when
-    /// tokenpin runs it itself.
-    package static func reason(
-        _ parsed: ParsedCommandLine, environment: [String: String] = ProcessInfo.processInfo.environment
-    ) -> String? {
+    /// tokenpin runs it itself. Reads `TOKENPIN_READER` alone (`getenv`): every command of tokenpin asks this.
+    package static func reason(_ parsed: ParsedCommandLine) -> String? {
         if let command = parsed.command, commands.contains(command) { return "`tokenpin \(command)`" }
-        guard Context.wantsSimulatedCard(parsed, environment: environment) else { return nil }
+        let variable = CurrentProcess.environmentValue("TOKENPIN_READER")
+        guard Context.wantsSimulatedCard(parsed, readerVariable: variable) else { return nil }
         return "the simulated card ("
             + (parsed.global.reader == nil ? "TOKENPIN_READER=sim" : "--reader sim") + ")"
     }

@@ -61,14 +61,14 @@ package struct Context {
     }
 
     /// Whether the command line asks for the in-process simulated card: `--reader sim`, or `TOKENPIN_READER=sim`
-    /// without `--reader`.
-    package static func wantsSimulatedCard(_ options: ParsedCommandLine, environment: [String: String]) -> Bool {
-        readerOption(options, environment: environment) == "sim"
+    /// (`readerVariable`) without `--reader`.
+    package static func wantsSimulatedCard(_ options: ParsedCommandLine, readerVariable: String?) -> Bool {
+        readerOption(options, readerVariable: readerVariable) == "sim"
     }
 
-    /// `--reader`, or else a non-empty `TOKENPIN_READER`.
-    static func readerOption(_ options: ParsedCommandLine, environment: [String: String]) -> String? {
-        options.global.reader ?? environment["TOKENPIN_READER"].flatMap { $0.isEmpty ? nil : $0 }
+    /// `--reader`, or else a non-empty `TOKENPIN_READER` (`readerVariable`).
+    static func readerOption(_ options: ParsedCommandLine, readerVariable: String?) -> String? {
+        options.global.reader ?? readerVariable.flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// Builds the context: loads the configuration, picks the store and the user; `simulatedCards` makes the
@@ -100,7 +100,7 @@ package struct Context {
         if local { interaction.policy = configuration.policy }
         // `--reader sim` (or TOKENPIN_READER=sim) uses the in-process virtual card; anything else names a
         // PC/SC reader or a glob, as the `reader` setting does.
-        let readerOption = readerOption(options, environment: environment)
+        let readerOption = readerOption(options, readerVariable: environment["TOKENPIN_READER"])
         let cards: (any CardReaders)?
         var selection = CardSelection(
             reader: readerOption ?? configuration.reader, serial: options.global.serial,

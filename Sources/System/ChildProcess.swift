@@ -273,6 +273,14 @@ extension CurrentProcess {
         return Errno.current
     }
 
+    /// The value of the environment variable `name`; nil when it is not set. Reads that variable alone, without
+    /// building a dictionary of the whole environment as `ProcessInfo.environment` does (a start-up cost).
+    ///
+    /// The corresponding C function is `getenv`.
+    public static func environmentValue(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+
     /// The process's environment, `NAME=value` strings.
     ///
     /// The corresponding C variable is `environ`.
