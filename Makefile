@@ -219,7 +219,7 @@ INSTALL_INPUTS = $(RELEASE_DIR)/tokenpin $(RELEASE_DIR)/tokenpin-bench $(RELEASE
 install: install-check install-daemon install-pam install-units install-udev install-man install-completions
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/tokenpin $(DESTDIR)/etc/tokenpin $(DESTDIR)/etc/tokenpin/revoked.d
 	install -m 0755 $(RELEASE_DIR)/tokenpin $(DESTDIR)$(PREFIX)/bin/tokenpin
-	# `tokenpin bench` and `tokenpin demo`: tokenpin runs the tokenpin-bench beside it in its place.
+	# `tokenpin bench`, `tokenpin demo` and `--reader sim`: tokenpin runs the tokenpin-bench beside it in its place.
 	install -m 0755 $(RELEASE_DIR)/tokenpin-bench $(DESTDIR)$(PREFIX)/bin/tokenpin-bench
 	# SSH_ASKPASS for keys behind tokenpin: it runs the tokenpin beside it.
 	install -m 0755 $(RELEASE_DIR)/tokenpin-askpass $(DESTDIR)$(PREFIX)/bin/tokenpin-askpass
