@@ -68,7 +68,7 @@ PAM_DIR       ?= $(shell pkg-config --variable=libdir pam 2>/dev/null || echo /u
 SYSTEMD_DIR   ?= /usr/lib/systemd/system
 UDEV_DIR      ?= /usr/lib/udev/rules.d
 PAM_CONFIGS   ?= /usr/share/pam-configs
-MAN_PAGES      = tokenpin.1 tokenpin-askpass.1 age-plugin-tokenpin.1 tokenpind.8 tokenpin.conf.5 pam_tokenpin.8
+MAN_PAGES      = tokenpin.1 tokenpin-bench.1 tokenpin-askpass.1 age-plugin-tokenpin.1 tokenpind.8 tokenpin.conf.5 pam_tokenpin.8
 
 all: build pam man completions
 
@@ -214,11 +214,13 @@ bench: bench-deps test-deps build pam
 
 # Copies only: it fails, saying what to run, when make has not built everything (so `sudo make install`
 # never compiles as root or needs swift on root's PATH).
-INSTALL_INPUTS = $(RELEASE_DIR)/tokenpin $(RELEASE_DIR)/tokenpin-askpass $(RELEASE_DIR)/age-plugin-tokenpin $(RELEASE_DIR)/tokenpind $(RELEASE_DIR)/tokenpin-pkcs11 .build/pam/pam_tokenpin.so $(addprefix .build/man/,$(MAN_PAGES))
+INSTALL_INPUTS = $(RELEASE_DIR)/tokenpin $(RELEASE_DIR)/tokenpin-bench $(RELEASE_DIR)/tokenpin-askpass $(RELEASE_DIR)/age-plugin-tokenpin $(RELEASE_DIR)/tokenpind $(RELEASE_DIR)/tokenpin-pkcs11 .build/pam/pam_tokenpin.so $(addprefix .build/man/,$(MAN_PAGES))
 
 install: install-check install-daemon install-pam install-units install-udev install-man install-completions
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/tokenpin $(DESTDIR)/etc/tokenpin $(DESTDIR)/etc/tokenpin/revoked.d
 	install -m 0755 $(RELEASE_DIR)/tokenpin $(DESTDIR)$(PREFIX)/bin/tokenpin
+	# `tokenpin bench`, `tokenpin demo` and `--reader sim`: tokenpin runs the tokenpin-bench beside it in its place.
+	install -m 0755 $(RELEASE_DIR)/tokenpin-bench $(DESTDIR)$(PREFIX)/bin/tokenpin-bench
 	# SSH_ASKPASS for keys behind tokenpin: it runs the tokenpin beside it.
 	install -m 0755 $(RELEASE_DIR)/tokenpin-askpass $(DESTDIR)$(PREFIX)/bin/tokenpin-askpass
 	# age's plugin for tokenpin identities (age finds it on PATH): it runs the tokenpin beside it.
@@ -297,11 +299,11 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/tokenpind $(DESTDIR)$(PAM_DIR)/pam_tokenpin.so $(DESTDIR)$(PAM_CONFIGS)/tokenpin
 	rm -f $(DESTDIR)$(SYSTEMD_DIR)/tokenpind.service $(DESTDIR)$(SYSTEMD_DIR)/tokenpind.socket
 	rm -f $(DESTDIR)$(UDEV_DIR)/70-tokenpin.rules
-	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/tokenpin.1 $(DESTDIR)$(PREFIX)/share/man/man5/tokenpin.conf.5
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/tokenpin.1 $(DESTDIR)$(PREFIX)/share/man/man1/tokenpin-bench.1 $(DESTDIR)$(PREFIX)/share/man/man5/tokenpin.conf.5
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/tokenpin-askpass.1 $(DESTDIR)$(PREFIX)/bin/tokenpin-askpass
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/age-plugin-tokenpin.1 $(DESTDIR)$(PREFIX)/bin/age-plugin-tokenpin
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/tokenpind.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_tokenpin.8
-	rm -f $(DESTDIR)$(PREFIX)/bin/tokenpin $(DESTDIR)$(PREFIX)/libexec/tokenpin/tokenpin-pkcs11
+	rm -f $(DESTDIR)$(PREFIX)/bin/tokenpin $(DESTDIR)$(PREFIX)/bin/tokenpin-bench $(DESTDIR)$(PREFIX)/libexec/tokenpin/tokenpin-pkcs11
 	-rmdir $(DESTDIR)$(PREFIX)/libexec/tokenpin 2>/dev/null
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/tokenpin
 	@echo "note: /etc/tokenpin and /etc/pam.d/tokenpin-enrol stay (configuration); remove them by hand"

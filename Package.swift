@@ -12,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "tokenpin", targets: ["tokenpin"]),
+        .executable(name: "tokenpin-bench", targets: ["tokenpin-bench"]),
         .executable(name: "tokenpind", targets: ["tokenpind"]),
         .executable(name: "tokenpin-pkcs11", targets: ["tokenpin-pkcs11"]),
         .executable(name: "tokenpin-askpass", targets: ["tokenpin-askpass"]),
@@ -137,11 +138,20 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
-        // The card sources the executables plug into the service: PC/SC readers and the simulated card.
+        // The card sources the executables plug into the service: PC/SC readers, and apart the simulated card
+        // (`--reader sim` and the demo), so that only tokenpin-bench and tokenpind link the simulator.
         .target(
             name: "TokenpinReaders",
-            dependencies: ["TokenpinService", "TokenpinAPDU", "TokenpinPCSC", "TokenpinSimulator", "TokenpinSystem"],
+            dependencies: ["TokenpinService", "TokenpinAPDU", "TokenpinPCSC", "TokenpinSystem"],
             path: "Sources/Readers",
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "TokenpinSimulatedReaders",
+            dependencies: [
+                "TokenpinReaders", "TokenpinService", "TokenpinSimulator", "TokenpinCore", "TokenpinSystem",
+            ],
+            path: "Sources/SimulatedReaders",
             swiftSettings: strictSettings
         ),
 
@@ -155,15 +165,35 @@ let package = Package(
             path: "Sources/Service",
             swiftSettings: strictSettings
         ),
-        .executableTarget(
-            name: "tokenpin",
+        // The CLI both tokenpin and tokenpin-bench run: declarations, parsing, context, output, every command but
+        // bench and demo. `package` marks what the two executables use of it.
+        .target(
+            name: "TokenpinCLI",
             dependencies: [
-                "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinReaders", "TokenpinSimulator",
-                "TokenpinProtocol",
+                "TokenpinService", "TokenpinCore", "TokenpinAPDU", "TokenpinReaders", "TokenpinProtocol",
                 "TokenpinArguments", "TokenpinSystem", "TokenpinOpenPGP", "TokenpinDoctor", "TokenpinPKCS11",
                 "TokenpinAge",
             ],
+            path: "Sources/CLI",
+            swiftSettings: strictSettings
+        ),
+        // The production CLI: TokenpinCLI, handing bench, demo and the simulated card to tokenpin-bench beside it.
+        .executableTarget(
+            name: "tokenpin",
+            dependencies: ["TokenpinCLI"],
             path: "Sources/Executables/tokenpin",
+            swiftSettings: strictSettings
+        ),
+        // `tokenpin bench`, `tokenpin demo` and `tokenpin --reader sim` (which run it in their place): TokenpinCLI
+        // with the benchmarks and the simulated card.
+        .executableTarget(
+            name: "tokenpin-bench",
+            dependencies: [
+                "TokenpinCLI", "TokenpinSimulatedReaders", "TokenpinSimulator", "TokenpinService", "TokenpinCore",
+                "TokenpinAPDU", "TokenpinReaders", "TokenpinProtocol", "TokenpinArguments", "TokenpinSystem",
+                "TokenpinOpenPGP", "TokenpinPKCS11",
+            ],
+            path: "Sources/Executables/tokenpin-bench",
             swiftSettings: strictSettings
         ),
         // SSH_ASKPASS for ssh keys whose passphrase is an application key: it runs `tokenpin derive` in its place.
@@ -221,7 +251,7 @@ let package = Package(
         .executableTarget(
             name: "tokenpind",
             dependencies: [
-                "TokenpinDaemon", "TokenpinCore", "TokenpinReaders", "TokenpinArguments",
+                "TokenpinDaemon", "TokenpinCore", "TokenpinReaders", "TokenpinSimulatedReaders", "TokenpinArguments",
             ],
             path: "Sources/Executables/tokenpind",
             swiftSettings: strictSettings
@@ -313,11 +343,13 @@ let package = Package(
         ),
         .testTarget(
             name: "TokenpinPKCS11Tests",
-            // tokenpin-pkcs11 is built first: the tests start it (and tokenpin, whose bench one runs). The C files are a test-only PKCS#11 module that the
-            // tests compile; the PIV session and PC/SC put a key on the simulated card OpenSC's module reads.
+            // tokenpin-pkcs11 is built first: the tests start it (and tokenpin, whose bench one runs, in
+            // tokenpin-bench). The C files are a test-only PKCS#11 module that the tests compile; the PIV session and
+            // PC/SC put a key on the simulated card OpenSC's module reads.
             dependencies: [
-                "TokenpinPKCS11", "tokenpin-pkcs11", "tokenpin", "TokenpinCore", "TokenpinCardCrypto", "TokenpinSystem",
-                "TokenpinTestSupport", "TokenpinPIV", "TokenpinPCSC", "TokenpinAPDU", "TokenpinService",
+                "TokenpinPKCS11", "tokenpin-pkcs11", "tokenpin", "tokenpin-bench", "TokenpinCore",
+                "TokenpinCardCrypto", "TokenpinSystem", "TokenpinTestSupport", "TokenpinPIV", "TokenpinPCSC",
+                "TokenpinAPDU", "TokenpinService",
             ],
             exclude: ["Support/hostile-module.c", "Support/wrapper-module.c"],
             swiftSettings: strictSettings
@@ -335,9 +367,10 @@ let package = Package(
         .testTarget(
             name: "TokenpinCLITests",
             // The simulator and the OpenPGP session put a key on a simulated card as gpg would, between CLI runs.
+            // tokenpin-bench runs `tokenpin bench` and `tokenpin demo`.
             dependencies: [
-                "tokenpin", "TokenpinTestSupport", "TokenpinSimulator", "TokenpinOpenPGP", "TokenpinCore",
-                "TokenpinAge",
+                "tokenpin", "tokenpin-bench", "TokenpinTestSupport", "TokenpinSimulator", "TokenpinOpenPGP",
+                "TokenpinCore", "TokenpinAge",
             ],
             exclude: ["Support/keyboard.py"],
             swiftSettings: strictSettings

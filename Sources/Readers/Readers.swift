@@ -2,11 +2,10 @@ import FoundationEssentials
 import TokenpinAPDU
 import TokenpinPCSC
 public import TokenpinService
-public import TokenpinSimulator
 internal import TokenpinSystem
 
-// The card sources the executables plug into the service: PC/SC readers through pcscd, and the in-process
-// simulated card. Kept out of TokenpinService so the service never imports PC/SC or the simulator.
+// The card sources the executables plug into the service: PC/SC readers through pcscd (the in-process simulated
+// card is TokenpinSimulatedReaders'). Kept out of TokenpinService so the service never imports PC/SC.
 
 /// The PC/SC readers through pcscd: what tokenpin uses with real tokens. Every wait on pcscd and a reader has a
 /// deadline (`timeouts`, from `card-timeout`).
@@ -45,26 +44,6 @@ public struct PCSCReaders: CardReaders {
         (try? PCSCReaderPinpad.detect(reader: reader, within: timeouts.command)).map(ReaderPinpad.init)
     }
 }
-
-/// The in-process virtual card (`--reader sim`): one reader holding a `SimulatedCard` whose state lives in a
-/// file next to the records, so every flow works on a bare machine.
-public enum SimulatorReaders {
-    /// The reader's name as `tokenpin readers` shows it.
-    public static let readerName = "tokenpin virtual reader (simulated card)"
-
-    /// One reader holding `card`.
-    public static func readers(_ card: SimulatedCard) -> InProcessReaders {
-        InProcessReaders([
-            InProcessReaders.Reader(
-                name: readerName, isPresent: { card.isPresent },
-                connect: { SimulatedCardConnection(card: card) }, reset: { card.reset() })
-        ])
-    }
-}
-
-/// One simulated card per process and state file, so that every command of a run sees the same card
-/// (SimulatorProfiles.swift: `shared(stateFile:profile:)`).
-public enum SimulatorCards {}
 
 /// Readers that could not be set up; every use reports why.
 public struct UnavailableReaders: CardReaders {

@@ -260,6 +260,27 @@ extension CurrentProcess {
         return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// Runs the program at `path` in this process's place, with `arguments` as its argv (the first is its name)
+    /// and this process's environment; no shell, no search of PATH. Returns only when that cannot start, with why.
+    ///
+    /// The corresponding C function is `execv`.
+    public static func replace(withProgramAt path: String, arguments: [String]) -> Errno {
+        let pointers = arguments.map { strdup($0) } + [nil]
+        defer {
+            for pointer in pointers { free(pointer) }
+        }
+        execv(path, pointers)
+        return Errno.current
+    }
+
+    /// The value of the environment variable `name`; nil when it is not set. Reads that variable alone, without
+    /// building a dictionary of the whole environment as `ProcessInfo.environment` does (a start-up cost).
+    ///
+    /// The corresponding C function is `getenv`.
+    public static func environmentValue(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+
     /// The process's environment, `NAME=value` strings.
     ///
     /// The corresponding C variable is `environ`.

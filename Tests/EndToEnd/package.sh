@@ -45,8 +45,9 @@ if [ "${1:-}" = --inside ]; then
             [ "$("$bin/age-plugin-tokenpin" --version 2>&1)" = "age-plugin-tokenpin $VERSION" ]
         check "tokenpind --version: tokenpind $VERSION" bash -c "'$sbin/tokenpind' --version 2>&1 | grep -qx 'tokenpind $VERSION (protocol 3)'"
         check "binaries need no Swift library and find every library" \
-            bash -c "! ldd '$bin/tokenpin' '$bin/tokenpin-askpass' '$bin/age-plugin-tokenpin' '$sbin/tokenpind' '$prefix/libexec/tokenpin/tokenpin-pkcs11' | grep -Ei 'swift|Foundation|dispatch|not found'"
-        check "binaries are stripped" bash -c "! readelf -S '$bin/tokenpin' '$bin/tokenpin-askpass' '$bin/age-plugin-tokenpin' '$sbin/tokenpind' '$prefix/libexec/tokenpin/tokenpin-pkcs11' | grep -Eq '\.symtab|\.debug_info'"
+            bash -c "! ldd '$bin/tokenpin' '$bin/tokenpin-bench' '$bin/tokenpin-askpass' '$bin/age-plugin-tokenpin' '$sbin/tokenpind' '$prefix/libexec/tokenpin/tokenpin-pkcs11' | grep -Ei 'swift|Foundation|dispatch|not found'"
+        check "binaries are stripped" bash -c "! readelf -S '$bin/tokenpin' '$bin/tokenpin-bench' '$bin/tokenpin-askpass' '$bin/age-plugin-tokenpin' '$sbin/tokenpind' '$prefix/libexec/tokenpin/tokenpin-pkcs11' | grep -Eq '\.symtab|\.debug_info'"
+        # demo runs in tokenpin-bench, installed beside tokenpin (which runs it in its place).
         expect_code "tokenpin demo" 0 "$bin/tokenpin" demo
         # Every tokenpin path a man page names under PREFIX or /etc is there (and no placeholder is left).
         local pages missing=
@@ -146,7 +147,7 @@ sys.exit(0 if good and not bad else 1)' "$WORK/doctor.json" "$RENDERED"
 
         expect_code "dpkg -r" 0 dpkg -r tokenpin
         check "remove: the profile is unregistered from common-auth" bash -c "! grep -q pam_tokenpin /etc/pam.d/common-auth"
-        check "remove: binaries, module, units, rules, man pages and docs are gone" bash -c "[ ! -e /usr/bin/tokenpin ] && [ ! -e /usr/bin/tokenpin-askpass ] && [ ! -e /usr/bin/age-plugin-tokenpin ] && \
+        check "remove: binaries, module, units, rules, man pages and docs are gone" bash -c "[ ! -e /usr/bin/tokenpin ] && [ ! -e /usr/bin/tokenpin-bench ] && [ ! -e /usr/bin/tokenpin-askpass ] && [ ! -e /usr/bin/age-plugin-tokenpin ] && \
             [ ! -e /usr/sbin/tokenpind ] && [ ! -e /usr/libexec/tokenpin ] && ! find /lib /usr/lib -name pam_tokenpin.so | grep -q . && \
             [ ! -e /lib/systemd/system/tokenpind.socket ] && [ ! -e /lib/udev/rules.d/70-tokenpin.rules ] && \
             [ ! -e /usr/share/pam-configs/tokenpin ] && [ ! -e /usr/share/man/man8/tokenpind.8.gz ] && [ ! -e /usr/share/doc/tokenpin ]"
@@ -202,9 +203,9 @@ check "Depends computed: libc6, libsodium23, libpcsclite1, libpam-runtime, and l
      dpkg-deb -f '$DEB' Depends | grep -q 'libssl3 (>= 3'"
 check "Recommends: pcscd" [ "$(field Recommends)" = pcscd ]
 dpkg-deb -c "$DEB" | awk '{print $6}' > "$WORK/contents"
-for path in ./usr/bin/tokenpin ./usr/bin/tokenpin-askpass ./usr/bin/age-plugin-tokenpin ./usr/sbin/tokenpind ./usr/libexec/tokenpin/tokenpin-pkcs11 ./lib/systemd/system/tokenpind.service ./lib/systemd/system/tokenpind.socket \
+for path in ./usr/bin/tokenpin ./usr/bin/tokenpin-bench ./usr/bin/tokenpin-askpass ./usr/bin/age-plugin-tokenpin ./usr/sbin/tokenpind ./usr/libexec/tokenpin/tokenpin-pkcs11 ./lib/systemd/system/tokenpind.service ./lib/systemd/system/tokenpind.socket \
     ./lib/udev/rules.d/70-tokenpin.rules ./usr/share/pam-configs/tokenpin ./etc/pam.d/tokenpin-enrol ./etc/tokenpin/tokenpin.conf \
-    ./usr/share/man/man1/tokenpin.1.gz ./usr/share/man/man1/tokenpin-askpass.1.gz ./usr/share/man/man1/age-plugin-tokenpin.1.gz ./usr/share/man/man5/tokenpin.conf.5.gz ./usr/share/man/man8/pam_tokenpin.8.gz \
+    ./usr/share/man/man1/tokenpin.1.gz ./usr/share/man/man1/tokenpin-bench.1.gz ./usr/share/man/man1/tokenpin-askpass.1.gz ./usr/share/man/man1/age-plugin-tokenpin.1.gz ./usr/share/man/man5/tokenpin.conf.5.gz ./usr/share/man/man8/pam_tokenpin.8.gz \
     ./usr/share/doc/tokenpin/protocol.md ./usr/share/doc/tokenpin/copyright; do
     check "the package holds $path" grep -qx "$path" "$WORK/contents"
 done

@@ -83,7 +83,7 @@ check "profile never makes the module sufficient by default" bash -c "grep -q 'd
 
 # Man pages: scdoc builds each one into a page with a title header.
 if command -v scdoc >/dev/null; then
-    for page in tokenpin.1 age-plugin-tokenpin.1 tokenpind.8 tokenpin.conf.5 pam_tokenpin.8; do
+    for page in tokenpin.1 tokenpin-bench.1 age-plugin-tokenpin.1 tokenpind.8 tokenpin.conf.5 pam_tokenpin.8; do
         check "man page $page builds" bash -c "scdoc < '$ROOT/docs/man/$page.scd' | grep -q '^\.TH'"
     done
 fi

@@ -4,6 +4,7 @@ import TokenpinArguments
 import TokenpinCore
 import TokenpinDaemon
 import TokenpinReaders
+import TokenpinSimulatedReaders
 
 #if canImport(Glibc)
     import Glibc

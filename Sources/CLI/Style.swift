@@ -3,7 +3,7 @@ import TokenpinCore
 import TokenpinSystem
 
 /// ANSI colours per the appearance settings, or none.
-struct Style {
+package struct Style {
     var enabled: Bool
     var appearance: Appearance
 
@@ -48,7 +48,7 @@ struct Style {
 
     func prompt(_ text: String) -> String { paint(text, appearance.promptColor) }
     func dots(_ text: String) -> String { paint(text, appearance.dotsColor) }
-    func error(_ text: String) -> String { paint(text, appearance.errorColor) }
+    package func error(_ text: String) -> String { paint(text, appearance.errorColor) }
     func warning(_ text: String) -> String { paint(text, appearance.warningColor) }
-    func success(_ text: String) -> String { paint(text, appearance.successColor) }
+    package func success(_ text: String) -> String { paint(text, appearance.successColor) }
 }

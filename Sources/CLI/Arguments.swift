@@ -3,11 +3,11 @@ import TokenpinCore
 import TokenpinService
 
 /// A command line that cannot be run as given; the message names the problem.
-struct UsageError: Error {
-    var message: String
-    var command: String?
+package struct UsageError: Error {
+    package var message: String
+    package var command: String?
 
-    init(message: String, command: String?) {
+    package init(message: String, command: String?) {
         self.message = message
         self.command = command
     }
@@ -18,14 +18,14 @@ struct UsageError: Error {
 }
 
 /// The options every command takes.
-struct GlobalOptions {
+package struct GlobalOptions {
     var store: String?
     var config: String?
-    var json = false
+    package var json = false
     var noColor = false
     var pinStdin = false
     var quiet = false
-    var reader: String?
+    package var reader: String?
     var serial: String?
     var user: String?
     var socket: String?
@@ -34,18 +34,18 @@ struct GlobalOptions {
 }
 
 /// The command line split into global options, the command and its own arguments.
-struct ParsedCommandLine {
-    var global = GlobalOptions()
-    var command: String?
-    var arguments: [String] = []
+package struct ParsedCommandLine {
+    package var global = GlobalOptions()
+    package var command: String?
+    package var arguments: [String] = []
     /// Everything given, by declaration: `values.isSet(Options.yes)`, `values.value(Options.method)`.
-    var values = ParsedArguments()
+    package var values = ParsedArguments()
     var wantsHelp = false
     var wantsVersion = false
 }
 
 /// tokenpin's options, each declared once: parsing, `tokenpin help`, usage lines and completions read these.
-enum Options {
+package enum Options {
     /// `--state-dir` is tokenpind's name for the same thing; either means local mode.
     static let store = Option.value(
         "--state-dir", "--store", valueName: "dir",
@@ -94,15 +94,15 @@ enum Options {
             + "retired slot, management key); without it, the key is used as it is."
     )
     static let yes = Option.flag("--yes", help: "Confirm that --generate-key replaces the card's decryption key.")
-    static let app = Option.value(
+    package static let app = Option.value(
         "--app", valueName: "app", allowedValues: TokenApplicationKind.allCases.map(\.rawValue),
         help:
             "The card application to bind or manage: openpgp, piv or pkcs11 (default: OpenPGP where the card has "
             + "it, else PIV).")
-    static let tokenURI = Option.value(
+    package static let tokenURI = Option.value(
         "--token-uri", valueName: "uri",
         help: "PKCS#11: the RFC 7512 URI of the key to use (pkcs11:token=…;id=%01); implies --app pkcs11.")
-    static let pkcs11Module = Option.value(
+    package static let pkcs11Module = Option.value(
         "--pkcs11-module", valueName: "path",
         help: "PKCS#11: load only this module (an absolute path) instead of p11-kit's; with --local only.")
     static let slot = Option.value(
@@ -114,8 +114,9 @@ enum Options {
         help: "Verify with this type before the record goes (the same as verify's).")
     static let unenrolYes = Option.flag(
         "--yes", help: "Root with --user: remove the record without the typed confirmation.")
-    static let iterations = Option.value("--iterations", valueName: "n", help: "Verifications to time (default 5).")
-    static let token = Option.flag(
+    package static let iterations = Option.value(
+        "--iterations", valueName: "n", help: "Verifications to time (default 5).")
+    package static let token = Option.flag(
         "--token",
         help:
             "Time token verifies against the same APDUs sent bare, or PKCS#11 calls made bare with --app pkcs11 "

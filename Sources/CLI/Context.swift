@@ -7,26 +7,28 @@ import TokenpinService
 import TokenpinSystem
 
 /// Everything a command needs: options, settings, the service, the console.
-struct Context {
+package struct Context {
     var options: ParsedCommandLine
-    var configuration: Configuration
+    package var configuration: Configuration
     var store: RecordStore
-    var user: String
-    var console: Console
+    package var user: String
+    package var console: Console
     var interaction: CLIInteraction
+    /// `interaction`, for the commands of tokenpin-bench: the terminal or standard input.
+    package var prompts: any Interaction { interaction }
 
-    var cards: (any CardReaders)?
-    var selection: CardSelection
+    package var cards: (any CardReaders)?
+    package var selection: CardSelection
     /// Whether `cards` is the in-process simulated card (`--reader sim`).
-    var simulatedCard = false
+    package var simulatedCard = false
 
     /// `--pkcs11-module`: the one PKCS#11 module to load (local mode only), over the `pkcs11-module` setting.
-    var pkcs11Module: String?
+    package var pkcs11Module: String?
 
     /// The cards the site revoked (`/etc/tokenpin/revoked.d`), for local mode (tokenpind reads its own).
     var revokedCards = RevokedCards()
 
-    var service: PINService {
+    package var service: PINService {
         var service = PINService(
             store: store, configuration: configuration, user: user, cards: cards, selection: selection)
         service.revokedCards = revokedCards
@@ -50,7 +52,7 @@ struct Context {
     }
 
     /// Where operations run: the daemon, this process, or nowhere when tokenpind should run and does not.
-    var backend: any PINOperations {
+    package var backend: any PINOperations {
         switch mode {
         case .local: service
         case .daemon: daemon ?? DaemonClient()
@@ -58,8 +60,22 @@ struct Context {
         }
     }
 
-    /// Builds the context: loads the configuration, picks the store and the user.
-    static func make(_ options: ParsedCommandLine, mode: Backend) throws(ConfigError) -> Context {
+    /// Whether the command line asks for the in-process simulated card: `--reader sim`, or `TOKENPIN_READER=sim`
+    /// (`readerVariable`) without `--reader`.
+    package static func wantsSimulatedCard(_ options: ParsedCommandLine, readerVariable: String?) -> Bool {
+        readerOption(options, readerVariable: readerVariable) == "sim"
+    }
+
+    /// `--reader`, or else a non-empty `TOKENPIN_READER` (`readerVariable`).
+    static func readerOption(_ options: ParsedCommandLine, readerVariable: String?) -> String? {
+        options.global.reader ?? readerVariable.flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Builds the context: loads the configuration, picks the store and the user; `simulatedCards` makes the
+    /// simulated card's readers for `--reader sim` (`CLIProgram.simulatedCards`).
+    static func make(
+        _ options: ParsedCommandLine, mode: Backend, simulatedCards: CLIProgram.SimulatedCards?
+    ) throws(ConfigError) -> Context {
         let environment = ProcessInfo.processInfo.environment
         var (configuration, skipped) = try loadConfiguration(options, environment: environment)
         if options.global.noPinpad { configuration.pinpad = .off }
@@ -84,7 +100,7 @@ struct Context {
         if local { interaction.policy = configuration.policy }
         // `--reader sim` (or TOKENPIN_READER=sim) uses the in-process virtual card; anything else names a
         // PC/SC reader or a glob, as the `reader` setting does.
-        let readerOption = options.global.reader ?? environment["TOKENPIN_READER"].flatMap { $0.isEmpty ? nil : $0 }
+        let readerOption = readerOption(options, readerVariable: environment["TOKENPIN_READER"])
         let cards: (any CardReaders)?
         var selection = CardSelection(
             reader: readerOption ?? configuration.reader, serial: options.global.serial,
@@ -95,9 +111,10 @@ struct Context {
             selection.tokenURI = pkcs11.tokenURI
         }
         if readerOption == "sim" {
-            cards = SimulatorCards.shared(
-                stateFile: store.directory + "/sim-card.json",
-                profile: try SimulatorCards.requestedProfile(environment: environment))
+            // tokenpin hands `--reader sim` to tokenpin-bench before it gets here (BenchHandOver).
+            cards =
+                try simulatedCards?(store.directory + "/sim-card.json", environment)
+                ?? UnavailableReaders(error: .tokenUnavailable("the simulated card is in tokenpin-bench"))
             selection.reader = nil
         } else {
             cards = PCSCReaders()
@@ -367,7 +384,7 @@ final class CLIInteraction: Interaction {
 
 extension SecretPrompt {
     /// What the prompt asks for, in words for messages (the protocol's names stay out of what users read).
-    var spokenName: String {
+    package var spokenName: String {
         switch self {
         case .pin: "PIN"
         case .currentPIN: "current PIN"

@@ -12,16 +12,16 @@ extension JSONValue {
 }
 
 /// Where a command's output goes: human text on stdout, errors on stderr, or one JSON object.
-struct Console {
-    var json: Bool
+package struct Console {
+    package var json: Bool
     var quiet: Bool
-    var out: Style
+    package var out: Style
     var err: Style
     /// Completes every suggested `tokenpin …` command with the flags of the command that was run.
     var hints = CommandLineHints()
 
     /// Writes a line to standard output (human mode, not quiet).
-    func say(_ text: String) {
+    package func say(_ text: String) {
         guard !json, !quiet else { return }
         Self.write(1, hints.rewrite(text) + "\n")
     }
@@ -33,13 +33,13 @@ struct Console {
     }
 
     /// Prints the command's JSON object.
-    func emit(_ object: [(String, JSONValue)]) {
+    package func emit(_ object: [(String, JSONValue)]) {
         guard json else { return }
         Self.write(1, JSONValue.object(object).jsonText + "\n")
     }
 
     /// Reports an error: `error: <message>` and a hint on stderr, or a JSON object with `error`.
-    func fail(
+    package func fail(
         _ code: ExitCode, errorCode: String, message: String, hint: String? = nil,
         extra: [(String, JSONValue)] = []
     ) -> ExitCode {

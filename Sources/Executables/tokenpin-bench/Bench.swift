@@ -1,4 +1,6 @@
 import FoundationEssentials
+import TokenpinArguments
+import TokenpinCLI
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
@@ -14,6 +16,28 @@ func makeTemporaryDirectory(_ prefix: String) -> String? {
 struct BenchCommand: Command {
     var iterations: Int
     var token = false
+
+    init(iterations: Int, token: Bool = false) {
+        self.iterations = iterations
+        self.token = token
+    }
+
+    /// `bench [--iterations N] [--token [--app ...] [--token-uri URI] [--pkcs11-module PATH]]`.
+    init(parsing parsed: ParsedCommandLine) throws(UsageError) {
+        let values = parsed.values
+        var iterations = 5
+        if let value = values.value(Options.iterations) {
+            guard let number = Int(value), (1...1000).contains(number) else {
+                throw UsageError(message: "--iterations must be a number from 1 to 1000", command: "bench")
+            }
+            iterations = number
+        }
+        for option in [Options.app, Options.tokenURI, Options.pkcs11Module]
+        where values.isSet(option) && !values.isSet(Options.token) {
+            throw UsageError(message: "\(option.names[0]) applies to `bench --token`", command: "bench")
+        }
+        self.init(iterations: iterations, token: values.isSet(Options.token))
+    }
 
     func run(_ context: Context) -> ExitCode {
         if token { return runToken(context) }

@@ -5,7 +5,7 @@ import TokenpinService
 import TokenpinSystem
 
 /// One command: parsed into a plain value with one `run()`.
-protocol Command {
+package protocol Command {
     func run(_ context: Context) -> ExitCode
 }
 
@@ -21,7 +21,7 @@ extension Context {
     }
 
     /// Prints a service error and returns its exit code.
-    func fail(_ error: ServiceError, extra: [(String, JSONValue)] = []) -> ExitCode {
+    package func fail(_ error: ServiceError, extra: [(String, JSONValue)] = []) -> ExitCode {
         if case .notEnrolled = error, daemon != nil, (try? store.exists()) == true,
             (try? store.load(user: user)) != nil
         {

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import TokenpinAPDU
+import TokenpinCLI
 import TokenpinCore
 import TokenpinOpenPGP
 import TokenpinProtocol
@@ -26,13 +27,13 @@ struct CountingReaders: CardReaders {
 /// person (through `outer`, so the prompts show the tries left that the card reports) and kept for the rounds.
 final class BenchInteraction: Interaction {
     let pin: SecretBytes
-    let outer: CLIInteraction
+    let outer: any Interaction
     private(set) var cardPIN = SecretBytes(count: 0)
     private var hasCardPIN = false
     private var adminPIN = SecretBytes(count: 0)
     private var hasAdminPIN = false
 
-    init(pin: consuming SecretBytes, outer: CLIInteraction) {
+    init(pin: consuming SecretBytes, outer: any Interaction) {
         self.pin = pin
         self.outer = outer
     }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenpinCLI
 import TokenpinCore
 import TokenpinService
 
@@ -40,7 +41,7 @@ struct TokenBenchScratch {
         -> (BenchInteraction, TokenBinding, reader: String)
     {
         var benchPIN = Array("739154".utf8)
-        let interaction = BenchInteraction(pin: SecretBytes(consuming: &benchPIN), outer: context.interaction)
+        let interaction = BenchInteraction(pin: SecretBytes(consuming: &benchPIN), outer: context.prompts)
         _ = try service.enrol(interaction)
         _ = try service.enableToken(interaction, generateKey: generateKey, assumeYes: generateKey)
         guard let binding = try service.store.load(user: context.user)?.slot(.token)?.token,

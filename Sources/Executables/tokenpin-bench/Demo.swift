@@ -1,8 +1,9 @@
 import FoundationEssentials
+import TokenpinCLI
 import TokenpinCore
 import TokenpinProtocol
-import TokenpinReaders
 import TokenpinService
+import TokenpinSimulatedReaders
 import TokenpinSimulator
 
 /// `tokenpin demo`: every flow this build supports, in a temporary store, without asking anything.

@@ -1,3 +1,4 @@
+import TokenpinCLI
 import TokenpinCore
 import TokenpinPKCS11
 import TokenpinProtocol

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Synchronization
 public import TokenpinCore
+import TokenpinReaders
 public import TokenpinService
 public import TokenpinSimulator
 internal import TokenpinSystem

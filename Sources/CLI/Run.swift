@@ -1,0 +1,279 @@
+import FoundationEssentials
+import TokenpinArguments
+import TokenpinCore
+import TokenpinProtocol
+import TokenpinService
+import TokenpinSystem
+
+/// Turns the parsed command line into a command, or a usage error for what the declarations cannot say
+/// (which flags go together). The parser has checked the options, their values and the arguments.
+func makeCommand(_ parsed: ParsedCommandLine, program: CLIProgram) throws(UsageError) -> (any Command)? {
+    guard let name = parsed.command else { return nil }
+    let values = parsed.values
+    let arguments = parsed.arguments
+    func method(_ option: Option) -> VerificationMethod? {
+        values.value(option).flatMap(VerificationMethod.init(rawValue:))
+    }
+    switch name {
+    case "enrol":
+        return EnrolCommand(recoveryKeyFile: values.value(Options.recoveryKeyFile))
+    case "verify":
+        return VerifyCommand(method: method(Options.verifyMethod))
+    case "derive":
+        return try DeriveCommand(parsing: values, arguments: arguments, command: name)
+    case "age":
+        return try AgeCommand(parsing: values, arguments: arguments, command: name)
+    case "change":
+        return ChangeCommand()
+    case "reset":
+        if parsed.global.user != nil && CurrentProcess.effectiveUserID == 0 { return AdministratorResetCommand() }
+        return ResetCommand()
+    case "unenrol":
+        return UnenrolCommand(method: method(Options.unenrolMethod), assumeYes: values.isSet(Options.unenrolYes))
+    case "types":
+        return TypesCommand()
+    case "status":
+        return StatusCommand()
+    case "toggle":
+        guard arguments.count == 2, let type = AuthenticationType(rawValue: arguments[0]) else {
+            throw UsageError(message: "expected <type> on|off", command: name)
+        }
+        let on = arguments[1] == "on"
+        if type == .pin && (values.isSet(Options.generateKey) || values.isSet(Options.yes)) {
+            throw UsageError(message: "--generate-key and --yes apply to `toggle token on`", command: name)
+        }
+        if values.isSet(Options.toggleMethod) && (type != .token || on) {
+            throw UsageError(message: "--method applies to `toggle token off`", command: name)
+        }
+        for option in [Options.toggleMode, Options.app, Options.slot, Options.tokenURI, Options.pkcs11Module]
+        where values.isSet(option) && (type != .token || !on) {
+            throw UsageError(message: "\(option.names[0]) applies to `toggle token on`", command: name)
+        }
+        let slot = values.value(Options.slot).map { $0.lowercased() }
+        if let slot {
+            guard PIVSlotName.all.contains(slot) else {
+                throw UsageError(
+                    message: "--slot takes a PIV slot: \(PIVSlotName.all.joined(separator: ", ")), not '\(slot)'",
+                    command: name)
+            }
+            guard values.value(Options.app) == TokenApplicationKind.piv.rawValue else {
+                throw UsageError(message: "--slot applies to PIV: add --app piv", command: name)
+            }
+        }
+        return ToggleCommand(
+            type: type, on: on, generateKey: values.isSet(Options.generateKey),
+            assumeYes: values.isSet(Options.yes), method: method(Options.toggleMethod),
+            mode: values.value(Options.toggleMode).flatMap(VerificationMode.init(rawValue:)), slot: slot)
+    case "readers":
+        return ReadersCommand()
+    case "import":
+        return ImportCommand()
+    case "watch":
+        return WatchCommand()
+    case "token":
+        switch arguments.first {
+        case "change-pin":
+            guard !values.isSet(Options.admin) else {
+                throw UsageError(message: "--admin applies to `token unblock`", command: name)
+            }
+            return TokenCommand(action: .changePIN, admin: false)
+        case "unblock": return TokenCommand(action: .unblock, admin: values.isSet(Options.admin))
+        default: throw UsageError(message: "expected change-pin or unblock", command: name)
+        }
+    case "doctor":
+        return DoctorCommand()
+    case "help":
+        return HelpCommand(topic: arguments.first)
+    case "completions":
+        guard let shell = arguments.first.flatMap(Shell.init(rawValue:)) else {
+            throw UsageError(message: "expected bash, zsh or fish", command: name)
+        }
+        return CompletionsCommand(shell: shell)
+    default:
+        // The executable's own commands (tokenpin-bench's bench and demo); every other declared command is handled
+        // above, and the parser lets no other name through.
+        if let made = try program.makeCommand(parsed) { return made }
+        throw UsageError(message: "unknown command '\(name)'", command: nil)
+    }
+}
+
+struct HelpCommand: Command {
+    var topic: String?
+
+    func run(_ context: Context) -> ExitCode {
+        HelpCommand.print(topic, json: context.console.json)
+    }
+
+    /// Prints help; needs no configuration, so it works when the configuration is broken.
+    static func print(_ topic: String?, json: Bool = false) -> ExitCode {
+        let console = Console(
+            json: json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+            err: Style(enabled: false, appearance: Appearance()))
+        guard let topic else {
+            if json {
+                console.emit([
+                    ("ok", .bool(true)), ("version", .string(tokenpinVersion)),
+                    ("options", Help.optionsJSON(Options.global)),
+                    ("commands", .array(Help.program.subcommands.map(Help.json))),
+                    (
+                        "exitCodes",
+                        .array(
+                            ExitCode.allCases.map {
+                                .object([("code", .int(Int($0.rawValue))), ("meaning", .string($0.meaning))])
+                            })
+                    ),
+                ])
+            } else {
+                Console.write(1, Help.main)
+            }
+            return .success
+        }
+        guard let entry = Help.entry(topic) else {
+            return console.fail(
+                .usage, errorCode: "usage",
+                message: "unknown command '\(topic)'"
+                    + Suggestion.didYouMean(topic, among: Help.program.subcommands.map(\.name)),
+                hint: "see 'tokenpin help'")
+        }
+        if json {
+            console.emit([
+                ("ok", .bool(true)), ("command", Help.json(entry)),
+                ("options", Help.optionsJSON(Options.global)),
+            ])
+        } else {
+            Console.write(1, Help.text(for: entry))
+        }
+        return .success
+    }
+}
+
+/// What sets apart the executables that share this CLI (the declarations, `Context`, every command's code):
+/// `tokenpin` hands `bench`, `demo` and the simulated card (`--reader sim`) to tokenpin-bench beside it
+/// (`BenchHandOver`), and tokenpin-bench runs them.
+package struct CLIProgram {
+    /// The commands this executable runs beyond the shared ones, made from the parsed command line (the parser
+    /// has checked it); nil for a name it does not run.
+    package var makeCommand: (ParsedCommandLine) throws(UsageError) -> (any Command)?
+    /// Runs the command line in another program in this process's place, before anything is read: returns only
+    /// when that program cannot start, with the exit code of the error it reported; nil: it runs here.
+    package var handOver: (ParsedCommandLine) -> ExitCode?
+    /// Makes the in-process simulated card's readers for `--reader sim` from the card's state file and the
+    /// environment (its profile); nil where the simulator is not linked (tokenpin hands `--reader sim` over).
+    package var simulatedCards: SimulatedCards?
+
+    package typealias SimulatedCards = (_ stateFile: String, _ environment: [String: String]) throws(ConfigError) ->
+        any CardReaders
+
+    package init(
+        makeCommand: @escaping (ParsedCommandLine) throws(UsageError) -> (any Command)? = { _ in nil },
+        handOver: @escaping (ParsedCommandLine) -> ExitCode? = { _ in nil },
+        simulatedCards: SimulatedCards? = nil
+    ) {
+        self.makeCommand = makeCommand
+        self.handOver = handOver
+        self.simulatedCards = simulatedCards
+    }
+}
+
+func runMain(_ program: CLIProgram) -> ExitCode {
+    let argv = Array(CommandLine.arguments.dropFirst())
+    let parsed: ParsedCommandLine
+    do {
+        parsed = try ArgumentParser.parse(argv)
+    } catch {
+        let json = argv.contains("--json")
+        let console = Console(
+            json: json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+            err: Style(enabled: false, appearance: Appearance()))
+        let usage = Help.usage(error.command)
+        return console.fail(
+            .usage, errorCode: "usage", message: error.message, hint: "usage: \(usage); see 'tokenpin help'")
+    }
+    if parsed.wantsVersion && parsed.command == nil {
+        if parsed.global.json {
+            Console.write(
+                1, JSONValue.object([("ok", .bool(true)), ("version", .string(tokenpinVersion))]).jsonText + "\n")
+        } else {
+            Console.write(1, "tokenpin \(tokenpinVersion)\n")
+        }
+        return .success
+    }
+    if parsed.wantsHelp || parsed.command == nil {
+        if parsed.command == nil && !parsed.wantsHelp {
+            Console.write(2, Help.main)
+            return .usage
+        }
+        return HelpCommand.print(parsed.command, json: parsed.global.json)
+    }
+    if let failed = program.handOver(parsed) { return failed }
+    let command: any Command
+    do {
+        guard let made = try makeCommand(parsed, program: program) else { return .usage }
+        command = made
+    } catch {
+        let console = Console(
+            json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+            err: Style(enabled: false, appearance: Appearance()))
+        let usage = Help.usage(error.command)
+        return console.fail(
+            .usage, errorCode: "usage", message: error.message, hint: "usage: \(usage); see 'tokenpin help'")
+    }
+    // Help reads no configuration: it must work when the configuration is what is broken.
+    if let help = command as? HelpCommand { return HelpCommand.print(help.topic, json: parsed.global.json) }
+    if let completions = command as? CompletionsCommand { return CompletionsCommand.print(completions.shell) }
+    let mode: Backend
+    do {
+        mode = try ModeSelection.decide(parsed, environment: ProcessInfo.processInfo.environment)
+    } catch {
+        let console = Console(
+            json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+            err: Style(enabled: false, appearance: Appearance()))
+        return console.fail(
+            .usage, errorCode: "usage", message: error.message,
+            hint: "usage: \(Help.usage(error.command)); see 'tokenpin help'")
+    }
+    if let problem = PKCS11Options(parsed.values).problem(
+        application: parsed.values.value(Options.app), local: mode.isLocal)
+    {
+        let console = Console(
+            json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+            err: Style(enabled: false, appearance: Appearance()))
+        return console.fail(
+            .usage, errorCode: "usage", message: problem, hint: "see 'tokenpin help \(parsed.command ?? "")'")
+    }
+    // doctor reads the configuration itself, file by file: it must work when the configuration is what is broken.
+    if command is DoctorCommand { return DoctorCommand.run(parsed, mode: mode) }
+    let context: Context
+    do {
+        context = try Context.make(parsed, mode: mode, simulatedCards: program.simulatedCards)
+    } catch {
+        let console = Console(
+            json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+            err: Style(enabled: false, appearance: Appearance()))
+        var message = error.description
+        if error.message.hasPrefix("unknown key `"), let key = error.message.split(separator: "`").dropFirst().first {
+            message += Suggestion.didYouMean(String(key), among: Configuration.keys)
+        }
+        return console.fail(.configuration, errorCode: "configuration", message: message)
+    }
+    if let user = parsed.global.user, mode.isLocal {
+        // Another user's record lives only in tokenpind's store; without it, --user would name nothing.
+        return context.console.fail(
+            .usage, errorCode: "usage",
+            message: "--user \(user) acts through tokenpind, and there is no daemon here"
+                + (parsed.global.local ? " (--local)" : " (no socket at \(DaemonClient.defaultSocketPath))"),
+            hint: "start tokenpind, or name its socket with --socket")
+    }
+    return command.run(context)
+}
+
+/// Runs the command line as `program` and exits with its code.
+package func runTokenpin(_ program: CLIProgram) -> Never {
+    // No core files and not dumpable, before any secret or Argon2 memory exists (as tokenpind does).
+    guard CoreDumps.disable() else {
+        Console.write(2, "error: cannot disable core dumps, so a PIN could end up in a core file\n")
+        CurrentProcess.exit(ExitCode.ioError.rawValue)
+    }
+    CurrentProcess.ignoreBrokenPipeSignal()
+    CurrentProcess.exit(runMain(program).rawValue)
+}
