@@ -52,7 +52,7 @@ if [ "${1:-}" = --inside ]; then
         # Every tokenpin path a man page names under PREFIX or /etc is there (and no placeholder is left).
         local pages missing=
         pages=$(find "$prefix/share/man" -name 'tokenpin*' -o -name 'pam_tokenpin*' | sort)
-        check "five man pages" [ "$(echo "$pages" | wc -l)" = 5 ]
+        check "six man pages" [ "$(echo "$pages" | wc -l)" = 6 ]
         for path in $(for p in $pages; do zcat -f "$p"; done | sed 's/\\&//g' | grep -o '\\fI/[^\\]*\\fR' | sed 's/^\\fI//; s/\\fR$//' | sort -u); do
             case "$path" in *'*'* | *USER* | */run/* | /var/*) continue ;; esac
             case "$path" in "$prefix"/* | /etc/tokenpin* | /etc/pam.d/tokenpin*) [ -e "${path%/}" ] || missing="$missing $path" ;; esac
