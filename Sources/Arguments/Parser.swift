@@ -55,52 +55,60 @@ extension Program {
                 onlyPositionals = true
                 continue
             }
-            var name = argument
-            var inlineValue: String?
-            if let equals = argument.firstIndex(of: "=") {
-                name = String(argument[..<equals])
-                inlineValue = String(argument[argument.index(after: equals)...])
-            }
-            if let refused = refusedOptions.first(where: { $0.names.contains(name) }) {
-                throw ArgumentError(
-                    .refusedOption, "\(name) is not an option: \(refused.reason)",
-                    subcommand: current?.name)
-            }
-            let option = try lookUp(name, in: current)
-            if option.takesValue {
-                let value: String
-                if let inlineValue {
-                    value = inlineValue
-                } else {
-                    guard index < arguments.count else {
-                        throw ArgumentError(.missingValue, "missing value for '\(name)'", subcommand: current?.name)
-                    }
-                    value = arguments[index]
-                    index += 1
-                }
-                guard !value.isEmpty else {
-                    throw ArgumentError(.emptyValue, "empty value for '\(name)'", subcommand: current?.name)
-                }
-                if let allowed = option.allowedValues, !allowed.contains(value) {
-                    let suggestion = Suggestion.closest(value, among: allowed)
-                    throw ArgumentError(
-                        .invalidValue,
-                        "\(name) must be \(Self.choice(allowed)), not '\(value)'" + Suggestion.phrase(suggestion),
-                        subcommand: current?.name, suggestion: suggestion)
-                }
-                result.values[option.name, default: []].append(value)
-            } else {
-                guard inlineValue == nil else {
-                    throw ArgumentError(.unexpectedValue, "'\(name)' takes no value", subcommand: current?.name)
-                }
-                result.flags.insert(option.name)
-            }
+            try parseOption(argument, rest: arguments, at: &index, in: current, into: &result)
         }
         let given = options + (current?.options ?? [])
         if !given.contains(where: { $0.stopsValidation && result.isSet($0) }) {
             try validate(result, given: given, in: current)
         }
         return result
+    }
+
+    /// One option (`--name`, `--name=value`, `--name value`), its value taken from `arguments` at `index` when it
+    /// is not joined to it: checked (refused, unknown, missing, empty or not among the allowed values) and recorded.
+    private func parseOption(
+        _ argument: String, rest arguments: [String], at index: inout Int, in current: Subcommand?,
+        into result: inout ParsedArguments
+    ) throws(ArgumentError) {
+        var name = argument
+        var inlineValue: String?
+        if let equals = argument.firstIndex(of: "=") {
+            name = String(argument[..<equals])
+            inlineValue = String(argument[argument.index(after: equals)...])
+        }
+        if let refused = refusedOptions.first(where: { $0.names.contains(name) }) {
+            throw ArgumentError(
+                .refusedOption, "\(name) is not an option: \(refused.reason)", subcommand: current?.name)
+        }
+        let option = try lookUp(name, in: current)
+        guard option.takesValue else {
+            guard inlineValue == nil else {
+                throw ArgumentError(.unexpectedValue, "'\(name)' takes no value", subcommand: current?.name)
+            }
+            result.flags.insert(option.name)
+            return
+        }
+        let value: String
+        if let inlineValue {
+            value = inlineValue
+        } else {
+            guard index < arguments.count else {
+                throw ArgumentError(.missingValue, "missing value for '\(name)'", subcommand: current?.name)
+            }
+            value = arguments[index]
+            index += 1
+        }
+        guard !value.isEmpty else {
+            throw ArgumentError(.emptyValue, "empty value for '\(name)'", subcommand: current?.name)
+        }
+        if let allowed = option.allowedValues, !allowed.contains(value) {
+            let suggestion = Suggestion.closest(value, among: allowed)
+            throw ArgumentError(
+                .invalidValue,
+                "\(name) must be \(Self.choice(allowed)), not '\(value)'" + Suggestion.phrase(suggestion),
+                subcommand: current?.name, suggestion: suggestion)
+        }
+        result.values[option.name, default: []].append(value)
     }
 
     /// The option spelled `name` that may be given here, or the error saying why there is none.
