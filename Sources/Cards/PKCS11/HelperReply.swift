@@ -32,20 +32,7 @@ enum HelperReply: ~Copyable {
             return writer
         case .inventory(let inventory, let calls):
             var writer = WireWriter(Tag.inventory.rawValue)
-            writer.append(count: inventory.listings.count)
-            for listing in inventory.listings {
-                writer.append(listing.token)
-                writer.append(count: listing.keys.count)
-                for index in listing.keys.indices {
-                    writer.append(listing.keys[index], withToken: false)
-                    writer.append(listing.matches[index])
-                    writer.append(listing.looseMatches[index])
-                }
-                writer.append(count: listing.unusable.count)
-                for reason in listing.unusable { writer.append(reason) }
-            }
-            writer.append(count: inventory.problems.count)
-            for problem in inventory.problems { writer.append(problem) }
+            writer.append(inventory)
             writer.append(count: calls)
             return writer
         case .key(let key, let calls):
@@ -99,25 +86,7 @@ enum HelperReply: ~Copyable {
                 for _ in 0..<(try reader.count()) { modules.append(try reader.text()) }
                 parsed = .ready(modules, try reader.count())
             case .inventory:
-                var inventory = PKCS11Inventory()
-                for _ in 0..<(try reader.count()) {
-                    let token = try reader.token()
-                    var keys: [PKCS11Key] = []
-                    var matches: [Bool] = []
-                    var looseMatches: [Bool] = []
-                    for _ in 0..<(try reader.count()) {
-                        keys.append(try reader.key(token: token))
-                        matches.append(try reader.bool())
-                        looseMatches.append(try reader.bool())
-                    }
-                    var unusable: [String] = []
-                    for _ in 0..<(try reader.count()) { unusable.append(try reader.text()) }
-                    inventory.listings.append(
-                        PKCS11TokenListing(
-                            token: token, keys: keys, matches: matches, looseMatches: looseMatches, unusable: unusable))
-                }
-                for _ in 0..<(try reader.count()) { inventory.problems.append(try reader.text()) }
-                parsed = .inventory(inventory, try reader.count())
+                parsed = .inventory(try reader.inventory(), try reader.count())
             case .key:
                 parsed = .key(try reader.key(token: nil), try reader.count())
             case .secret:
@@ -141,5 +110,51 @@ enum HelperReply: ~Copyable {
         case .token(let token, let calls): return .token(token, calls: calls)
         case .failure(let error, let calls): return .failure(error, calls: calls)
         }
+    }
+}
+
+extension WireWriter {
+    /// An inventory: each token's listing (its keys, each with whether it matches the asked URI strictly and
+    /// loosely, and the keys it cannot use, said why), then the problems met on the way.
+    mutating func append(_ inventory: PKCS11Inventory) {
+        append(count: inventory.listings.count)
+        for listing in inventory.listings {
+            append(listing.token)
+            append(count: listing.keys.count)
+            for index in listing.keys.indices {
+                append(listing.keys[index], withToken: false)
+                append(listing.matches[index])
+                append(listing.looseMatches[index])
+            }
+            append(count: listing.unusable.count)
+            for reason in listing.unusable { append(reason) }
+        }
+        append(count: inventory.problems.count)
+        for problem in inventory.problems { append(problem) }
+    }
+}
+
+extension WireReader {
+    /// An inventory as `WireWriter.append(_: PKCS11Inventory)` wrote it.
+    mutating func inventory() throws(HelperWireError) -> PKCS11Inventory {
+        var inventory = PKCS11Inventory()
+        for _ in 0..<(try count()) {
+            let token = try token()
+            var keys: [PKCS11Key] = []
+            var matches: [Bool] = []
+            var looseMatches: [Bool] = []
+            for _ in 0..<(try count()) {
+                keys.append(try key(token: token))
+                matches.append(try bool())
+                looseMatches.append(try bool())
+            }
+            var unusable: [String] = []
+            for _ in 0..<(try count()) { unusable.append(try text()) }
+            inventory.listings.append(
+                PKCS11TokenListing(
+                    token: token, keys: keys, matches: matches, looseMatches: looseMatches, unusable: unusable))
+        }
+        for _ in 0..<(try count()) { inventory.problems.append(try text()) }
+        return inventory
     }
 }

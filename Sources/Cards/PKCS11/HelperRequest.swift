@@ -101,25 +101,25 @@ enum HelperRequest: ~Copyable {
         }
     }
 
-    /// The request in a frame; every field checked, nothing may follow the last one.
-    static func decode(_ frame: borrowing SecretBytes) throws(HelperWireError) -> HelperRequest {
-        // Public fields are read inside the closure; secrets are copied out of the frame by their ranges after.
-        struct Parsed {
-            var tag: Tag
-            var reference: PKCS11KeyReference?
-            var text: String?
-            var bytes: [UInt8] = []
-            var index: UInt8 = 0
-            var number = 0
-            var keypad = false
-            var secrets: [Range<Int>?] = []
-        }
-        let parsed = try frame.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws(HelperWireError) -> Parsed in
+    /// A request's public fields, read inside the frame's closure; its secrets only as ranges, copied out of the
+    /// frame after (`decode`).
+    private struct PublicFields {
+        var tag: Tag
+        var reference: PKCS11KeyReference?
+        var text: String?
+        var bytes: [UInt8] = []
+        var index: UInt8 = 0
+        var number = 0
+        var keypad = false
+        var secrets: [Range<Int>?] = []
+
+        /// The fields of the request in `raw`, every one checked, nothing after the last.
+        static func read(_ raw: UnsafeRawBufferPointer) throws(HelperWireError) -> PublicFields {
             guard let first = raw.first, let tag = Tag(rawValue: first) else {
                 throw HelperWireError(.unknownValue, "an unknown request")
             }
             var reader = WireReader(raw)
-            var parsed = Parsed(tag: tag)
+            var parsed = PublicFields(tag: tag)
             switch tag {
             case .list:
                 let present = try reader.bool()
@@ -142,6 +142,13 @@ enum HelperRequest: ~Copyable {
             }
             try reader.finish()
             return parsed
+        }
+    }
+
+    /// The request in a frame; every field checked, nothing may follow the last one.
+    static func decode(_ frame: borrowing SecretBytes) throws(HelperWireError) -> HelperRequest {
+        let parsed = try frame.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws(HelperWireError) in
+            try PublicFields.read(raw)
         }
         func pin(_ index: Int) -> SecretBytes? {
             guard let range = parsed.secrets[index] else { return nil }
