@@ -233,62 +233,87 @@ final class PKCS11Tokens {
     ) throws(PKCS11ModuleError) -> PKCS11Key? {
         let label = object.label.isEmpty ? (publicKey?.label ?? "") : object.label
         let name = "key\(label.isEmpty ? "" : " '\(label)'") (id \(PKCS11KeyAttributes.hex(object.id)))"
-        let algorithm: PKCS11KeyAlgorithm
-        let publicHalf: PKCS11PublicKey
+        let usable: (algorithm: PKCS11KeyAlgorithm, publicKey: PKCS11PublicKey)?
         switch object.keyType {
         case PKCS11Constant.ecKeyType:
-            if privateSeen, object.derive != true {
-                unusable.append("EC \(name): the private key may not derive (CKA_DERIVE is false)")
-                return nil
-            }
-            guard mechanisms.contains(PKCS11Constant.ecdhMechanism) else {
-                unusable.append("EC \(name): the token does not list CKM_ECDH1_DERIVE")
-                return nil
-            }
-            guard let parameters = object.ecParameters ?? publicKey?.ecParameters else {
-                unusable.append("EC \(name): no EC parameters (CKA_EC_PARAMS)")
-                return nil
-            }
-            let curve = try PKCS11KeyAttributes.curve(parameters: parameters)
-            guard let pointValue = publicKey?.ecPoint ?? object.ecPoint else {
-                unusable.append("EC \(name): no public key (no public key object with its CKA_ID, no CKA_EC_POINT)")
-                return nil
-            }
-            algorithm = .ecdh(curve)
-            publicHalf = .ec(point: try PKCS11KeyAttributes.point(pointValue, on: curve))
+            usable = try ecKey(object, publicKey: publicKey, privateSeen: privateSeen, mechanisms: mechanisms)
+                .recording("EC \(name)", in: &unusable)
         case PKCS11Constant.rsaKeyType:
-            if privateSeen, object.decrypt != true {
-                unusable.append("RSA \(name): the private key may not decrypt (CKA_DECRYPT is false)")
-                return nil
-            }
-            let padding: PKCS11RSAPadding
-            if mechanisms.contains(PKCS11Constant.rsaOAEPMechanism) {
-                padding = .oaep
-            } else if mechanisms.contains(PKCS11Constant.rsaPKCSMechanism) {
-                padding = .pkcs1
-            } else {
-                unusable.append("RSA \(name): the token lists neither CKM_RSA_PKCS_OAEP nor CKM_RSA_PKCS")
-                return nil
-            }
-            guard let modulus = object.modulus ?? publicKey?.modulus,
-                let exponent = object.exponent ?? publicKey?.exponent
-            else {
-                unusable.append("RSA \(name): no public key (CKA_MODULUS, CKA_PUBLIC_EXPONENT)")
-                return nil
-            }
-            let rsa = try PKCS11KeyAttributes.rsa(modulus: modulus, exponent: exponent)
-            algorithm = .rsa(bits: rsa.bits, padding: padding)
-            publicHalf = .rsa(modulus: rsa.modulus, exponent: rsa.exponent)
+            usable = try rsaKey(object, publicKey: publicKey, privateSeen: privateSeen, mechanisms: mechanisms)
+                .recording("RSA \(name)", in: &unusable)
         default:
             let type = object.keyType.map { "0x" + String($0, radix: 16) } ?? "no"
             unusable.append("\(name): key type \(type) agrees no secret tokenpin uses (EC or RSA)")
-            return nil
+            usable = nil
         }
+        guard let (algorithm, publicHalf) = usable else { return nil }
         return PKCS11Key(
             token: token, id: object.id, label: label, algorithm: algorithm, publicKey: publicHalf,
             privateKeySeen: privateSeen,
             // A private key hidden until login has a label no one can read yet (OpenSC's PIV keys: `KEY MAN key`,
             // its public key `KEY MAN pubkey`): its URI names it by token and id alone.
             uri: PKCS11URI.format(token: tokenInfo, keyID: object.id, label: privateSeen ? label : ""))
+    }
+
+    /// An EC key that derives (CKM_ECDH1_DERIVE) on a curve tokenpin knows, with its public point; or why not.
+    private func ecKey(
+        _ object: KeyObject, publicKey: KeyObject?, privateSeen: Bool, mechanisms: Set<UInt>
+    ) throws(PKCS11ModuleError) -> KeyUse {
+        if privateSeen, object.derive != true {
+            return .unusable("the private key may not derive (CKA_DERIVE is false)")
+        }
+        guard mechanisms.contains(PKCS11Constant.ecdhMechanism) else {
+            return .unusable("the token does not list CKM_ECDH1_DERIVE")
+        }
+        guard let parameters = object.ecParameters ?? publicKey?.ecParameters else {
+            return .unusable("no EC parameters (CKA_EC_PARAMS)")
+        }
+        let curve = try PKCS11KeyAttributes.curve(parameters: parameters)
+        guard let pointValue = publicKey?.ecPoint ?? object.ecPoint else {
+            return .unusable("no public key (no public key object with its CKA_ID, no CKA_EC_POINT)")
+        }
+        return .usable(.ecdh(curve), .ec(point: try PKCS11KeyAttributes.point(pointValue, on: curve)))
+    }
+
+    /// An RSA key that decrypts, with the padding the token offers (OAEP before PKCS#1 v1.5) and its public
+    /// half; or why not.
+    private func rsaKey(
+        _ object: KeyObject, publicKey: KeyObject?, privateSeen: Bool, mechanisms: Set<UInt>
+    ) throws(PKCS11ModuleError) -> KeyUse {
+        if privateSeen, object.decrypt != true {
+            return .unusable("the private key may not decrypt (CKA_DECRYPT is false)")
+        }
+        let padding: PKCS11RSAPadding
+        if mechanisms.contains(PKCS11Constant.rsaOAEPMechanism) {
+            padding = .oaep
+        } else if mechanisms.contains(PKCS11Constant.rsaPKCSMechanism) {
+            padding = .pkcs1
+        } else {
+            return .unusable("the token lists neither CKM_RSA_PKCS_OAEP nor CKM_RSA_PKCS")
+        }
+        guard let modulus = object.modulus ?? publicKey?.modulus, let exponent = object.exponent ?? publicKey?.exponent
+        else {
+            return .unusable("no public key (CKA_MODULUS, CKA_PUBLIC_EXPONENT)")
+        }
+        let rsa = try PKCS11KeyAttributes.rsa(modulus: modulus, exponent: exponent)
+        return .usable(.rsa(bits: rsa.bits, padding: padding), .rsa(modulus: rsa.modulus, exponent: rsa.exponent))
+    }
+}
+
+/// What a key object is good for: an algorithm and public key tokenpin can use, or why it cannot.
+private enum KeyUse {
+    case usable(PKCS11KeyAlgorithm, PKCS11PublicKey)
+    case unusable(String)
+
+    /// The usable key, or nil with `name: why` added to `unusable`.
+    func recording(_ name: String, in unusable: inout [String]) -> (
+        algorithm: PKCS11KeyAlgorithm, publicKey: PKCS11PublicKey
+    )? {
+        switch self {
+        case .usable(let algorithm, let publicKey): return (algorithm, publicKey)
+        case .unusable(let why):
+            unusable.append("\(name): \(why)")
+            return nil
+        }
     }
 }
