@@ -11,41 +11,18 @@ extension Doctor {
 
     func configuration() -> [Finding] {
         var findings: [Finding] = []
-        var origin: [String: (value: String, source: String, overrides: [String])] = [:]
-        var order: [String] = []
+        var settings = SettingOrigins()
         var sound = true
         let files = setup.configurationFiles.filter { FileManager.default.fileExists(atPath: $0) }
         for file in files {
-            let entries: [Configuration.Entry]
             do {
-                entries = try Configuration.entries(file: file)
+                let entries = try Configuration.entries(file: file)
                 var scratch = Configuration()
                 try scratch.apply(file: file)
+                settings.add(entries, from: file)
             } catch {
                 sound = false
-                var message = error.description
-                if error.message.hasPrefix("unknown key `"),
-                    let key = error.message.split(separator: "`").dropFirst().first
-                {
-                    message += Suggestion.didYouMean(String(key), among: Configuration.keys)
-                }
-                findings.append(
-                    Finding(
-                        "config", .error, message,
-                        fix: file.hasPrefix(setup.path("/etc/"))
-                            ? "fix the line; tokenpind keeps its old settings until it reads a sound file (SIGHUP)"
-                            : nil,
-                        exitCode: .configuration))
-                continue
-            }
-            for entry in entries {
-                let source = "\(file):\(entry.line)"
-                if let previous = origin[entry.key] {
-                    origin[entry.key] = (entry.value, source, previous.overrides + [previous.source])
-                } else {
-                    origin[entry.key] = (entry.value, source, [])
-                    order.append(entry.key)
-                }
+                findings.append(unsoundFile(file, error))
             }
         }
         if sound {
@@ -56,11 +33,7 @@ extension Doctor {
                 findings.append(Finding("config", .error, error.description, exitCode: .configuration))
             }
         }
-        let details = order.compactMap { key -> String? in
-            guard let setting = origin[key] else { return nil }
-            let over = setting.overrides.isEmpty ? "" : ", over " + setting.overrides.joined(separator: ", ")
-            return "\(key) = \(setting.value)  (\(setting.source)\(over))"
-        }
+        let details = settings.lines
         if sound {
             findings.insert(
                 Finding(
@@ -72,6 +45,49 @@ extension Doctor {
             findings.append(Finding("config", .info, "settings read before the error", details: details))
         }
         return findings
+    }
+
+    /// A file that cannot be read as configuration: the error (with the closest key to an unknown one), and for a
+    /// file under /etc, what tokenpind does meanwhile.
+    private func unsoundFile(_ file: String, _ error: ConfigError) -> Finding {
+        var message = error.description
+        if error.message.hasPrefix("unknown key `"), let key = error.message.split(separator: "`").dropFirst().first {
+            message += Suggestion.didYouMean(String(key), among: Configuration.keys)
+        }
+        return Finding(
+            "config", .error, message,
+            fix: file.hasPrefix(setup.path("/etc/"))
+                ? "fix the line; tokenpind keeps its old settings until it reads a sound file (SIGHUP)"
+                : nil,
+            exitCode: .configuration)
+    }
+
+    /// Where each setting came from, in the order the keys were first set: the file and line that won and those it
+    /// overrode.
+    private struct SettingOrigins {
+        private var origin: [String: (value: String, source: String, overrides: [String])] = [:]
+        private var order: [String] = []
+
+        mutating func add(_ entries: [Configuration.Entry], from file: String) {
+            for entry in entries {
+                let source = "\(file):\(entry.line)"
+                if let previous = origin[entry.key] {
+                    origin[entry.key] = (entry.value, source, previous.overrides + [previous.source])
+                } else {
+                    origin[entry.key] = (entry.value, source, [])
+                    order.append(entry.key)
+                }
+            }
+        }
+
+        /// `key = value  (file:line, over file:line, ...)`, one per key.
+        var lines: [String] {
+            order.compactMap { key -> String? in
+                guard let setting = origin[key] else { return nil }
+                let over = setting.overrides.isEmpty ? "" : ", over " + setting.overrides.joined(separator: ", ")
+                return "\(key) = \(setting.value)  (\(setting.source)\(over))"
+            }
+        }
     }
 
     // MARK: The record
