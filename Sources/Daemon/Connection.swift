@@ -48,7 +48,7 @@ extension Daemon {
                 try? channel.send(ProtocolError(.rateLimited, "too many requests on this connection").message)
                 return
             }
-            if request.operation == .watch {
+            if case .watch = request.operation {
                 watch(channel: channel, peer: peer, request: request)
                 return
             }

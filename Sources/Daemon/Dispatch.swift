@@ -23,7 +23,7 @@ extension Daemon {
         switch Authorization.target(peer: peer, requested: request.user) {
         case .success(let target): user = target
         case .failure(let error):
-            logger.warning("refused", [("peer.uid", String(peer.uid)), ("op", request.operation.rawValue)])
+            logger.warning("refused", [("peer.uid", String(peer.uid)), ("op", request.operation.name)])
             return (try? channel.send(error.protocolMessage)) != nil
         }
         let context = Authorization.context(peer: peer, user: user, invoker: request.invoker)
@@ -61,7 +61,7 @@ extension Daemon {
         logger.debug(
             "request",
             [
-                ("peer.uid", String(peer.uid)), ("user", user), ("op", request.operation.rawValue),
+                ("peer.uid", String(peer.uid)), ("user", user), ("op", request.operation.name),
                 ("class", context.class.rawValue),
             ])
         var reply: Reply?
@@ -78,11 +78,11 @@ extension Daemon {
                 }
                 inFlight = true
             }
-            if request.operation.createsFirstWayIn {
+            if request.operation.lock == .userAfterFirstWayIn {
                 checkedPassword = try checkFirstWayIn(
                     peer: peer, user: user, relay: relay, configuration: configuration)
             }
-            if request.operation.needsUserLock {
+            if request.operation.lock != .none {
                 guard userLocks.lock(lockKey, waitingAtMost: waitSeconds) else {
                     throw .busy("another operation for \(user) is running")
                 }
@@ -98,7 +98,7 @@ extension Daemon {
         if locked { userLocks.unlock(lockKey) }
         if inFlight { untrustedAttempts.end(user: user, source: InFlightAttempts.source(of: context)) }
         if !peer.isRoot { cardClaims.release(user) }
-        if let error, request.operation == .verify || request.operation == .change {
+        if let error, request.operation.isPINAttempt {
             audit.record(AuditEvent(.verifyFailed, user: user, context: context, result: error.code))
         }
         if let failure = relay.failure {
@@ -171,7 +171,7 @@ extension Daemon {
         _ operation: TokenpinProtocol.Operation, user: String, context: AttemptContext, configuration: Configuration
     ) throws(ServiceError) {
         guard !context.class.isTrusted else { return }
-        guard operation == .verify || operation == .change else {
+        guard operation.isPINAttempt else {
             throw .permissionDenied("a \(context.class.rawValue) PAM attempt may only verify or change the PIN")
         }
         if context.class == .remote, configuration.pamRemote == .ignore {
@@ -210,24 +210,25 @@ extension Daemon {
             let result = try service.enrol(relay)
             if let password = checkedPassword.take() { sealAfterEnrolment(password, service: service, user: user) }
             return Reply.enrolment(result)
-        case .verify where request.loginKeyring == true || configuration.loginKeyring:
+        case .verify(let verify) where verify.loginKeyring || configuration.loginKeyring:
             return try verifyForLoginKeyring(
-                request, service: service, user: user, relay: relay, configuration: configuration, peer: peer)
+                verify, invoker: request.invoker, service: service, user: user, relay: relay,
+                configuration: configuration, peer: peer)
         case .sealLoginPassword:
             return try sealLoginPassword(service: service, user: user, relay: relay, configuration: configuration)
-        case .verify:
-            let report = try service.verify(relay, method: request.method)
+        case .verify(let verify):
+            let report = try service.verify(relay, method: verify.method)
             publishOutcome(report, user: user, success: nil)
             auditOutcome(report, user: user, context: context)
             return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
-        case .derive:
-            return try derive(request, service: service, user: user, relay: relay)
+        case .derive(let derive):
+            return try self.derive(derive, service: service, user: user, relay: relay)
         case .change:
             let report = try service.change(relay)
             publishOutcome(report, user: user, success: .changed)
             auditOutcome(report, user: user, context: context)
             return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
-        case .reset where request.admin == true:
+        case .reset(let reset) where reset.administrator:
             return try administratorReset(service: service, user: user, relay: relay, peer: peer)
         case .reset:
             let report = try service.reset(relay)
@@ -240,17 +241,19 @@ extension Daemon {
         case .types:
             let types = try service.types()
             return Reply(.result(exitCode: 0, fields: [JSONMember("types", TypeStatus.protocolValue(types))]))
-        case .toggle:
-            return try toggle(request, service: service, user: user, relay: relay)
+        case .toggle(let toggle):
+            return try self.toggle(toggle, service: service, user: user, relay: relay)
         case .readers:
             let readers = try service.listReaders()
             return Reply(.result(exitCode: 0, fields: [JSONMember("readers", .array(readers.map(\.protocolValue)))]))
-        case .cardChangePIN, .cardUnblock:
-            return try cardPIN(request, service: service, user: user, relay: relay)
-        case .unenrol:
-            return try unenrol(request, service: service, user: user, relay: relay, peer: peer)
-        case .import:
-            let path = try importRecord(request.record ?? [], user: user, configuration: configuration, peer: peer)
+        case .cardChangePIN:
+            return try cardPIN(unblockWithAdminPIN: nil, service: service, user: user, relay: relay)
+        case .cardUnblock(let unblock):
+            return try cardPIN(unblockWithAdminPIN: unblock.withAdminPIN, service: service, user: user, relay: relay)
+        case .unenrol(let unenrol):
+            return try self.unenrol(unenrol, service: service, user: user, relay: relay, peer: peer)
+        case .import(let values):
+            let path = try importRecord(values.record, user: user, configuration: configuration, peer: peer)
             audit.record(AuditEvent(.imported, user: user, context: context, result: "imported"))
             return Reply(.result(exitCode: 0, fields: [JSONMember("record", .text(path))]))
         case .watch:
@@ -272,26 +275,26 @@ extension Daemon {
     }
 
     /// `unenrol`: after a counted verification, or by root without one (`admin`).
-    private func unenrol(_ request: Request, service: PINService, user: String, relay: RelayInteraction, peer: Peer)
-        throws(ServiceError) -> Reply
-    {
+    private func unenrol(
+        _ unenrol: Operation.Unenrol, service: PINService, user: String, relay: RelayInteraction, peer: Peer
+    ) throws(ServiceError) -> Reply {
         let context = service.attempt
-        if request.admin == true, !peer.isRoot {
+        if unenrol.administrator, !peer.isRoot {
             throw .permissionDenied("only root removes a record without a verification")
         }
-        let report = try service.unenrol(relay, method: request.method, administrator: request.admin == true)
+        let report = try service.unenrol(relay, method: unenrol.method, administrator: unenrol.administrator)
         publishOutcome(report, user: user, success: .unenrolled)
-        if request.admin != true { auditOutcome(report, user: user, context: context) }
+        if !unenrol.administrator { auditOutcome(report, user: user, context: context) }
         return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
     }
 
     /// `derive`: the application key after a verification; the key is in the reply and nowhere else.
-    private func derive(_ request: Request, service: PINService, user: String, relay: RelayInteraction)
+    private func derive(_ derive: Operation.Derive, service: PINService, user: String, relay: RelayInteraction)
         throws(ServiceError) -> Reply
     {
         let context = service.attempt
-        guard let application = request.applicationName else { throw .input("derive names no application") }
-        let result = try service.derive(relay, application: application, method: request.method)
+        let application = derive.application
+        let result = try service.derive(relay, application: application, method: derive.method)
         publishOutcome(result.report, user: user, success: nil)
         auditOutcome(result.report, user: user, context: context)
         if result.key != nil {
@@ -305,24 +308,24 @@ extension Daemon {
     }
 
     /// `toggle`: the PIN (always on) or the token, switched on (bound) or off after a counted verification.
-    private func toggle(_ request: Request, service: PINService, user: String, relay: RelayInteraction)
+    private func toggle(_ toggle: Operation.Toggle, service: PINService, user: String, relay: RelayInteraction)
         throws(ServiceError) -> Reply
     {
         let context = service.attempt
-        guard request.authenticationType == .token else {
-            try service.togglePIN(on: request.on ?? true, relay)
+        guard toggle.type == .token else {
+            try service.togglePIN(on: toggle.on, relay)
             return Reply(
                 .result(
                     exitCode: 0, fields: [JSONMember("authType", .text("pin")), JSONMember("enabled", .bool(true))])
             )
         }
-        let on = request.on ?? true
+        let on = toggle.on
         let report =
             on
             ? try service.enableToken(
-                relay, generateKey: request.generateKey ?? false, assumeYes: request.assumeYes ?? false,
-                mode: request.mode, slot: request.slot)
-            : try service.disableToken(relay, method: request.method)
+                relay, generateKey: toggle.generateKey, assumeYes: toggle.assumeYes, mode: toggle.mode,
+                slot: toggle.slot)
+            : try service.disableToken(relay, method: toggle.method)
         publishOutcome(report, user: user, success: .typeChanged(type: .token, enabled: on))
         auditOutcome(report, user: user, context: context)
         // The counted PIN check cleared what remote and other attempts did: the user is told here too.
@@ -345,16 +348,18 @@ extension Daemon {
 
     /// `card-change-pin` and `card-unblock`: the card's own PIN; a change or a refusal is an event and a log line
     /// like the PIN's own outcomes.
-    private func cardPIN(_ request: Request, service: PINService, user: String, relay: RelayInteraction)
-        throws(ServiceError) -> Reply
-    {
+    ///
+    /// `unblockWithAdminPIN` nil: a change; else an unblock, with the admin PIN or with the Reset Code.
+    private func cardPIN(
+        unblockWithAdminPIN: Bool?, service: PINService, user: String, relay: RelayInteraction
+    ) throws(ServiceError) -> Reply {
         // A card PIN that is changed, or refused, is an event and a log line like the PIN's own outcomes.
-        let changing = request.operation == .cardChangePIN
+        let changing = unblockWithAdminPIN == nil
         do {
-            if changing {
-                try service.changeCardPIN(relay)
+            if let admin = unblockWithAdminPIN {
+                try service.unblockCardPIN(relay, admin: admin)
             } else {
-                try service.unblockCardPIN(relay, admin: request.admin ?? false)
+                try service.changeCardPIN(relay)
             }
         } catch {
             if case .cancelled = error { throw error }
@@ -428,16 +433,12 @@ extension Daemon {
 }
 
 extension TokenpinProtocol.Operation {
-    /// Whether the operation reads and writes the user's record, so runs under the user's lock.
-    var needsUserLock: Bool {
+    /// Whether the operation spends a PIN try: the only ones a remote or other attempt may run, and the ones whose
+    /// failures the audit trail records.
+    var isPINAttempt: Bool {
         switch self {
-        case .enrol, .verify, .change, .reset, .toggle, .import, .cardChangePIN, .cardUnblock, .unenrol, .derive,
-            .sealLoginPassword:
-            true
-        case .ping, .status, .types, .readers, .watch: false
+        case .verify, .change: true
+        default: false
         }
     }
-
-    /// Whether the operation creates a first way in for a user who has none (`enrol`, `import`).
-    var createsFirstWayIn: Bool { self == .enrol || self == .import }
 }

@@ -27,20 +27,20 @@ extension Daemon {
     /// `verify` runs, which with the setting on also gives a record made before it its public key; then the
     /// password, when this attempt asked for it, may have it, and one is sealed.
     func verifyForLoginKeyring(
-        _ request: Request, service: PINService, user: String, relay: RelayInteraction,
+        _ verify: Operation.Verify, invoker: Invoker?, service: PINService, user: String, relay: RelayInteraction,
         configuration: Configuration, peer: Peer
     ) throws(ServiceError) -> Reply {
         let context = service.attempt
-        let asked = request.loginKeyring == true
+        let asked = verify.loginKeyring
         let refusal = Self.loginKeyringRefusal(
-            peer: peer, invoker: request.invoker, context: context, configuration: configuration)
+            peer: peer, invoker: invoker, context: context, configuration: configuration)
         var result: LoginKeyringVerification
         if configuration.loginKeyring {
             result = try service.verifyOpeningLoginKeyring(
-                relay, method: request.method, release: asked && refusal == nil)
+                relay, method: verify.method, release: asked && refusal == nil)
         } else {
             result = LoginKeyringVerification(
-                report: try service.verify(relay, method: request.method), password: nil, withheld: nil)
+                report: try service.verify(relay, method: verify.method), password: nil, withheld: nil)
         }
         let report = result.report
         publishOutcome(report, user: user, success: nil)

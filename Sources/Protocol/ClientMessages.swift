@@ -36,23 +36,18 @@ extension ClientMessage {
         }
     }
 
-    /// A request's fields: the ones every operation takes, then its own (`operationFields`).
+    /// A request's fields: the ones every operation takes, then its own (its `WireOperation` reads them).
     static func parseRequest(_ fields: MessageFields) throws(ProtocolError) -> Request {
-        var common: Set<String> = [
-            "v", "type", "op", "user", "newPINAttempts", "reader", "serial", "app", "tokenURI", "pinpad",
-        ]
+        var common = Request.commonFieldNames
         let version = fields["v"]?.intValue ?? 0
         if version >= ProtocolLimits.invokerVersion { common.formUnion(Invoker.fieldNames) }
-        try fields.allow(
-            common.union([
-                "authType", "on", "record", "method", "generateKey", "yes", "admin", "mode", "slot",
-                "applicationName", "loginKeyring",
-            ]))
+        try fields.allow(common.union(Operation.ownFieldNames))
         let opName = try fields.string("op")
-        guard let operation = Operation(rawValue: opName) else {
+        guard let entry = Operation.byName[opName] else {
             throw ProtocolError(.unknownType, "unknown operation `\(opName)`")
         }
-        var request = Request(operation)
+        try fields.allow(common.union(entry.type.fieldNames))
+        var request = Request(try entry.read(fields))
         if let user = try fields.optionalString("user") {
             guard RecordStore.validate(user: user) else {
                 throw ProtocolError(.badField, "`user` is not a user name")
@@ -79,69 +74,7 @@ extension ClientMessage {
             request.tokenURI = uri
         }
         if version >= ProtocolLimits.invokerVersion { request.invoker = try Self.invoker(fields) }
-        try operationFields(fields, into: &request, common: common)
         return request
-    }
-
-    /// The fields of `request`'s own operation, into it; `common` are the fields every request may carry.
-    static func operationFields(
-        _ fields: MessageFields, into request: inout Request, common: Set<String>
-    ) throws(ProtocolError) {
-        switch request.operation {
-        case .toggle:
-            let name = try fields.string("authType")
-            guard let type = AuthenticationType(rawValue: name) else {
-                throw ProtocolError(.badField, "`authType` must be pin or token")
-            }
-            request.authenticationType = type
-            request.on = try fields.bool("on")
-            try fields.allow(common.union(["authType", "on", "generateKey", "yes", "method", "mode", "slot"]))
-            if let slot = try fields.optionalString("slot") {
-                guard (1...8).contains(slot.utf8.count) else {
-                    throw ProtocolError(.badField, "`slot` must be 1 to 8 bytes")
-                }
-                request.slot = slot
-            }
-            if let name = try fields.optionalString("mode") {
-                guard let mode = VerificationMode(rawValue: name) else {
-                    throw ProtocolError(.badField, "`mode` must be either or both")
-                }
-                request.mode = mode
-            }
-            request.generateKey = try fields.optionalBool("generateKey")
-            request.assumeYes = try fields.optionalBool("yes")
-            request.method = try Self.method(fields)
-        case .verify:
-            try fields.allow(common.union(["method", "loginKeyring"]))
-            request.method = try Self.method(fields)
-            request.loginKeyring = try fields.optionalBool("loginKeyring")
-        case .derive:
-            try fields.allow(common.union(["method", "applicationName"]))
-            request.method = try Self.method(fields)
-            guard let name = ApplicationName(try fields.string("applicationName")) else {
-                throw ProtocolError(.badField, "`applicationName` must be \(ApplicationName.shape)")
-            }
-            request.applicationName = name
-        case .cardUnblock, .reset:
-            try fields.allow(common.union(["admin"]))
-            request.admin = try fields.optionalBool("admin")
-        case .unenrol:
-            try fields.allow(common.union(["admin", "method"]))
-            request.admin = try fields.optionalBool("admin")
-            request.method = try Self.method(fields)
-        case .import:
-            let text = try fields.string("record")
-            guard let data = Base64.decode(text), !data.isEmpty else {
-                throw ProtocolError(.badField, "`record` must be base64")
-            }
-            guard data.count <= ProtocolLimits.maximumImportBytes else {
-                throw ProtocolError(
-                    .oversized, "the record is larger than \(ProtocolLimits.maximumImportBytes) bytes")
-            }
-            request.record = data
-        default:
-            try fields.allow(common)
-        }
     }
 
     /// The invoker fields of a version 3 request, or nil when `invokerUID` is absent (the other fields need it).
@@ -164,15 +97,6 @@ extension ClientMessage {
         (invoker.service, invoker.rhost, invoker.tty, invoker.ruser) = (texts[0], texts[1], texts[2], texts[3])
         return invoker
     }
-
-    /// The optional `method` field of `verify` and `toggle`: `pin` or `token`.
-    static func method(_ fields: MessageFields) throws(ProtocolError) -> VerificationMethod? {
-        guard let name = try fields.optionalString("method") else { return nil }
-        guard name == "pin" || name == "token", let method = VerificationMethod(rawValue: name) else {
-            throw ProtocolError(.badField, "`method` must be pin or token")
-        }
-        return method
-    }
 }
 
 // MARK: Encoding
@@ -185,25 +109,15 @@ extension ClientMessage {
         switch self {
         case .request(let request):
             writer = LineWriter("request")
-            writer.append("op", .text(request.operation.rawValue))
+            writer.append("op", .text(request.operation.name))
             if let user = request.user { writer.append("user", .text(user)) }
-            if let type = request.authenticationType { writer.append("authType", .text(type.rawValue)) }
-            if let on = request.on { writer.append("on", .bool(on)) }
-            if let record = request.record { writer.append("record", .text(Base64.encode(record))) }
             if let attempts = request.newPINAttempts { writer.append("newPINAttempts", .int(attempts)) }
-            if let method = request.method { writer.append("method", .text(method.rawValue)) }
-            if let generate = request.generateKey { writer.append("generateKey", .bool(generate)) }
-            if let yes = request.assumeYes { writer.append("yes", .bool(yes)) }
-            if let mode = request.mode { writer.append("mode", .text(mode.rawValue)) }
-            if let admin = request.admin { writer.append("admin", .bool(admin)) }
+            request.operation.values.encode(into: &writer)
             if let reader = request.reader { writer.append("reader", .text(reader)) }
             if let serial = request.serial { writer.append("serial", .text(serial)) }
             if let kind = request.application { writer.append("app", .text(kind.rawValue)) }
-            if let slot = request.slot { writer.append("slot", .text(slot)) }
-            if let name = request.applicationName { writer.append("applicationName", .text(name.rawValue)) }
             if let uri = request.tokenURI { writer.append("tokenURI", .text(uri)) }
             if let pinpad = request.pinpad { writer.append("pinpad", .bool(pinpad)) }
-            if let keyring = request.loginKeyring { writer.append("loginKeyring", .bool(keyring)) }
             if let invoker = request.invoker {
                 writer.append("invokerUID", .int(Int(invoker.uid)))
                 for (key, value) in [

@@ -6,22 +6,6 @@ import TokenpinService
     import Glibc
 #endif
 
-/// A service event or a reader/card event, as `watch` streams them.
-public struct WatchedEvent: Sendable, Equatable {
-    /// The event name (`verified`, `wrongPIN`, `locked`, `readerAdded`, ...).
-    public var name: String
-    /// The user it concerns, when it concerns one.
-    public var user: String?
-    /// All fields of the message (`event` excluded).
-    public var fields: [JSONMember]
-    /// The service event, when it is one.
-    public var event: Event? { Event(name: name, fields: fields) }
-    /// The JSON line the CLI prints for it (no newline).
-    public var jsonLine: String {
-        String(decoding: JSONValue.object([JSONMember("event", .text(name))] + fields).serialized, as: UTF8.self)
-    }
-}
-
 /// Runs the PIN operations in `tokenpind` over its socket, relaying prompts to a local `Interaction`.
 ///
 /// Mirrors `PINService`: the same operations, the same value types and the same `ServiceError`s, so output and
@@ -88,30 +72,7 @@ public struct DaemonClient: Sendable {
         }
     }
 
-    // MARK: Operations
-
-    /// Enrols a PIN; the recovery key comes back in guarded memory.
-    public func enrol(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult {
-        try enrolment(Request(.enrol, user: user, newPINAttempts: Self.attempts(interaction)), interaction)
-    }
-
-    /// Root's reset without the recovery key (`reset` with `admin`): a new record, its recovery key in guarded
-    /// memory.
-    public func administratorReset(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult {
-        var request = Request(.reset, user: user, newPINAttempts: Self.attempts(interaction))
-        request.admin = true
-        return try enrolment(request, interaction)
-    }
-
-    /// Removes the record after a verification, or as root (`administrator`) without one.
-    public func unenrol(_ interaction: some Interaction, method: VerificationMethod?, administrator: Bool)
-        throws(ServiceError) -> VerifyReport
-    {
-        var request = selected(Request(.unenrol, user: user))
-        request.method = method
-        if administrator { request.admin = true }
-        return try report(request, interaction)
-    }
+    // MARK: The exchange
 
     /// Runs `request`, whose result carries a new record's recovery key (`enrol`, root's `reset`).
     func enrolment(_ request: Request, _ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult {
@@ -131,94 +92,7 @@ public struct DaemonClient: Sendable {
         return EnrolmentResult(recoveryKeyText: text, kdf: kdf, recordPath: recordPath)
     }
 
-    /// Verifies: the token first when enabled and present, else the PIN; `method` forces one.
-    public func verify(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError)
-        -> VerifyReport
-    {
-        var request = selected(Request(.verify, user: user))
-        request.method = method
-        return try report(request, interaction)
-    }
-
-    /// Changes the PIN.
-    public func change(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
-        try report(Request(.change, user: user, newPINAttempts: Self.attempts(interaction)), interaction)
-    }
-
-    /// Resets the PIN with the recovery key.
-    public func reset(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
-        try report(Request(.reset, user: user, newPINAttempts: Self.attempts(interaction)), interaction)
-    }
-
-    /// The record's state.
-    public func status() throws(ServiceError) -> StatusReport {
-        let fields = try run(Request(.status, user: user), NoInteraction())
-        do {
-            return try StatusReport(protocolValue: JSONValue.object(fields)["status"])
-        } catch {
-            throw .serviceUnavailable("tokenpind sent a malformed status: \(error.detail)")
-        }
-    }
-
-    /// The authentication types.
-    public func types() throws(ServiceError) -> [TypeStatus] {
-        let fields = try run(Request(.types, user: user), NoInteraction())
-        do {
-            return try TypeStatus.list(protocolValue: JSONValue.object(fields)["types"])
-        } catch {
-            throw .serviceUnavailable("tokenpind sent malformed types: \(error.detail)")
-        }
-    }
-
-    /// Switches the PIN type on (`toggle pin off` is refused as in local mode).
-    public func toggle(_ type: AuthenticationType, on: Bool, _ interaction: some Interaction) throws(ServiceError) {
-        _ = try run(selected(Request(.toggle, user: user, authenticationType: type, on: on)), interaction)
-    }
-
-    /// `toggle token on`: binds the card present, with the daemon asking the PIN, admin PIN and card PIN here.
-    public func enableToken(
-        _ interaction: some Interaction, generateKey: Bool = false, assumeYes: Bool = false,
-        mode: VerificationMode? = nil, slot: String? = nil
-    ) throws(ServiceError) -> VerifyReport {
-        var request = selected(Request(.toggle, user: user, authenticationType: .token, on: true))
-        request.generateKey = generateKey
-        request.assumeYes = assumeYes
-        request.mode = mode
-        request.slot = slot
-        return try report(request, interaction)
-    }
-
-    /// `toggle token off`, after the PIN (`method` nil or `.pin`) or the card (`.token`) verified.
-    public func disableToken(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError)
-        -> VerifyReport
-    {
-        var request = selected(Request(.toggle, user: user, authenticationType: .token, on: false))
-        request.method = method
-        return try report(request, interaction)
-    }
-
-    /// The readers the daemon sees and the card in each.
-    public func listReaders() throws(ServiceError) -> [ReaderInfo] {
-        let fields = try run(selected(Request(.readers, user: user)), NoInteraction())
-        do {
-            return try ReaderInfo.list(protocolValue: JSONValue.object(fields)["readers"])
-        } catch {
-            throw .serviceUnavailable("tokenpind sent malformed readers: \(error.detail)")
-        }
-    }
-
-    /// `tokenpin token change-pin` through the daemon.
-    public func changeCardPIN(_ interaction: some Interaction) throws(ServiceError) {
-        _ = try run(selected(Request(.cardChangePIN, user: user)), interaction)
-    }
-
-    /// `tokenpin token unblock [--admin]` through the daemon.
-    public func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError) {
-        var request = selected(Request(.cardUnblock, user: user))
-        request.admin = admin
-        _ = try run(request, interaction)
-    }
-
+    /// `request` with the card selection and the keypad choice of this client.
     func selected(_ request: Request) -> Request {
         var request = request
         request.reader = selection.reader
@@ -228,69 +102,6 @@ public struct DaemonClient: Sendable {
         if keyboardOnly { request.pinpad = false }
         return request
     }
-
-    /// Moves a local record (its file's bytes) into the daemon's store; refuses when the daemon has one.
-    ///
-    /// Returns the record's path on the daemon's side.
-    public func importRecord(_ bytes: [UInt8]) throws(ServiceError) -> String {
-        try importRecord(bytes, NoInteraction())
-    }
-
-    /// `importRecord`, answering the daemon's prompt for the login password (a user's first record) through
-    /// `interaction`.
-    public func importRecord(_ bytes: [UInt8], _ interaction: some Interaction) throws(ServiceError) -> String {
-        let fields = try run(Request(.import, user: user, record: bytes), interaction)
-        return JSONValue.object(fields)["record"]?.stringValue ?? ""
-    }
-
-    /// The protocol version the daemon speaks.
-    public func ping() throws(ServiceError) -> Int {
-        let fields = try run(Request(.ping), NoInteraction())
-        return JSONValue.object(fields)["version"]?.intValue ?? 0
-    }
-
-    /// Streams events to `handler` until it returns false or the daemon closes; a user sees their own events,
-    /// root sees everyone's.
-    ///
-    /// `onSubscribed` is called once, when the daemon confirms the subscription, with whose events it sends: a user
-    /// name, or nil for every user (root without `user`). Every event after that point reaches `handler`, so a
-    /// caller that waits for it misses none (an event from before it may arrive too, ahead of it).
-    public func watch(
-        _ handler: (WatchedEvent) -> Bool, onSubscribed: (_ user: String?) -> Void = { _ in }
-    ) throws(ServiceError) {
-        let channel = try connect()
-        do {
-            try channel.send(ClientMessage.request(Request(.watch, user: user)))
-            var subscribed = false
-            while true {
-                let line = try channel.readLine(timeoutMilliseconds: -1)
-                switch try ServerMessage.parse(line) {
-                case .event(let name, let fields):
-                    let event = WatchedEvent(
-                        name: name, user: JSONValue.object(fields)["user"]?.stringValue,
-                        fields: fields)
-                    if !handler(event) { return }
-                case .result(_, let fields) where !subscribed:
-                    subscribed = true
-                    let scope = JSONValue.object(fields)["watching"]?.stringValue
-                    onSubscribed(scope == "*" ? nil : scope)
-                case .error(let code, let message, _, let fields):
-                    throw ServiceError(protocolCode: code, message: message, fields: fields)
-                case .result, .prompt, .question, .choice:
-                    continue
-                }
-            }
-        } catch let error as ProtocolError {
-            if error.code == .closed { return }
-            throw .serviceUnavailable("tokenpind: \(error.detail)")
-        } catch let error as ServiceError {
-            throw error
-        } catch {
-            throw .serviceUnavailable("tokenpind: \(error)")
-        }
-    }
-
-    // MARK: The exchange
 
     static func attempts(_ interaction: some Interaction) -> Int { min(5, max(1, interaction.newPINAttempts)) }
 
@@ -393,10 +204,4 @@ struct NoInteraction: Interaction {
     func confirm(_ question: String) throws(ServiceError) -> Bool { false }
     func choose(_ question: String, options: [String]) throws(ServiceError) -> Int { throw .cancelled }
     var newPINAttempts: Int { 1 }
-}
-
-extension DaemonClient: PINOperations {
-    public func togglePIN(on: Bool, _ interaction: some Interaction) throws(ServiceError) {
-        try toggle(.pin, on: on, interaction)
-    }
 }

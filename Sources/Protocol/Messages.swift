@@ -1,100 +1,41 @@
 import TokenpinCore
 public import TokenpinService
 
-/// An operation a client asks for.
-public enum Operation: String, Sendable, CaseIterable {
-    /// Liveness check; answers the protocol version.
-    case ping
-    /// Enrol a PIN.
-    case enrol
-    /// Verify the PIN.
-    case verify
-    /// Change the PIN.
-    case change
-    /// Reset with the recovery key.
-    case reset
-    /// The record's state.
-    case status
-    /// The authentication types.
-    case types
-    /// Switch an authentication type on or off.
-    case toggle
-    /// Move a local record into the daemon's store.
-    case `import`
-    /// Subscribe to events.
-    case watch
-    /// The readers and the card in each.
-    case readers
-    /// Change the card's own PIN (PW1).
-    case cardChangePIN = "card-change-pin"
-    /// Unblock the card's PIN with the Reset Code, or the admin PIN (`admin`).
-    case cardUnblock = "card-unblock"
-    /// Remove the record, after a verification (or, for root with `admin`, without one).
-    case unenrol
-    /// Verify as `verify` does, then release the key of an application (`applicationName`).
-    case derive
-    /// Keep the login password sealed for the login keyring (the password stack; LoginKeyringMessages.swift).
-    case sealLoginPassword = "seal-login-password"
-}
-
-/// A request: the first message of an exchange.
+/// A request: the first message of an exchange. The operation carries its own values (Operation.swift); the rest
+/// is what every request may carry.
 public struct Request: Sendable, Equatable {
-    /// The operation.
+    /// The operation and its values.
     public var operation: Operation
     /// The user to act on; nil for the caller.
     public var user: String?
-    /// `toggle`: the type.
-    public var authenticationType: AuthenticationType?
-    /// `toggle`: on or off.
-    public var on: Bool?
-    /// `import`: the record's bytes.
-    public var record: [UInt8]?
     /// How many chances a refused new PIN gets (the client's `Interaction.newPINAttempts`, 1 to 5).
     public var newPINAttempts: Int?
-    /// `verify`: the one authentication type to use (`pin` or `token`); `toggle token off`: the verification.
-    public var method: VerificationMethod?
-    /// `toggle token on`: create a cv25519 decryption key on the card with the admin PIN.
-    public var generateKey: Bool?
-    /// `toggle token on`: the key generation is confirmed in advance.
-    public var assumeYes: Bool?
-    /// `toggle token on`: the mode to bind in (`both` re-binds a card bound in `either`).
-    public var mode: VerificationMode?
-    /// `card-unblock`: with the admin PIN instead of the Reset Code. `reset` and `unenrol`: root acting as the
-    /// administrator, without the user's secrets (a non-root peer is refused).
-    public var admin: Bool?
     /// The reader to use (a name or a glob).
     public var reader: String?
     /// The card to use (its serial).
     public var serial: String?
-    /// The token application to use (`openpgp`, `piv`).
+    /// The token application to use (`openpgp`, `piv`, `pkcs11`).
     public var application: TokenApplicationKind?
     /// The RFC 7512 URI of the PKCS#11 key to use (`--token-uri`). The module is never the client's: tokenpind
     /// loads the one its own `pkcs11-module` names.
     public var tokenURI: String?
-    /// `toggle token on`: the PIV slot holding the key to bind (`9d`, `82`...).
-    public var slot: String?
-    /// Who runs the PAM stack that sent the request (version 3); the daemon reads it only from root peers.
-    public var invoker: Invoker?
-    /// `derive`: the application whose key to release (`restic`, `ssh:work`).
-    public var applicationName: ApplicationName?
     /// `false`: card PINs at the keyboard even where the reader has a keypad (`--no-pinpad`); a client can only turn
     /// the keypad off, never on where the daemon's `pinpad = off`.
     public var pinpad: Bool?
-    /// `verify` from PAM: hand back the sealed login password after a success at the seat (`login-keyring`).
-    public var loginKeyring: Bool?
+    /// Who runs the PAM stack that sent the request (version 3); the daemon reads it only from root peers.
+    public var invoker: Invoker?
 
     /// Creates a request.
-    public init(
-        _ operation: Operation, user: String? = nil, authenticationType: AuthenticationType? = nil,
-        on: Bool? = nil, record: [UInt8]? = nil, newPINAttempts: Int? = nil
-    ) {
+    public init(_ operation: Operation, user: String? = nil, newPINAttempts: Int? = nil) {
         self.operation = operation
-        self.newPINAttempts = newPINAttempts
         self.user = user
-        self.authenticationType = authenticationType
-        self.on = on
-        self.record = record
+        self.newPINAttempts = newPINAttempts
     }
+
+    /// The fields every request may carry, whatever its operation (`Invoker.fieldNames` too from version 3).
+    static let commonFieldNames: Set<String> = [
+        "v", "type", "op", "user", "newPINAttempts", "reader", "serial", "app", "tokenURI", "pinpad",
+    ]
 }
 
 /// Who invoked a PAM stack, as the PAM module reports it in a request (protocol version 3): the real uid of the

@@ -247,7 +247,7 @@ final class TestDaemon: Sendable {
         defer { test.stop() }
         _ = try test.client.enrol(ScriptedInteraction(["482916", "482916"]))
         let channel = try LineChannel.connect(path: test.socket)
-        try channel.send(ClientMessage.request(Request(.verify)))
+        try channel.send(ClientMessage.request(Request(.verify(.init()))))
         _ = try channel.readLine(timeoutMilliseconds: 5000)  // the prompt
         channel.close()
         usleep(300_000)
@@ -259,7 +259,7 @@ final class TestDaemon: Sendable {
         defer { test.stop() }
         _ = try test.client.enrol(ScriptedInteraction(["482916", "482916"]))
         let channel = try LineChannel.connect(path: test.socket)
-        try channel.send(ClientMessage.request(Request(.verify)))
+        try channel.send(ClientMessage.request(Request(.verify(.init()))))
         _ = try channel.readLine(timeoutMilliseconds: 5000)
         try channel.send(ClientMessage.secret(prompt: "pin", value: Array("000000".utf8)))
         channel.close()  // gone before the result

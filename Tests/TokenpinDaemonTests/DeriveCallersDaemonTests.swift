@@ -47,10 +47,8 @@ import TokenpinTestSupport
         return answers
     }
 
-    func derive(_ name: String) -> Request {
-        var request = Request(.derive)
-        request.applicationName = ApplicationName(name)
-        return request
+    func derive(_ name: String) throws -> Request {
+        Request(.derive(.init(application: try #require(ApplicationName(name)))))
     }
 
     func prompts(_ answers: [ServerMessage]) -> Int {
@@ -84,7 +82,7 @@ import TokenpinTestSupport
 
         // root (PAM's own class, or an admin) gets the root-only key of nobody's record.
         let root = Peer(pid: getpid(), uid: 0, gid: 0, name: "root")
-        var request = derive("backup")
+        var request = try derive("backup")
         request.user = "nobody"
         let asRoot = try exchange(test, peer: root, request, secrets: ["482916"])
         guard case .result(0, let rootFields) = asRoot.last else {

@@ -90,9 +90,7 @@ import TokenpinTestSupport
     }
 
     @Test func theRequestRoundTrips() throws {
-        var request = Request(.derive)
-        request.applicationName = ApplicationName("ssh:work")
-        request.method = .token
+        let request = Request(.derive(.init(application: try #require(ApplicationName("ssh:work")), method: .token)))
         guard case .request(let parsed) = try ClientMessage.parse(ClientMessage.request(request).line) else {
             Issue.record("not a request")
             return

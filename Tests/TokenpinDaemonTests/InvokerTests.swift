@@ -73,7 +73,7 @@ private func pam(_ test: TestDaemon, _ user: String, _ invoker: Invoker) -> Daem
     }
 
     @Test func version3CarriesTheInvokerAndVersions1And2StillRead() throws {
-        var request = Request(.verify, user: "bob")
+        var request = Request(.verify(.init()), user: "bob")
         request.invoker = Invoker(uid: 1001, service: "su", rhost: nil, tty: "/dev/pts/3", ruser: "mallory")
         let line = ClientMessage.request(request).line
         #expect(String(decoding: line, as: UTF8.self).contains(#""v":3"#))
@@ -84,7 +84,7 @@ private func pam(_ test: TestDaemon, _ user: String, _ invoker: Invoker) -> Daem
                 Issue.record("not a request")
                 continue
             }
-            #expect(parsed.invoker == nil && parsed.method == .pin)
+            #expect(parsed.invoker == nil && parsed.operation == .verify(.init(method: .pin)))
             let withInvoker = #"{"v":\#(version),"type":"request","op":"verify","invokerUID":0}"#
             #expect { _ = try ClientMessage.parse(Array(withInvoker.utf8)) } throws: {
                 ($0 as? ProtocolError)?.code == .unknownField
@@ -157,7 +157,7 @@ private func pam(_ test: TestDaemon, _ user: String, _ invoker: Invoker) -> Daem
         var parked: [LineChannel] = []
         for uid: UInt32 in [4242, 4243] {
             let channel = try LineChannel.connect(path: test.socket)
-            var request = Request(.verify, user: "fay")
+            var request = Request(.verify(.init()), user: "fay")
             request.invoker = Invoker(uid: uid, service: "su")
             try channel.send(ClientMessage.request(request))
             #expect(next(channel, type: "prompt")?["prompt"]?.stringValue == "pin")

@@ -23,14 +23,14 @@ import TokenpinTestSupport
         try DeriveCallersDaemonTests().exchange(test, peer: peer, request, secrets: secrets)
     }
 
-    /// A request from pam_tokenpin for nobody: the invoking uid, and a remote host when `rhost` is set.
+    /// A request from pam_tokenpin for nobody: the invoking uid, and a remote host when `rhost` is set; a `verify`
+    /// asks for the login password, as the module's does.
     func fromPAM(_ operation: TokenpinProtocol.Operation, invokerUID: UInt32 = 0, rhost: String? = nil) -> Request {
         var request = Request(operation, user: "nobody")
         var invoker = Invoker(uid: invokerUID)
         invoker.service = invokerUID == 0 ? "login" : "su"
         invoker.rhost = rhost
         request.invoker = invoker
-        if operation == .verify { request.loginKeyring = true }
         return request
     }
 
@@ -53,7 +53,7 @@ import TokenpinTestSupport
     func enrolAndSeal(_ test: TestDaemon) throws {
         _ = try test.client(for: "nobody").enrol(ScriptedInteraction(["482916", "482916"]))
         let sealed = try exchange(
-            test, peer: nobody, Request(.sealLoginPassword, user: "nobody"), secrets: [loginPassword])
+            test, peer: nobody, Request(.sealLoginPassword(.init()), user: "nobody"), secrets: [loginPassword])
         #expect(prompts(sealed) == ["password"])
         guard case .result(0, _) = sealed.last else {
             Issue.record("not sealed: \(sealed)")
@@ -65,13 +65,14 @@ import TokenpinTestSupport
         let test = try TestDaemon(config: "login-keyring = on\n")
         defer { test.stop() }
         try enrolAndSeal(test)
-        let local = try exchange(test, peer: root, fromPAM(.verify), secrets: ["482916"])
+        let local = try exchange(test, peer: root, fromPAM(.verify(.init(loginKeyring: true))), secrets: ["482916"])
         #expect(released(local) == loginPassword)
         // The user's own PAM stack (sudo: the invoking uid is the user's) gets it too.
-        let own = try exchange(test, peer: root, fromPAM(.verify, invokerUID: 65534), secrets: ["482916"])
+        let own = try exchange(
+            test, peer: root, fromPAM(.verify(.init(loginKeyring: true)), invokerUID: 65534), secrets: ["482916"])
         #expect(released(own) == loginPassword)
         // A wrong PIN gets nothing.
-        let wrong = try exchange(test, peer: root, fromPAM(.verify), secrets: ["000000"])
+        let wrong = try exchange(test, peer: root, fromPAM(.verify(.init(loginKeyring: true))), secrets: ["000000"])
         #expect(released(wrong) == nil)
         let journal = test.logs.lines.joined(separator: "\n")
         #expect(journal.contains("login password released to PAM"))
@@ -82,12 +83,13 @@ import TokenpinTestSupport
         let test = try TestDaemon(config: "login-keyring = on\npam-remote = pin\npam-other-user = pin\n")
         defer { test.stop() }
         try enrolAndSeal(test)
-        let remote = try exchange(test, peer: root, fromPAM(.verify, rhost: "203.0.113.9"), secrets: ["482916"])
+        let remote = try exchange(
+            test, peer: root, fromPAM(.verify(.init(loginKeyring: true)), rhost: "203.0.113.9"), secrets: ["482916"])
         #expect(released(remote) == nil)
-        let su = try exchange(test, peer: root, fromPAM(.verify, invokerUID: 4242), secrets: ["482916"])
+        let su = try exchange(
+            test, peer: root, fromPAM(.verify(.init(loginKeyring: true)), invokerUID: 4242), secrets: ["482916"])
         #expect(released(su) == nil)
-        var direct = Request(.verify, user: "nobody")
-        direct.loginKeyring = true
+        let direct = Request(.verify(.init(loginKeyring: true)), user: "nobody")
         let client = try exchange(test, peer: nobody, direct, secrets: ["482916"])
         #expect(released(client) == nil)
         for answers in [remote, su, client] {
@@ -110,14 +112,17 @@ import TokenpinTestSupport
         _ = try test.client(for: "nobody").enrol(ScriptedInteraction(["482916", "482916"]))
         // Another user, for nobody's record: refused before any prompt.
         let other = Peer(pid: getpid(), uid: 4242, gid: 4242, name: "mallory")
-        let foreign = try exchange(test, peer: other, Request(.sealLoginPassword, user: "nobody"), secrets: ["evil"])
+        let foreign = try exchange(
+            test, peer: other, Request(.sealLoginPassword(.init()), user: "nobody"), secrets: ["evil"])
         #expect(prompts(foreign).isEmpty)
         guard case .error = foreign.last else {
             Issue.record("another user sealed: \(foreign)")
             return
         }
         // Another user's PAM stack (su nobody) and a remote one: refused before any prompt.
-        for request in [fromPAM(.sealLoginPassword, invokerUID: 4242), fromPAM(.sealLoginPassword, rhost: "h")] {
+        for request in [
+            fromPAM(.sealLoginPassword(.init()), invokerUID: 4242), fromPAM(.sealLoginPassword(.init()), rhost: "h"),
+        ] {
             let answers = try exchange(test, peer: root, request, secrets: ["evil"])
             #expect(prompts(answers).isEmpty)
             guard case .error(let code, _, _, _) = answers.last else {
@@ -127,9 +132,9 @@ import TokenpinTestSupport
             #expect(code == "permission-denied")
         }
         // Root's passwd (the invoking uid is root's or the user's): sealed, and a local login opens it.
-        let passwd = try exchange(test, peer: root, fromPAM(.sealLoginPassword), secrets: ["new password"])
+        let passwd = try exchange(test, peer: root, fromPAM(.sealLoginPassword(.init())), secrets: ["new password"])
         #expect(prompts(passwd) == ["password"])
-        let local = try exchange(test, peer: root, fromPAM(.verify), secrets: ["482916"])
+        let local = try exchange(test, peer: root, fromPAM(.verify(.init(loginKeyring: true))), secrets: ["482916"])
         #expect(released(local) == "new password")
     }
 
@@ -137,14 +142,14 @@ import TokenpinTestSupport
         let test = try TestDaemon()
         defer { test.stop() }
         _ = try test.client(for: "nobody").enrol(ScriptedInteraction(["482916", "482916"]))
-        let seal = try exchange(test, peer: root, fromPAM(.sealLoginPassword), secrets: [loginPassword])
+        let seal = try exchange(test, peer: root, fromPAM(.sealLoginPassword(.init())), secrets: [loginPassword])
         #expect(prompts(seal).isEmpty)
         guard case .error(let code, let message, _, _) = seal.last else {
             Issue.record("sealed with login-keyring off: \(seal)")
             return
         }
         #expect(code == "permission-denied" && message.contains("login-keyring = off"))
-        let local = try exchange(test, peer: root, fromPAM(.verify), secrets: ["482916"])
+        let local = try exchange(test, peer: root, fromPAM(.verify(.init(loginKeyring: true))), secrets: ["482916"])
         #expect(released(local) == nil)
         #expect(
             test.logs.lines.contains {
@@ -163,7 +168,7 @@ import TokenpinTestSupport
             Issue.record("not a request")
             return
         }
-        #expect(request.loginKeyring == true)
+        #expect(request.operation == .verify(.init(loginKeyring: true)))
         #expect(try ClientMessage.parse(ClientMessage.request(request).line) == .request(request))
     }
 }
@@ -179,7 +184,7 @@ import TokenpinTestSupport
         _ = try client.enrol(ScriptedInteraction(["482916", "482916"]))
         try FileManager.default.removeItem(atPath: path)  // as a record made before the setting has none
         let root = Peer(pid: getpid(), uid: 0, gid: 0, name: "root")
-        var request = Request(.verify, user: "nobody")
+        var request = Request(.verify(.init()), user: "nobody")
         request.invoker = Invoker(uid: 0)
         let answers = try DeriveCallersDaemonTests().exchange(test, peer: root, request, secrets: ["482916"])
         guard case .result(0, let fields) = answers.last else {

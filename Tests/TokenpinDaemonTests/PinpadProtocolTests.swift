@@ -9,7 +9,7 @@ import TokenpinService
 struct PinpadProtocolTests {
     @Test("a request's pinpad field round-trips and takes only a boolean")
     func requestField() throws {
-        var request = Request(.verify)
+        var request = Request(.verify(.init()))
         request.pinpad = false
         let line = ClientMessage.request(request).line
         #expect(try ClientMessage.parse(Array(line.dropLast())) == .request(request))

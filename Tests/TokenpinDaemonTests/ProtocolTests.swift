@@ -185,18 +185,52 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     @Test func requestLinesRoundTrip() throws {
         let requests = [
-            Request(.verify), Request(.status, user: "bob"), Request(.toggle, authenticationType: .pin, on: false),
-            { () -> Request in
-                var off = Request(.toggle, authenticationType: .token, on: false)
-                off.method = .token
-                return off
-            }(),
-            Request(.import, record: [1, 2, 3, 0xFF]), Request(.enrol, newPINAttempts: 3),
+            Request(.verify(.init())), Request(.status(.init()), user: "bob"), Request(.toggle(.init(.pin, on: false))),
+            Request(.toggle(.init(.token, on: false, method: .token))),
+            Request(.import(.init(record: [1, 2, 3, 0xFF]))),
+            Request(.enrol(.init()), newPINAttempts: 3),
         ]
         for request in requests {
             let line = ClientMessage.request(request).line
             #expect(line.last == 0x0A)
             #expect(try ClientMessage.parse(Array(line.dropLast())) == .request(request))
+        }
+    }
+
+    /// Each operation with every value it can carry set comes back the same, and a field of one operation is
+    /// refused on another.
+    @Test func everyOperationsValuesRoundTrip() throws {
+        let operations: [TokenpinProtocol.Operation] = [
+            .ping(.init()), .enrol(.init()), .verify(.init(method: .token, loginKeyring: true)), .change(.init()),
+            .reset(.init(administrator: true)), .status(.init()), .types(.init()),
+            .toggle(.init(.token, on: true, generateKey: true, assumeYes: true, mode: .both, slot: "9d")),
+            .toggle(.init(.token, on: false, method: .pin)), .import(.init(record: [0, 0xFF])), .watch(.init()),
+            .readers(.init()), .cardChangePIN(.init()), .cardUnblock(.init(withAdminPIN: true)),
+            .unenrol(.init(method: .token, administrator: true)),
+            .derive(.init(application: try #require(ApplicationName("ssh:work")), method: .pin)),
+            .sealLoginPassword(.init()),
+        ]
+        #expect(Set(operations.map(\.name)) == Set(TokenpinProtocol.Operation.names))
+        for operation in operations {
+            var request = Request(operation, user: "bob", newPINAttempts: 2)
+            request.reader = "Yubico*"
+            request.pinpad = false
+            let line = ClientMessage.request(request).line
+            #expect(try ClientMessage.parse(Array(line.dropLast())) == .request(request), "\(operation.name)")
+        }
+        for (line, code) in [
+            (#"{"v":3,"type":"request","op":"enrol","record":"AA=="}"#, ProtocolError.Code.unknownField),
+            (#"{"v":3,"type":"request","op":"status","method":"pin"}"#, .unknownField),
+            (#"{"v":3,"type":"request","op":"import","admin":true,"record":"AA=="}"#, .unknownField),
+            (#"{"v":3,"type":"request","op":"derive","method":"pin"}"#, .missingField),
+            (#"{"v":3,"type":"request","op":"toggle","on":true}"#, .missingField),
+        ] {
+            #expect(throws: ProtocolError.self, "\(line)") { _ = try ClientMessage.parse(Array(line.utf8)) }
+            do {
+                _ = try ClientMessage.parse(Array(line.utf8))
+            } catch {
+                #expect(error.code == code, "\(line)")
+            }
         }
     }
 
@@ -249,29 +283,27 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     }
 
     @Test func toggleRequestsCarryTheMode() throws {
-        var request = Request(.toggle, authenticationType: .token, on: true)
-        request.mode = .both
+        let request = Request(.toggle(.init(.token, on: true, mode: .both)))
         guard case .request(let parsed) = try ClientMessage.parse(Array(ClientMessage.request(request).line.dropLast()))
         else {
             Issue.record("not a request")
             return
         }
-        #expect(parsed.mode == .both)
+        #expect(parsed.operation == .toggle(.init(.token, on: true, mode: .both)))
         let bad = #"{"v":1,"type":"request","op":"toggle","authType":"token","on":true,"mode":"all"}"#
         #expect { _ = try ClientMessage.parse(Array(bad.utf8)) } throws: { ($0 as? ProtocolError)?.code == .badField }
     }
 
     @Test func requestsCarryTheApplicationAndTheSlot() throws {
-        var request = Request(.toggle, authenticationType: .token, on: true)
+        var request = Request(.toggle(.init(.token, on: true, slot: "82")))
         request.application = .piv
-        request.slot = "82"
         guard case .request(let parsed) = try ClientMessage.parse(Array(ClientMessage.request(request).line.dropLast()))
         else {
             Issue.record("not a request")
             return
         }
-        #expect(parsed.application == .piv && parsed.slot == "82")
-        var unblock = Request(.cardUnblock)
+        #expect(parsed.application == .piv && parsed.operation == .toggle(.init(.token, on: true, slot: "82")))
+        var unblock = Request(.cardUnblock(.init()))
         unblock.application = .openpgp
         guard
             case .request(let parsedUnblock) = try ClientMessage.parse(
@@ -281,7 +313,7 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
             return
         }
         #expect(parsedUnblock.application == .openpgp)
-        var pkcs11 = Request(.toggle, authenticationType: .token, on: true)
+        var pkcs11 = Request(.toggle(.init(.token, on: true)))
         pkcs11.application = .pkcs11
         pkcs11.tokenURI = "pkcs11:token=ci;id=%01"
         guard

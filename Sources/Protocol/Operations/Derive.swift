@@ -5,14 +5,45 @@ public import TokenpinService
 // key as 64 hex digits in `applicationKey`, written into the reply line straight from guarded memory, as the
 // enrolment's result carries the recovery key. A failed verification's result has no key.
 
+extension Operation {
+    /// Verify as `verify` does, then release the key of an application.
+    public struct Derive: WireOperation {
+        static let name = "derive"
+        static let lock = OperationLock.user
+        static let fieldNames: Set<String> = ["method", "applicationName"]
+
+        /// The application whose key to release (`restic`, `ssh:work`).
+        public var application: ApplicationName
+        /// The one authentication type to use (`pin` or `token`); nil: as `verify` chooses.
+        public var method: VerificationMethod?
+
+        /// Creates the operation.
+        public init(application: ApplicationName, method: VerificationMethod? = nil) {
+            self.application = application
+            self.method = method
+        }
+
+        init(fields: MessageFields) throws(ProtocolError) {
+            method = try fields.method()
+            guard let name = ApplicationName(try fields.string("applicationName")) else {
+                throw ProtocolError(.badField, "`applicationName` must be \(ApplicationName.shape)")
+            }
+            application = name
+        }
+
+        func encode(into writer: inout LineWriter) {
+            writer.append(method: method)
+            writer.append("applicationName", .text(application.rawValue))
+        }
+    }
+}
+
 extension DaemonClient {
     /// Verifies through tokenpind and receives the application key in guarded memory.
     public func derive(_ interaction: some Interaction, application: ApplicationName, method: VerificationMethod?)
         throws(ServiceError) -> DerivedKey
     {
-        var request = selected(Request(.derive, user: user))
-        request.method = method
-        request.applicationName = application
+        let request = selected(Request(.derive(.init(application: application, method: method)), user: user))
         var fields = try run(request, interaction)
         // The key's bytes are taken out and every other reference dropped first, so the wipe reaches them in place.
         var keyText: SecretBytes?
