@@ -35,35 +35,7 @@ func makeCommand(_ parsed: ParsedCommandLine, program: CLIProgram) throws(UsageE
     case "status":
         return StatusCommand()
     case "toggle":
-        guard arguments.count == 2, let type = AuthenticationType(rawValue: arguments[0]) else {
-            throw UsageError(message: "expected <type> on|off", command: name)
-        }
-        let on = arguments[1] == "on"
-        if type == .pin && (values.isSet(Options.generateKey) || values.isSet(Options.yes)) {
-            throw UsageError(message: "--generate-key and --yes apply to `toggle token on`", command: name)
-        }
-        if values.isSet(Options.toggleMethod) && (type != .token || on) {
-            throw UsageError(message: "--method applies to `toggle token off`", command: name)
-        }
-        for option in [Options.toggleMode, Options.app, Options.slot, Options.tokenURI, Options.pkcs11Module]
-        where values.isSet(option) && (type != .token || !on) {
-            throw UsageError(message: "\(option.names[0]) applies to `toggle token on`", command: name)
-        }
-        let slot = values.value(Options.slot).map { $0.lowercased() }
-        if let slot {
-            guard PIVSlotName.all.contains(slot) else {
-                throw UsageError(
-                    message: "--slot takes a PIV slot: \(PIVSlotName.all.joined(separator: ", ")), not '\(slot)'",
-                    command: name)
-            }
-            guard values.value(Options.app) == TokenApplicationKind.piv.rawValue else {
-                throw UsageError(message: "--slot applies to PIV: add --app piv", command: name)
-            }
-        }
-        return ToggleCommand(
-            type: type, on: on, generateKey: values.isSet(Options.generateKey),
-            assumeYes: values.isSet(Options.yes), method: method(Options.toggleMethod),
-            mode: values.value(Options.toggleMode).flatMap(VerificationMode.init(rawValue:)), slot: slot)
+        return try ToggleCommand(parsing: values, arguments: arguments, command: name)
     case "readers":
         return ReadersCommand()
     case "import":
@@ -71,24 +43,13 @@ func makeCommand(_ parsed: ParsedCommandLine, program: CLIProgram) throws(UsageE
     case "watch":
         return WatchCommand()
     case "token":
-        switch arguments.first {
-        case "change-pin":
-            guard !values.isSet(Options.admin) else {
-                throw UsageError(message: "--admin applies to `token unblock`", command: name)
-            }
-            return TokenCommand(action: .changePIN, admin: false)
-        case "unblock": return TokenCommand(action: .unblock, admin: values.isSet(Options.admin))
-        default: throw UsageError(message: "expected change-pin or unblock", command: name)
-        }
+        return try TokenCommand(parsing: values, arguments: arguments, command: name)
     case "doctor":
         return DoctorCommand()
     case "help":
         return HelpCommand(topic: arguments.first)
     case "completions":
-        guard let shell = arguments.first.flatMap(Shell.init(rawValue:)) else {
-            throw UsageError(message: "expected bash, zsh or fish", command: name)
-        }
-        return CompletionsCommand(shell: shell)
+        return try CompletionsCommand(parsing: arguments, command: name)
     default:
         // The executable's own commands (tokenpin-bench's bench and demo); every other declared command is handled
         // above, and the parser lets no other name through.
