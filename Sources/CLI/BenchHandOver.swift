@@ -36,10 +36,7 @@ package enum BenchHandOver {
     package static func run(_ parsed: ParsedCommandLine, reason: String, arguments: [String]) -> ExitCode {
         let path = executablePath
         let error = CurrentProcess.replace(withProgramAt: path, arguments: [executableName] + arguments)
-        let console = Console(
-            json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
-            err: Style(enabled: false, appearance: Appearance()))
-        return console.fail(
+        return Console.plain(json: parsed.global.json).fail(
             .serviceUnavailable, errorCode: ServiceError.serviceUnavailable("").code,
             message: "\(reason) runs in \(executableName), which cannot be run from \(path) (\(error))",
             hint: "\(executableName) is installed beside tokenpin (`make install`, or the tokenpin package)")

@@ -13,3 +13,13 @@ struct CompletionsCommand: Command {
         return .success
     }
 }
+
+extension CompletionsCommand {
+    /// The command from its arguments: the shell, which must be one the scripts are written for.
+    init(parsing arguments: [String], command: String) throws(UsageError) {
+        guard let shell = arguments.first.flatMap(Shell.init(rawValue:)) else {
+            throw UsageError(message: "expected bash, zsh or fish", command: command)
+        }
+        self.init(shell: shell)
+    }
+}

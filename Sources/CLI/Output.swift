@@ -20,6 +20,14 @@ package struct Console {
     /// Completes every suggested `tokenpin …` command with the flags of the command that was run.
     var hints = CommandLineHints()
 
+    /// A console without colours and not quiet, human or JSON: for what is said before the configuration (which
+    /// decides the colours) is read, or without it (usage errors, help, a broken configuration).
+    static func plain(json: Bool) -> Console {
+        Console(
+            json: json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
+            err: Style(enabled: false, appearance: Appearance()))
+    }
+
     /// Writes a line to standard output (human mode, not quiet).
     package func say(_ text: String) {
         guard !json, !quiet else { return }

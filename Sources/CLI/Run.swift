@@ -35,35 +35,7 @@ func makeCommand(_ parsed: ParsedCommandLine, program: CLIProgram) throws(UsageE
     case "status":
         return StatusCommand()
     case "toggle":
-        guard arguments.count == 2, let type = AuthenticationType(rawValue: arguments[0]) else {
-            throw UsageError(message: "expected <type> on|off", command: name)
-        }
-        let on = arguments[1] == "on"
-        if type == .pin && (values.isSet(Options.generateKey) || values.isSet(Options.yes)) {
-            throw UsageError(message: "--generate-key and --yes apply to `toggle token on`", command: name)
-        }
-        if values.isSet(Options.toggleMethod) && (type != .token || on) {
-            throw UsageError(message: "--method applies to `toggle token off`", command: name)
-        }
-        for option in [Options.toggleMode, Options.app, Options.slot, Options.tokenURI, Options.pkcs11Module]
-        where values.isSet(option) && (type != .token || !on) {
-            throw UsageError(message: "\(option.names[0]) applies to `toggle token on`", command: name)
-        }
-        let slot = values.value(Options.slot).map { $0.lowercased() }
-        if let slot {
-            guard PIVSlotName.all.contains(slot) else {
-                throw UsageError(
-                    message: "--slot takes a PIV slot: \(PIVSlotName.all.joined(separator: ", ")), not '\(slot)'",
-                    command: name)
-            }
-            guard values.value(Options.app) == TokenApplicationKind.piv.rawValue else {
-                throw UsageError(message: "--slot applies to PIV: add --app piv", command: name)
-            }
-        }
-        return ToggleCommand(
-            type: type, on: on, generateKey: values.isSet(Options.generateKey),
-            assumeYes: values.isSet(Options.yes), method: method(Options.toggleMethod),
-            mode: values.value(Options.toggleMode).flatMap(VerificationMode.init(rawValue:)), slot: slot)
+        return try ToggleCommand(parsing: values, arguments: arguments, command: name)
     case "readers":
         return ReadersCommand()
     case "import":
@@ -71,24 +43,13 @@ func makeCommand(_ parsed: ParsedCommandLine, program: CLIProgram) throws(UsageE
     case "watch":
         return WatchCommand()
     case "token":
-        switch arguments.first {
-        case "change-pin":
-            guard !values.isSet(Options.admin) else {
-                throw UsageError(message: "--admin applies to `token unblock`", command: name)
-            }
-            return TokenCommand(action: .changePIN, admin: false)
-        case "unblock": return TokenCommand(action: .unblock, admin: values.isSet(Options.admin))
-        default: throw UsageError(message: "expected change-pin or unblock", command: name)
-        }
+        return try TokenCommand(parsing: values, arguments: arguments, command: name)
     case "doctor":
         return DoctorCommand()
     case "help":
         return HelpCommand(topic: arguments.first)
     case "completions":
-        guard let shell = arguments.first.flatMap(Shell.init(rawValue:)) else {
-            throw UsageError(message: "expected bash, zsh or fish", command: name)
-        }
-        return CompletionsCommand(shell: shell)
+        return try CompletionsCommand(parsing: arguments, command: name)
     default:
         // The executable's own commands (tokenpin-bench's bench and demo); every other declared command is handled
         // above, and the parser lets no other name through.
@@ -106,9 +67,7 @@ struct HelpCommand: Command {
 
     /// Prints help; needs no configuration, so it works when the configuration is broken.
     static func print(_ topic: String?, json: Bool = false) -> ExitCode {
-        let console = Console(
-            json: json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
-            err: Style(enabled: false, appearance: Appearance()))
+        let console = Console.plain(json: json)
         guard let topic else {
             if json {
                 console.emit([
@@ -181,14 +140,46 @@ func runMain(_ program: CLIProgram) -> ExitCode {
     do {
         parsed = try ArgumentParser.parse(argv)
     } catch {
-        let json = argv.contains("--json")
-        let console = Console(
-            json: json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
-            err: Style(enabled: false, appearance: Appearance()))
-        let usage = Help.usage(error.command)
-        return console.fail(
-            .usage, errorCode: "usage", message: error.message, hint: "usage: \(usage); see 'tokenpin help'")
+        return failUsage(error, json: argv.contains("--json"))
     }
+    if let shown = showVersionOrHelp(parsed) { return shown }
+    if let failed = program.handOver(parsed) { return failed }
+    let command: any Command
+    do {
+        guard let made = try makeCommand(parsed, program: program) else { return .usage }
+        command = made
+    } catch {
+        return failUsage(error, json: parsed.global.json)
+    }
+    // Help reads no configuration: it must work when the configuration is what is broken.
+    if let help = command as? HelpCommand { return HelpCommand.print(help.topic, json: parsed.global.json) }
+    if let completions = command as? CompletionsCommand { return CompletionsCommand.print(completions.shell) }
+    let mode: Backend
+    do {
+        mode = try ModeSelection.decide(parsed, environment: ProcessInfo.processInfo.environment)
+    } catch {
+        return failUsage(error, json: parsed.global.json)
+    }
+    if let problem = PKCS11Options(parsed.values).problem(
+        application: parsed.values.value(Options.app), local: mode.isLocal)
+    {
+        return failUsage(problem, hint: "see 'tokenpin help \(parsed.command ?? "")'", json: parsed.global.json)
+    }
+    // doctor reads the configuration itself, file by file: it must work when the configuration is what is broken.
+    if command is DoctorCommand { return DoctorCommand.run(parsed, mode: mode) }
+    let context: Context
+    do {
+        context = try Context.make(parsed, mode: mode, simulatedCards: program.simulatedCards)
+    } catch {
+        return failConfiguration(error, json: parsed.global.json)
+    }
+    if let refusal = refuseUserWithoutDaemon(parsed, mode: mode, console: context.console) { return refusal }
+    return command.run(context)
+}
+
+/// Answers `--version`, `--help` and a command line without a command (the main help on stderr, exit 2); nil
+/// when there is a command to run. Reads no configuration.
+func showVersionOrHelp(_ parsed: ParsedCommandLine) -> ExitCode? {
     if parsed.wantsVersion && parsed.command == nil {
         if parsed.global.json {
             Console.write(
@@ -205,66 +196,38 @@ func runMain(_ program: CLIProgram) -> ExitCode {
         }
         return HelpCommand.print(parsed.command, json: parsed.global.json)
     }
-    if let failed = program.handOver(parsed) { return failed }
-    let command: any Command
-    do {
-        guard let made = try makeCommand(parsed, program: program) else { return .usage }
-        command = made
-    } catch {
-        let console = Console(
-            json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
-            err: Style(enabled: false, appearance: Appearance()))
-        let usage = Help.usage(error.command)
-        return console.fail(
-            .usage, errorCode: "usage", message: error.message, hint: "usage: \(usage); see 'tokenpin help'")
+    return nil
+}
+
+/// Reports a usage error (exit 2) on a plain console, before any configuration (and so any colour) is read.
+func failUsage(_ message: String, hint: String, json: Bool) -> ExitCode {
+    Console.plain(json: json).fail(.usage, errorCode: "usage", message: message, hint: hint)
+}
+
+/// Reports what the parser or the command's own checks refused, with the command's usage line as the hint.
+func failUsage(_ error: UsageError, json: Bool) -> ExitCode {
+    failUsage(error.message, hint: "usage: \(Help.usage(error.command)); see 'tokenpin help'", json: json)
+}
+
+/// Reports a configuration that cannot be loaded (exit 78) on a plain console, since its colours are unknown; an
+/// unknown key gets the nearest known one as a suggestion.
+func failConfiguration(_ error: ConfigError, json: Bool) -> ExitCode {
+    var message = error.description
+    if error.message.hasPrefix("unknown key `"), let key = error.message.split(separator: "`").dropFirst().first {
+        message += Suggestion.didYouMean(String(key), among: Configuration.keys)
     }
-    // Help reads no configuration: it must work when the configuration is what is broken.
-    if let help = command as? HelpCommand { return HelpCommand.print(help.topic, json: parsed.global.json) }
-    if let completions = command as? CompletionsCommand { return CompletionsCommand.print(completions.shell) }
-    let mode: Backend
-    do {
-        mode = try ModeSelection.decide(parsed, environment: ProcessInfo.processInfo.environment)
-    } catch {
-        let console = Console(
-            json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
-            err: Style(enabled: false, appearance: Appearance()))
-        return console.fail(
-            .usage, errorCode: "usage", message: error.message,
-            hint: "usage: \(Help.usage(error.command)); see 'tokenpin help'")
-    }
-    if let problem = PKCS11Options(parsed.values).problem(
-        application: parsed.values.value(Options.app), local: mode.isLocal)
-    {
-        let console = Console(
-            json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
-            err: Style(enabled: false, appearance: Appearance()))
-        return console.fail(
-            .usage, errorCode: "usage", message: problem, hint: "see 'tokenpin help \(parsed.command ?? "")'")
-    }
-    // doctor reads the configuration itself, file by file: it must work when the configuration is what is broken.
-    if command is DoctorCommand { return DoctorCommand.run(parsed, mode: mode) }
-    let context: Context
-    do {
-        context = try Context.make(parsed, mode: mode, simulatedCards: program.simulatedCards)
-    } catch {
-        let console = Console(
-            json: parsed.global.json, quiet: false, out: Style(enabled: false, appearance: Appearance()),
-            err: Style(enabled: false, appearance: Appearance()))
-        var message = error.description
-        if error.message.hasPrefix("unknown key `"), let key = error.message.split(separator: "`").dropFirst().first {
-            message += Suggestion.didYouMean(String(key), among: Configuration.keys)
-        }
-        return console.fail(.configuration, errorCode: "configuration", message: message)
-    }
-    if let user = parsed.global.user, mode.isLocal {
-        // Another user's record lives only in tokenpind's store; without it, --user would name nothing.
-        return context.console.fail(
-            .usage, errorCode: "usage",
-            message: "--user \(user) acts through tokenpind, and there is no daemon here"
-                + (parsed.global.local ? " (--local)" : " (no socket at \(DaemonClient.defaultSocketPath))"),
-            hint: "start tokenpind, or name its socket with --socket")
-    }
-    return command.run(context)
+    return Console.plain(json: json).fail(.configuration, errorCode: "configuration", message: message)
+}
+
+/// Refuses `--user` in local mode (exit 2): another user's record lives only in tokenpind's store, so without
+/// the daemon `--user` would name nothing. Nil when the command may run.
+func refuseUserWithoutDaemon(_ parsed: ParsedCommandLine, mode: Backend, console: Console) -> ExitCode? {
+    guard let user = parsed.global.user, mode.isLocal else { return nil }
+    return console.fail(
+        .usage, errorCode: "usage",
+        message: "--user \(user) acts through tokenpind, and there is no daemon here"
+            + (parsed.global.local ? " (--local)" : " (no socket at \(DaemonClient.defaultSocketPath))"),
+        hint: "start tokenpind, or name its socket with --socket")
 }
 
 /// Runs the command line as `program` and exits with its code.

@@ -29,8 +29,17 @@ struct TerminalReader {
         try? terminal.write(Array(text.utf8))
     }
 
-    /// Shows `prompt` and reads one secret.
+    /// Shows `prompt` and reads one secret, with echo off. The typed bytes are wiped before this returns; the
+    /// secret returned is in guarded memory of its own.
     func readSecret(prompt: String) throws(ServiceError) -> SecretBytes {
+        try withEchoOff { () throws(ServiceError) -> SecretBytes in try readTypedSecret(prompt: prompt) }
+    }
+
+    /// Runs `body` with the terminal in raw mode (no echo, no line editing, no signal keys) and puts the settings
+    /// back however it ends; a signal that ends the process meanwhile puts them back too (`TerminalSignalGuard`).
+    func withEchoOff<Result: ~Copyable>(
+        _ body: () throws(ServiceError) -> Result
+    ) throws(ServiceError) -> Result {
         guard let original = try? terminal.settings() else { throw .input("cannot read the terminal settings") }
         TerminalSignalGuard.arm(terminal: terminal, restoring: original)
         guard (try? terminal.apply(original.raw)) != nil else {
@@ -42,15 +51,24 @@ struct TerminalReader {
             try? terminal.apply(original)
             TerminalSignalGuard.disarm()
         }
+        return try body()
+    }
+
+    /// What a typed byte leaves to do.
+    private enum KeyOutcome {
+        /// Read the next byte.
+        case typing
+        /// Enter: the secret is complete.
+        case entered
+        /// Ctrl-C, Ctrl-D or Escape alone.
+        case cancelled
+    }
+
+    /// Shows `prompt` and reads bytes into guarded memory up to Enter; the terminal must be in raw mode.
+    private func readTypedSecret(prompt: String) throws(ServiceError) -> SecretBytes {
         write(style.prompt(prompt + ": "))
-        let buffer = SecretBytes(count: Self.capacity)
-        var length = 0
-        var characters = 0
+        var typed = TypedSecret(capacity: Self.capacity)
         let dotText = style.dots(dot)
-        func erase(_ count: Int) {
-            guard count > 0 else { return }
-            write(String(repeating: "\u{8} \u{8}", count: count))
-        }
         while true {
             // readByte retries EINTR; end of file or an error cancels.
             guard case var byte? = try? terminal.readByte() else {
@@ -58,52 +76,49 @@ struct TerminalReader {
                 throw .cancelled
             }
             defer { byte = 0 }
-            switch byte {
-            case 0x0D, 0x0A:
-                write("\n")
-                return buffer.prefix(length)
-            case 0x1B:  // Escape alone cancels; an escape sequence (arrows, Delete, Home...) is read whole and ignored
-                if skipEscapeSequence() { continue }
-                write("\n")
-                try? terminal.discardInput()
-                throw .cancelled
-            case 0x03, 0x04:  // Ctrl-C, Ctrl-D
-                write("\n")
-                try? terminal.discardInput()
-                throw .cancelled
-            case 0x7F, 0x08:  // Backspace
-                guard length > 0 else { continue }
-                buffer.withUnsafeMutableBytes { bytes in
-                    // Remove one UTF-8 character: continuation bytes, then its lead byte.
-                    repeat {
-                        length -= 1
-                        let removed = bytes[length]
-                        bytes[length] = 0
-                        if removed & 0xC0 != 0x80 { break }
-                    } while length > 0
-                }
-                characters -= 1
-                erase(1)
-            case 0x15:  // Ctrl-U
-                buffer.withUnsafeMutableBytes { secureZero($0) }
-                length = 0
-                erase(characters)
-                characters = 0
-            case 0x00..<0x20:
+            switch edit(&typed, with: byte, dotText: dotText) {
+            case .typing:
                 continue
-            default:
-                guard length < Self.capacity else {
-                    write("\u{7}")
-                    continue
-                }
-                buffer.withUnsafeMutableBytes { $0[length] = byte }
-                length += 1
-                if byte & 0xC0 != 0x80 {
-                    characters += 1
-                    write(dotText)
-                }
+            case .entered:
+                write("\n")
+                return typed.secret()
+            case .cancelled:
+                write("\n")
+                try? terminal.discardInput()
+                throw .cancelled
             }
         }
+    }
+
+    /// Applies one typed byte to `typed` and shows its effect: a dot per character, erasing, a bell when full.
+    private func edit(_ typed: inout TypedSecret, with byte: UInt8, dotText: String) -> KeyOutcome {
+        switch byte {
+        case 0x0D, 0x0A:
+            return .entered
+        case 0x1B:  // Escape alone cancels; an escape sequence (arrows, Delete, Home...) is read whole and ignored
+            return skipEscapeSequence() ? .typing : .cancelled
+        case 0x03, 0x04:  // Ctrl-C, Ctrl-D
+            return .cancelled
+        case 0x7F, 0x08:  // Backspace
+            if typed.removeLastCharacter() { erase(1) }
+        case 0x15:  // Ctrl-U
+            erase(typed.clear())
+        case 0x00..<0x20:
+            break
+        default:
+            switch typed.append(byte) {
+            case .full: write("\u{7}")
+            case .character: write(dotText)
+            case .continuation: break
+            }
+        }
+        return .typing
+    }
+
+    /// Takes `count` dots off the terminal.
+    private func erase(_ count: Int) {
+        guard count > 0 else { return }
+        write(String(repeating: "\u{8} \u{8}", count: count))
     }
 
     /// After an Escape: reads the rest of an escape sequence (CSI `ESC [ params final`, SS3 `ESC O x`, or
@@ -165,6 +180,73 @@ struct TerminalReader {
         let answer = readLine(maximumCount: 16)
         let text = String(decoding: answer, as: UTF8.self).trimmingBlanks().lowercased()
         return text == "y" || text == "yes"
+    }
+}
+
+/// A secret being typed at a prompt: its bytes in guarded memory, and how many characters (dots) show for them.
+/// Bytes taken away are zeroed at once; the buffer is wiped when the value ends.
+private struct TypedSecret: ~Copyable {
+    /// The guarded buffer; the secret is its first `length` bytes.
+    let buffer: SecretBytes
+    private(set) var length = 0
+    /// The dots shown: UTF-8 lead bytes typed and not taken away. A continuation byte typed on its own shows no
+    /// dot, yet Backspace still counts one down, so this can fall below zero.
+    private(set) var characters = 0
+
+    /// What `append` did with a byte.
+    enum Appended {
+        /// The buffer is full; the byte is dropped.
+        case full
+        /// A character's first byte: one more dot.
+        case character
+        /// A UTF-8 continuation byte: part of the character before.
+        case continuation
+    }
+
+    init(capacity: Int) {
+        buffer = SecretBytes(count: capacity)
+    }
+
+    /// The typed bytes in new guarded memory.
+    func secret() -> SecretBytes {
+        buffer.prefix(length)
+    }
+
+    /// Adds a byte at the end, unless the buffer is full.
+    mutating func append(_ byte: UInt8) -> Appended {
+        guard length < buffer.count else { return .full }
+        let end = length
+        buffer.withUnsafeMutableBytes { $0[end] = byte }
+        length += 1
+        guard byte & 0xC0 != 0x80 else { return .continuation }
+        characters += 1
+        return .character
+    }
+
+    /// Removes one UTF-8 character, its continuation bytes then its lead byte, zeroing them; false when nothing
+    /// was typed.
+    mutating func removeLastCharacter() -> Bool {
+        guard length > 0 else { return false }
+        var end = length
+        buffer.withUnsafeMutableBytes { bytes in
+            repeat {
+                end -= 1
+                let removed = bytes[end]
+                bytes[end] = 0
+                if removed & 0xC0 != 0x80 { break }
+            } while end > 0
+        }
+        length = end
+        characters -= 1
+        return true
+    }
+
+    /// Wipes the whole buffer and returns how many dots showed.
+    mutating func clear() -> Int {
+        buffer.withUnsafeMutableBytes { secureZero($0) }
+        length = 0
+        defer { characters = 0 }
+        return characters
     }
 }
 

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenpinArguments
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
@@ -105,5 +106,58 @@ struct ToggleCommand: Command {
             ("enabled", .bool(enabled)),
         ])
         return .success
+    }
+}
+
+extension TokenCommand {
+    /// The command from its parsed arguments (the action first); `--admin` with `change-pin` is a usage error.
+    init(parsing values: ParsedArguments, arguments: [String], command: String) throws(UsageError) {
+        switch arguments.first {
+        case "change-pin":
+            guard !values.isSet(Options.admin) else {
+                throw UsageError(message: "--admin applies to `token unblock`", command: command)
+            }
+            self.init(action: .changePIN, admin: false)
+        case "unblock": self.init(action: .unblock, admin: values.isSet(Options.admin))
+        default: throw UsageError(message: "expected change-pin or unblock", command: command)
+        }
+    }
+}
+
+extension ToggleCommand {
+    /// The command from its parsed arguments (`<type> on|off`); what the declarations cannot check is a usage
+    /// error here: a flag given to the wrong type or direction, a `--slot` that is no PIV slot or comes without
+    /// `--app piv`.
+    init(parsing values: ParsedArguments, arguments: [String], command: String) throws(UsageError) {
+        guard arguments.count == 2, let type = AuthenticationType(rawValue: arguments[0]) else {
+            throw UsageError(message: "expected <type> on|off", command: command)
+        }
+        let on = arguments[1] == "on"
+        if type == .pin && (values.isSet(Options.generateKey) || values.isSet(Options.yes)) {
+            throw UsageError(message: "--generate-key and --yes apply to `toggle token on`", command: command)
+        }
+        if values.isSet(Options.toggleMethod) && (type != .token || on) {
+            throw UsageError(message: "--method applies to `toggle token off`", command: command)
+        }
+        for option in [Options.toggleMode, Options.app, Options.slot, Options.tokenURI, Options.pkcs11Module]
+        where values.isSet(option) && (type != .token || !on) {
+            throw UsageError(message: "\(option.names[0]) applies to `toggle token on`", command: command)
+        }
+        let slot = values.value(Options.slot).map { $0.lowercased() }
+        if let slot {
+            guard PIVSlotName.all.contains(slot) else {
+                throw UsageError(
+                    message: "--slot takes a PIV slot: \(PIVSlotName.all.joined(separator: ", ")), not '\(slot)'",
+                    command: command)
+            }
+            guard values.value(Options.app) == TokenApplicationKind.piv.rawValue else {
+                throw UsageError(message: "--slot applies to PIV: add --app piv", command: command)
+            }
+        }
+        self.init(
+            type: type, on: on, generateKey: values.isSet(Options.generateKey),
+            assumeYes: values.isSet(Options.yes),
+            method: values.value(Options.toggleMethod).flatMap(VerificationMethod.init(rawValue:)),
+            mode: values.value(Options.toggleMode).flatMap(VerificationMode.init(rawValue:)), slot: slot)
     }
 }
