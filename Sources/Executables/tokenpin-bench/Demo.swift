@@ -163,7 +163,15 @@ extension DemoCommand {
     {
         let newPIN = "264017"
         let cardPIN = "123456"
+        try walkBinding(service, pin: pin, cardPIN: cardPIN, &narrator)
+        try walkTokenVerification(service, card: card, pin: pin, cardPIN: cardPIN, &narrator)
+        try walkTokenChange(service, from: pin, to: newPIN, cardPIN: cardPIN, &narrator)
+    }
 
+    /// The factory-new card found, refused without a key, then bound with a key it makes.
+    private func walkBinding(_ service: PINService, pin: String, cardPIN: String, _ narrator: inout Narrator)
+        throws(ServiceError)
+    {
         narrator.step("A factory-new OpenPGP card is in the (simulated) reader")
         let readers = try service.listReaders()
         narrator.result(
@@ -193,7 +201,12 @@ extension DemoCommand {
             "types: "
                 + types.map { "\($0.type.rawValue) \($0.enabled ? "enabled" : "disabled")" }
                 .joined(separator: ", ") + " (card \(cardLabel(serial: types[1].serial ?? "?")))")
+    }
 
+    /// Verify by the token; a wrong card PIN and a pulled card both fall back to the PIN.
+    private func walkTokenVerification(
+        _ service: PINService, card: SimulatedCard, pin: String, cardPIN: String, _ narrator: inout Narrator
+    ) throws(ServiceError) {
         narrator.step("Verify: the token comes first, asking for the card PIN")
         let byToken = ScriptedInteraction([cardPIN])
         narrator.expect(try service.verify(byToken).outcome, .verified(method: .token))
@@ -211,7 +224,13 @@ extension DemoCommand {
         narrator.expect(pulled.outcome, .verified(method: .pin))
         narrator.result(pulled.tokenFailure != nil, pulled.tokenFailure ?? "no token failure reported")
         card.insert()
+    }
 
+    /// The PIN changed from `pin` to `newPIN` with the token bound (which keeps working), then the token switched
+    /// off.
+    private func walkTokenChange(
+        _ service: PINService, from pin: String, to newPIN: String, cardPIN: String, _ narrator: inout Narrator
+    ) throws(ServiceError) {
         narrator.step("Change the PIN (the token is never used for this); the token keeps working")
         narrator.expect(
             try service.change(ScriptedInteraction([pin, newPIN, newPIN])).outcome, .verified(method: .pin))
