@@ -42,13 +42,25 @@ struct BenchCommand: Command {
     func run(_ context: Context) -> ExitCode {
         if token { return runToken(context) }
         let time = SystemTimeSource()
+        do {
+            let calibration = try calibrate(context, time)
+            let latency = try verifyLatency(context, calibration.parameters, time)
+            report(context, calibration, latency)
+            return .success
+        } catch {
+            return benchFailed(context, error)
+        }
+    }
+
+    /// Calibrates Argon2id for the configured target and prints what it chose.
+    private func calibrate(_ context: Context, _ time: SystemTimeSource) throws(BenchFailure) -> KDFCalibration.Result {
         let calibration = KDFCalibration(targetMilliseconds: context.configuration.kdfTargetMilliseconds)
         let calibrationStart = time.monotonicNanoseconds
         let result: KDFCalibration.Result
         do {
             result = try calibration.calibrate(timeSource: time)
         } catch {
-            return context.console.fail(.ioError, errorCode: "crypto", message: "calibration failed: \(error)")
+            throw BenchFailure("calibration failed: \(error)", code: .ioError, errorCode: "crypto")
         }
         let calibrationSeconds = Double(time.monotonicNanoseconds - calibrationStart) / 1e9
         let chosen = result.parameters
@@ -59,9 +71,16 @@ struct BenchCommand: Command {
         context.console.say(
             "  measured: \(fixed(result.measuredMilliseconds, 1)) ms per derivation (calibration took "
                 + "\(fixed(calibrationSeconds, 2)) s)")
+        return result
+    }
 
+    /// Enrols in a temporary store with `chosen` (and no delay after a failure) and times `iterations` PIN
+    /// verifies: medians of the wall time and of the KDF's, in milliseconds. The store is removed after.
+    private func verifyLatency(_ context: Context, _ chosen: KDFParameters, _ time: SystemTimeSource) throws
+        -> (wall: Double, kdf: Double)
+    {
         guard let directory = makeTemporaryDirectory("tokenpin-bench") else {
-            return context.console.fail(.ioError, errorCode: "io", message: "cannot create a temporary directory")
+            throw BenchFailure("cannot create a temporary directory", code: .ioError, errorCode: "io")
         }
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var configuration = context.configuration
@@ -72,31 +91,28 @@ struct BenchCommand: Command {
             store: RecordStore(directory: directory + "/store"), configuration: configuration,
             user: context.user)
         let pin = "739154"
-        do {
-            _ = try service.enrol(ScriptedInteraction([pin, pin]))
-        } catch {
-            return context.fail(error)
-        }
+        _ = try service.enrol(ScriptedInteraction([pin, pin]))
         var walls: [Double] = []
         var kdfs: [Double] = []
         for _ in 0..<iterations {
             let start = time.monotonicNanoseconds
-            let report: VerifyReport
-            do {
-                report = try service.verifyPIN(ScriptedInteraction([pin]))
-            } catch {
-                return context.fail(error)
-            }
+            let report = try service.verifyPIN(ScriptedInteraction([pin]))
             guard report.outcome == .verified(method: .pin) else {
-                return context.console.fail(
-                    .notVerified, errorCode: "bench", message: "the benchmark PIN did not verify")
+                throw BenchFailure("the benchmark PIN did not verify")
             }
             walls.append(Double(time.monotonicNanoseconds - start) / 1e6)
             kdfs.append(Double(report.kdfNanoseconds) / 1e6)
         }
-        let wall = median(walls)
-        let kdf = median(kdfs)
+        return (median(walls), median(kdfs))
+    }
+
+    /// Prints the verify latency and the peak memory, or emits them with the calibration for `--json`.
+    private func report(
+        _ context: Context, _ calibration: KDFCalibration.Result, _ latency: (wall: Double, kdf: Double)
+    ) {
+        let (wall, kdf) = latency
         let other = wall - kdf
+        let chosen = calibration.parameters
         let peakMiB = Double((try? ResourceUsage.ofCurrentProcess())?.peakResidentKiB ?? 0) / 1024
         context.console.say("Verify latency (median of \(iterations)):")
         context.console.say("  wall:     \(fixed(wall, 1)) ms")
@@ -112,7 +128,7 @@ struct BenchCommand: Command {
                 .object([
                     ("targetMs", .int(context.configuration.kdfTargetMilliseconds)),
                     ("memoryMiB", .int(chosen.memoryKiB / 1024)), ("passes", .int(chosen.passes)),
-                    ("lanes", .int(1)), ("measuredMs", .double(result.measuredMilliseconds)),
+                    ("lanes", .int(1)), ("measuredMs", .double(calibration.measuredMilliseconds)),
                 ])
             ),
             (
@@ -124,7 +140,6 @@ struct BenchCommand: Command {
             ),
             ("peakRSSMiB", .double(peakMiB)),
         ])
-        return .success
     }
 
     func median(_ values: [Double]) -> Double {

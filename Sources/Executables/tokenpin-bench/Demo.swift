@@ -41,11 +41,23 @@ struct DemoCommand: Command {
         return narrator.failures == 0 ? .success : .notVerified
     }
 
+    /// The PIN story: enrol, verify, the types, change, lock out, reset.
     func walk(_ service: PINService, _ narrator: inout Narrator) throws(ServiceError) {
         let pin = "482916"
         let newPIN = "739154"
         let resetPIN = "915372"
+        let recoveryKey = try walkEnrolment(service, pin: pin, &narrator)
+        try walkVerification(service, pin: pin, &narrator)
+        try walkTypes(service, &narrator)
+        try walkChange(service, from: pin, to: newPIN, &narrator)
+        try walkLockout(service, pin: newPIN, &narrator)
+        try walkReset(service, recoveryKey: recoveryKey, newPIN: resetPIN, &narrator)
+    }
 
+    /// A guessable PIN refused, then `pin` enrolled; returns the recovery key shown.
+    private func walkEnrolment(_ service: PINService, pin: String, _ narrator: inout Narrator) throws(ServiceError)
+        -> String
+    {
         narrator.step("Enrol with a guessable PIN (123456): the policy refuses it and names the rule")
         do {
             _ = try service.enrol(ScriptedInteraction(["123456"]))
@@ -58,17 +70,25 @@ struct DemoCommand: Command {
         let enrolment = try service.enrol(ScriptedInteraction([pin, pin]))
         let recoveryKey = enrolment.recoveryKeyText.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
         narrator.result(true, "enrolled; Argon2id \(enrolment.kdf.summary); recovery key \(recoveryKey)")
+        return recoveryKey
+    }
 
+    /// The right PIN, a wrong one (the tries left reported), the right one again (the counter restored).
+    private func walkVerification(_ service: PINService, pin: String, _ narrator: inout Narrator)
+        throws(ServiceError)
+    {
         narrator.step("Verify with the right PIN")
-        narrator.expect(try service.verifyPIN(ScriptedInteraction([pin])).outcome, .verified(method: .pin))
+        try verifyPIN(service, pin, expecting: .verified(method: .pin), &narrator)
 
         narrator.step("Verify with a wrong PIN: the tries left are reported")
-        narrator.expect(
-            try service.verifyPIN(ScriptedInteraction(["000001"])).outcome, .rejected(remaining: 4, lastTry: false))
+        try verifyPIN(service, "000001", expecting: .rejected(remaining: 4, lastTry: false), &narrator)
 
         narrator.step("Verify with the right PIN again: the counter is restored")
-        narrator.expect(try service.verifyPIN(ScriptedInteraction([pin])).outcome, .verified(method: .pin))
+        try verifyPIN(service, pin, expecting: .verified(method: .pin), &narrator)
+    }
 
+    /// The authentication types listed, and the PIN type refused to be switched off.
+    private func walkTypes(_ service: PINService, _ narrator: inout Narrator) throws(ServiceError) {
         narrator.step("List the authentication types")
         let types = try service.types()
         narrator.result(
@@ -82,38 +102,56 @@ struct DemoCommand: Command {
         } catch .pinAlwaysEnabled {
             narrator.result(true, "refused: " + ServiceError.pinAlwaysEnabled.message)
         }
+    }
 
+    /// The PIN changed from `pin` to `newPIN`; the old one is wrong now, the new one verifies.
+    private func walkChange(_ service: PINService, from pin: String, to newPIN: String, _ narrator: inout Narrator)
+        throws(ServiceError)
+    {
         narrator.step("Change the PIN: current PIN, new PIN \(newPIN) twice")
         narrator.expect(
             try service.change(ScriptedInteraction([pin, newPIN, newPIN])).outcome, .verified(method: .pin))
 
         narrator.step("Verify with the old PIN (wrong now), then the new one")
-        narrator.expect(
-            try service.verifyPIN(ScriptedInteraction([pin])).outcome, .rejected(remaining: 4, lastTry: false))
-        narrator.expect(try service.verifyPIN(ScriptedInteraction([newPIN])).outcome, .verified(method: .pin))
+        try verifyPIN(service, pin, expecting: .rejected(remaining: 4, lastTry: false), &narrator)
+        try verifyPIN(service, newPIN, expecting: .verified(method: .pin), &narrator)
+    }
 
+    /// Five wrong PINs lock the PIN; then even the right one, `pin`, is refused.
+    private func walkLockout(_ service: PINService, pin: String, _ narrator: inout Narrator) throws(ServiceError) {
         narrator.step("Five wrong PINs: the fourth warns of the last try, the fifth locks the PIN")
         for attempt in 1...5 {
-            let outcome = try service.verifyPIN(ScriptedInteraction(["11223\(attempt)"])).outcome
             let expected: VerifyOutcome =
                 attempt == 5 ? .locked : .rejected(remaining: 5 - attempt, lastTry: attempt == 4)
-            narrator.expect(outcome, expected)
+            try verifyPIN(service, "11223\(attempt)", expecting: expected, &narrator)
         }
 
         narrator.step("Even the right PIN is refused while locked")
-        narrator.expect(try service.verifyPIN(ScriptedInteraction([newPIN])).outcome, .locked)
+        try verifyPIN(service, pin, expecting: .locked, &narrator)
+    }
 
-        narrator.step("Reset with the recovery key and a new PIN \(resetPIN): the lock is cleared")
+    /// The recovery key and `newPIN` clear the lock; the status shows every try back.
+    private func walkReset(
+        _ service: PINService, recoveryKey: String, newPIN: String, _ narrator: inout Narrator
+    ) throws(ServiceError) {
+        narrator.step("Reset with the recovery key and a new PIN \(newPIN): the lock is cleared")
         narrator.expect(
-            try service.reset(ScriptedInteraction([recoveryKey, resetPIN, resetPIN])).outcome,
+            try service.reset(ScriptedInteraction([recoveryKey, newPIN, newPIN])).outcome,
             .verified(method: .recovery))
-        narrator.expect(try service.verifyPIN(ScriptedInteraction([resetPIN])).outcome, .verified(method: .pin))
+        try verifyPIN(service, newPIN, expecting: .verified(method: .pin), &narrator)
 
         narrator.step("Status")
         let status = try service.status()
         narrator.result(
             status.enrolled && status.remaining == 5 && !status.locked,
             "enrolled, \(status.remaining ?? 0) of \(status.maximum ?? 0) tries left, \(status.kdf?.summary ?? "")")
+    }
+
+    /// Verifies `pin` by the PIN alone and checks the outcome is `expected`.
+    private func verifyPIN(
+        _ service: PINService, _ pin: String, expecting expected: VerifyOutcome, _ narrator: inout Narrator
+    ) throws(ServiceError) {
+        narrator.expect(try service.verifyPIN(ScriptedInteraction([pin])).outcome, expected)
     }
 }
 
@@ -125,7 +163,15 @@ extension DemoCommand {
     {
         let newPIN = "264017"
         let cardPIN = "123456"
+        try walkBinding(service, pin: pin, cardPIN: cardPIN, &narrator)
+        try walkTokenVerification(service, card: card, pin: pin, cardPIN: cardPIN, &narrator)
+        try walkTokenChange(service, from: pin, to: newPIN, cardPIN: cardPIN, &narrator)
+    }
 
+    /// The factory-new card found, refused without a key, then bound with a key it makes.
+    private func walkBinding(_ service: PINService, pin: String, cardPIN: String, _ narrator: inout Narrator)
+        throws(ServiceError)
+    {
         narrator.step("A factory-new OpenPGP card is in the (simulated) reader")
         let readers = try service.listReaders()
         narrator.result(
@@ -155,7 +201,12 @@ extension DemoCommand {
             "types: "
                 + types.map { "\($0.type.rawValue) \($0.enabled ? "enabled" : "disabled")" }
                 .joined(separator: ", ") + " (card \(cardLabel(serial: types[1].serial ?? "?")))")
+    }
 
+    /// Verify by the token; a wrong card PIN and a pulled card both fall back to the PIN.
+    private func walkTokenVerification(
+        _ service: PINService, card: SimulatedCard, pin: String, cardPIN: String, _ narrator: inout Narrator
+    ) throws(ServiceError) {
         narrator.step("Verify: the token comes first, asking for the card PIN")
         let byToken = ScriptedInteraction([cardPIN])
         narrator.expect(try service.verify(byToken).outcome, .verified(method: .token))
@@ -173,7 +224,13 @@ extension DemoCommand {
         narrator.expect(pulled.outcome, .verified(method: .pin))
         narrator.result(pulled.tokenFailure != nil, pulled.tokenFailure ?? "no token failure reported")
         card.insert()
+    }
 
+    /// The PIN changed from `pin` to `newPIN` with the token bound (which keeps working), then the token switched
+    /// off.
+    private func walkTokenChange(
+        _ service: PINService, from pin: String, to newPIN: String, cardPIN: String, _ narrator: inout Narrator
+    ) throws(ServiceError) {
         narrator.step("Change the PIN (the token is never used for this); the token keeps working")
         narrator.expect(
             try service.change(ScriptedInteraction([pin, newPIN, newPIN])).outcome, .verified(method: .pin))

@@ -20,62 +20,53 @@ extension BenchCommand {
             service.pkcs11.counter = counter
             let time = SystemTimeSource()
             let (interaction, binding, uri) = try scratch.bind(context, service)
-            let bare = try PKCS11Helper.inProcess(module: service.pkcs11.source)
-            defer { bare.stop() }
-            let listed = try bare.selectKey(uri: uri)
-            var key = listed
-            if case .rsa(let bits, _) = key.algorithm {
-                // The padding the binding recorded, as the token application answers with it.
-                key.algorithm = .rsa(bits: bits, padding: binding.rsaPadding == nil ? .pkcs1 : .oaep)
-            }
-            /// One bare round: the listing and the login with the key's answer, timed; their calls.
-            func bareRound() throws -> (milliseconds: Double, listing: Int, answer: Int) {
-                let challenge = try PKCS11Challenge.fresh(for: key)
-                let pin: SecretBytes? = interaction.cardPIN.duplicate()
-                let start = time.monotonicNanoseconds
-                _ = try bare.selectKey(uri: uri)
-                let listing = bare.lastCalls
-                let answer = try bare.answer(key, pin: pin, challenge: challenge.challenge)
-                let milliseconds = Double(time.monotonicNanoseconds - start) / 1e6
-                guard answer.isEqual(to: challenge.secret) else {
-                    throw BenchFailure("the bare answer is not the secret computed from the public key")
-                }
-                return (milliseconds, listing, bare.lastCalls)
-            }
-            // Warm up both.
-            _ = try timedTokenVerify(service, interaction, time)
-            _ = try bareRound()
-            var verifyTimes: [Double] = []
-            var starts: [Double] = []
-            var calls: [Int] = []
-            var helpers: [Int] = []
-            var bareTimes: [Double] = []
-            var bareCalls: [(listing: Int, answer: Int)] = []
-            try alternate(
-                iterations,
-                tokenpin: {
-                    let before = counter.totals
-                    verifyTimes.append(try timedTokenVerify(service, interaction, time))
-                    let after = counter.totals
-                    calls.append(after.calls - before.calls)
-                    helpers.append(after.helpers - before.helpers)
-                    starts.append(Double(after.startNanoseconds - before.startNanoseconds) / 1e6)
-                },
-                bare: {
-                    let round = try bareRound()
-                    bareTimes.append(round.milliseconds)
-                    bareCalls.append((round.listing, round.answer))
-                })
+            let helper = try PKCS11Helper.inProcess(module: service.pkcs11.source)
+            defer { helper.stop() }
+            let bare = try BarePKCS11Round(helper, uri: uri, binding: binding, interaction: interaction, time: time)
+            let figures = try measure(service, interaction, bare, counter, time)
             let (record, save) = try recordUnderLock(service, user: context.user, time)
-            let figures = PKCS11BenchFigures(
-                verify: median(verifyTimes), bare: median(bareTimes), helperStart: median(starts),
-                inProcessLoad: Double(bare.startNanoseconds) / 1e6, callsPerVerify: calls.max() ?? 0,
-                callsVary: Set(calls).count > 1, helpersPerVerify: helpers.max() ?? 0,
-                loadingCalls: bare.startCalls, listingCalls: bareCalls.map(\.listing).max() ?? 0,
-                answerCalls: bareCalls.map(\.answer).max() ?? 0)
-            report(context, figures, key: listed, uri: uri, module: service.pkcs11.source, record: record, save: save)
+            report(
+                context, figures, key: bare.listed, uri: uri, module: service.pkcs11.source, record: record,
+                save: save)
             return .success
         }
+    }
+
+    /// Warms up both, then interleaves them (alternating which goes first); medians of `iterations` token verifies
+    /// and as many bare rounds, the calls counted for each.
+    private func measure(
+        _ service: PINService, _ interaction: BenchInteraction, _ bare: BarePKCS11Round,
+        _ counter: PKCS11CallCounter, _ time: SystemTimeSource
+    ) throws -> PKCS11BenchFigures {
+        _ = try timedTokenVerify(service, interaction, time)
+        _ = try bare.run()
+        var verifyTimes: [Double] = []
+        var starts: [Double] = []
+        var calls: [Int] = []
+        var helpers: [Int] = []
+        var bareTimes: [Double] = []
+        var bareCalls: [(listing: Int, answer: Int)] = []
+        try alternate(
+            iterations,
+            tokenpin: {
+                let before = counter.totals
+                verifyTimes.append(try timedTokenVerify(service, interaction, time))
+                let after = counter.totals
+                calls.append(after.calls - before.calls)
+                helpers.append(after.helpers - before.helpers)
+                starts.append(Double(after.startNanoseconds - before.startNanoseconds) / 1e6)
+            },
+            bare: {
+                let round = try bare.run()
+                bareTimes.append(round.milliseconds)
+                bareCalls.append((round.listing, round.answer))
+            })
+        return PKCS11BenchFigures(
+            verify: median(verifyTimes), bare: median(bareTimes), helperStart: median(starts),
+            inProcessLoad: Double(bare.helper.startNanoseconds) / 1e6, callsPerVerify: calls.max() ?? 0,
+            callsVary: Set(calls).count > 1, helpersPerVerify: helpers.max() ?? 0,
+            loadingCalls: bare.helper.startCalls, listingCalls: bareCalls.map(\.listing).max() ?? 0,
+            answerCalls: bareCalls.map(\.answer).max() ?? 0)
     }
 
     private func report(
@@ -116,6 +107,52 @@ extension BenchCommand {
             ("ratioWithoutHelperStart", .double(f.ratioWithoutStart)), ("inProcessLoadMs", .double(f.inProcessLoad)),
             ("recordUnderLockMs", .double(record)), ("recordWriteMs", .double(save)),
         ])
+    }
+}
+
+/// The calls of one token verify made bare, for `bench --token --app pkcs11` to time them against tokenpin's
+/// verify: the bound key listed by its URI through a module loaded in this process, then the login with the key's
+/// answer to a fresh challenge, checked against the secret computed from its public key.
+struct BarePKCS11Round {
+    let helper: PKCS11Helper
+    let uri: String
+    let interaction: BenchInteraction
+    let time: SystemTimeSource
+    /// The key as the listing found it.
+    let listed: PKCS11Key
+    /// The key as the token application answers with it: an RSA key with the padding the binding recorded.
+    let key: PKCS11Key
+
+    /// Lists the key once; `helper` (`PKCS11Helper.inProcess`) is the caller's to stop.
+    init(
+        _ helper: PKCS11Helper, uri: String, binding: TokenBinding, interaction: BenchInteraction,
+        time: SystemTimeSource
+    ) throws {
+        self.helper = helper
+        self.uri = uri
+        self.interaction = interaction
+        self.time = time
+        listed = try helper.selectKey(uri: uri)
+        var key = listed
+        if case .rsa(let bits, _) = key.algorithm {
+            key.algorithm = .rsa(bits: bits, padding: binding.rsaPadding == nil ? .pkcs1 : .oaep)
+        }
+        self.key = key
+    }
+
+    /// One bare round: the listing and the login with the key's answer, timed; their calls.
+    func run() throws -> (milliseconds: Double, listing: Int, answer: Int) {
+        let challenge = try PKCS11Challenge.fresh(for: key)
+        let pin: SecretBytes? = interaction.cardPIN.duplicate()
+        let start = time.monotonicNanoseconds
+        _ = try helper.selectKey(uri: uri)
+        let listing = helper.lastCalls
+        let answer = try helper.answer(key, pin: pin, challenge: challenge.challenge)
+        let milliseconds = Double(time.monotonicNanoseconds - start) / 1e6
+        guard answer.isEqual(to: challenge.secret) else {
+            throw BenchFailure("the bare answer is not the secret computed from the public key")
+        }
+        return (milliseconds, listing, helper.lastCalls)
     }
 }
 

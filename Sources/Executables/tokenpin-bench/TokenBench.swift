@@ -2,7 +2,6 @@ import FoundationEssentials
 import TokenpinAPDU
 import TokenpinCLI
 import TokenpinCore
-import TokenpinOpenPGP
 import TokenpinProtocol
 import TokenpinReaders
 import TokenpinService
@@ -44,7 +43,7 @@ final class BenchInteraction: Interaction {
         case .cardPIN:
             if !hasCardPIN {
                 let typed = try outer.readSecret(prompt)
-                // A short APDU's Lc is one byte (the bare VERIFY below); OpenPGP card PINs are at most 127 bytes.
+                // A short APDU's Lc is one byte (the bare VERIFY, BareTokenRound); OpenPGP card PINs are at most 127 bytes.
                 guard typed.count <= 127 else { throw .usage("a card PIN is at most 127 bytes") }
                 cardPIN = typed
                 hasCardPIN = true
@@ -89,127 +88,66 @@ extension BenchCommand {
             let service = scratch.service(context, cards: CountingReaders(inner: cards, counter: counter))
             let time = SystemTimeSource()
             let (interaction, binding, reader) = try scratch.bind(context, service)
-            // The same APDUs, bare, through the same readers: open, one transaction, close with a reset. Encoded as
-            // the session sends them: GET DATA with an extended Le, or a short one (00) to a card that announces no
-            // extended length (Gnuk).
-            // A PIV binding: its own APDUs (PIVBench.swift), and no OpenPGP traits to read.
-            let piv = PIVBench.commands(for: binding)
-            let card =
-                piv == nil
-                ? try openPGPTraitsOfCard(in: reader, cards: cards) : (keyDerivation: nil, extendedLength: false)
-            let select = CommandAPDU(ins: 0xA4, p1: 0x04, p2: 0x00, data: [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01])
-                .encoded()
-            let getLe = card.extendedLength ? 65536 : 256
-            let getData = CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0x6E, le: getLe).encoded(extended: card.extendedLength)
-            let getKDF = CommandAPDU(ins: 0xCA, p1: 0x00, p2: 0xF9, le: getLe).encoded(extended: card.extendedLength)
-            let decipher: [UInt8]
-            if binding.algorithm?.hasPrefix("rsa") ?? false {
-                // RSA: the padding indicator and the cryptogram, one extended APDU (as the session sends it).
-                decipher = CommandAPDU(
-                    ins: 0x2A, p1: 0x80, p2: 0x86, data: [0x00] + [UInt8](binding.ephemeralPublicKey),
-                    le: 65536
-                ).encoded(extended: true)
-            } else {
-                let point = TLV(
-                    tag: 0xA6,
-                    children: [TLV(tag: 0x7F49, children: [TLV(tag: 0x86, value: [UInt8](binding.ephemeralPublicKey))])]
-                )
-                decipher = CommandAPDU(ins: 0x2A, p1: 0x80, p2: 0x86, data: point.encoded, le: 256).encoded()
-            }
-            // A card that announces the KDF-DO costs tokenpin one GET DATA F9 per verify: the bare round sends it too.
-            var readsKDF = false
-            // With the KDF-DO on, the card takes the PIN's digest: computed once here, as tokenpin's share of the work.
-            var verifyData = interaction.cardPIN.duplicate()
-            /// One bare round: returns (total ms, transmits ms), or nil when an APDU failed.
-            ///
-            /// Two transactions, as tokenpin's verify has: the card PIN is asked between reading the tries left
-            /// (OpenPGP: SELECT, GET DATA; PIV: SELECT, the CHUID, the tries query) and VERIFY, and no transaction
-            /// is held while a person types.
-            func bareRound() throws -> (Double, Double)? {
-                var verifyCommand =
-                    piv != nil
-                    ? PIVBench.verifyCommand(verifyData)
-                    : verifyData.withUnsafeBytes { [0x00, 0x20, 0x00, 0x82, UInt8($0.count)] + Array($0) }
-                defer { secureZero(&verifyCommand) }
-                let start = time.monotonicNanoseconds
-                let connection = try cards.open(reader)
-                var inner: UInt64 = 0
-                var statuses: [UInt8] = []
-                func send(_ commands: [[UInt8]]) throws {
-                    try connection.exclusive(transportError: { $0 }) { () throws in
-                        let transmitStart = time.monotonicNanoseconds
-                        for command in commands {
-                            var answer = try connection.transmit(command)
-                            // The rest of a long answer (a PIV RSA decryption), as the session fetches it.
-                            while answer.count >= 2, answer[answer.count - 2] == 0x61 {
-                                secureZero(&answer)
-                                answer = try connection.transmit([
-                                    command[0] & 0xEF, 0xC0, 0x00, 0x00, answer[answer.count - 1],
-                                ])
-                            }
-                            // The PIV tries query answers 63Cx: a success for the round.
-                            let sw1 = answer.count >= 2 ? answer[answer.count - 2] : 0
-                            statuses.append(sw1 == 0x63 && command.count == 4 ? 0x90 : sw1)
-                            secureZero(&answer)
-                        }
-                        inner += time.monotonicNanoseconds - transmitStart
-                    }
-                }
-                let transactions: [[[UInt8]]] =
-                    piv.map { [$0.beforeVerify, [verifyCommand] + $0.afterVerify] }
-                    ?? [[select, getData], readsKDF ? [getKDF, verifyCommand, decipher] : [verifyCommand, decipher]]
-                for commands in transactions { try send(commands) }
-                connection.close()
-                guard statuses.allSatisfy({ $0 == 0x90 }) else { return nil }
-                return (Double(time.monotonicNanoseconds - start) / 1e6, Double(inner) / 1e6)
-            }
-            // Warm up both, then interleave them (alternating which goes first) so drift hits both alike.
-            let warmUp = counter.count
-            _ = try service.verify(interaction, method: .token)
-            readsKDF = piv == nil && counter.count - warmUp > 4
-            if readsKDF, let derivation = card.keyDerivation {
-                verifyData = try derivation.digest(of: interaction.cardPIN, for: .userPIN)
-            }
-            _ = try bareRound()
-            var verifyTimes: [Double] = []
-            var apdus: [Int] = []
-            var bareTimes: [Double] = []
-            var transmitTimes: [Double] = []
-            try alternate(
-                iterations,
-                tokenpin: {
-                    let before = counter.count
-                    verifyTimes.append(try timedTokenVerify(service, interaction, time))
-                    apdus.append(counter.count - before)
-                },
-                bare: {
-                    guard let (total, transmits) = try bareRound() else { throw BenchFailure("a bare APDU failed") }
-                    bareTimes.append(total)
-                    transmitTimes.append(transmits)
-                })
+            let bare = try BareTokenRound(
+                binding: binding, cardPIN: interaction.cardPIN, reader: reader, cards: cards, time: time)
+            let figures = try measure(service, interaction, bare, counter, time)
             let (record, save) = try recordUnderLock(service, user: context.user, time)
-            let verify = median(verifyTimes)
-            let bare = median(bareTimes)
-            let transmits = median(transmitTimes)
-            let ratio = bare > 0 ? verify / bare : 0
-            context.console.say("Token verify on \(reader) (median of \(iterations)):")
-            context.console.say("  APDUs per verify:   \(apdus.max() ?? 0)")
-            context.console.say("  tokenpin verify:    \(fixed(verify, 2)) ms")
-            context.console.say(
-                "  bare, same APDUs:   \(fixed(bare, 2)) ms (open, 2 transactions, "
-                    + "\(piv.map { $0.beforeVerify.count + 1 + $0.afterVerify.count } ?? (readsKDF ? 5 : 4)) x "
-                    + "SCardTransmit, close); transmits alone \(fixed(transmits, 2)) ms")
-            context.console.say("  ratio:              \(fixed(ratio, 2)) (target: within 1.20)")
-            sayRecordUnderLock(
-                context, read: record, write: save, rest: "the key agreement, the re-seal, guarded memory")
-            context.console.emit([
-                ("ok", .bool(true)), ("reader", .string(reader)), ("iterations", .int(iterations)),
-                ("apdusPerVerify", .int(apdus.max() ?? 0)), ("verifyMs", .double(verify)), ("bareMs", .double(bare)),
-                ("bareTransmitsMs", .double(transmits)), ("ratio", .double(ratio)),
-                ("recordUnderLockMs", .double(record)), ("recordWriteMs", .double(save)),
-            ])
+            report(context, figures, bare, record: record, save: save)
             return .success
         }
+    }
+
+    /// Warms up both, then interleaves them (alternating which goes first) so drift hits both alike; medians of
+    /// `iterations` token verifies and as many bare rounds.
+    private func measure(
+        _ service: PINService, _ interaction: BenchInteraction, _ bare: BareTokenRound, _ counter: APDUCounter,
+        _ time: SystemTimeSource
+    ) throws -> TokenBenchFigures {
+        let warmUp = counter.count
+        _ = try service.verify(interaction, method: .token)
+        try bare.followKDF(apdusOfVerify: counter.count - warmUp, cardPIN: interaction.cardPIN)
+        _ = try bare.run()
+        var verifyTimes: [Double] = []
+        var apdus: [Int] = []
+        var bareTimes: [Double] = []
+        var transmitTimes: [Double] = []
+        try alternate(
+            iterations,
+            tokenpin: {
+                let before = counter.count
+                verifyTimes.append(try timedTokenVerify(service, interaction, time))
+                apdus.append(counter.count - before)
+            },
+            bare: {
+                guard let (total, transmits) = try bare.run() else { throw BenchFailure("a bare APDU failed") }
+                bareTimes.append(total)
+                transmitTimes.append(transmits)
+            })
+        return TokenBenchFigures(
+            verify: median(verifyTimes), bare: median(bareTimes), transmits: median(transmitTimes),
+            apdusPerVerify: apdus.max() ?? 0)
+    }
+
+    /// Prints the figures, or emits them for `--json`.
+    private func report(
+        _ context: Context, _ figures: TokenBenchFigures, _ bare: BareTokenRound, record: Double, save: Double
+    ) {
+        let f = figures
+        context.console.say("Token verify on \(bare.reader) (median of \(iterations)):")
+        context.console.say("  APDUs per verify:   \(f.apdusPerVerify)")
+        context.console.say("  tokenpin verify:    \(fixed(f.verify, 2)) ms")
+        context.console.say(
+            "  bare, same APDUs:   \(fixed(f.bare, 2)) ms (open, 2 transactions, \(bare.transmits) x "
+                + "SCardTransmit, close); transmits alone \(fixed(f.transmits, 2)) ms")
+        context.console.say("  ratio:              \(fixed(f.ratio, 2)) (target: within 1.20)")
+        sayRecordUnderLock(
+            context, read: record, write: save, rest: "the key agreement, the re-seal, guarded memory")
+        context.console.emit([
+            ("ok", .bool(true)), ("reader", .string(bare.reader)), ("iterations", .int(iterations)),
+            ("apdusPerVerify", .int(f.apdusPerVerify)), ("verifyMs", .double(f.verify)), ("bareMs", .double(f.bare)),
+            ("bareTransmitsMs", .double(f.transmits)), ("ratio", .double(f.ratio)),
+            ("recordUnderLockMs", .double(record)), ("recordWriteMs", .double(save)),
+        ])
     }
 
     /// The card the benchmark may use and whether it may give it a key: the card bound to the current user
@@ -251,14 +189,13 @@ extension BenchCommand {
     }
 }
 
-/// What the bench's bare round must know of the card, as tokenpin's session reads it: the KDF-DO (`F9`, nil when
-/// it is off), since the bare VERIFY must send what the card expects, and whether the card takes extended APDUs.
-func openPGPTraitsOfCard(
-    in reader: String, cards: any CardReaders
-) throws -> (keyDerivation: KeyDerivation?, extendedLength: Bool) {
-    let connection = try cards.open(reader)
-    defer { connection.close() }
-    let card = try OpenPGPCard.open(connection)
-    let keyDerivation = try card.transaction { session throws(OpenPGPError) in try card.keyDerivation(session) }
-    return (keyDerivation, connection.lengthCapabilities.extendedLength)
+/// What the card benchmark measured: medians in milliseconds, APDUs as counted.
+struct TokenBenchFigures {
+    var verify: Double
+    var bare: Double
+    /// The bare round's time in `SCardTransmit` alone.
+    var transmits: Double
+    var apdusPerVerify: Int
+
+    var ratio: Double { bare > 0 ? verify / bare : 0 }
 }

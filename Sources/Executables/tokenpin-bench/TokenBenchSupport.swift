@@ -54,7 +54,7 @@ struct TokenBenchScratch {
 }
 
 /// A benchmark that could not measure: a round that did not do what it measures (not verified), or no scratch
-/// directory (an I/O error).
+/// directory or a failed calibration (an I/O error).
 struct BenchFailure: Error {
     let message: String
     var code = ExitCode.notVerified
