@@ -27,14 +27,41 @@ extension Daemon {
             return (try? channel.send(error.protocolMessage)) != nil
         }
         let context = Authorization.context(peer: peer, user: user, invoker: request.invoker)
-        let fromPAM = peer.isRoot && request.invoker != nil
         operations.increment()
         defer { operations.decrement() }
+        let fromPAM = peer.isRoot && request.invoker != nil
         let relay = RelayInteraction(
             channel: channel, daemon: self, user: user,
             promptTimeoutSeconds: fromPAM
                 ? configuration.daemonPAMPromptTimeoutSeconds : configuration.daemonPromptTimeoutSeconds,
             newPINAttempts: min(max(1, request.newPINAttempts ?? 1), 5))
+        let service = service(
+            for: request, user: user, peer: peer, context: context, configuration: configuration)
+        logger.debug(
+            "request",
+            [
+                ("peer.uid", String(peer.uid)), ("user", user), ("op", request.operation.name),
+                ("class", context.class.rawValue),
+            ])
+        var reply: Reply?
+        var error: ServiceError?
+        do throws(ServiceError) {
+            reply = try admitAndExecute(
+                request, service: service, user: user, relay: relay, peer: peer, configuration: configuration)
+        } catch let caught {
+            error = caught
+        }
+        if let error, request.operation.isPINAttempt {
+            audit.record(AuditEvent(.verifyFailed, user: user, context: context, result: error.code))
+        }
+        return send(reply.take(), or: error, relay: relay, channel: channel)
+    }
+
+    /// The service as this request and peer may use it: the card selection asked for, the keypad only ever turned
+    /// off, the shared derivation budget, and for a peer that is not root only its own cards.
+    private func service(
+        for request: Request, user: String, peer: Peer, context: AttemptContext, configuration: Configuration
+    ) -> PINService {
         let selection = CardSelection(
             reader: request.reader ?? configuration.reader, serial: request.serial, application: request.application,
             tokenURI: request.tokenURI)
@@ -43,9 +70,8 @@ extension Daemon {
         var service = PINService(
             store: store, configuration: requested, user: user, logger: logger,
             cards: options.cards, selection: selection)
-        let waitSeconds = Double(configuration.daemonWaitTimeoutSeconds)
         service.derivationGate = BudgetGate(
-            budget: budget, waitSeconds: waitSeconds,
+            budget: budget, waitSeconds: Double(configuration.daemonWaitTimeoutSeconds),
             capacityMiB: configuration.daemonKDFMemoryMiB)
         // A root daemon must not lend its pcscd rights: a user reaches only the card bound to their own record, or
         // to bind, a card no other record binds when `card-bind` lets them.
@@ -58,49 +84,54 @@ extension Daemon {
         service.attempt = context
         service.callerIsRoot = peer.isRoot
         service.invokerNames = { Peer.loginName(uid: $0) }
-        logger.debug(
-            "request",
-            [
-                ("peer.uid", String(peer.uid)), ("user", user), ("op", request.operation.name),
-                ("class", context.class.rawValue),
-            ])
-        var reply: Reply?
-        var error: ServiceError?
-        let lockKey = Self.lockKey(user: user, context: context)
-        var locked = false
-        var inFlight = false
+        return service
+    }
+
+    /// Admits the request, takes what its operation holds (`OperationLock`) in the fixed order, and runs it.
+    /// Everything taken is given back when this returns, before the client is written to: the reply waits for no
+    /// one.
+    private func admitAndExecute(
+        _ request: Request, service: PINService, user: String, relay: RelayInteraction, peer: Peer,
+        configuration: Configuration
+    ) throws(ServiceError) -> Reply {
+        let context = service.attempt
+        defer { if !peer.isRoot { cardClaims.release(user) } }
+        try admit(request.operation, user: user, context: context, configuration: configuration)
+        let untrusted = context.class.isTrusted ? nil : InFlightAttempts.source(of: context)
+        if let untrusted, !untrustedAttempts.begin(user: user, source: untrusted) {
+            throw .busy("too many remote and other attempts for \(user), or from this source, at once")
+        }
+        defer { if let untrusted { untrustedAttempts.end(user: user, source: untrusted) } }
+        return try locked(request, service: service, user: user, relay: relay, peer: peer, configuration)
+    }
+
+    /// Checks the login password of a first way in, then takes the user's lock (bounded wait) around the operation.
+    private func locked(
+        _ request: Request, service: PINService, user: String, relay: RelayInteraction, peer: Peer,
+        _ configuration: Configuration
+    ) throws(ServiceError) -> Reply {
         var checkedPassword: SecretBytes?  // the login password checked before an enrolment, for the login keyring
-        do throws(ServiceError) {
-            try admit(request.operation, user: user, context: context, configuration: configuration)
-            if !context.class.isTrusted {
-                guard untrustedAttempts.begin(user: user, source: InFlightAttempts.source(of: context)) else {
-                    throw .busy("too many remote and other attempts for \(user), or from this source, at once")
-                }
-                inFlight = true
-            }
-            if request.operation.lock == .userAfterFirstWayIn {
-                checkedPassword = try checkFirstWayIn(
-                    peer: peer, user: user, relay: relay, configuration: configuration)
-            }
-            if request.operation.lock != .none {
-                guard userLocks.lock(lockKey, waitingAtMost: waitSeconds) else {
-                    throw .busy("another operation for \(user) is running")
-                }
-                locked = true
-            }
-            reply = try execute(
-                request, service: service, user: user, relay: relay, configuration: configuration, peer: peer,
-                checkedPassword: checkedPassword.take())
-        } catch let caught {
-            error = caught
+        if request.operation.lock == .userAfterFirstWayIn {
+            checkedPassword = try checkFirstWayIn(peer: peer, user: user, relay: relay, configuration: configuration)
         }
-        // Everything is given back before the client is written to: the reply waits for no one.
-        if locked { userLocks.unlock(lockKey) }
-        if inFlight { untrustedAttempts.end(user: user, source: InFlightAttempts.source(of: context)) }
-        if !peer.isRoot { cardClaims.release(user) }
-        if let error, request.operation.isPINAttempt {
-            audit.record(AuditEvent(.verifyFailed, user: user, context: context, result: error.code))
+        guard request.operation.lock != .none else {
+            return try execute(
+                request, service: service, user: user, relay: relay, configuration: configuration, peer: peer)
         }
+        let lockKey = Self.lockKey(user: user, context: service.attempt)
+        guard userLocks.lock(lockKey, waitingAtMost: Double(configuration.daemonWaitTimeoutSeconds)) else {
+            throw .busy("another operation for \(user) is running")
+        }
+        defer { userLocks.unlock(lockKey) }
+        return try execute(
+            request, service: service, user: user, relay: relay, configuration: configuration, peer: peer,
+            checkedPassword: checkedPassword.take())
+    }
+
+    /// Writes the reply, or the error; false when the connection must close (the relay broke on the client).
+    private func send(_ reply: consuming Reply?, or error: ServiceError?, relay: RelayInteraction, channel: LineChannel)
+        -> Bool
+    {
         if let failure = relay.failure {
             if failure.code != .closed && failure.code != .truncated && failure.code != .io {
                 try? channel.send(failure.message)
@@ -217,24 +248,15 @@ extension Daemon {
         case .sealLoginPassword:
             return try sealLoginPassword(service: service, user: user, relay: relay, configuration: configuration)
         case .verify(let verify):
-            let report = try service.verify(relay, method: verify.method)
-            publishOutcome(report, user: user, success: nil)
-            auditOutcome(report, user: user, context: context)
-            return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
+            return counted(try service.verify(relay, method: verify.method), user: user, context: context, success: nil)
         case .derive(let derive):
             return try self.derive(derive, service: service, user: user, relay: relay)
         case .change:
-            let report = try service.change(relay)
-            publishOutcome(report, user: user, success: .changed)
-            auditOutcome(report, user: user, context: context)
-            return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
+            return counted(try service.change(relay), user: user, context: context, success: .changed)
         case .reset(let reset) where reset.administrator:
             return try administratorReset(service: service, user: user, relay: relay, peer: peer)
         case .reset:
-            let report = try service.reset(relay)
-            publishOutcome(report, user: user, success: .reset)
-            auditOutcome(report, user: user, context: context)
-            return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
+            return counted(try service.reset(relay), user: user, context: context, success: .reset)
         case .status:
             let report = try service.status()
             return Reply(.result(exitCode: 0, fields: [JSONMember("status", report.protocolValue)]))
@@ -259,6 +281,13 @@ extension Daemon {
         case .watch:
             throw .input("watch is not an operation")
         }
+    }
+
+    /// The reply to a counted attempt (verify, change, reset), once its outcome is published and audited.
+    private func counted(_ report: VerifyReport, user: String, context: AttemptContext, success: Event?) -> Reply {
+        publishOutcome(report, user: user, success: success)
+        auditOutcome(report, user: user, context: context)
+        return Reply(.result(exitCode: Int(report.exitCode.rawValue), fields: report.protocolFields))
     }
 
     /// `reset` by root without the recovery key: a new PIN, the lock cleared, a warning in the log.
