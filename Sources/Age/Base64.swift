@@ -1,10 +1,10 @@
 internal import CSodium
-public import TokenpinCore
+package import TokenpinCore
 
 /// Standard base64 without padding, as age writes stanza arguments and bodies (RFC 4648 §4); decoding refuses
 /// every non-canonical form (padding, leftover bits that are not zero, a length that is no whole byte), as the
 /// age format asks. Through libsodium's `sodium_bin2base64` and `sodium_base642bin`, into guarded memory.
-public enum AgeBase64 {
+package enum AgeBase64 {
     /// `sodium_init`, once (thread safe and idempotent; the rest of tokenpin has called it already).
     static let sodiumReady: Bool = sodium_init() >= 0
 
@@ -13,7 +13,7 @@ public enum AgeBase64 {
     /// The encoding of `secret`, in guarded memory (a file key's encoding is as secret as the key).
     ///
     /// The corresponding C function is `sodium_bin2base64`.
-    public static func encode(_ secret: borrowing SecretBytes) -> SecretBytes {
+    package static func encode(_ secret: borrowing SecretBytes) -> SecretBytes {
         _ = sodiumReady
         let size = sodium_base64_encoded_len(secret.count, variant)  // with the final NUL
         let text = SecretBytes(count: size)
@@ -28,7 +28,7 @@ public enum AgeBase64 {
     }
 
     /// The encoding of public `bytes` as text.
-    public static func encodedString(_ bytes: [UInt8]) -> String {
+    package static func encodedString(_ bytes: [UInt8]) -> String {
         var copy = bytes
         let text = encode(SecretBytes(consuming: &copy))
         return text.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
@@ -38,7 +38,7 @@ public enum AgeBase64 {
     /// unpadded base64.
     ///
     /// The corresponding C function is `sodium_base642bin`.
-    public static func decode(_ text: borrowing SecretBytes, count: Int) -> SecretBytes? {
+    package static func decode(_ text: borrowing SecretBytes, count: Int) -> SecretBytes? {
         _ = sodiumReady
         let count = min(count, text.count)
         // A length of 1 mod 4 is never a whole byte (libsodium refuses it); this only sizes the output.
@@ -56,7 +56,7 @@ public enum AgeBase64 {
     }
 
     /// The public bytes `text` encodes; nil unless it is canonical unpadded base64.
-    public static func decode(_ text: String) -> [UInt8]? {
+    package static func decode(_ text: String) -> [UInt8]? {
         var characters = Array(text.utf8)
         let count = characters.count
         guard let secret = decode(SecretBytes(consuming: &characters), count: count) else { return nil }

@@ -3,9 +3,9 @@
 /// Not cryptography: an encoding with an error-detecting checksum. age writes its recipients (`age1…`) and
 /// identities (`AGE-PLUGIN-NAME-1…`) this way, without BIP 173's limit of 90 characters; `decode` takes the limit
 /// as a parameter (nil: none). Bech32m (BIP 350) is a different checksum and is not accepted.
-public enum Bech32 {
+package enum Bech32 {
     /// Why a string is not Bech32.
-    public enum Failure: Error, Equatable, Sendable, CustomStringConvertible {
+    package enum Failure: Error, Equatable, Sendable, CustomStringConvertible {
         /// Longer than the limit given.
         case tooLong(Int)
         /// Upper and lower case letters together.
@@ -23,7 +23,7 @@ public enum Bech32 {
         /// 5-bit groups that are no whole bytes (more than 4 bits of padding, or padding that is not zero).
         case padding
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .tooLong(let limit): "longer than \(limit) characters"
             case .mixedCase: "upper and lower case mixed"
@@ -65,19 +65,19 @@ public enum Bech32 {
     }
 
     /// Encodes 5-bit `groups` (each below 32) under `human` (lower case, as BIP 173 writes it).
-    public static func encode(human: String, groups: [UInt8]) -> String {
+    package static func encode(human: String, groups: [UInt8]) -> String {
         let lowered = Array(human.lowercased().utf8)
         let characters = (groups + checksum(lowered, groups)).map { alphabet[Int($0 & 31)] }
         return String(decoding: lowered + [UInt8(ascii: "1")] + characters, as: UTF8.self)
     }
 
     /// Encodes `bytes` (regrouped into 5 bits, zero-padded) under `human`, in lower case.
-    public static func encode(human: String, bytes: [UInt8]) -> String {
+    package static func encode(human: String, bytes: [UInt8]) -> String {
         encode(human: human, groups: regroup(bytes, from: 8, to: 5, pad: true) ?? [])
     }
 
     /// The human-readable part (lower case) and the 5-bit groups of `text`, checksum checked and removed.
-    public static func decodeGroups(_ text: String, limit: Int? = 90) throws(Failure) -> (
+    package static func decodeGroups(_ text: String, limit: Int? = 90) throws(Failure) -> (
         human: String, groups: [UInt8]
     ) {
         let bytes = Array(text.utf8)
@@ -104,7 +104,7 @@ public enum Bech32 {
     }
 
     /// The human-readable part (lower case) and the bytes of `text`.
-    public static func decode(_ text: String, limit: Int? = 90) throws(Failure) -> (human: String, bytes: [UInt8]) {
+    package static func decode(_ text: String, limit: Int? = 90) throws(Failure) -> (human: String, bytes: [UInt8]) {
         let (human, groups) = try decodeGroups(text, limit: limit)
         guard let bytes = regroup(groups, from: 5, to: 8, pad: false) else { throw .padding }
         return (human, bytes)

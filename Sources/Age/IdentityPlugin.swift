@@ -1,8 +1,8 @@
-public import TokenpinCore
+package import TokenpinCore
 
 /// The client's user interface, as the plugin reaches it in phase 2: messages (`msg`) and secrets
 /// (`request-secret`). Each command waits for the client's answer.
-public final class AgePluginUI {
+package final class AgePluginUI {
     let reader: AgeStanzaReader
     let writer: AgeStanzaWriter
 
@@ -23,35 +23,35 @@ public final class AgePluginUI {
 
     /// Shows `text` to the person (`msg`); false when the client cannot show it.
     @discardableResult
-    public func message(_ text: String) throws(AgeProtocolError) -> Bool {
+    package func message(_ text: String) throws(AgeProtocolError) -> Bool {
         try writer.write(["msg"], publicBody: Array(text.utf8))
         return try answer(to: "msg") != nil
     }
 
     /// Asks the person for a secret (`request-secret`) with `prompt`; nil when the client answered `fail`
     /// (cancelled, or no way to ask).
-    public func requestSecret(_ prompt: String) throws(AgeProtocolError) -> SecretBytes? {
+    package func requestSecret(_ prompt: String) throws(AgeProtocolError) -> SecretBytes? {
         try writer.write(["request-secret"], publicBody: Array(prompt.utf8))
         return try answer(to: "request-secret")
     }
 }
 
 /// Why an identity gave no key: said to the client as `error identity N`, so age stops with it.
-public struct AgeUnlockFailure: Error, Sendable {
+package struct AgeUnlockFailure: Error, Sendable {
     /// What the person reads (after "tokenpin plugin: ").
-    public var message: String
+    package var message: String
     /// The protocol broke while asking (the client went away): nothing more can be sent.
-    public var protocolError: AgeProtocolError?
+    package var protocolError: AgeProtocolError?
 
     /// A failure saying `message`.
-    public init(_ message: String, protocolError: AgeProtocolError? = nil) {
+    package init(_ message: String, protocolError: AgeProtocolError? = nil) {
         self.message = message
         self.protocolError = protocolError
     }
 }
 
 /// What opens a tokenpin identity: a verification (its prompts through `ui`) and the application key of `age`.
-public protocol AgeIdentityUnlocker {
+package protocol AgeIdentityUnlocker {
     /// The X25519 secret of `identity` in guarded memory, after a verification; throws what to tell the person.
     func unlock(_ identity: TokenpinAgeIdentity, ui: AgePluginUI) throws(AgeUnlockFailure) -> SecretBytes
 }
@@ -64,9 +64,9 @@ public protocol AgeIdentityUnlocker {
 /// are tried, and `file-key` answers the first that opens. Stanzas of other types are left alone, an X25519 stanza
 /// that is malformed is `error stanza` (and its file is not opened), an identity that is not tokenpin's or does
 /// not open is `error identity`, and nothing is unwrapped then.
-public enum AgeIdentityPlugin {
+package enum AgeIdentityPlugin {
     /// How a session ended.
-    public enum Outcome: Equatable, Sendable {
+    package enum Outcome: Equatable, Sendable {
         /// Phase 2 ended with `done`: `fileKeys` file keys were given, `errors` errors sent.
         case done(fileKeys: Int, errors: Int)
         /// The protocol broke (malformed input, the client went away); the message says how.
@@ -74,7 +74,7 @@ public enum AgeIdentityPlugin {
     }
 
     /// The most stanzas kept from phase 1 (X25519 ones; the others are only counted).
-    public static let stanzaLimit = 4096
+    package static let stanzaLimit = 4096
 
     struct X25519Stanza {
         var index: Int
@@ -135,7 +135,7 @@ public enum AgeIdentityPlugin {
     }
 
     /// Runs the state machine over `transport` until phase 2's `done`.
-    public static func run(_ transport: any AgeTransport, unlocker: some AgeIdentityUnlocker) -> Outcome {
+    package static func run(_ transport: any AgeTransport, unlocker: some AgeIdentityUnlocker) -> Outcome {
         let reader = AgeStanzaReader(transport)
         let writer = AgeStanzaWriter(transport)
         let told: PhaseOne

@@ -1,19 +1,19 @@
 import TokenpinCardCrypto
-public import TokenpinCore
+package import TokenpinCore
 
 /// An age X25519 recipient, `age1…`: the public key anyone encrypts to with plain `age -r`.
-public struct AgeRecipient: Equatable, Sendable, CustomStringConvertible {
+package struct AgeRecipient: Equatable, Sendable, CustomStringConvertible {
     /// The X25519 public key, 32 bytes.
-    public let publicKey: [UInt8]
+    package let publicKey: [UInt8]
 
     /// The recipient of `publicKey` (32 bytes).
-    public init?(publicKey: [UInt8]) {
+    package init?(publicKey: [UInt8]) {
         guard publicKey.count == 32 else { return nil }
         self.publicKey = publicKey
     }
 
     /// The recipient `text` writes, or why it is none.
-    public init(parsing text: String) throws(AgeKeyError) {
+    package init(parsing text: String) throws(AgeKeyError) {
         let decoded: (human: String, bytes: [UInt8])
         do { decoded = try Bech32.decode(text, limit: nil) } catch {
             throw AgeKeyError("not an age recipient: \(error)")
@@ -25,16 +25,16 @@ public struct AgeRecipient: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// `age1…`, in lower case.
-    public var description: String { Bech32.encode(human: "age", bytes: publicKey) }
+    package var description: String { Bech32.encode(human: "age", bytes: publicKey) }
 }
 
 /// Why a recipient or an identity could not be read.
-public struct AgeKeyError: Error, Equatable, Sendable, CustomStringConvertible {
+package struct AgeKeyError: Error, Equatable, Sendable, CustomStringConvertible {
     /// What is wrong, for people.
-    public var message: String
+    package var message: String
     /// An error saying `message`.
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
+    package init(_ message: String) { self.message = message }
+    package var description: String { message }
 }
 
 /// tokenpin's age identity, `AGE-PLUGIN-TOKENPIN-1…`: the line of an identity file that makes `age -d` run
@@ -42,27 +42,27 @@ public struct AgeKeyError: Error, Equatable, Sendable, CustomStringConvertible {
 /// user whose record derives its key (UTF-8, the rest). The secret is the application key of `age`, released only
 /// after a tokenpin verification; the recipient lets the plugin tell a stale identity (a new enrolment since) from
 /// a file that is not for it, and `tokenpin age recipient --identity FILE` print the recipient without a PIN.
-public struct TokenpinAgeIdentity: Equatable, Sendable, CustomStringConvertible {
+package struct TokenpinAgeIdentity: Equatable, Sendable, CustomStringConvertible {
     /// The plugin's name, as age finds it (`age-plugin-tokenpin`).
-    public static let pluginName = "tokenpin"
+    package static let pluginName = "tokenpin"
     /// The Bech32 human-readable part, in lower case (age writes identities in upper case).
-    public static let human = "age-plugin-tokenpin-"
+    package static let human = "age-plugin-tokenpin-"
     /// The version of the data this writes.
-    public static let version: UInt8 = 1
+    package static let version: UInt8 = 1
 
     /// The recipient the identity opens.
-    public let recipient: AgeRecipient
+    package let recipient: AgeRecipient
     /// The user whose record it uses.
-    public let user: String
+    package let user: String
 
     /// The identity of `user` opening `recipient`.
-    public init(recipient: AgeRecipient, user: String) {
+    package init(recipient: AgeRecipient, user: String) {
         self.recipient = recipient
         self.user = user
     }
 
     /// The identity `text` writes, or why it is not one of tokenpin's.
-    public init(parsing text: String) throws(AgeKeyError) {
+    package init(parsing text: String) throws(AgeKeyError) {
         let decoded: (human: String, bytes: [UInt8])
         do { decoded = try Bech32.decode(text, limit: nil) } catch {
             throw AgeKeyError("not an age identity: \(error)")
@@ -85,25 +85,25 @@ public struct TokenpinAgeIdentity: Equatable, Sendable, CustomStringConvertible 
     }
 
     /// `AGE-PLUGIN-TOKENPIN-1…`, in upper case.
-    public var description: String {
+    package var description: String {
         Bech32.encode(human: Self.human, bytes: [Self.version] + recipient.publicKey + Array(user.utf8)).uppercased()
     }
 }
 
 /// age's X25519 recipient type (c2sp.org/age): the stanza `-> X25519 SHARE` and a 32-byte body, the file key
 /// sealed under HKDF-SHA256(X25519(secret, share), share ‖ recipient, "age-encryption.org/v1/X25519").
-public enum AgeX25519 {
+package enum AgeX25519 {
     /// The stanza's type.
-    public static let stanzaType = "X25519"
+    package static let stanzaType = "X25519"
     /// The HKDF info.
     static let info = Array("age-encryption.org/v1/X25519".utf8)
     /// A file key's length.
-    public static let fileKeyLength = 16
+    package static let fileKeyLength = 16
     /// The body's length: the file key and Poly1305's tag.
-    public static let bodyLength = 32
+    package static let bodyLength = 32
 
     /// The recipient of an identity secret (any 32 bytes: X25519 clamps).
-    public static func recipient(of identity: borrowing SecretBytes) throws(CryptoError) -> AgeRecipient {
+    package static func recipient(of identity: borrowing SecretBytes) throws(CryptoError) -> AgeRecipient {
         AgeRecipient(publicKey: try X25519.publicKey(for: identity))!
     }
 
@@ -116,7 +116,7 @@ public enum AgeX25519 {
 
     /// The file key of an X25519 stanza (`share` the ephemeral share, `body` 32 bytes) under `identity`, whose
     /// recipient is `recipient`; nil when the stanza is not for this identity (or was altered).
-    public static func unwrap(
+    package static func unwrap(
         share: [UInt8], body: [UInt8], identity: borrowing SecretBytes, recipient: AgeRecipient
     ) -> SecretBytes? {
         guard share.count == 32, body.count == bodyLength else { return nil }
@@ -128,7 +128,7 @@ public enum AgeX25519 {
     }
 
     /// A stanza wrapping `fileKey` to `recipient` (`share`, `body`), as `age -r` makes it.
-    public static func wrap(_ fileKey: borrowing SecretBytes, to recipient: AgeRecipient) throws(CryptoError)
+    package static func wrap(_ fileKey: borrowing SecretBytes, to recipient: AgeRecipient) throws(CryptoError)
         -> (share: [UInt8], body: [UInt8])
     {
         let ephemeral = try X25519.generateKeyPair()

@@ -1,19 +1,19 @@
-public import TokenpinCore
+package import TokenpinCore
 
 /// The age plugin protocol's input could not be read as stanzas, or the other side went away. The message says
 /// what, never holding secret bytes.
-public struct AgeProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
+package struct AgeProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
     /// What went wrong.
-    public var message: String
+    package var message: String
 
     /// An error saying `message`.
-    public init(_ message: String) { self.message = message }
+    package init(_ message: String) { self.message = message }
 
-    public var description: String { message }
+    package var description: String { message }
 }
 
 /// Where the protocol's bytes come from and go: the plugin's standard input and output, or a test's script.
-public protocol AgeTransport: AnyObject {
+package protocol AgeTransport: AnyObject {
     /// Reads up to `buffer.count` bytes; 0 at the end of the input.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(AgeProtocolError) -> Int
     /// Writes all of `bytes`.
@@ -23,43 +23,43 @@ public protocol AgeTransport: AnyObject {
 /// One stanza, as the age header and the plugin protocol write it: `-> ARG ARG…`, then the body in base64 lines
 /// of 64 characters ending with a shorter (possibly empty) one. The first argument is the stanza's type (the
 /// protocol's command); the body is in guarded memory, since some carry a secret (a file key, a PIN).
-public struct AgeStanza: ~Copyable {
+package struct AgeStanza: ~Copyable {
     /// The type and the arguments: `["recipient-stanza", "0", "X25519", "…"]`.
-    public var arguments: [String]
+    package var arguments: [String]
     /// The body's bytes.
-    public var body: SecretBytes
+    package var body: SecretBytes
     /// Whether the body was longer than the reader keeps (`AgeStanzaReader.bodyLimit`); `body` is then empty.
-    public var bodyTooLong = false
+    package var bodyTooLong = false
 
     /// A stanza of `arguments` (the type first) and `body`.
-    public init(_ arguments: [String], body: consuming SecretBytes) {
+    package init(_ arguments: [String], body: consuming SecretBytes) {
         self.arguments = arguments
         self.body = body
     }
 
     /// A stanza of `arguments` (the type first) and a public body.
-    public init(_ arguments: [String], publicBody: [UInt8] = []) {
+    package init(_ arguments: [String], publicBody: [UInt8] = []) {
         self.arguments = arguments
         var copy = publicBody
         self.body = SecretBytes(consuming: &copy)
     }
 
     /// The type, its first argument.
-    public var type: String { arguments.first ?? "" }
+    package var type: String { arguments.first ?? "" }
 
     /// The body's bytes as an array, for bodies that are not secret (messages, stanza bodies to unwrap).
-    public var publicBody: [UInt8] { body.withUnsafeBytes { Array($0) } }
+    package var publicBody: [UInt8] { body.withUnsafeBytes { Array($0) } }
 }
 
 /// Reads stanzas from a transport, refusing what is not one: an argument line without `-> `, an empty argument
 /// or a character outside printable ASCII, a body line over 64 characters, a body that is not canonical base64,
 /// the input ending inside a stanza. Input is read through guarded memory, so a PIN in a `request-secret` answer
 /// never sits in ordinary memory.
-public final class AgeStanzaReader {
+package final class AgeStanzaReader {
     /// The longest argument line taken (other plugins' stanzas may carry long arguments).
-    public static let lineLimit = 64 * 1024
+    package static let lineLimit = 64 * 1024
     /// The longest body kept, in base64 characters; a longer body is read through and dropped (`bodyTooLong`).
-    public static let bodyLimit = 16 * 1024
+    package static let bodyLimit = 16 * 1024
 
     private let transport: any AgeTransport
     private let input = SecretBytes(count: 4096)
@@ -69,7 +69,7 @@ public final class AgeStanzaReader {
     private let bodyText = SecretBytes(count: AgeStanzaReader.bodyLimit)
 
     /// A reader of `transport`'s bytes.
-    public init(_ transport: any AgeTransport) { self.transport = transport }
+    package init(_ transport: any AgeTransport) { self.transport = transport }
 
     private func nextByte() throws(AgeProtocolError) -> UInt8? {
         if inputStart == inputEnd {
@@ -91,7 +91,7 @@ public final class AgeStanzaReader {
     }
 
     /// The next stanza, or nil when the input ends cleanly between stanzas.
-    public func next() throws(AgeProtocolError) -> AgeStanza? {
+    package func next() throws(AgeProtocolError) -> AgeStanza? {
         guard let arguments = try readArgumentLine() else { return nil }
         let body = try readBody(of: arguments[0])
         if body.tooLong {
@@ -178,14 +178,14 @@ public final class AgeStanzaReader {
 
 /// Writes stanzas to a transport: the argument line, then the body in base64 lines of 64 and a shorter last
 /// line. A stanza is put together in guarded memory and written in one piece.
-public final class AgeStanzaWriter {
+package final class AgeStanzaWriter {
     private let transport: any AgeTransport
 
     /// A writer to `transport`.
-    public init(_ transport: any AgeTransport) { self.transport = transport }
+    package init(_ transport: any AgeTransport) { self.transport = transport }
 
     /// Writes `stanza`.
-    public func write(_ stanza: borrowing AgeStanza) throws(AgeProtocolError) {
+    package func write(_ stanza: borrowing AgeStanza) throws(AgeProtocolError) {
         let head = Array(("-> " + stanza.arguments.joined(separator: " ") + "\n").utf8)
         let text = AgeBase64.encode(stanza.body)
         let lines = text.count / 64 + 1
@@ -212,7 +212,7 @@ public final class AgeStanzaWriter {
     }
 
     /// Writes a stanza of `arguments` and a public body.
-    public func write(_ arguments: [String], publicBody: [UInt8] = []) throws(AgeProtocolError) {
+    package func write(_ arguments: [String], publicBody: [UInt8] = []) throws(AgeProtocolError) {
         try write(AgeStanza(arguments, publicBody: publicBody))
     }
 }

@@ -1,9 +1,9 @@
 /// A command line that cannot be run as given: which rule it broke (`code`) and a message naming the problem.
 ///
 /// Every usage error exits 2 in every tokenpin executable; `code` lets tests and callers tell them apart.
-public struct ArgumentError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct ArgumentError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The rule a command line broke.
-    public enum Code: String, Sendable, Equatable, CaseIterable {
+    package enum Code: String, Sendable, Equatable, CaseIterable {
         /// A word where a subcommand belongs that names none.
         case unknownCommand
         /// An option no part of the program declares.
@@ -31,16 +31,16 @@ public struct ArgumentError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// Which rule was broken.
-    public var code: Code
+    package var code: Code
     /// The problem in one line, without "error:"; includes the suggestion when there is one.
-    public var message: String
+    package var message: String
     /// The subcommand being parsed when it happened, for a usage hint.
-    public var subcommand: String?
+    package var subcommand: String?
     /// The declared name closest to a mistyped one ("did you mean").
-    public var suggestion: String?
+    package var suggestion: String?
 
     /// An error with `code` and `message`.
-    public init(_ code: Code, _ message: String, subcommand: String? = nil, suggestion: String? = nil) {
+    package init(_ code: Code, _ message: String, subcommand: String? = nil, suggestion: String? = nil) {
         self.code = code
         self.message = message
         self.subcommand = subcommand
@@ -48,5 +48,5 @@ public struct ArgumentError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// The message, as `error:` lines show it.
-    public var description: String { message }
+    package var description: String { message }
 }

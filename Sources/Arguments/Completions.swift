@@ -1,12 +1,12 @@
 /// Shell completion scripts generated from the declarations, so they offer exactly the subcommands, options and
 /// values the help shows.
-public enum Shell: String, Sendable, CaseIterable {
+package enum Shell: String, Sendable, CaseIterable {
     case bash, zsh, fish
 }
 
 extension Program {
     /// The completion script for `shell`.
-    public func completionScript(for shell: Shell) -> String {
+    package func completionScript(for shell: Shell) -> String {
         switch shell {
         case .bash: bashScript
         case .zsh: zshScript

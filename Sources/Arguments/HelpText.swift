@@ -5,7 +5,7 @@ extension Program {
     static let width = 110
 
     /// The usage line of the program (`subcommand` nil) or of one subcommand, without `USAGE:`.
-    public func usage(for subcommand: Subcommand? = nil) -> String {
+    package func usage(for subcommand: Subcommand? = nil) -> String {
         usageWords(for: subcommand).joined(separator: " ")
     }
 
@@ -19,7 +19,7 @@ extension Program {
     }
 
     /// The main help: overview, usage, the program's options, subcommands and the extra sections.
-    public func helpText() -> String {
+    package func helpText() -> String {
         var text = "OVERVIEW: \(overview)\n"
         if let discussion { text += "\n\(discussion)\n" }
         text += "\n" + usageBlock(for: nil) + "\n"
@@ -39,7 +39,7 @@ extension Program {
     }
 
     /// A subcommand's help: its abstract and discussion, usage, its own options and then the program's.
-    public func helpText(for subcommand: Subcommand) -> String {
+    package func helpText(for subcommand: Subcommand) -> String {
         var text = "OVERVIEW: \(subcommand.abstract)\n"
         if let discussion = subcommand.discussion { text += "\n\(discussion)\n" }
         text += "\n" + usageBlock(for: subcommand) + "\n"
@@ -67,7 +67,7 @@ extension Program {
 
     /// Two columns, indented two spaces; the second starts at column 24 or after the longest first one.
     /// A line break in the second column continues under it.
-    public static func columns(_ rows: [(String, String)]) -> String {
+    package static func columns(_ rows: [(String, String)]) -> String {
         let width = max(22, (rows.map(\.0.count).max() ?? 0) + 2)
         let continuation = "\n" + String(repeating: " ", count: 2 + width)
         return rows.map { row in

@@ -1,27 +1,27 @@
 /// What a command line said, by declaration: the subcommand, its positional arguments, flags and values.
-public struct ParsedArguments: Sendable, Equatable {
+package struct ParsedArguments: Sendable, Equatable {
     /// The subcommand's declared name (an alias is resolved), or nil when none was given.
-    public var subcommand: String?
+    package var subcommand: String?
     /// The positional arguments after the subcommand, in order.
-    public var positionals: [String] = []
+    package var positionals: [String] = []
     /// Values by option name, in command-line order.
     var values: [String: [String]] = [:]
     /// Names of the flags given.
     var flags: Set<String> = []
 
     /// Nothing given: no subcommand, no arguments, no options.
-    public init() {}
+    package init() {}
 
     /// Whether the flag (or value option) was given.
-    public func isSet(_ option: Option) -> Bool {
+    package func isSet(_ option: Option) -> Bool {
         option.takesValue ? values[option.name] != nil : flags.contains(option.name)
     }
 
     /// The option's value; the last one when it was given more than once.
-    public func value(_ option: Option) -> String? { values[option.name]?.last }
+    package func value(_ option: Option) -> String? { values[option.name]?.last }
 
     /// Every value given for the option, in command-line order.
-    public func values(_ option: Option) -> [String] { values[option.name] ?? [] }
+    package func values(_ option: Option) -> [String] { values[option.name] ?? [] }
 }
 
 extension Program {
@@ -31,7 +31,7 @@ extension Program {
     /// option's value follows it (`--store dir`) or is joined to it (`--store=dir`); `--` ends the options, and
     /// `-` alone is an argument. Unless a flag that stops validation is given (`--help`), required options and
     /// arguments are then checked.
-    public func parse(_ arguments: [String]) throws(ArgumentError) -> ParsedArguments {
+    package func parse(_ arguments: [String]) throws(ArgumentError) -> ParsedArguments {
         var result = ParsedArguments()
         var current: Subcommand?
         var onlyPositionals = false

@@ -1,9 +1,9 @@
 /// "Did you mean ...?" for a mistyped command, option or configuration key.
-public enum Suggestion {
+package enum Suggestion {
     /// The closest of `candidates` to `word` by edit distance (a transposition counts once), when it is close
     /// enough to be a typo: at most 1 edit for short words, 2 for longer ones, and fewer edits than half the
     /// longer word (`-x` is not a typo of `-q`).
-    public static func closest(_ word: String, among candidates: [String]) -> String? {
+    package static func closest(_ word: String, among candidates: [String]) -> String? {
         let limit = word.count <= 4 ? 1 : 2
         var best: (String, Int)?
         for candidate in candidates {
@@ -15,17 +15,17 @@ public enum Suggestion {
     }
 
     /// `"; did you mean 'x'?"`, or nothing when no candidate is close.
-    public static func didYouMean(_ word: String, among candidates: [String]) -> String {
+    package static func didYouMean(_ word: String, among candidates: [String]) -> String {
         phrase(closest(word, among: candidates))
     }
 
     /// `"; did you mean 'x'?"` for a suggestion, nothing for none.
-    public static func phrase(_ suggestion: String?) -> String {
+    package static func phrase(_ suggestion: String?) -> String {
         suggestion.map { "; did you mean '\($0)'?" } ?? ""
     }
 
     /// Optimal string alignment distance: insertions, deletions, substitutions, adjacent transpositions.
-    public static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+    package static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var table = Array(repeating: Array(repeating: 0, count: b.count + 1), count: a.count + 1)

@@ -6,9 +6,9 @@ internal import TokenpinSystem
 ///
 /// Never a secret: the fields are the user, the invoker, the class, the PAM service and remote host, the method,
 /// the result and the tries left.
-public struct AuditEvent: Sendable, Equatable {
+package struct AuditEvent: Sendable, Equatable {
     /// The kinds of event, each with the journal `MESSAGE_ID` fleets filter on (docs/security.md lists them).
-    public enum Kind: String, Sendable, CaseIterable {
+    package enum Kind: String, Sendable, CaseIterable {
         /// A verification succeeded (`verify`, and the counted check of `change`, `toggle`).
         case verified
         /// A verification failed: a wrong PIN, a refused card, a delay, a class that gets nothing.
@@ -27,7 +27,7 @@ public struct AuditEvent: Sendable, Equatable {
         case passwordRefused = "password-refused"
 
         /// The journal's `MESSAGE_ID`: one 128-bit id per kind, never reused for another.
-        public var messageID: String {
+        package var messageID: String {
             switch self {
             case .verified: "67bcd6c3e47849e9818468e219db859d"
             case .verifyFailed: "42cc99024b6d4e0f9be437a300d7f682"
@@ -65,29 +65,29 @@ public struct AuditEvent: Sendable, Equatable {
     }
 
     /// The kind.
-    public var kind: Kind
+    package var kind: Kind
     /// The user whose record it concerns (`TOKENPIN_USER`).
-    public var user: String
+    package var user: String
     /// Who asked: the peer, or for PAM the invoking real uid (`TOKENPIN_INVOKER_UID`).
-    public var invokerUID: UInt32?
+    package var invokerUID: UInt32?
     /// The attempt's class (`TOKENPIN_CLASS`).
-    public var attemptClass: AttemptClass?
+    package var attemptClass: AttemptClass?
     /// The PAM service (`TOKENPIN_SERVICE`).
-    public var service: String?
+    package var service: String?
     /// The remote host (`TOKENPIN_RHOST`).
-    public var rhost: String?
+    package var rhost: String?
     /// `pin`, `token`, `both`, `recovery`, `password` (`TOKENPIN_METHOD`).
-    public var method: String?
+    package var method: String?
     /// What came of it: `verified`, `rejected`, `locked`, `delayed`, `token-rejected`, `refused`, `ignored`,
     /// `accepted`, `throttled`... (`TOKENPIN_RESULT`).
-    public var result: String
+    package var result: String
     /// Tries left on the counter the attempt spent (`TOKENPIN_REMAINING`).
-    public var remaining: Int?
+    package var remaining: Int?
     /// Further fields of later kinds, `TOKENPIN_` names without the prefix (`CARD`, `READER`).
-    public var extra: [(name: String, value: String)] = []
+    package var extra: [(name: String, value: String)] = []
 
     /// Creates an event.
-    public init(
+    package init(
         _ kind: Kind, user: String, context: AttemptContext? = nil, method: String? = nil, result: String,
         remaining: Int? = nil
     ) {
@@ -102,12 +102,12 @@ public struct AuditEvent: Sendable, Equatable {
         self.remaining = remaining
     }
 
-    public static func == (lhs: AuditEvent, rhs: AuditEvent) -> Bool {
+    package static func == (lhs: AuditEvent, rhs: AuditEvent) -> Bool {
         lhs.fields.map { "\($0.name)=\($0.value)" } == rhs.fields.map { "\($0.name)=\($0.value)" }
     }
 
     /// The message a person reads: `tokenpin: verification failed for alice (other, su, by uid 1001: rejected)`.
-    public var message: String {
+    package var message: String {
         var details: [String] = []
         if let attemptClass { details.append(attemptClass.rawValue) }
         if let service { details.append(service) }
@@ -118,7 +118,7 @@ public struct AuditEvent: Sendable, Equatable {
     }
 
     /// The journal fields, in order: `MESSAGE_ID`, `MESSAGE`, `PRIORITY`, `SYSLOG_IDENTIFIER`, then `TOKENPIN_*`.
-    public var fields: [(name: String, value: String)] {
+    package var fields: [(name: String, value: String)] {
         var out: [(name: String, value: String)] = [
             ("MESSAGE_ID", kind.messageID), ("MESSAGE", message), ("PRIORITY", String(kind.priority)),
             ("SYSLOG_IDENTIFIER", "tokenpind"), ("TOKENPIN_EVENT", kind.rawValue), ("TOKENPIN_USER", user),
@@ -137,19 +137,19 @@ public struct AuditEvent: Sendable, Equatable {
 
 /// The daemon's one journal sink: each audit event as structured fields through the journal's native protocol,
 /// or, where no journal listens, as a log line with the same keys on stderr.
-public final class AuditTrail: Sendable {
+package final class AuditTrail: Sendable {
     /// The journal, or nil to write log lines only.
     let journal: JournalSocket?
     let logger: Logger
 
     /// Writes to the journal at `journalSocket` (nil: log lines only), falling back to `logger`.
-    public init(journalSocket: String?, logger: Logger) {
+    package init(journalSocket: String?, logger: Logger) {
         self.journal = journalSocket.map(JournalSocket.init(path:))
         self.logger = logger.labelled("audit")
     }
 
     /// Records `event`.
-    public func record(_ event: AuditEvent) {
+    package func record(_ event: AuditEvent) {
         if let journal, (try? journal.send(event.fields)) != nil { return }
         // `tokenpin_user=alice` and the like, after MESSAGE_ID, MESSAGE, PRIORITY and SYSLOG_IDENTIFIER.
         let keys =

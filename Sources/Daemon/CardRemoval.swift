@@ -4,22 +4,22 @@ import TokenpinCore
 import TokenpinService
 
 /// Locks a user's graphical and terminal sessions.
-public protocol SessionLocker: Sendable {
+package protocol SessionLocker: Sendable {
     /// Locks every session of `user`; false when nothing could be locked.
     func lockSessions(of user: String) -> Bool
 }
 
 /// Locks sessions through logind: `loginctl show-user USER -P Sessions`, then `loginctl lock-session ID...`.
-public struct LoginctlLocker: SessionLocker {
+package struct LoginctlLocker: SessionLocker {
     /// The loginctl binary.
-    public var loginctl: String
+    package var loginctl: String
 
     /// Uses `loginctl` at `path`.
-    public init(loginctl: String = "/usr/bin/loginctl") {
+    package init(loginctl: String = "/usr/bin/loginctl") {
         self.loginctl = loginctl
     }
 
-    public func lockSessions(of user: String) -> Bool {
+    package func lockSessions(of user: String) -> Bool {
         guard RecordStore.validate(user: user),
             let sessions = run(["show-user", user, "-P", "Sessions"])
         else { return false }
@@ -56,7 +56,7 @@ public struct LoginctlLocker: SessionLocker {
 /// `locate` reads the serials of the cards present (public data only) and only the bound serial counts. When no
 /// card was inserted, no card is read. Time is injected: `schedule` runs a closure after a delay (a dispatch
 /// queue in the daemon, a manual list in tests).
-public final class CardRemovalPolicy: Sendable {
+package final class CardRemovalPolicy: Sendable {
     struct State {
         var cardsPresent = Set<String>()
         /// Reader name to the users who verified with the card in it, and that card's serial.
@@ -77,7 +77,7 @@ public final class CardRemovalPolicy: Sendable {
     /// Creates the policy; `settings` reads the current configuration (so `SIGHUP` applies); `locate` names
     /// the reader holding the card a user verified with (its serial, and the card-authentication key the user's
     /// binding recorded), or nil (the daemon reads the cards present, see `CardReaders.reader(holding:)`).
-    public init(
+    package init(
         locker: any SessionLocker, logger: Logger,
         settings: @escaping @Sendable () -> (action: CardRemovalAction, grace: Int),
         schedule: @escaping @Sendable (Int, @escaping @Sendable () -> Void) -> Void,
@@ -95,12 +95,12 @@ public final class CardRemovalPolicy: Sendable {
     }
 
     /// The daemon's scheduler: a global queue.
-    public static func dispatchSchedule(_ seconds: Int, _ work: @escaping @Sendable () -> Void) {
+    package static func dispatchSchedule(_ seconds: Int, _ work: @escaping @Sendable () -> Void) {
         DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(seconds), execute: work)
     }
 
     /// A reader event from the watcher.
-    public func readerEvent(kind: String, reader: String) {
+    package func readerEvent(kind: String, reader: String) {
         switch kind {
         case "cardInserted":
             state.withLock { state in
@@ -115,7 +115,7 @@ public final class CardRemovalPolicy: Sendable {
     }
 
     /// The readers that had a card when the watcher started.
-    public func setPresent(_ readers: [String]) {
+    package func setPresent(_ readers: [String]) {
         state.withLock { state in
             state.cardsPresent = Set(readers)
             state.insertions += 1
@@ -124,7 +124,7 @@ public final class CardRemovalPolicy: Sendable {
 
     /// A verification of `user` succeeded with the card `serial` in `reader` (`VerifyReport.card`), whose removal
     /// is noticed as `watch` says.
-    public func tokenVerified(
+    package func tokenVerified(
         user: String, serial: String, reader: String, watch: TokenRemovalWatch = .readerEvents
     ) {
         guard settings().action == .lock else { return }
@@ -137,7 +137,7 @@ public final class CardRemovalPolicy: Sendable {
     }
 
     /// Whether a user who verified with the card in `reader` is watched.
-    public func isWatched(_ reader: String) -> Bool {
+    package func isWatched(_ reader: String) -> Bool {
         state.withLock { !($0.watched[reader]?.isEmpty ?? true) }
     }
 

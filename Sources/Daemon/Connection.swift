@@ -8,7 +8,7 @@ extension Daemon {
     ///
     /// A malformed, oversized or half-finished request, a rate-limit breach or a silent peer gets an `error`
     /// and the connection closes; other clients are not affected.
-    public func serveConnection(fd: Int32, peer: Peer) {
+    package func serveConnection(fd: Int32, peer: Peer) {
         let channel = LineChannel(fd: fd)
         let configuration = self.configuration
         var limiter = RateLimiter(limit: configuration.daemonRequestsPerMinute, windowNanoseconds: 60_000_000_000)

@@ -10,48 +10,48 @@ internal import TokenpinSystem
 #endif
 
 /// Where tokenpind listens and keeps state, and the limits that are not in the configuration file.
-public struct DaemonOptions: Sendable {
+package struct DaemonOptions: Sendable {
     /// The Unix socket (ignored under socket activation).
-    public var socketPath: String = "/run/tokenpin/socket"
+    package var socketPath: String = "/run/tokenpin/socket"
     /// The record directory (0700, owned by the daemon's user).
-    public var stateDirectory: String = "/var/lib/tokenpin"
+    package var stateDirectory: String = "/var/lib/tokenpin"
     /// A configuration file read after the system files; when set, the system files are not read.
-    public var configFile: String?
+    package var configFile: String?
     /// The system configuration directory (`tokenpin.conf` and `conf.d/`).
-    public var systemConfigDirectory: String = "/etc/tokenpin"
+    package var systemConfigDirectory: String = "/etc/tokenpin"
     /// The site's lists of revoked cards, one identity a line (read at start and on `SIGHUP`).
-    public var revokedDirectory: String = RevokedCards.defaultDirectory
+    package var revokedDirectory: String = RevokedCards.defaultDirectory
     /// The most connections at once.
-    public var maximumConnections = 512
+    package var maximumConnections = 512
     /// The most connections one uid may hold.
-    public var maximumConnectionsPerUID = 128
+    package var maximumConnectionsPerUID = 128
     /// Where reader and card events come from for `watch` subscribers and `on-card-removal` (tokenpind hands
     /// over the PC/SC readers' events); nil: none are watched (`--no-readers`, the simulated card, tests).
-    public var readerEvents: (any ReaderEventSource)?
+    package var readerEvents: (any ReaderEventSource)?
     /// Seconds between attempts to start `readerEvents` while it cannot start (pcscd not running).
-    public var readerRetrySeconds: Double = 5
+    package var readerRetrySeconds: Double = 5
     /// Where cards come from for token operations (PC/SC readers, or the simulated card); nil: no token.
-    public var cards: (any CardReaders)?
+    package var cards: (any CardReaders)?
     /// The loginctl binary `on-card-removal = lock` runs.
-    public var loginctl = "/usr/bin/loginctl"
+    package var loginctl = "/usr/bin/loginctl"
     /// The most operations holding Argon2id memory at once (default: twice the cores, so that one holder's record
     /// writes and fsyncs overlap another's derivation while a status request still gets a fair share of a core).
-    public var maximumParallelKDF = 2 * ProcessInfo.processInfo.activeProcessorCount
+    package var maximumParallelKDF = 2 * ProcessInfo.processInfo.activeProcessorCount
     /// The longest one write to a client may block (`SO_SNDTIMEO`): a client that stops reading is dropped then.
-    public var sendTimeoutMilliseconds = 5000
+    package var sendTimeoutMilliseconds = 5000
     /// The journal's socket for the audit trail (nil: log lines on stderr only).
-    public var journalSocket: String? = "/run/systemd/journal/socket"
+    package var journalSocket: String? = "/run/systemd/journal/socket"
     /// Who owns the active local session (`card-bind = active-session`): sd-login, loaded when first asked.
-    public var sessions = LoginSessions()
+    package var sessions = LoginSessions()
 
     /// The defaults.
-    public init() {}
+    package init() {}
 }
 
 /// A start-up failure of the daemon.
-public struct DaemonError: Error, Sendable, CustomStringConvertible {
+package struct DaemonError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
-    public var description: String
+    package var description: String
 
     init(_ description: String) { self.description = description }
 }
@@ -62,32 +62,32 @@ public struct DaemonError: Error, Sendable, CustomStringConvertible {
 /// Operations run on their connection's thread, never on the cooperative pool (Argon2id and `flock` block).
 /// An operation whose client goes away is finished all the same (the counter is written as for a completed
 /// attempt), or abandoned at a prompt, which is always before the counter is touched.
-public final class Daemon: Sendable {
+package final class Daemon: Sendable {
     /// The options.
-    public let options: DaemonOptions
+    package let options: DaemonOptions
     let logger: Logger
     let store: RecordStore
     let configurationState: ConfigurationBox
     /// The revoked cards in force (`revoked.d`), replaced on `SIGHUP`.
     let revocations: Mutex<RevokedCards>
     /// The Argon2id memory budget.
-    public let budget: MemoryBudget
+    package let budget: MemoryBudget
     /// One operation per user.
-    public let userLocks = UserLocks()
+    package let userLocks = UserLocks()
     /// Connection counts.
-    public let connections: ConnectionTable
+    package let connections: ConnectionTable
     /// `watch` subscribers.
-    public let hub = EventHub()
+    package let hub = EventHub()
     /// `on-card-removal`.
-    public let cardRemoval: CardRemovalPolicy
+    package let cardRemoval: CardRemovalPolicy
     /// Remote and other attempts in flight, per target user and per invoker.
-    public let untrustedAttempts = InFlightAttempts()
+    package let untrustedAttempts = InFlightAttempts()
     /// The login-password check's throttle.
-    public let passwordThrottle = PasswordThrottle()
+    package let passwordThrottle = PasswordThrottle()
     /// Cards being bound right now.
     let cardClaims = CardClaims()
     /// The audit trail (the journal, else stderr).
-    public let audit: AuditTrail
+    package let audit: AuditTrail
     var sessions: LoginSessions { options.sessions }
     let draining = Atomic<Bool>(false)
     let listenFD = Atomic<Int32>(-1)
@@ -95,7 +95,7 @@ public final class Daemon: Sendable {
     let operations = OperationCounter()
 
     /// Loads the configuration and prepares the state directory.
-    public init(options: DaemonOptions, logger: Logger) throws(DaemonError) {
+    package init(options: DaemonOptions, logger: Logger) throws(DaemonError) {
         self.options = options
         self.logger = logger
         audit = AuditTrail(journalSocket: options.journalSocket, logger: logger)
@@ -162,21 +162,21 @@ public final class Daemon: Sendable {
     }
 
     /// The protocol version this daemon writes (`tokenpind --version`).
-    public static var protocolVersion: Int { ProtocolLimits.version }
+    package static var protocolVersion: Int { ProtocolLimits.version }
 
     /// The configuration in force.
-    public var configuration: Configuration { configurationState.value.withLock { $0 } }
+    package var configuration: Configuration { configurationState.value.withLock { $0 } }
 
     /// Whether the daemon is shutting down.
-    public var isDraining: Bool { draining.load(ordering: .acquiring) }
+    package var isDraining: Bool { draining.load(ordering: .acquiring) }
 
     /// The revoked cards in force.
-    public var revokedCards: RevokedCards { revocations.withLock { $0 } }
+    package var revokedCards: RevokedCards { revocations.withLock { $0 } }
 
     /// Reads the configuration again (`SIGHUP`); a broken file keeps the old settings. The revocation lists are
     /// read again whatever the configuration says: a lost card must stop at the next reload.
     @discardableResult
-    public func reload() -> Bool {
+    package func reload() -> Bool {
         let revoked = RevokedCards.load(directory: options.revokedDirectory)
         revocations.withLock { $0 = revoked.list }
         for problem in revoked.problems { logger.error("revoked.d: a line revokes nothing", [("problem", problem)]) }

@@ -10,7 +10,7 @@ internal import TokenpinSystem
 ///
 /// A subscriber sees the events of its own user; root sees everyone's. Writes never block: they use
 /// `MSG_DONTWAIT`, and a subscriber whose socket is full or gone is dropped (its reader then ends).
-public final class EventHub: Sendable {
+package final class EventHub: Sendable {
     struct Subscriber: Sendable {
         var peer: Peer
         var filter: String?
@@ -20,7 +20,7 @@ public final class EventHub: Sendable {
     private let subscribers = Mutex<(next: Int, all: [Int: Subscriber])>((0, [:]))
 
     /// Creates an empty hub.
-    public init() {}
+    package init() {}
 
     /// Adds a subscriber writing to `fd`; returns its id.
     func add(peer: Peer, filter: String?, fd: Int32) -> Int {
@@ -37,10 +37,10 @@ public final class EventHub: Sendable {
     }
 
     /// The number of subscribers.
-    public var count: Int { subscribers.withLock { $0.all.count } }
+    package var count: Int { subscribers.withLock { $0.all.count } }
 
     /// Sends an event about `user` (nil: not about a user) to every subscriber allowed to see it.
-    public func publish(user: String?, name: String, fields: [JSONMember]) {
+    package func publish(user: String?, name: String, fields: [JSONMember]) {
         var all = fields
         if let user { all.insert(JSONMember("user", .text(user)), at: 0) }
         let line = ServerMessage.event(name: name, fields: all).line

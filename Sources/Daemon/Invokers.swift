@@ -19,7 +19,7 @@ extension Authorization {
     /// with them is a PAM stack: `remote` when a remote host is set (sshd, also when it logs in root, whose uid is
     /// the invoking one), else `own` when the invoking real uid is the user's (sudo, a locker run as the user),
     /// `local` when it is root's (login, a greeter), and `other` for any other real uid (`su victim`).
-    public static func context(peer: Peer, user: String, invoker: Invoker?) -> AttemptContext {
+    package static func context(peer: Peer, user: String, invoker: Invoker?) -> AttemptContext {
         guard peer.isRoot else { return AttemptContext(class: .own, invokerUID: peer.uid, invokerName: peer.name) }
         guard let invoker else { return AttemptContext(class: .local, invokerUID: 0) }
         let attemptClass: AttemptClass
@@ -43,7 +43,7 @@ extension Peer {
     /// The uid of the login name `user`, or nil when the password database has none.
     ///
     /// The corresponding C function is `getpwnam_r`.
-    public static func uid(ofUser user: String) -> UInt32? {
+    package static func uid(ofUser user: String) -> UInt32? {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 4096)
@@ -52,7 +52,7 @@ extension Peer {
     }
 
     /// The login name of `uid`, or nil when it has none.
-    public static func loginName(uid: UInt32) -> String? {
+    package static func loginName(uid: UInt32) -> String? {
         let name = userName(uid: uid)
         return name == "uid\(uid)" ? nil : name
     }
@@ -62,26 +62,26 @@ extension Peer {
 /// attempt, the invoking uid of another user's): a flood of parked `su victim` by one uid, or of ssh logins from one
 /// host, fills only that source's share (and the victim's share of such attempts), never what the victim's own or
 /// local verification, or another user's login, needs.
-public final class InFlightAttempts: Sendable {
+package final class InFlightAttempts: Sendable {
     private let counts = Mutex<[String: Int]>([:])
     /// The most at once for one target user.
-    public let maximumPerTarget: Int
+    package let maximumPerTarget: Int
     /// The most at once from one source.
-    public let maximumPerSource: Int
+    package let maximumPerSource: Int
 
     /// Creates the table.
-    public init(maximumPerTarget: Int = 16, maximumPerSource: Int = 16) {
+    package init(maximumPerTarget: Int = 16, maximumPerSource: Int = 16) {
         self.maximumPerTarget = maximumPerTarget
         self.maximumPerSource = maximumPerSource
     }
 
     /// The source of a remote or other attempt: its remote host, or its invoking uid.
-    public static func source(of context: AttemptContext) -> String {
+    package static func source(of context: AttemptContext) -> String {
         context.class == .remote ? "host:" + (context.rhost ?? "") : "uid:" + String(context.invokerUID ?? 0)
     }
 
     /// Takes a place for an attempt on `user` from `source`; false (holding nothing) when either share is full.
-    public func begin(user: String, source: String) -> Bool {
+    package func begin(user: String, source: String) -> Bool {
         counts.withLock { counts in
             let target = "user:" + user
             guard counts[target, default: 0] < maximumPerTarget, counts[source, default: 0] < maximumPerSource else {
@@ -94,7 +94,7 @@ public final class InFlightAttempts: Sendable {
     }
 
     /// Gives the place back.
-    public func end(user: String, source: String) {
+    package func end(user: String, source: String) {
         counts.withLock { counts in
             for key in ["user:" + user, source] {
                 counts[key, default: 1] -= 1
@@ -107,7 +107,7 @@ public final class InFlightAttempts: Sendable {
 /// The login-password check before a first way in, throttled as a login is: one check at a time per uid, and
 /// after each wrong password a delay (2 s, doubling up to 60 s) during which a check is answered `delayed`
 /// without running PAM. Time is injected, so tests never sleep.
-public final class PasswordThrottle: Sendable {
+package final class PasswordThrottle: Sendable {
     struct State {
         var running = false
         var failures = 0
@@ -117,23 +117,23 @@ public final class PasswordThrottle: Sendable {
     private let states = Mutex<[UInt32: State]>([:])
     private let now: @Sendable () -> UInt64
     /// The first delay and the longest, in seconds.
-    public static let firstDelay = 2
-    public static let longestDelay = 60
+    package static let firstDelay = 2
+    package static let longestDelay = 60
 
     /// Uses `now` (nanoseconds, monotonic) as the clock.
-    public init(now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
+    package init(now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
         self.now = now
     }
 
     /// The delay after `failures` consecutive wrong passwords: 2, 4, 8, 16, 32, 60, 60... seconds.
-    public static func delay(afterFailures failures: Int) -> Int {
+    package static func delay(afterFailures failures: Int) -> Int {
         guard failures > 0 else { return 0 }
         return min(longestDelay, firstDelay << min(failures - 1, 6))
     }
 
     /// Starts a check for `uid`: nil when it may run (it then holds the uid's turn until `end`), or the seconds to
     /// wait.
-    public func begin(uid: UInt32) -> Int? {
+    package func begin(uid: UInt32) -> Int? {
         let time = now()
         return states.withLock { states in
             var state = states[uid, default: State()]
@@ -148,7 +148,7 @@ public final class PasswordThrottle: Sendable {
     }
 
     /// How a check ended.
-    public enum Outcome: Sendable {
+    package enum Outcome: Sendable {
         /// The password was right.
         case accepted
         /// It was wrong.
@@ -158,7 +158,7 @@ public final class PasswordThrottle: Sendable {
     }
 
     /// Ends `uid`'s check: a right password clears the delay, a wrong one doubles it, none tried leaves it.
-    public func end(uid: UInt32, _ outcome: Outcome) {
+    package func end(uid: UInt32, _ outcome: Outcome) {
         let time = now()
         states.withLock { states in
             var state = states[uid, default: State()]
@@ -182,14 +182,14 @@ public final class PasswordThrottle: Sendable {
 
 /// Cards being bound right now, so that two users cannot bind one card at once; a claim lasts until its user's
 /// operation ends.
-public final class CardClaims: Sendable {
+package final class CardClaims: Sendable {
     private let claims = Mutex<[String: String]>([:])
 
     /// Creates the table.
-    public init() {}
+    package init() {}
 
     /// Claims `identity` for `user`; false when another user holds it.
-    public func claim(_ identity: String, for user: String) -> Bool {
+    package func claim(_ identity: String, for user: String) -> Bool {
         claims.withLock { claims in
             if let holder = claims[identity], holder != user { return false }
             claims[identity] = user
@@ -198,7 +198,7 @@ public final class CardClaims: Sendable {
     }
 
     /// Releases every claim of `user`.
-    public func release(_ user: String) {
+    package func release(_ user: String) {
         claims.withLock { claims in claims = claims.filter { $0.value != user } }
     }
 }

@@ -9,7 +9,7 @@ import Synchronization
 /// parallel derivations than cores add memory and latency for everyone else without adding throughput.
 ///
 /// Every wait is bounded: a waiter whose time runs out leaves the queue, and those behind it move up.
-public final class MemoryBudget: @unchecked Sendable {
+package final class MemoryBudget: @unchecked Sendable {
     // @unchecked Sendable: every stored property is read and written only while `condition` is locked.
     private let condition = NSCondition()
     private var capacity: Int
@@ -22,20 +22,20 @@ public final class MemoryBudget: @unchecked Sendable {
     private var queue: [UInt64] = []
 
     /// A budget of `capacityKiB` shared by at most `maximumHolders` holders.
-    public init(capacityKiB: Int, maximumHolders: Int = .max) {
+    package init(capacityKiB: Int, maximumHolders: Int = .max) {
         capacity = max(1, capacityKiB)
         self.maximumHolders = max(1, maximumHolders)
     }
 
     /// Whether a request of `kib` can ever be granted.
-    public func fits(_ kib: Int) -> Bool {
+    package func fits(_ kib: Int) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         return kib <= capacity
     }
 
     /// Changes the capacity (a reloaded `daemon-kdf-memory`); waiters re-check.
-    public func setCapacity(_ kib: Int) {
+    package func setCapacity(_ kib: Int) {
         condition.lock()
         capacity = max(1, kib)
         condition.broadcast()
@@ -46,7 +46,7 @@ public final class MemoryBudget: @unchecked Sendable {
     ///
     /// Returns false, holding nothing, when the time ran out.
     @discardableResult
-    public func acquire(_ kib: Int, waitingAtMost seconds: Double = .infinity) -> Bool {
+    package func acquire(_ kib: Int, waitingAtMost seconds: Double = .infinity) -> Bool {
         // NSCondition.wait(until: .distantFuture) traps on Linux: no deadline means a plain wait.
         let deadline = seconds.isFinite ? Date(timeIntervalSinceNow: max(0, min(seconds, 86_400))) : nil
         condition.lock()
@@ -74,7 +74,7 @@ public final class MemoryBudget: @unchecked Sendable {
     }
 
     /// Gives back what `acquire(kib)` took.
-    public func release(_ kib: Int) {
+    package func release(_ kib: Int) {
         condition.lock()
         used = max(0, used - min(kib, capacity))
         holders = max(0, holders - 1)
@@ -83,7 +83,7 @@ public final class MemoryBudget: @unchecked Sendable {
     }
 
     /// In use, the most ever in use, and the number of waiters.
-    public var usage: (usedKiB: Int, peakKiB: Int, waiting: Int, capacityKiB: Int) {
+    package var usage: (usedKiB: Int, peakKiB: Int, waiting: Int, capacityKiB: Int) {
         condition.lock()
         defer { condition.unlock() }
         return (used, peak, queue.count, capacity)
@@ -94,19 +94,19 @@ public final class MemoryBudget: @unchecked Sendable {
 ///
 /// Lock order, everywhere in the daemon: this lock first, then the record's `flock`, then the memory budget
 /// (only around a key derivation). Every wait is bounded.
-public final class UserLocks: @unchecked Sendable {
+package final class UserLocks: @unchecked Sendable {
     // @unchecked Sendable: `busy` is read and written only while `condition` is locked.
     private let condition = NSCondition()
     private var busy = Set<String>()
 
     /// Creates the table.
-    public init() {}
+    package init() {}
 
     /// Waits until no operation runs for `user` (at most `seconds`), then marks one running.
     ///
     /// Returns false, holding nothing, when the time ran out.
     @discardableResult
-    public func lock(_ user: String, waitingAtMost seconds: Double = .infinity) -> Bool {
+    package func lock(_ user: String, waitingAtMost seconds: Double = .infinity) -> Bool {
         let deadline = seconds.isFinite ? Date(timeIntervalSinceNow: max(0, min(seconds, 86_400))) : nil
         condition.lock()
         defer { condition.unlock() }
@@ -122,7 +122,7 @@ public final class UserLocks: @unchecked Sendable {
     }
 
     /// Marks `user`'s operation finished.
-    public func unlock(_ user: String) {
+    package func unlock(_ user: String) {
         condition.lock()
         busy.remove(user)
         condition.broadcast()
@@ -130,7 +130,7 @@ public final class UserLocks: @unchecked Sendable {
     }
 
     /// Whether an operation runs for `user`.
-    public func isLocked(_ user: String) -> Bool {
+    package func isLocked(_ user: String) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         return busy.contains(user)
@@ -138,22 +138,22 @@ public final class UserLocks: @unchecked Sendable {
 }
 
 /// A fixed-window request counter per connection; time is injected so tests never sleep.
-public struct RateLimiter: Sendable {
+package struct RateLimiter: Sendable {
     /// Requests allowed per window.
-    public var limit: Int
+    package var limit: Int
     /// The window, in nanoseconds.
-    public var windowNanoseconds: UInt64
+    package var windowNanoseconds: UInt64
     private var windowStart: UInt64 = 0
     private var count = 0
 
     /// Allows `limit` requests per `windowNanoseconds`.
-    public init(limit: Int, windowNanoseconds: UInt64) {
+    package init(limit: Int, windowNanoseconds: UInt64) {
         self.limit = limit
         self.windowNanoseconds = windowNanoseconds
     }
 
     /// Counts a request at `now`; false when it is over the limit.
-    public mutating func allow(now: UInt64) -> Bool {
+    package mutating func allow(now: UInt64) -> Bool {
         if count == 0 || now &- windowStart >= windowNanoseconds {
             windowStart = now
             count = 0
@@ -164,15 +164,15 @@ public struct RateLimiter: Sendable {
 }
 
 /// Counts connections in total and per uid.
-public final class ConnectionTable: Sendable {
+package final class ConnectionTable: Sendable {
     private let state = Mutex<(total: Int, perUID: [UInt32: Int])>((0, [:]))
     /// The most connections at once.
-    public let maximumTotal: Int
+    package let maximumTotal: Int
     /// The most connections one uid may hold (root included: the bench and PAM stacks run as root).
-    public let maximumPerUID: Int
+    package let maximumPerUID: Int
 
     /// Creates the table.
-    public init(maximumTotal: Int, maximumPerUID: Int) {
+    package init(maximumTotal: Int, maximumPerUID: Int) {
         self.maximumTotal = maximumTotal
         self.maximumPerUID = maximumPerUID
     }
@@ -181,7 +181,7 @@ public final class ConnectionTable: Sendable {
     ///
     /// Root (login, sudo, sshd, the PAM stacks) is held only to the per-uid limit, so users filling the table
     /// cannot keep root's authentications out.
-    public func open(uid: UInt32) -> Bool {
+    package func open(uid: UInt32) -> Bool {
         state.withLock { state in
             guard uid == 0 || state.total < maximumTotal, state.perUID[uid, default: 0] < maximumPerUID else {
                 return false
@@ -193,7 +193,7 @@ public final class ConnectionTable: Sendable {
     }
 
     /// Gives the place back.
-    public func close(uid: UInt32) {
+    package func close(uid: UInt32) {
         state.withLock { state in
             if uid != 0 { state.total -= 1 }
             state.perUID[uid, default: 1] -= 1
@@ -202,5 +202,5 @@ public final class ConnectionTable: Sendable {
     }
 
     /// Connections of users other than root open now.
-    public var total: Int { state.withLock { $0.total } }
+    package var total: Int { state.withLock { $0.total } }
 }

@@ -12,7 +12,7 @@ internal import TokenpinSystem
 extension Daemon {
     /// Takes the socket systemd passed (`LISTEN_FDS`), or binds `options.socketPath` (mode 0666: every user
     /// may connect; the peer check decides what they may do).
-    public func listen() throws(DaemonError) {
+    package func listen() throws(DaemonError) {
         if let fd = Self.activationSocket() {
             listenFD.store(fd, ordering: .releasing)
             logger.info("listening on the socket systemd passed", [("fd", String(fd))])
@@ -47,7 +47,7 @@ extension Daemon {
     }
 
     /// Whether the daemon bound `options.socketPath` itself (and removes it at exit).
-    public var boundSocketPath: Bool { bound.load(ordering: .acquiring) }
+    package var boundSocketPath: Bool { bound.load(ordering: .acquiring) }
 
     /// The first socket passed by systemd socket activation, or nil.
     static func activationSocket() -> Int32? {
@@ -64,7 +64,7 @@ extension Daemon {
     }
 
     /// Accepts connections until `beginShutdown`, starting a thread for each (and the reader watcher).
-    public func serve() {
+    package func serve() {
         if let source = options.readerEvents {
             ReaderWatcher(
                 source: source, hub: hub, cardRemoval: cardRemoval, logger: logger,
@@ -109,17 +109,17 @@ extension Daemon {
     }
 
     /// Stops accepting; idle connections close and prompts are abandoned; running operations finish.
-    public func beginShutdown() {
+    package func beginShutdown() {
         draining.store(true, ordering: .releasing)
     }
 
     /// Waits until no operation runs (at most `seconds`); true when none does.
-    public func waitForOperations(seconds: Double) -> Bool {
+    package func waitForOperations(seconds: Double) -> Bool {
         operations.waitForZero(seconds: seconds)
     }
 
     /// Operations running now.
-    public var operationsInFlight: Int { operations.count }
+    package var operationsInFlight: Int { operations.count }
 }
 
 /// Counts running operations, so shutdown can wait for them.

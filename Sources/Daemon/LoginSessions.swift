@@ -10,9 +10,9 @@ import Synchronization
 /// libsystemd is loaded with `dlopen` the first time it is asked, so tokenpind starts and serves where there is no
 /// systemd (a container, another init): there, and where logind keeps no seats, nobody owns an active local
 /// session and `card-bind = active-session` lets no user but root bind a card (docs/security.md).
-public final class LoginSessions: Sendable {
+package final class LoginSessions: Sendable {
     /// What the check found for a uid.
-    public enum Ownership: Sendable, Equatable {
+    package enum Ownership: Sendable, Equatable {
         /// The uid owns the active, local session of a seat.
         case owned
         /// logind answered, and that uid owns no seat's active local session.
@@ -38,14 +38,14 @@ public final class LoginSessions: Sendable {
     struct LoadFailure: Error { var reason: String }
 
     /// Uses `libraryName` (libsystemd's soname).
-    public init(libraryName: String = "libsystemd.so.0") {
+    package init(libraryName: String = "libsystemd.so.0") {
         self.libraryName = libraryName
     }
 
     /// Whether `uid` owns the active local session of a seat: `sd_get_seats`, then for each seat
     /// `sd_seat_get_active`, and that session must be active and not remote (`sd_session_is_active`,
     /// `sd_session_is_remote`) and belong to `uid` (`sd_session_get_uid`).
-    public func activeLocalSession(of uid: UInt32) -> Ownership {
+    package func activeLocalSession(of uid: UInt32) -> Ownership {
         let loaded: Library
         switch load() {
         case .success(let library): loaded = library

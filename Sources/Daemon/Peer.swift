@@ -8,22 +8,22 @@ internal import TokenpinSystem
 #endif
 
 /// The process at the other end of a connection, as the kernel reports it (`SO_PEERCRED`).
-public struct Peer: Sendable, Equatable {
+package struct Peer: Sendable, Equatable {
     /// The peer's process id.
-    public var pid: Int32
+    package var pid: Int32
     /// The peer's user id.
-    public var uid: UInt32
+    package var uid: UInt32
     /// The peer's group id.
-    public var gid: UInt32
+    package var gid: UInt32
     /// The login name of `uid`, or `uid<N>` when it has none.
-    public var name: String
+    package var name: String
     /// The uid the connection is accounted to: `uid`, or for a root peer the real uid of its process (`su`,
     /// `sudo` are root processes acting for the user who ran them), so one user's setuid processes fill only
     /// that user's share of connections.
-    public var accountingUID: UInt32
+    package var accountingUID: UInt32
 
     /// Creates a peer.
-    public init(pid: Int32, uid: UInt32, gid: UInt32, name: String, accountingUID: UInt32? = nil) {
+    package init(pid: Int32, uid: UInt32, gid: UInt32, name: String, accountingUID: UInt32? = nil) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
@@ -32,13 +32,13 @@ public struct Peer: Sendable, Equatable {
     }
 
     /// Whether the peer is root.
-    public var isRoot: Bool { uid == 0 }
+    package var isRoot: Bool { uid == 0 }
 
     /// The real uid of process `pid` (`/proc/PID/status`, its `Uid:` line), or nil when it cannot be read.
     ///
     /// Read right after `accept`, while the peer is connected. A pid reused in between would only move the
     /// connection into another uid's share.
-    public static func realUID(ofProcess pid: Int32) -> UInt32? {
+    package static func realUID(ofProcess pid: Int32) -> UInt32? {
         guard pid > 0,
             let file = try? FileDescriptor.open("/proc/\(pid)/status", O_RDONLY | O_CLOEXEC),
             let bytes = try? file.readAll(maximumCount: 8192)
@@ -54,7 +54,7 @@ public struct Peer: Sendable, Equatable {
     /// The credentials of the peer of `fd`.
     ///
     /// The corresponding C function is `getsockopt(SO_PEERCRED)`.
-    public static func of(socket fd: Int32) -> Peer? {
+    package static func of(socket fd: Int32) -> Peer? {
         var pid: pid_t = 0
         var uid: uid_t = 0
         var gid: gid_t = 0
@@ -66,7 +66,7 @@ public struct Peer: Sendable, Equatable {
     /// The login name of `uid` from the password database, or `uid<N>`.
     ///
     /// The corresponding C function is `getpwuid_r`.
-    public static func userName(uid: UInt32) -> String {
+    package static func userName(uid: UInt32) -> String {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 4096)
@@ -81,9 +81,9 @@ public struct Peer: Sendable, Equatable {
 /// A user acts on their own record only; root may name any user, and is the only one who may touch another
 /// user's record at all (so resetting another user's lock is root's alone). Every operation, `watch`
 /// included, goes through this check.
-public enum Authorization {
+package enum Authorization {
     /// The user `peer` acts on when it asks for `requested` (nil: itself), or the refusal.
-    public static func target(peer: Peer, requested: String?) -> Result<String, ServiceError> {
+    package static func target(peer: Peer, requested: String?) -> Result<String, ServiceError> {
         guard let requested, requested != peer.name else { return .success(peer.name) }
         guard peer.isRoot else {
             return .failure(
@@ -96,7 +96,7 @@ public enum Authorization {
     /// Whether a `watch` subscriber `peer` (subscribed for `filter`, nil: everyone it may see) sees an event of `user`.
     ///
     /// Events that concern no user (readers and cards) are seen by everyone.
-    public static func sees(peer: Peer, filter: String?, eventUser: String?) -> Bool {
+    package static func sees(peer: Peer, filter: String?, eventUser: String?) -> Bool {
         guard let eventUser else { return true }
         if let filter, filter != eventUser { return false }
         if peer.isRoot { return true }

@@ -1,25 +1,25 @@
 internal import CTokenpinShims
 import FoundationEssentials
 import TokenpinArguments
-public import TokenpinCore
+package import TokenpinCore
 import TokenpinProtocol
 import TokenpinReaders
-public import TokenpinService
+package import TokenpinService
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
 /// One thing `tokenpin doctor` looked at, and what it found.
-public struct Finding: Sendable, Equatable {
+package struct Finding: Sendable, Equatable {
     /// How bad it is: `ok` and `info` change nothing; a `warning` or an `error` gives `doctor` its exit code.
-    public enum Level: Int, Sendable, Comparable, CaseIterable {
+    package enum Level: Int, Sendable, Comparable, CaseIterable {
         case ok, info, warning, error
 
-        public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
+        package static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
 
         /// `ok`, `info`, `warning`, `error`.
-        public var name: String {
+        package var name: String {
             switch self {
             case .ok: "ok"
             case .info: "info"
@@ -30,19 +30,19 @@ public struct Finding: Sendable, Equatable {
     }
 
     /// Which check: `pcscd`, `reader`, `tokenpind`, `pam`, `config`, `record`, `polkit`, `udev`.
-    public var check: String
-    public var level: Level
+    package var check: String
+    package var level: Level
     /// One sentence.
-    public var summary: String
+    package var summary: String
     /// Lines of detail (each PAM service, each setting and the file that set it...).
-    public var details: [String] = []
+    package var details: [String] = []
     /// What to do, when something is to be done.
-    public var fix: String?
+    package var fix: String?
     /// The exit code this finding stands for (success for `ok` and `info`).
-    public var exitCode: ExitCode = .success
+    package var exitCode: ExitCode = .success
 
     /// A finding.
-    public init(
+    package init(
         _ check: String, _ level: Level, _ summary: String, details: [String] = [], fix: String? = nil,
         exitCode: ExitCode = .success
     ) {
@@ -57,25 +57,25 @@ public struct Finding: Sendable, Equatable {
 
 /// What `doctor` looks at and where: the machine's files under `root` (`/`; a test's own tree in the tests), the
 /// socket the CLI would use, the user's store and configuration files.
-public struct DoctorSetup: Sendable {
+package struct DoctorSetup: Sendable {
     /// A prefix for the machine's files (`/etc/pam.d`, `/etc/tokenpin`, units, udev rules, polkit, `/sys`, `/proc`).
-    public var root: String
+    package var root: String
     /// tokenpind's socket (the CLI's choice).
-    public var socket: String
+    package var socket: String
     /// What says tokenpind runs here (its unit or package), or nil.
-    public var daemonEvidence: String?
+    package var daemonEvidence: String?
     /// Whether the CLI would run operations through tokenpind.
-    public var throughDaemon: Bool
+    package var throughDaemon: Bool
     /// The local store and the user whose record it holds.
-    public var store: RecordStore
-    public var user: String
+    package var store: RecordStore
+    package var user: String
     /// The configuration files the CLI reads, in order (those that do not exist are skipped).
-    public var configurationFiles: [String]
+    package var configurationFiles: [String]
     /// Whether to look at PC/SC readers (pcscd); off for a machine of the tests' own.
-    public var readers: Bool
+    package var readers: Bool
 
     /// A setup.
-    public init(
+    package init(
         root: String, socket: String, daemonEvidence: String?, throughDaemon: Bool, store: RecordStore, user: String,
         configurationFiles: [String], readers: Bool
     ) {
@@ -93,14 +93,14 @@ public struct DoctorSetup: Sendable {
 }
 
 /// `tokenpin doctor`: every check, each a `Finding`; the exit code is the worst finding's.
-public struct Doctor: Sendable {
-    public var setup: DoctorSetup
+package struct Doctor: Sendable {
+    package var setup: DoctorSetup
 
     /// A doctor for `setup`.
-    public init(setup: DoctorSetup) { self.setup = setup }
+    package init(setup: DoctorSetup) { self.setup = setup }
 
     /// Runs every check, in the order they are reported.
-    public func run() -> [Finding] {
+    package func run() -> [Finding] {
         var findings: [Finding] = []
         let binding = localBinding()
         findings += pcsc(tokenBound: binding)
@@ -114,7 +114,7 @@ public struct Doctor: Sendable {
     }
 
     /// The exit code of the worst finding: errors before warnings, the first of them.
-    public static func exitCode(of findings: [Finding]) -> ExitCode {
+    package static func exitCode(of findings: [Finding]) -> ExitCode {
         guard let worst = findings.map(\.level).max(), worst >= .warning else { return .success }
         return findings.first { $0.level == worst }?.exitCode ?? .success
     }

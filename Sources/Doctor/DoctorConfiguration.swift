@@ -1,9 +1,9 @@
 import FoundationEssentials
 import TokenpinArguments
-import TokenpinCore
+internal import TokenpinCore
 import TokenpinProtocol
 import TokenpinReaders
-import TokenpinService
+internal import TokenpinService
 
 /// The configuration files and the record, as tokenpin and tokenpind would read them.
 extension Doctor {

@@ -1,15 +1,15 @@
 /// How a PAM stack that loads pam_tokenpin treats the people it must serve, and someone with neither secret:
 /// the stack is run (`PAMStack.run`) against what each module would answer in each case.
-public struct PAMAudit: Sendable, Equatable {
+package struct PAMAudit: Sendable, Equatable {
     /// The service (its file in `/etc/pam.d`).
-    public var service: String
+    package var service: String
     /// What would go wrong, one sentence each: failing open, locking out, refusing the right PIN, a line libpam
     /// cannot read. Empty when the stack is sound.
-    public var failures: [String]
+    package var failures: [String]
     /// Whether a right PIN alone logs in (else the password is needed too).
-    public var pinAloneLogsIn: Bool
+    package var pinAloneLogsIn: Bool
     /// Whether Enter at the PIN prompt goes on to the password (else the PIN is required of those who have one).
-    public var enterGoesToPassword: Bool
+    package var enterGoesToPassword: Bool
 
     /// What a module is, for what it answers in each case.
     enum Role {
@@ -60,7 +60,7 @@ public struct PAMAudit: Sendable, Equatable {
     }
 
     /// Audits `stack`, the auth stack of `service`.
-    public static func audit(service: String, stack: PAMStack) -> PAMAudit {
+    package static func audit(service: String, stack: PAMStack) -> PAMAudit {
         var failures: [String] = stack.problems.map { "\($0.source): \($0.problem ?? "")" }
         func logsIn(_ tokenpin: PAMResult, _ password: PAMResult) -> Bool {
             outcome(stack, tokenpin: tokenpin, password: password) == .success

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// What a PAM module answers (the `value` names of libpam's bracket syntax, `pam.conf(5)`).
-public enum PAMResult: String, Sendable, CaseIterable {
+package enum PAMResult: String, Sendable, CaseIterable {
     case success
     case openErr = "open_err"
     case symbolErr = "symbol_err"
@@ -36,7 +36,7 @@ public enum PAMResult: String, Sendable, CaseIterable {
 }
 
 /// What libpam does with an answer: `pam.conf(5)`'s actions, a jump over the next N lines included.
-public enum PAMAction: Sendable, Equatable {
+package enum PAMAction: Sendable, Equatable {
     case ignore, ok, done, bad, die, reset
     case jump(Int)
 
@@ -58,48 +58,48 @@ public enum PAMAction: Sendable, Equatable {
 /// A service's `auth` stack as libpam reads it from `/etc/pam.d`: `@include`, `include` and `substack` resolved,
 /// keywords turned into their bracket form, a control libpam would not understand kept as the failing line libpam
 /// makes of it. `run` plays it against what each module answers, as `_pam_dispatch` does.
-public struct PAMStack: Sendable, Equatable {
+package struct PAMStack: Sendable, Equatable {
     /// One `auth` line.
-    public struct Line: Sendable, Equatable {
+    package struct Line: Sendable, Equatable {
         /// The file and line it comes from.
-        public var file: String
-        public var number: Int
+        package var file: String
+        package var number: Int
         /// The module's file name (`pam_unix.so`), without its directory.
-        public var module: String
+        package var module: String
         /// The module's arguments (a bracketed one without its brackets).
-        public var arguments: [String]
+        package var arguments: [String]
         /// The action for each answer named; the rest take `defaultAction`.
-        public var actions: [PAMResult: PAMAction]
-        public var defaultAction: PAMAction
+        package var actions: [PAMResult: PAMAction]
+        package var defaultAction: PAMAction
         /// What libpam would complain of (an unknown action such as pam-auth-update's `end`): the line then
         /// fails whatever the module answers.
-        public var problem: String?
+        package var problem: String?
         /// A `substack` line's own stack, whose result is the line's answer.
-        public var substack: PAMStack?
+        package var substack: PAMStack?
 
         /// The action for `result`.
-        public func action(for result: PAMResult) -> PAMAction { actions[result] ?? defaultAction }
+        package func action(for result: PAMResult) -> PAMAction { actions[result] ?? defaultAction }
 
         /// `FILE:LINE`.
-        public var source: String { "\(file):\(number)" }
+        package var source: String { "\(file):\(number)" }
     }
 
     /// The `auth` lines in the order libpam runs them.
-    public var lines: [Line]
+    package var lines: [Line]
 
     /// Whether a line loads `module` (`pam_tokenpin.so`), here or in a substack.
-    public func loads(_ module: String) -> Bool {
+    package func loads(_ module: String) -> Bool {
         lines.contains { $0.module == module || ($0.substack?.loads(module) ?? false) }
     }
 
     /// Every line with a problem, here and in substacks.
-    public var problems: [Line] { lines.flatMap { [$0].filter { $0.problem != nil } + ($0.substack?.problems ?? []) } }
+    package var problems: [Line] { lines.flatMap { [$0].filter { $0.problem != nil } + ($0.substack?.problems ?? []) } }
 
     // MARK: Reading
 
     /// Reads service `name` from `directory` (`/etc/pam.d`); `read` gives a file's text or nil. Includes nest at most
     /// 16 deep (libpam stops there too); a missing include adds nothing, as libpam goes on without it.
-    public static func read(service name: String, directory: String, read: (String) -> String?) -> PAMStack {
+    package static func read(service name: String, directory: String, read: (String) -> String?) -> PAMStack {
         PAMStack(lines: lines(of: name, directory: directory, read: read, depth: 0))
     }
 
@@ -174,7 +174,7 @@ public struct PAMStack: Sendable, Equatable {
 
     /// The stack's answer when each line's module answers `answer(line)`: libpam's `_pam_dispatch_aux`, keeping
     /// its "impression" (nothing yet, positive, negative) and status.
-    public func run(_ answer: (Line) -> PAMResult) -> PAMResult {
+    package func run(_ answer: (Line) -> PAMResult) -> PAMResult {
         var impression = 0  // 0 undecided, 1 positive, -1 negative
         var status = PAMResult.authErr  // PAM_MUST_FAIL_CODE
         // libpam's last check: a success without a positive impression is a failure (a stack of ignores).

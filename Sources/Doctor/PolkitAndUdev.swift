@@ -1,9 +1,9 @@
 import FoundationEssentials
 import TokenpinArguments
-import TokenpinCore
+internal import TokenpinCore
 import TokenpinProtocol
 import TokenpinReaders
-import TokenpinService
+internal import TokenpinService
 
 /// The polkit rule and the udev rules the package installs.
 extension Doctor {

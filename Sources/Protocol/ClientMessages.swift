@@ -1,5 +1,5 @@
-import TokenpinCore
-import TokenpinService
+internal import TokenpinCore
+internal import TokenpinService
 
 // How a client's messages read and write: the request and its operation's fields, secrets, answers.
 
@@ -7,7 +7,7 @@ import TokenpinService
 
 extension ClientMessage {
     /// Parses one line from a client, strictly: known types, known fields, right types.
-    public static func parse(_ line: [UInt8]) throws(ProtocolError) -> ClientMessage {
+    package static func parse(_ line: [UInt8]) throws(ProtocolError) -> ClientMessage {
         let value = try JSONParser.parse(line)
         guard let members = value.members else { throw ProtocolError(.malformed, "a message is a JSON object") }
         let fields = try MessageFields(members)
@@ -103,7 +103,7 @@ extension ClientMessage {
 
 extension ClientMessage {
     /// The line for this message, newline included. A `secret` line holds the secret: wipe it after writing.
-    public var line: [UInt8] {
+    package var line: [UInt8] {
         if case .secret(let prompt, let value) = self { return Self.secretLine(prompt: prompt, value: value) }
         var writer: LineWriter
         switch self {

@@ -1,13 +1,13 @@
 import FoundationEssentials
-import TokenpinCore
-import TokenpinService
+package import TokenpinCore
+package import TokenpinService
 
 // How the service's values travel: events, prompts, verification reports, status, errors.
 // Every message the PAM module reads (prompt, event, the result of verify/change, error) is a flat object.
 
 extension SecretPrompt {
     /// The prompt message for this prompt.
-    public var message: ServerMessage {
+    package var message: ServerMessage {
         switch self {
         case .cardPIN(let card, let tries), .adminPIN(let card, let tries), .resetCode(let card, let tries):
             .prompt(name: name, card: card, triesLeft: WireTries.encode(tries))
@@ -21,7 +21,7 @@ extension SecretPrompt {
     }
 
     /// The prompt named by a `prompt` message, or nil when the name is unknown.
-    public init?(name: String, card: String?, triesLeft: Int?) {
+    package init?(name: String, card: String?, triesLeft: Int?) {
         switch name {
         case "pin": self = .pin
         case "current-pin": self = .currentPIN
@@ -51,17 +51,17 @@ enum WireTries {
 
 /// The ranges of the numbers messages from the daemon carry; a number outside its range is a `bad-field` error
 /// that names the field, checked before anything uses the number.
-public enum ProtocolRanges {
+package enum ProtocolRanges {
     /// Tries left of the PIN or a card's PIN (a card counts to 15 at most; the PIN to `retries-max`, 100).
-    public static let tries = 0...255
+    package static let tries = 0...255
     /// `max` of the PIN's retry counter.
-    public static let maximumTries = 1...RetryCounter.maximumTries
+    package static let maximumTries = 1...RetryCounter.maximumTries
     /// Failure counts.
-    public static let failures = 0...RetryCounter.maximumFailureCount
+    package static let failures = 0...RetryCounter.maximumFailureCount
     /// Seconds of a failure delay.
-    public static let delay = 0...RetryCounter.maximumDelaySeconds
+    package static let delay = 0...RetryCounter.maximumDelaySeconds
     /// Exit codes (a process's exit status is one byte).
-    public static let exitCode = 0...255
+    package static let exitCode = 0...255
 }
 
 extension JSONValue {
@@ -136,7 +136,7 @@ extension RetryCounter {
 extension VerifyOutcome {
     /// The outcome's name: a result's `outcome` on the wire, and the CLI's `--json` `outcome` (beside its `event`,
     /// which names the same thing in the event vocabulary: `rejected` is the event `wrongPIN`).
-    public var protocolName: String {
+    package var protocolName: String {
         switch self {
         case .verified: "verified"
         case .rejected: "rejected"
@@ -149,7 +149,7 @@ extension VerifyOutcome {
 
 extension VerifyReport {
     /// The report's fields, flat: `outcome`, its data, the counter.
-    public var protocolFields: [JSONMember] {
+    package var protocolFields: [JSONMember] {
         var fields: [JSONMember] = []
         fields.append(JSONMember("outcome", .text(outcome.protocolName)))
         switch outcome {
@@ -175,7 +175,7 @@ extension VerifyReport {
     }
 
     /// A report from a result's fields.
-    public init(protocolFields fields: [JSONMember]) throws(ProtocolError) {
+    package init(protocolFields fields: [JSONMember]) throws(ProtocolError) {
         let value = JSONValue.object(fields)
         let outcome: VerifyOutcome
         switch value["outcome"]?.stringValue {
@@ -241,7 +241,7 @@ extension OtherAttempts {
 
 extension KDFParameters {
     /// The parameters as an object (salt in base64).
-    public var protocolValue: JSONValue {
+    package var protocolValue: JSONValue {
         .object([
             JSONMember("algorithm", .text(algorithm.rawValue)), JSONMember("memoryKiB", .int(memoryKiB)),
             JSONMember("passes", .int(passes)), JSONMember("salt", .text(Base64.encode([UInt8](salt)))),
@@ -280,10 +280,10 @@ extension TypeStatus {
     }
 
     /// A list of types as an array.
-    public static func protocolValue(_ types: [TypeStatus]) -> JSONValue { .array(types.map(\.protocolValue)) }
+    package static func protocolValue(_ types: [TypeStatus]) -> JSONValue { .array(types.map(\.protocolValue)) }
 
     /// Types from an array.
-    public static func list(protocolValue value: JSONValue?) throws(ProtocolError) -> [TypeStatus] {
+    package static func list(protocolValue value: JSONValue?) throws(ProtocolError) -> [TypeStatus] {
         guard case .array(let items)? = value else { throw ProtocolError(.missingField, "`types` is missing") }
         var types: [TypeStatus] = []
         for item in items {
@@ -298,7 +298,7 @@ extension TypeStatus {
 
 extension StatusReport {
     /// The status as an object (the `status` field of a `status` result).
-    public var protocolValue: JSONValue {
+    package var protocolValue: JSONValue {
         .object([
             JSONMember("user", .text(user)), JSONMember("record", .text(recordPath)),
             JSONMember("enrolled", .bool(enrolled)), JSONMember("remaining", remaining.map(JSONValue.int) ?? .null),
@@ -318,7 +318,7 @@ extension StatusReport {
     }
 
     /// A status from its object.
-    public init(protocolValue value: JSONValue?) throws(ProtocolError) {
+    package init(protocolValue value: JSONValue?) throws(ProtocolError) {
         guard let value, let user = value["user"]?.stringValue, let path = value["record"]?.stringValue,
             let enrolled = value["enrolled"]?.boolValue
         else {
@@ -358,5 +358,5 @@ extension StatusReport {
 
 extension JSONValue {
     /// A number with a fraction, with three decimals; null when it is not finite (JSON has no NaN or infinity).
-    public static func double(_ value: Double) -> JSONValue { value.isFinite ? .decimal(fixed(value, 3)) : .null }
+    package static func double(_ value: Double) -> JSONValue { value.isFinite ? .decimal(fixed(value, 3)) : .null }
 }

@@ -1,6 +1,6 @@
 import FoundationEssentials
-import TokenpinCore
-import TokenpinService
+internal import TokenpinCore
+package import TokenpinService
 
 #if canImport(Glibc)
     import Glibc
@@ -11,25 +11,25 @@ import TokenpinService
 /// Mirrors `PINService`: the same operations, the same value types and the same `ServiceError`s, so output and
 /// exit codes are the same in both modes. A daemon that cannot be reached is `.serviceUnavailable`. Secrets
 /// typed into the interaction cross only the socket; each line that held one is wiped once written.
-public struct DaemonClient: Sendable {
+package struct DaemonClient: Sendable {
     /// The daemon's socket.
-    public var socketPath: String
+    package var socketPath: String
     /// The user to act on (`--user`; only root may name another user); nil for the caller.
-    public var user: String?
+    package var user: String?
     /// How long to wait for the daemon's next message, in milliseconds (KDF queues count).
-    public var timeoutMilliseconds: Int32
+    package var timeoutMilliseconds: Int32
     /// The reader or card the token operations should use (`--reader`, `--serial`).
-    public var selection: CardSelection = CardSelection()
+    package var selection: CardSelection = CardSelection()
     /// Who runs the PAM stack, sent with every request when set (what pam_tokenpin reports; tests speak as it).
-    public var invoker: Invoker?
+    package var invoker: Invoker?
     /// Card PINs at the keyboard even where the reader has a keypad (`--no-pinpad`).
-    public var keyboardOnly = false
+    package var keyboardOnly = false
 
     /// The default socket.
-    public static let defaultSocketPath = "/run/tokenpin/socket"
+    package static let defaultSocketPath = "/run/tokenpin/socket"
 
     /// Creates a client.
-    public init(
+    package init(
         socketPath: String = DaemonClient.defaultSocketPath, user: String? = nil,
         timeoutMilliseconds: Int32 = 120_000
     ) {
@@ -39,7 +39,7 @@ public struct DaemonClient: Sendable {
     }
 
     /// Whether a daemon socket exists at `path` (the CLI's test for "use the daemon").
-    public static func socketExists(at path: String = defaultSocketPath) -> Bool {
+    package static func socketExists(at path: String = defaultSocketPath) -> Bool {
         var info = stat()
         return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK
     }
@@ -47,7 +47,7 @@ public struct DaemonClient: Sendable {
     /// Files whose presence says tokenpind is meant to run on this machine: its units, from the package or
     /// `make install`, enabled or not (the package's own are in `/lib/systemd/system`). Debug builds (the tests) read the list from
     /// `TOKENPIN_DAEMON_MARKERS` (colon-separated), so that a test decides without touching the machine.
-    public static var daemonMarkers: [String] {
+    package static var daemonMarkers: [String] {
         #if DEBUG
             if let list = getenv("TOKENPIN_DAEMON_MARKERS").map({ String(cString: $0) }) {
                 return list.split(separator: ":").map(String.init)
@@ -65,7 +65,7 @@ public struct DaemonClient: Sendable {
 
     /// The first marker present (`daemonMarkers`): why a missing socket means tokenpind is down, not absent;
     /// nil when nothing says it should run here.
-    public static func expectedDaemonEvidence() -> String? {
+    package static func expectedDaemonEvidence() -> String? {
         daemonMarkers.first { path in
             var info = stat()
             return stat(path, &info) == 0

@@ -1,12 +1,12 @@
 import FoundationEssentials
-import TokenpinCore
-import TokenpinService
+internal import TokenpinCore
+package import TokenpinService
 
 // How errors travel: a service error or a broken request as an `error` message, and back.
 
 extension ServiceError {
     /// The error message for this error: code, message, exit code and the data to rebuild it.
-    public var protocolMessage: ServerMessage {
+    package var protocolMessage: ServerMessage {
         var fields: [JSONMember] = []
         switch self {
         case .notEnrolled(let user, let path), .alreadyEnrolled(let user, let path):
@@ -31,7 +31,7 @@ extension ServiceError {
     }
 
     /// Rebuilds the error an `error` message describes; protocol-level codes become `serviceUnavailable`.
-    public init(protocolCode code: String, message: String, fields: [JSONMember]) {
+    package init(protocolCode code: String, message: String, fields: [JSONMember]) {
         let value = JSONValue.object(fields)
         let detail = value["detail"]?.stringValue ?? message
         let user = value["user"]?.stringValue ?? ""
@@ -82,7 +82,7 @@ extension ServiceError {
 
 extension ProtocolError {
     /// The `error` message for a broken request: code `protocol-<code>`, exit code 2 (usage) or 69 (busy).
-    public var message: ServerMessage {
+    package var message: ServerMessage {
         let exit: ExitCode = (code == .busy || code == .rateLimited || code == .timeout) ? .serviceUnavailable : .usage
         return .error(code: "protocol-" + code.rawValue, message: detail, exitCode: Int(exit.rawValue), fields: [])
     }

@@ -1,12 +1,12 @@
 import FoundationEssentials
-import TokenpinCore
-import TokenpinService
+package import TokenpinCore
+internal import TokenpinService
 
 // How the service's events travel: one flat object each, `event` plus data.
 
 extension Event {
     /// The event's data fields (the name travels as `event`).
-    public var protocolFields: [JSONMember] {
+    package var protocolFields: [JSONMember] {
         switch self {
         case .created, .changed, .reset, .locked, .cancelled, .unenrolled: []
         case .verified(let method): [JSONMember("method", .text(method.rawValue))]
@@ -42,7 +42,7 @@ extension Event {
     }
 
     /// The event of an `event` message, or nil when it is not a service event (reader and card events).
-    public init?(name: String, fields: [JSONMember]) {
+    package init?(name: String, fields: [JSONMember]) {
         let value = JSONValue.object(fields)
         switch name {
         case "created": self = .created

@@ -3,7 +3,7 @@
 /// Strings stay bytes so that a secret (a PIN in a `secret` message) can be moved into guarded memory and the
 /// ordinary copy wiped; no `String` of a secret is ever made. The protocol carries whole numbers only: the parser
 /// never produces `decimal`, which only reports (the CLI's `bench` figures) write.
-public enum JSONValue: Sendable, Equatable {
+package enum JSONValue: Sendable, Equatable {
     /// A string's UTF-8 bytes.
     case string([UInt8])
     /// A whole number.
@@ -20,68 +20,68 @@ public enum JSONValue: Sendable, Equatable {
     case decimal(String)
 
     /// A string value from text.
-    public static func text(_ text: String) -> JSONValue { .string(Array(text.utf8)) }
+    package static func text(_ text: String) -> JSONValue { .string(Array(text.utf8)) }
     /// A string value from text (the same as `text`).
-    public static func string(_ text: String) -> JSONValue { .string(Array(text.utf8)) }
+    package static func string(_ text: String) -> JSONValue { .string(Array(text.utf8)) }
     /// An object from key-value pairs, in order.
-    public static func object(_ pairs: [(String, JSONValue)]) -> JSONValue {
+    package static func object(_ pairs: [(String, JSONValue)]) -> JSONValue {
         .object(pairs.map { JSONMember($0.0, $0.1) })
     }
     /// A whole number, or null.
-    public static func optional(_ value: Int?) -> JSONValue { value.map(JSONValue.int) ?? .null }
+    package static func optional(_ value: Int?) -> JSONValue { value.map(JSONValue.int) ?? .null }
     /// A string, or null.
-    public static func optional(_ value: String?) -> JSONValue { value.map(JSONValue.text) ?? .null }
+    package static func optional(_ value: String?) -> JSONValue { value.map(JSONValue.text) ?? .null }
     /// A whole number from an `Int`.
-    public static func int(_ number: Int) -> JSONValue { .integer(Int64(number)) }
+    package static func int(_ number: Int) -> JSONValue { .integer(Int64(number)) }
 
     /// The text of a string value.
-    public var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let bytes) = self { return String(decoding: bytes, as: UTF8.self) }
         return nil
     }
 
     /// The value of a whole number that fits an `Int`.
-    public var intValue: Int? {
+    package var intValue: Int? {
         if case .integer(let number) = self { return Int(exactly: number) }
         return nil
     }
 
     /// The value of a boolean.
-    public var boolValue: Bool? {
+    package var boolValue: Bool? {
         if case .bool(let flag) = self { return flag }
         return nil
     }
 
     /// The members of an object.
-    public var members: [JSONMember]? {
+    package var members: [JSONMember]? {
         if case .object(let members) = self { return members }
         return nil
     }
 
     /// The value of `key` in an object.
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         members?.first { $0.key == key }?.value
     }
 
     /// Compact JSON bytes, on one line (no newline is ever produced inside).
-    public var serialized: [UInt8] {
+    package var serialized: [UInt8] {
         var out: [UInt8] = []
         serialize(into: &out)
         return out
     }
 
     /// Compact JSON text, on one line (for output that is no secret).
-    public var jsonText: String { String(decoding: serialized, as: UTF8.self) }
+    package var jsonText: String { String(decoding: serialized, as: UTF8.self) }
 
     /// `text` as a quoted JSON string.
-    public static func quote(_ text: String) -> String {
+    package static func quote(_ text: String) -> String {
         var out: [UInt8] = []
         quote(Array(text.utf8), into: &out)
         return String(decoding: out, as: UTF8.self)
     }
 
     /// Appends the compact JSON form to `out`.
-    public func serialize(into out: inout [UInt8]) {
+    package func serialize(into out: inout [UInt8]) {
         switch self {
         case .string(let bytes): Self.quote(bytes, into: &out)
         case .integer(let number): out += Array(String(number).utf8)
@@ -108,7 +108,7 @@ public enum JSONValue: Sendable, Equatable {
     }
 
     /// Appends `bytes` as a quoted JSON string, escaping quotes, backslashes and control characters.
-    public static func quote(_ bytes: some Sequence<UInt8>, into out: inout [UInt8]) {
+    package static func quote(_ bytes: some Sequence<UInt8>, into out: inout [UInt8]) {
         let hex = Array("0123456789abcdef".utf8)
         out.append(UInt8(ascii: "\""))
         for byte in bytes {
@@ -134,14 +134,14 @@ public enum JSONValue: Sendable, Equatable {
 }
 
 /// One member of a JSON object.
-public struct JSONMember: Sendable, Equatable {
+package struct JSONMember: Sendable, Equatable {
     /// The key.
-    public var key: String
+    package var key: String
     /// The value.
-    public var value: JSONValue
+    package var value: JSONValue
 
     /// Creates a member.
-    public init(_ key: String, _ value: JSONValue) {
+    package init(_ key: String, _ value: JSONValue) {
         self.key = key
         self.value = value
     }
@@ -152,15 +152,15 @@ public struct JSONMember: Sendable, Equatable {
 /// Accepts exactly one value with optional surrounding spaces; rejects trailing bytes, invalid UTF-8, control
 /// characters in strings, duplicate keys, fractions and exponents, numbers beyond 64 bits and nesting deeper
 /// than `maximumDepth`. Every failure is a `ProtocolError`; no input can make it trap.
-public struct JSONParser {
+package struct JSONParser {
     /// The deepest nesting accepted.
-    public static let maximumDepth = 8
+    package static let maximumDepth = 8
 
     private let bytes: [UInt8]
     private var index = 0
 
     /// Parses `bytes` as one JSON value.
-    public static func parse(_ bytes: [UInt8]) throws(ProtocolError) -> JSONValue {
+    package static func parse(_ bytes: [UInt8]) throws(ProtocolError) -> JSONValue {
         var parser = JSONParser(bytes: bytes)
         parser.skipSpace()
         let value = try parser.parseValue(depth: 0)

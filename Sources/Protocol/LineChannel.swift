@@ -1,5 +1,5 @@
 import Dispatch
-import TokenpinCore
+package import TokenpinCore
 internal import TokenpinSystem
 
 #if canImport(Glibc)
@@ -15,11 +15,11 @@ internal import TokenpinSystem
 /// line and one read, which never grows or moves: `recv` writes into it directly, a line that spans several reads
 /// is assembled in place, and the bytes a line leaves behind are zeroed when it is taken out. The whole buffer is
 /// wiped before it is released.
-public final class LineChannel {
+package final class LineChannel {
     /// The socket.
-    public let fd: Int32
+    package let fd: Int32
     /// The longest line accepted, newline excluded.
-    public let maximumLineLength: Int
+    package let maximumLineLength: Int
     /// The most bytes one `recv` asks for.
     static let readSize = 4096
     /// Received bytes: `buffer[0..<buffered]` not yet returned, the rest zero. Allocated on the first read.
@@ -28,7 +28,7 @@ public final class LineChannel {
     private var closed = false
 
     /// Wraps a connected socket.
-    public init(fd: Int32, maximumLineLength: Int = ProtocolLimits.maximumLineLength) {
+    package init(fd: Int32, maximumLineLength: Int = ProtocolLimits.maximumLineLength) {
         self.fd = fd
         self.maximumLineLength = max(0, min(maximumLineLength, ProtocolLimits.maximumLineLength))
     }
@@ -77,20 +77,20 @@ public final class LineChannel {
     }
 
     /// Closes the socket now.
-    public func close() {
+    package func close() {
         guard !closed else { return }
         closed = true
         Glibc.close(fd)
     }
 
     /// Shuts both directions down, waking a thread blocked on it.
-    public func shutdown() {
+    package func shutdown() {
         guard !closed else { return }
         _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
     }
 
     /// Connects to the Unix socket at `path`.
-    public static func connect(path: String, timeoutMilliseconds: Int32 = 5000) throws(ProtocolError) -> LineChannel {
+    package static func connect(path: String, timeoutMilliseconds: Int32 = 5000) throws(ProtocolError) -> LineChannel {
         let address: UnixSocketAddress
         do {
             address = try UnixSocketAddress(path: path)
@@ -121,7 +121,7 @@ public final class LineChannel {
     ///
     /// Throws `.closed` at a clean end of stream, `.truncated` when the stream ends inside a line, `.oversized`
     /// past the limit, `.timeout` when the peer is silent. The caller wipes a returned line that held a secret.
-    public func readLine(timeoutMilliseconds: Int32, deadline: (() -> Bool)? = nil) throws(ProtocolError) -> [UInt8] {
+    package func readLine(timeoutMilliseconds: Int32, deadline: (() -> Bool)? = nil) throws(ProtocolError) -> [UInt8] {
         let start = DispatchTime.now().uptimeNanoseconds
         let buffer = receiveBuffer()
         while true {
@@ -187,7 +187,7 @@ public final class LineChannel {
     }
 
     /// Writes all of `bytes`; throws when the peer is gone (no `SIGPIPE`) or a write times out.
-    public func write(_ bytes: [UInt8]) throws(ProtocolError) {
+    package func write(_ bytes: [UInt8]) throws(ProtocolError) {
         do {
             try FileDescriptor.withBorrowed(fd) { (socket) throws(Errno) in try socket.sendAll(bytes) }
         } catch {
@@ -196,25 +196,25 @@ public final class LineChannel {
     }
 
     /// Writes one message.
-    public func send(_ message: ServerMessage) throws(ProtocolError) { try write(message.line) }
+    package func send(_ message: ServerMessage) throws(ProtocolError) { try write(message.line) }
 
     /// Writes a `secret` message for `prompt`, quoted straight from guarded memory; the line is wiped before this
     /// returns.
-    public func sendSecret(prompt: String, _ secret: borrowing SecretBytes) throws(ProtocolError) {
+    package func sendSecret(prompt: String, _ secret: borrowing SecretBytes) throws(ProtocolError) {
         var writer = ClientMessage.secretWriter(prompt: prompt, count: secret.count)
         writer.appendSecret("value", secret)
         try send(writer)
     }
 
     /// Finishes and writes a line, then wipes it (it may hold a secret).
-    public func send(_ writer: consuming LineWriter) throws(ProtocolError) {
+    package func send(_ writer: consuming LineWriter) throws(ProtocolError) {
         var line = writer.finish()
         defer { wipe(&line) }
         try write(line)
     }
 
     /// Writes one message; a `secret` line is wiped after it is written.
-    public func send(_ message: ClientMessage) throws(ProtocolError) {
+    package func send(_ message: ClientMessage) throws(ProtocolError) {
         var line = message.line
         defer { wipe(&line) }
         try write(line)

@@ -1,4 +1,4 @@
-public import TokenpinCore
+package import TokenpinCore
 
 /// The one writer of protocol lines: every message the daemon and the client send, secrets included, is built
 /// here, so the version (`"v"`), the member order (`v`, `type`, then the message's fields) and the framing (one
@@ -8,12 +8,12 @@ public import TokenpinCore
 /// memory into the line. The buffer never grows while it holds a secret without the old storage being wiped
 /// first, so the finished line is the only copy; whoever takes it wipes it once written (`LineChannel.send(_:)`
 /// does).
-public struct LineWriter: ~Copyable {
+package struct LineWriter: ~Copyable {
     private var bytes: [UInt8]
 
     /// Starts a message of `type`: `{"v":<ProtocolLimits.version>,"type":"<type>"`, with room for `reserving`
     /// more bytes (the worst case of the secrets to come, so the buffer does not move).
-    public init(_ type: String, reserving extra: Int = 0) {
+    package init(_ type: String, reserving extra: Int = 0) {
         bytes = []
         bytes.reserveCapacity(256 + extra)
         bytes += Array("{\"v\":\(ProtocolLimits.version)".utf8)
@@ -21,7 +21,7 @@ public struct LineWriter: ~Copyable {
     }
 
     /// Appends `,"key":value`.
-    public mutating func append(_ key: String, _ value: JSONValue) {
+    package mutating func append(_ key: String, _ value: JSONValue) {
         var piece: [UInt8] = [UInt8(ascii: ",")]
         JSONValue.quote(Array(key.utf8), into: &piece)
         piece.append(UInt8(ascii: ":"))
@@ -31,12 +31,12 @@ public struct LineWriter: ~Copyable {
     }
 
     /// Appends each member in order.
-    public mutating func append(contentsOf members: [JSONMember]) {
+    package mutating func append(contentsOf members: [JSONMember]) {
         for member in members { append(member.key, member.value) }
     }
 
     /// Appends `,"key":"<secret, escaped>"`, quoting the bytes straight into the line.
-    public mutating func appendSecret(_ key: String, bytes secret: UnsafeRawBufferPointer) {
+    package mutating func appendSecret(_ key: String, bytes secret: UnsafeRawBufferPointer) {
         makeRoom(key.utf8.count * 6 + 4 + secret.count * 6)
         bytes.append(UInt8(ascii: ","))
         JSONValue.quote(Array(key.utf8), into: &bytes)
@@ -45,12 +45,12 @@ public struct LineWriter: ~Copyable {
     }
 
     /// Appends `,"key":"<secret, escaped>"` from guarded memory.
-    public mutating func appendSecret(_ key: String, _ secret: borrowing SecretBytes) {
+    package mutating func appendSecret(_ key: String, _ secret: borrowing SecretBytes) {
         secret.withUnsafeBytes { buffer in appendSecret(key, bytes: buffer) }
     }
 
     /// Ends the object and the line. The caller owns the bytes: a line that holds a secret is wiped once written.
-    public consuming func finish() -> [UInt8] {
+    package consuming func finish() -> [UInt8] {
         makeRoom(0)
         bytes += [UInt8(ascii: "}"), 0x0A]
         return bytes

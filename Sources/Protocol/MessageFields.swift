@@ -1,5 +1,5 @@
-import TokenpinCore
-import TokenpinService
+internal import TokenpinCore
+internal import TokenpinService
 
 /// Typed access to a message's fields, checking the version.
 struct MessageFields {
@@ -71,11 +71,11 @@ struct MessageFields {
 }
 
 /// Base64 (RFC 4648, with padding), strict on decode.
-public enum Base64 {
+package enum Base64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
     /// Encodes bytes.
-    public static func encode(_ bytes: [UInt8]) -> String {
+    package static func encode(_ bytes: [UInt8]) -> String {
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count + 2) / 3 * 4)
         var index = 0
@@ -94,7 +94,7 @@ public enum Base64 {
     }
 
     /// Decodes text, or nil when it is not canonical padded base64.
-    public static func decode(_ text: String) -> [UInt8]? {
+    package static func decode(_ text: String) -> [UInt8]? {
         let input = Array(text.utf8)
         guard input.count % 4 == 0 else { return nil }
         var out: [UInt8] = []

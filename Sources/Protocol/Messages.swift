@@ -1,32 +1,32 @@
-import TokenpinCore
-public import TokenpinService
+internal import TokenpinCore
+package import TokenpinService
 
 /// A request: the first message of an exchange. The operation carries its own values (Operation.swift); the rest
 /// is what every request may carry.
-public struct Request: Sendable, Equatable {
+package struct Request: Sendable, Equatable {
     /// The operation and its values.
-    public var operation: Operation
+    package var operation: Operation
     /// The user to act on; nil for the caller.
-    public var user: String?
+    package var user: String?
     /// How many chances a refused new PIN gets (the client's `Interaction.newPINAttempts`, 1 to 5).
-    public var newPINAttempts: Int?
+    package var newPINAttempts: Int?
     /// The reader to use (a name or a glob).
-    public var reader: String?
+    package var reader: String?
     /// The card to use (its serial).
-    public var serial: String?
+    package var serial: String?
     /// The token application to use (`openpgp`, `piv`, `pkcs11`).
-    public var application: TokenApplicationKind?
+    package var application: TokenApplicationKind?
     /// The RFC 7512 URI of the PKCS#11 key to use (`--token-uri`). The module is never the client's: tokenpind
     /// loads the one its own `pkcs11-module` names.
-    public var tokenURI: String?
+    package var tokenURI: String?
     /// `false`: card PINs at the keyboard even where the reader has a keypad (`--no-pinpad`); a client can only turn
     /// the keypad off, never on where the daemon's `pinpad = off`.
-    public var pinpad: Bool?
+    package var pinpad: Bool?
     /// Who runs the PAM stack that sent the request (version 3); the daemon reads it only from root peers.
-    public var invoker: Invoker?
+    package var invoker: Invoker?
 
     /// Creates a request.
-    public init(_ operation: Operation, user: String? = nil, newPINAttempts: Int? = nil) {
+    package init(_ operation: Operation, user: String? = nil, newPINAttempts: Int? = nil) {
         self.operation = operation
         self.user = user
         self.newPINAttempts = newPINAttempts
@@ -43,20 +43,20 @@ public struct Request: Sendable, Equatable {
 ///
 /// The daemon trusts these only from a root peer (the module runs inside login, su, sshd, sudo); a peer that is not
 /// root is always the user themselves.
-public struct Invoker: Sendable, Equatable {
+package struct Invoker: Sendable, Equatable {
     /// The invoking real uid.
-    public var uid: UInt32
+    package var uid: UInt32
     /// `PAM_SERVICE` (`su`, `sshd`, `sudo`, `login`).
-    public var service: String?
+    package var service: String?
     /// `PAM_RHOST`: set by sshd (and other remote logins).
-    public var rhost: String?
+    package var rhost: String?
     /// `PAM_TTY`.
-    public var tty: String?
+    package var tty: String?
     /// `PAM_RUSER`: the requesting user, as the application says.
-    public var ruser: String?
+    package var ruser: String?
 
     /// Creates an invoker.
-    public init(uid: UInt32, service: String? = nil, rhost: String? = nil, tty: String? = nil, ruser: String? = nil) {
+    package init(uid: UInt32, service: String? = nil, rhost: String? = nil, tty: String? = nil, ruser: String? = nil) {
         self.uid = uid
         self.service = service
         self.rhost = rhost
@@ -69,7 +69,7 @@ public struct Invoker: Sendable, Equatable {
 }
 
 /// What a client sends.
-public enum ClientMessage: Sendable, Equatable {
+package enum ClientMessage: Sendable, Equatable {
     /// Start an operation.
     case request(Request)
     /// The answer to a `prompt`; the bytes are a secret and are wiped by whoever consumes them.
@@ -83,7 +83,7 @@ public enum ClientMessage: Sendable, Equatable {
 }
 
 /// What the daemon sends.
-public enum ServerMessage: Sendable, Equatable {
+package enum ServerMessage: Sendable, Equatable {
     /// Asks for a secret; `card` and `triesLeft` for card prompts.
     case prompt(name: String, card: String?, triesLeft: Int?)
     /// Asks a yes/no question; with `typed`, the answer is yes only when the person typed that word (a key

@@ -1,11 +1,11 @@
-import TokenpinCore
+internal import TokenpinCore
 
 // Every operation a client may ask for, declared once: each is a type in Operations/ holding its typed values,
 // its wire name, the lock the daemon takes around it, how its own fields are read and written, and the client's
 // call. This file is the one list of them.
 
 /// What the daemon holds while an operation runs (the order is Dispatch's: login password, then the user's lock).
-public enum OperationLock: Sendable {
+package enum OperationLock: Sendable {
     /// Nothing: the operation reads, or streams, and writes no record.
     case none
     /// The user's lock: the operation reads and writes the user's record.
@@ -41,7 +41,7 @@ extension FieldlessOperation {
 }
 
 /// An operation a client asks for, with its typed values.
-public enum Operation: Sendable, Equatable {
+package enum Operation: Sendable, Equatable {
     case ping(Ping)
     case enrol(Enrol)
     case verify(Verify)
@@ -115,10 +115,10 @@ public enum Operation: Sendable, Equatable {
     }
 
     /// The `op` value (`verify`, `card-unblock`...).
-    public var name: String { type(of: values).name }
+    package var name: String { type(of: values).name }
 
     /// What the daemon holds while it runs.
-    public var lock: OperationLock { type(of: values).lock }
+    package var lock: OperationLock { type(of: values).lock }
 
     /// The fields this operation takes beyond the common ones.
     var fieldNames: Set<String> { type(of: values).fieldNames }

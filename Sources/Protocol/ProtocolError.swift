@@ -2,9 +2,9 @@
 // (Tests/Fuzz/fuzz.sh).
 
 /// A frame or message that breaks the protocol: a code tests compare, and a human detail.
-public struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What is wrong.
-    public enum Code: String, Sendable, Equatable {
+    package enum Code: String, Sendable, Equatable {
         /// Not JSON, or JSON of the wrong shape.
         case malformed
         /// A line longer than the limit.
@@ -36,36 +36,36 @@ public struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// What is wrong.
-    public var code: Code
+    package var code: Code
     /// A human description, never containing a secret.
-    public var detail: String
+    package var detail: String
 
     /// Creates an error.
-    public init(_ code: Code, _ detail: String) {
+    package init(_ code: Code, _ detail: String) {
         self.code = code
         self.detail = detail
     }
 
-    public var description: String { "\(code.rawValue): \(detail)" }
+    package var description: String { "\(code.rawValue): \(detail)" }
 }
 
 /// The protocol's constants.
-public enum ProtocolLimits {
+package enum ProtocolLimits {
     /// The protocol version this build writes (`"v":3`). Version 3 added the invoker fields of a request
     /// (`invokerUID`, `service`, `rhost`, `tty`, `ruser`: who runs the PAM stack). Version 2 renamed `triesLeft`
     /// to `remaining` (the PIN's tries, in `rejected` results and prompts) and `cardPINTriesLeft` to
     /// `cardTriesLeft`, the names the CLI's `--json` uses.
-    public static let version = 3
+    package static let version = 3
     /// The versions this build reads: versions 1 and 2 still read (version 1's field names for one more version).
-    public static let acceptedVersions = 1...3
+    package static let acceptedVersions = 1...3
     /// The first version whose requests may carry the invoker fields.
-    public static let invokerVersion = 3
+    package static let invokerVersion = 3
     /// The longest invoker text field (`service`, `rhost`, `tty`, `ruser`), in bytes.
-    public static let maximumInvokerText = 256
+    package static let maximumInvokerText = 256
     /// The longest line either side accepts, newline excluded (64 KiB).
-    public static let maximumLineLength = 65_536
+    package static let maximumLineLength = 65_536
     /// The longest record `import` accepts, before base64 (48 KiB).
-    public static let maximumImportBytes = 49_152
+    package static let maximumImportBytes = 49_152
     /// The most options a `choice` offers (cards present at once).
-    public static let maximumChoices = 64
+    package static let maximumChoices = 64
 }

@@ -1,15 +1,15 @@
 import FoundationEssentials
-import TokenpinCore
-import TokenpinService
+internal import TokenpinCore
+package import TokenpinService
 
 // How readers, their keypads and the token's state travel.
 
 extension ReaderInfo {
     /// The reader as an object.
-    public var protocolValue: JSONValue { .object(protocolMembers) }
+    package var protocolValue: JSONValue { .object(protocolMembers) }
 
     /// The reader's members, for the wire and for `--json` (which adds `matches`).
-    public var protocolMembers: [JSONMember] {
+    package var protocolMembers: [JSONMember] {
         [
             JSONMember("name", .text(name)), JSONMember("cardPresent", .bool(cardPresent)),
             JSONMember("serial", serial.map(JSONValue.text) ?? .null), JSONMember("openpgp", .bool(isOpenPGP)),
@@ -22,7 +22,7 @@ extension ReaderInfo {
     }
 
     /// A reader from its object.
-    public init(protocolValue value: JSONValue) throws(ProtocolError) {
+    package init(protocolValue value: JSONValue) throws(ProtocolError) {
         guard let name = value["name"]?.stringValue, let present = value["cardPresent"]?.boolValue else {
             throw ProtocolError(.badField, "a reader is malformed")
         }
@@ -38,7 +38,7 @@ extension ReaderInfo {
     }
 
     /// A list of readers from an array.
-    public static func list(protocolValue value: JSONValue?) throws(ProtocolError) -> [ReaderInfo] {
+    package static func list(protocolValue value: JSONValue?) throws(ProtocolError) -> [ReaderInfo] {
         guard case .array(let items) = value else { throw ProtocolError(.badField, "`readers` must be an array") }
         var readers: [ReaderInfo] = []
         for item in items { readers.append(try ReaderInfo(protocolValue: item)) }
@@ -48,10 +48,10 @@ extension ReaderInfo {
 
 extension TokenStatus {
     /// The token side of a status as an object.
-    public var protocolValue: JSONValue { .object(protocolMembers) }
+    package var protocolValue: JSONValue { .object(protocolMembers) }
 
     /// The token side's members, for the wire and for `--json` (which adds `serial` and `present`).
-    public var protocolMembers: [JSONMember] {
+    package var protocolMembers: [JSONMember] {
         [
             JSONMember("readers", .array(readers.map(\.protocolValue))),
             JSONMember("problem", problem.map(JSONValue.text) ?? .null),
@@ -65,7 +65,7 @@ extension TokenStatus {
     }
 
     /// The token side of a status from its object.
-    public init(protocolValue value: JSONValue) throws(ProtocolError) {
+    package init(protocolValue value: JSONValue) throws(ProtocolError) {
         self.init(
             readers: try ReaderInfo.list(protocolValue: value["readers"]), problem: value["problem"]?.stringValue,
             matchingReader: value["reader"]?.stringValue,
@@ -78,7 +78,7 @@ extension TokenStatus {
 
 extension ReaderPinpad {
     /// The keypad as an object: `verify`, `modify`, `minDigits`, `maxDigits`, `ignored`.
-    public var protocolValue: JSONValue {
+    package var protocolValue: JSONValue {
         .object([
             JSONMember("verify", .bool(verify)), JSONMember("modify", .bool(modify)),
             JSONMember("minDigits", .int(minDigits)), JSONMember("maxDigits", .int(maxDigits)),
@@ -87,7 +87,7 @@ extension ReaderPinpad {
     }
 
     /// A keypad from its object; digits outside 1-64 are a `bad-field` error.
-    public init(protocolValue value: JSONValue) throws(ProtocolError) {
+    package init(protocolValue value: JSONValue) throws(ProtocolError) {
         guard let verify = value["verify"]?.boolValue, let modify = value["modify"]?.boolValue,
             let low = try value.number("minDigits", in: 1...64), let high = try value.number("maxDigits", in: 1...64)
         else { throw ProtocolError(.badField, "a reader's pinpad is malformed") }

@@ -1,11 +1,11 @@
-import TokenpinCore
-import TokenpinService
+internal import TokenpinCore
+internal import TokenpinService
 
 // How the daemon's messages read and write: prompts, questions, choices, events, results, errors.
 
 extension ServerMessage {
     /// Parses one line from the daemon.
-    public static func parse(_ line: [UInt8]) throws(ProtocolError) -> ServerMessage {
+    package static func parse(_ line: [UInt8]) throws(ProtocolError) -> ServerMessage {
         let value = try JSONParser.parse(line)
         guard let members = value.members else { throw ProtocolError(.malformed, "a message is a JSON object") }
         let fields = try MessageFields(members)
@@ -48,7 +48,7 @@ extension ServerMessage {
 
 extension ServerMessage {
     /// The writer holding this message, for a reply that appends a secret member before finishing it.
-    public var writer: LineWriter {
+    package var writer: LineWriter {
         var writer: LineWriter
         switch self {
         case .prompt(let name, let card, let triesLeft):
@@ -83,5 +83,5 @@ extension ServerMessage {
     }
 
     /// The line for this message, newline included.
-    public var line: [UInt8] { writer.finish() }
+    package var line: [UInt8] { writer.finish() }
 }

@@ -11,23 +11,23 @@ internal import TokenpinSystem
 /// (gpg's scdaemon first: without `pcsc-shared` in its scdaemon.conf it keeps every card it has seen) are named,
 /// with what to do. One diagnosis, the same sentence in `verify`, in PAM (through tokenpind, which sees every
 /// process) and in `doctor`.
-public enum CardHolders {
+package enum CardHolders {
     /// A running program that opens smart cards.
-    public struct Program: Sendable, Equatable {
+    package struct Program: Sendable, Equatable {
         /// Its name as the kernel keeps it (`scdaemon`).
-        public var name: String
-        public var pid: Int
+        package var name: String
+        package var pid: Int
         /// The login name of its user.
-        public var user: String
+        package var user: String
         /// Whether its configuration says it shares cards: scdaemon with `pcsc-shared`; nil when not known.
-        public var shares: Bool?
+        package var shares: Bool?
     }
 
     /// Programs that hold cards they open (gpg's scdaemon first), by the name `/proc/PID/comm` gives.
     static let known = ["scdaemon", "pcsc_scan", "opensc-tool", "pkcs11-tool", "yubikey-agent", "ykman", "gpg-card"]
 
     /// The programs of `known` running now, scdaemon first.
-    public static func running(proc: String = "/proc") -> [Program] {
+    package static func running(proc: String = "/proc") -> [Program] {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: proc) else { return [] }
         var found: [Program] = []
         for entry in entries {
@@ -45,7 +45,7 @@ public enum CardHolders {
 
     /// The sentence for the card in `reader` that another process holds exclusively: who, and what to do. Every
     /// scdaemon that does not share is named (several users may each run gpg).
-    public static func diagnosis(reader: String, running: [Program] = running()) -> String {
+    package static func diagnosis(reader: String, running: [Program] = running()) -> String {
         let start = "the card in \(reader) is held exclusively by another program"
         let scdaemons = running.filter { $0.name == "scdaemon" && $0.shares != true }
         if !scdaemons.isEmpty {
@@ -67,7 +67,7 @@ public enum CardHolders {
     }
 
     /// How a reader's card is held, for `doctor`.
-    public enum Hold: Sendable, Equatable {
+    package enum Hold: Sendable, Equatable {
         /// No card in the reader.
         case empty
         /// tokenpin can open it (shared), and these card programs run beside it.
@@ -79,7 +79,7 @@ public enum CardHolders {
     }
 
     /// Opens the card in `reader` shared, as tokenpin does, and says how it is held.
-    public static func hold(reader: String, cardPresent: Bool) -> Hold {
+    package static func hold(reader: String, cardPresent: Bool) -> Hold {
         guard cardPresent else { return .empty }
         do {
             let connection = try PCSCCardConnection(reader: reader)

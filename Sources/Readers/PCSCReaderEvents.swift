@@ -1,19 +1,19 @@
 import TokenpinAPDU
 import TokenpinPCSC
-public import TokenpinService
+package import TokenpinService
 
 // Reader and card events from pcscd, as the daemon's watcher reads them: `ReaderMonitor` behind the service's
 // `ReaderEventSource`, so that the daemon never imports PC/SC.
 
 /// The PC/SC readers' events through pcscd: what tokenpind watches unless `--no-readers` or `--reader sim`.
-public struct PCSCReaderEvents: ReaderEventSource {
+package struct PCSCReaderEvents: ReaderEventSource {
     /// Events from the readers pcscd knows.
-    public init() {}
+    package init() {}
 
     /// Opens a PC/SC context of its own and takes a snapshot of the readers and their cards.
     ///
     /// Throws when pcscd is not running (or refuses the context).
-    public func start() throws(ReaderEventError) -> any ReaderEventStream {
+    package func start() throws(ReaderEventError) -> any ReaderEventStream {
         do {
             return PCSCReaderEventStream(monitor: try ReaderMonitor())
         } catch {

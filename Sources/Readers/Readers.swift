@@ -1,7 +1,7 @@
 import FoundationEssentials
 import TokenpinAPDU
 import TokenpinPCSC
-public import TokenpinService
+package import TokenpinService
 internal import TokenpinSystem
 
 // The card sources the executables plug into the service: PC/SC readers through pcscd (the in-process simulated
@@ -9,14 +9,14 @@ internal import TokenpinSystem
 
 /// The PC/SC readers through pcscd: what tokenpin uses with real tokens. Every wait on pcscd and a reader has a
 /// deadline (`timeouts`, from `card-timeout`).
-public struct PCSCReaders: CardReaders {
+package struct PCSCReaders: CardReaders {
     /// How long pcscd and each reader may take to answer.
-    public var timeouts: CardTimeouts
+    package var timeouts: CardTimeouts
 
     /// The readers pcscd knows.
-    public init(timeouts: CardTimeouts = .standard) { self.timeouts = timeouts }
+    package init(timeouts: CardTimeouts = .standard) { self.timeouts = timeouts }
 
-    public func list() throws(ServiceError) -> [ReaderPresence] {
+    package func list() throws(ServiceError) -> [ReaderPresence] {
         do {
             return try PCSCContext.readerStatuses(within: timeouts.command).map {
                 ReaderPresence(name: $0.name, cardPresent: $0.state.contains(.present))
@@ -26,7 +26,7 @@ public struct PCSCReaders: CardReaders {
         }
     }
 
-    public func open(_ reader: String) throws(ServiceError) -> any CardConnection {
+    package func open(_ reader: String) throws(ServiceError) -> any CardConnection {
         do {
             return try PCSCCardConnection(reader: reader, timeouts: timeouts)
         } catch {
@@ -36,23 +36,23 @@ public struct PCSCReaders: CardReaders {
         }
     }
 
-    public func withTimeouts(_ timeouts: CardTimeouts) -> any CardReaders { PCSCReaders(timeouts: timeouts) }
+    package func withTimeouts(_ timeouts: CardTimeouts) -> any CardReaders { PCSCReaders(timeouts: timeouts) }
 
     /// The reader's keypad, asked over a direct connection (with or without a card); nil when it has none or does
     /// not answer in time.
-    public func pinpad(of reader: String) -> ReaderPinpad? {
+    package func pinpad(of reader: String) -> ReaderPinpad? {
         (try? PCSCReaderPinpad.detect(reader: reader, within: timeouts.command)).map(ReaderPinpad.init)
     }
 }
 
 /// Readers that could not be set up; every use reports why.
-public struct UnavailableReaders: CardReaders {
+package struct UnavailableReaders: CardReaders {
     /// Why there are no readers.
-    public let error: ServiceError
+    package let error: ServiceError
 
     /// Readers that report `error` on every use.
-    public init(error: ServiceError) { self.error = error }
+    package init(error: ServiceError) { self.error = error }
 
-    public func list() throws(ServiceError) -> [ReaderPresence] { throw error }
-    public func open(_ reader: String) throws(ServiceError) -> any CardConnection { throw error }
+    package func list() throws(ServiceError) -> [ReaderPresence] { throw error }
+    package func open(_ reader: String) throws(ServiceError) -> any CardConnection { throw error }
 }

@@ -1,25 +1,25 @@
 import FoundationEssentials
-import TokenpinCore
+package import TokenpinCore
 
 /// Who asks for an operation, as tokenpind classes it: the attempt's class and, for PAM, the invoker it reported.
 ///
 /// Local mode is always the user themselves (`.own`). tokenpind classes each request (docs/pam.md, "Who is
 /// asking"): a peer that is not root is the user; root without invoker fields is local; a PAM module reports
 /// the invoking real uid, `PAM_SERVICE`, `PAM_RHOST`, `PAM_TTY` and `PAM_RUSER`.
-public struct AttemptContext: Sendable, Equatable {
+package struct AttemptContext: Sendable, Equatable {
     /// The class.
-    public var `class`: AttemptClass
+    package var `class`: AttemptClass
     /// The invoking real uid, when a PAM module reported it.
-    public var invokerUID: UInt32?
+    package var invokerUID: UInt32?
     /// The invoker's login name, when it has one.
-    public var invokerName: String?
+    package var invokerName: String?
     /// `PAM_SERVICE`.
-    public var service: String?
+    package var service: String?
     /// `PAM_RHOST`.
-    public var rhost: String?
+    package var rhost: String?
 
     /// Creates a context.
-    public init(
+    package init(
         class: AttemptClass, invokerUID: UInt32? = nil, invokerName: String? = nil, service: String? = nil,
         rhost: String? = nil
     ) {
@@ -31,7 +31,7 @@ public struct AttemptContext: Sendable, Equatable {
     }
 
     /// The user themselves.
-    public static let own = AttemptContext(class: .own)
+    package static let own = AttemptContext(class: .own)
 }
 
 extension PINService {

@@ -1,6 +1,6 @@
 import FoundationEssentials
-import TokenpinAPDU
-import TokenpinCore
+internal import TokenpinAPDU
+package import TokenpinCore
 
 // The binder: binding a card to the record (`toggle token on`), sealing and re-sealing its slots under fresh
 // challenges, and removing the binding (`toggle token off`).
@@ -13,7 +13,7 @@ extension PINService {
     ///
     /// `mode` `.both` binds in `both` whatever the configuration says (the stricter of the two wins); on a card
     /// already bound in `either` it re-binds it in `both` (see `rebindInBoth`).
-    public func enableToken(
+    package func enableToken(
         _ interaction: some Interaction, generateKey: Bool = false, assumeYes: Bool = false,
         mode: VerificationMode? = nil, slot: String? = nil
     ) throws(ServiceError) -> VerifyReport {
@@ -221,7 +221,7 @@ extension PINService {
     /// `.token`: the card PIN and PSO:DECIPHER opening the token slot (prompt: card PIN). The report names the
     /// method used. In `mode = both` the PIN and the card are needed (prompts: PIN, card PIN) and a plain PIN
     /// slot takes the composite slot's place.
-    public func disableToken(
+    package func disableToken(
         _ interaction: some Interaction,
         method: VerificationMethod? = nil
     ) throws(ServiceError) -> VerifyReport {

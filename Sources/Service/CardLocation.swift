@@ -1,23 +1,23 @@
 import FoundationEssentials
-import TokenpinAPDU
-import TokenpinCore
+internal import TokenpinAPDU
+package import TokenpinCore
 
 // The card locator: which readers and cards an operation may reach (selection, scope), the card to bind or
 // manage, and the enrolled card, recognised by what it reads and proves before any PIN is sent to it.
 
 /// Which card to use when several are present (`--reader`, `--serial`, the `reader` setting).
-public struct CardSelection: Sendable, Equatable {
+package struct CardSelection: Sendable, Equatable {
     /// A reader name or glob.
-    public var reader: String?
+    package var reader: String?
     /// A card serial: the 8 hex digits of the serial number, or the 12 with the manufacturer.
-    public var serial: String?
+    package var serial: String?
     /// The token application to bind through (`--app`); nil: OpenPGP where the card has it, else PIV.
-    public var application: TokenApplicationKind?
+    package var application: TokenApplicationKind?
     /// The RFC 7512 URI of the PKCS#11 key to use (`--token-uri`); nil: the only usable one.
-    public var tokenURI: String?
+    package var tokenURI: String?
 
     /// Creates a selection.
-    public init(
+    package init(
         reader: String? = nil, serial: String? = nil, application: TokenApplicationKind? = nil, tokenURI: String? = nil
     ) {
         self.reader = reader
@@ -44,7 +44,7 @@ public struct CardSelection: Sendable, Equatable {
 /// Local mode acts with the user's own smart-card rights (pcscd's policy applies), so any card will do. The
 /// daemon runs as root: for a non-root peer it sets `.boundCardOnly`, so a user reaches only the card bound
 /// to their own record.
-public enum CardScope: Sendable, Equatable {
+package enum CardScope: Sendable, Equatable {
     /// Every card the selection allows: local mode, and root through the daemon.
     case any
     /// Only the card bound to the user's record, recognised by the serial read from the card before any PIN
@@ -274,7 +274,7 @@ extension PINService {
 extension PINService {
     /// Every reader the selection allows and the card in it; under `.boundCardOnly` only the reader holding
     /// the card bound to the record (none without a binding, and then no card is read at all).
-    public func listReaders() throws(ServiceError) -> [ReaderInfo] {
+    package func listReaders() throws(ServiceError) -> [ReaderInfo] {
         guard cardScope == .boundCardOnly else {
             return try withPinpads(
                 probeCards().map { probe in
@@ -313,7 +313,7 @@ extension PINService {
     }
 
     /// What the token side looks like for `status` and `types`; problems (pcscd down) are reported, not thrown.
-    public func tokenStatus(binding: TokenBinding?) -> TokenStatus {
+    package func tokenStatus(binding: TokenBinding?) -> TokenStatus {
         guard cards != nil else { return TokenStatus(readers: [], problem: "no card readers configured") }
         do {
             // A card bound through one application is looked at through it (a YubiKey bound through PIV).
@@ -345,13 +345,13 @@ extension CardReaders {
     ///
     /// Reads only public data (the application's SELECT and what it reads at open) and sends no PIN; the
     /// daemon uses it to tell whether the card a user verified with came back within `lock-grace`.
-    public func reader(holding serial: String) -> String? {
+    package func reader(holding serial: String) -> String? {
         reader(holding: serial, proof: nil)
     }
 
     /// `reader(holding:)` for a binding: a card that recorded a card-authentication key (PIV `9E`) must also sign a
     /// fresh challenge with it (no PIN), so a card that only claims the identity cancels no card-removal lock.
-    public func reader(holding binding: TokenBinding) -> String? {
+    package func reader(holding binding: TokenBinding) -> String? {
         reader(holding: binding.serial, proof: binding.cardAuthentication)
     }
 

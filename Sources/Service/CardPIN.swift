@@ -1,6 +1,6 @@
 import FoundationEssentials
-import TokenpinAPDU
-import TokenpinCore
+internal import TokenpinAPDU
+internal import TokenpinCore
 
 // The card's own PIN: `tokenpin token change-pin` and `tokenpin token unblock`, on the bound card or the one chosen.
 
@@ -50,7 +50,7 @@ extension PINService {
 
     /// `tokenpin token change-pin`: the card PIN (OpenPGP PW1, the PIV PIN), changed on the card after showing
     /// its tries left. Prompts: card PIN, new card PIN, new card PIN again.
-    public func changeCardPIN(_ interaction: some Interaction) throws(ServiceError) {
+    package func changeCardPIN(_ interaction: some Interaction) throws(ServiceError) {
         let card = try managedCard(interaction, command: "change-pin")
         defer { card.close() }
         let tries = card.pinTriesLeft
@@ -68,7 +68,7 @@ extension PINService {
 
     /// `tokenpin token unblock`: a new card PIN with the card's unblocking credential: the OpenPGP Reset Code
     /// (or its admin PIN with `admin`), the PIV PUK. Prompts: the credential, new card PIN, new card PIN again.
-    public func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError) {
+    package func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError) {
         let card = try managedCard(interaction, command: "unblock")
         defer { card.close() }
         if card.kind == .pkcs11 { throw .usage(PKCS11Token.unblockAdvice) }

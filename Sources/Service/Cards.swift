@@ -1,10 +1,10 @@
-import TokenpinAPDU
-import TokenpinCore
+package import TokenpinAPDU
+package import TokenpinCore
 
 /// Where cards come from: the PC/SC readers, or the in-process simulator.
 ///
 /// The service knows cards only through this protocol, so it compiles and is tested without pcsc-lite.
-public protocol CardReaders: Sendable {
+package protocol CardReaders: Sendable {
     /// The readers and whether each holds a card.
     ///
     /// Throws `.serviceUnavailable` when the smart-card service is not running.
@@ -19,13 +19,13 @@ public protocol CardReaders: Sendable {
 }
 
 extension CardReaders {
-    public func withTimeouts(_ timeouts: CardTimeouts) -> any CardReaders { self }
+    package func withTimeouts(_ timeouts: CardTimeouts) -> any CardReaders { self }
 
     /// The reader's keypad; readers that cannot have one (in process) have none.
-    public func pinpad(of reader: String) -> ReaderPinpad? { nil }
+    package func pinpad(of reader: String) -> ReaderPinpad? { nil }
 
     /// The same readers with the deadlines `configuration` sets (`card-timeout`).
-    public func withTimeouts(of configuration: Configuration) -> any CardReaders {
+    package func withTimeouts(of configuration: Configuration) -> any CardReaders {
         withTimeouts(CardTimeouts(seconds: configuration.cardTimeoutSeconds))
     }
 }
@@ -34,7 +34,7 @@ extension CardReaders {
 ///
 /// Through the daemon a user touches only the card bound to their own record, or, to bind, a card no other record
 /// binds, and only when `card-bind` lets them (by default: they own the active local session).
-public protocol CardAccess: Sendable {
+package protocol CardAccess: Sendable {
     /// The identities of the cards bound to records other than `user`'s.
     func identities(boundToOthersThan user: String) -> Set<String>
     /// Why `user` may not bind a card no record binds (`card-bind`), or nil when they may.
@@ -45,14 +45,14 @@ public protocol CardAccess: Sendable {
 }
 
 /// A reader's name and whether a card is in it.
-public struct ReaderPresence: Sendable, Equatable {
+package struct ReaderPresence: Sendable, Equatable {
     /// The reader's name.
-    public var name: String
+    package var name: String
     /// Whether a card is present.
-    public var cardPresent: Bool
+    package var cardPresent: Bool
 
     /// Creates a presence record.
-    public init(name: String, cardPresent: Bool) {
+    package init(name: String, cardPresent: Bool) {
         self.name = name
         self.cardPresent = cardPresent
     }
@@ -104,12 +104,12 @@ struct CardProbe {
 }
 
 /// Labels a card for the person: `0006:12345678`.
-public func cardLabel(serial: String) -> String {
+package func cardLabel(serial: String) -> String {
     serial.count == 12 ? String(serial.prefix(4)) + ":" + String(serial.dropFirst(4)) : serial
 }
 
 /// Whether `name` matches a `reader` setting: exactly, or as a shell glob (`*`, `?`).
-public func readerMatches(_ name: String, pattern: String) -> Bool {
+package func readerMatches(_ name: String, pattern: String) -> Bool {
     if name == pattern { return true }
     let n = Array(name)
     let p = Array(pattern)

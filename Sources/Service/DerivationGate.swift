@@ -1,11 +1,11 @@
-import TokenpinCore
+internal import TokenpinCore
 
 /// Admits the key derivations that need much memory (Argon2id) one budget at a time.
 ///
 /// The daemon shares one memory budget among all users; an operation takes its share only around the
 /// derivation itself, never while it waits for a person, so a client that is slow to answer or stops reading
 /// holds none of it. Local mode runs without a gate.
-public protocol DerivationGate: Sendable {
+package protocol DerivationGate: Sendable {
     /// Runs `body` while `kibibytes` of memory are reserved for it.
     ///
     /// Throws `ServiceError.busy` when the memory does not free up in time; `body` has not run then.

@@ -1,22 +1,22 @@
-import TokenpinAPDU
+package import TokenpinAPDU
 
 /// Readers whose cards live in this process (the simulated card of `--reader sim`, the demo and tests).
 ///
 /// Each reader is described by closures, so the service needs no knowledge of what the card is.
-public struct InProcessReaders: CardReaders {
+package struct InProcessReaders: CardReaders {
     /// One reader.
-    public struct Reader: Sendable {
+    package struct Reader: Sendable {
         /// The reader's name.
-        public var name: String
+        package var name: String
         /// Whether a card is in it now.
-        public var isPresent: @Sendable () -> Bool
+        package var isPresent: @Sendable () -> Bool
         /// Connects to the card (powering it on).
-        public var connect: @Sendable () throws -> any CardConnection
+        package var connect: @Sendable () throws -> any CardConnection
         /// Resets the card when a session ends, clearing any verified PIN.
-        public var reset: @Sendable () -> Void
+        package var reset: @Sendable () -> Void
 
         /// Creates a reader.
-        public init(
+        package init(
             name: String, isPresent: @escaping @Sendable () -> Bool,
             connect: @escaping @Sendable () throws -> any CardConnection, reset: @escaping @Sendable () -> Void
         ) {
@@ -28,16 +28,16 @@ public struct InProcessReaders: CardReaders {
     }
 
     /// The readers.
-    public var readers: [Reader]
+    package var readers: [Reader]
 
     /// Creates the readers.
-    public init(_ readers: [Reader]) { self.readers = readers }
+    package init(_ readers: [Reader]) { self.readers = readers }
 
-    public func list() throws(ServiceError) -> [ReaderPresence] {
+    package func list() throws(ServiceError) -> [ReaderPresence] {
         readers.map { ReaderPresence(name: $0.name, cardPresent: $0.isPresent()) }
     }
 
-    public func open(_ reader: String) throws(ServiceError) -> any CardConnection {
+    package func open(_ reader: String) throws(ServiceError) -> any CardConnection {
         guard let entry = readers.first(where: { $0.name == reader }) else {
             throw .tokenUnavailable("no reader named \(reader)")
         }

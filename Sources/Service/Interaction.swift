@@ -1,7 +1,7 @@
-import TokenpinCore
+package import TokenpinCore
 
 /// What the service asks the person for, in the order the command defines.
-public enum SecretPrompt: Sendable, Equatable {
+package enum SecretPrompt: Sendable, Equatable {
     /// The PIN, to verify.
     case pin
     /// The current PIN, before a change.
@@ -30,7 +30,7 @@ public enum SecretPrompt: Sendable, Equatable {
     case loginPassword
 
     /// The stable name used by the daemon protocol and tests.
-    public var name: String {
+    package var name: String {
         switch self {
         case .pin: "pin"
         case .currentPIN: "current-pin"
@@ -52,7 +52,7 @@ public enum SecretPrompt: Sendable, Equatable {
 /// The person on the other side of an operation: a terminal, a test script, a daemon client, a PAM conversation.
 ///
 /// Operations call these synchronously, in prompt order. Implementations must not log or keep the secrets.
-public protocol Interaction {
+package protocol Interaction {
     /// Reads one secret for `prompt`; throws `ServiceError.cancelled` when the person cancels.
     func readSecret(_ prompt: SecretPrompt) throws(ServiceError) -> SecretBytes
     /// Reports an event as it happens (a wrong PIN, a token failure before the fallback, a policy refusal).
@@ -73,14 +73,14 @@ public protocol Interaction {
 }
 
 extension Interaction {
-    public func readPIN(_ prompt: SecretPrompt, remaining: Int) throws(ServiceError) -> SecretBytes {
+    package func readPIN(_ prompt: SecretPrompt, remaining: Int) throws(ServiceError) -> SecretBytes {
         try readSecret(prompt)
     }
 }
 
 extension Interaction {
     /// Interactions that cannot show a question and read a typed answer refuse: only `--yes` goes ahead.
-    public func confirmTyped(_ question: String, word: String) throws(ServiceError) -> Bool {
+    package func confirmTyped(_ question: String, word: String) throws(ServiceError) -> Bool {
         throw .usage(question + " Nothing here can ask for a typed confirmation; add --yes to go ahead.")
     }
 }

@@ -1,4 +1,4 @@
 extension PINService {
     /// The word a person types to let an operation replace a key on a card.
-    public static let replaceWord = "replace"
+    package static let replaceWord = "replace"
 }

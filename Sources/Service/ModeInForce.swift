@@ -1,4 +1,4 @@
-import TokenpinCore
+package import TokenpinCore
 
 /// The verification mode in force for a record with the token bound, and where it comes from.
 ///
@@ -6,9 +6,9 @@ import TokenpinCore
 /// only when both its token slot and its PIN slot open. That enforces the mode online; the offline protection
 /// of `both` (one composite slot that no copy of the record opens without the card) comes only with a binding
 /// made in `both`, so `rebindAdvised` says a re-binding would add it.
-public struct ModeInForce: Sendable, Equatable {
+package struct ModeInForce: Sendable, Equatable {
     /// Where a mode comes from.
-    public enum Source: String, Sendable, Equatable {
+    package enum Source: String, Sendable, Equatable {
         /// The record: the mode the token was bound in.
         case record
         /// The configuration (`mode`), stricter than the record.
@@ -16,15 +16,15 @@ public struct ModeInForce: Sendable, Equatable {
     }
 
     /// The mode verification follows.
-    public var mode: VerificationMode
+    package var mode: VerificationMode
     /// Where it comes from.
-    public var source: Source
+    package var source: Source
     /// The record was bound in `either` and the configuration says `both`: `toggle token on --mode both` would
     /// replace the two slots with the composite slot.
-    public var rebindAdvised: Bool { source == .configuration && mode == .both }
+    package var rebindAdvised: Bool { source == .configuration && mode == .both }
 
     /// Creates a description.
-    public init(mode: VerificationMode, source: Source) {
+    package init(mode: VerificationMode, source: Source) {
         self.mode = mode
         self.source = source
     }
@@ -54,7 +54,7 @@ extension PINService {
 
     /// The mode in force for `record`: `both` for a composite slot; `both` from the configuration for a record
     /// bound in `either` when `mode = both` is set; else the record's. Nil when no token is bound.
-    public func modeInForce(_ record: EnrolmentRecord) -> ModeInForce? {
+    package func modeInForce(_ record: EnrolmentRecord) -> ModeInForce? {
         if record.slot(.composite) != nil { return ModeInForce(mode: .both, source: .record) }
         guard record.slot(.token) != nil else { return nil }
         if configuration.mode == .both { return ModeInForce(mode: .both, source: .configuration) }

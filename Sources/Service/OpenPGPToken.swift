@@ -1,5 +1,5 @@
-import TokenpinAPDU
-import TokenpinCore
+internal import TokenpinAPDU
+internal import TokenpinCore
 import TokenpinOpenPGP
 
 /// The OpenPGP card application as a token: its decryption key (cv25519, RSA, NIST or brainpool ECDH) answers

@@ -1,11 +1,11 @@
-import TokenpinCore
+package import TokenpinCore
 
 /// The operations of the PIN service, declared once.
 ///
 /// `PINService` runs them in this process on a store; the daemon client (TokenpinProtocol) runs them in tokenpind
 /// over its socket; the CLI is written against this protocol, and tokenpind dispatches each decoded request to it
 /// in one place. Both give the same values and errors, so the CLI's output and exit codes are the same in both modes.
-public protocol PINOperations {
+package protocol PINOperations {
     /// Enrols a first PIN and returns the recovery key (`created`).
     func enrol(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult
     /// Verifies the user: token first with fallback to the PIN, or only `method` when given.
@@ -46,14 +46,14 @@ public protocol PINOperations {
 }
 
 extension PINService: PINOperations {
-    public func togglePIN(on: Bool, _ interaction: some Interaction) throws(ServiceError) {
+    package func togglePIN(on: Bool, _ interaction: some Interaction) throws(ServiceError) {
         try togglePIN(on: on)
     }
 }
 
 extension VerifyOutcome {
     /// The exit code of an operation that ended with this outcome: the one mapping the CLI and tokenpind share.
-    public var exitCode: ExitCode {
+    package var exitCode: ExitCode {
         switch self {
         case .verified: .success
         case .rejected, .tokenRejected: .notVerified
@@ -64,5 +64,5 @@ extension VerifyOutcome {
 
 extension VerifyReport {
     /// The exit code of this report (its outcome's).
-    public var exitCode: ExitCode { outcome.exitCode }
+    package var exitCode: ExitCode { outcome.exitCode }
 }

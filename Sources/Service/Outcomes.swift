@@ -1,8 +1,8 @@
 import FoundationEssentials
-import TokenpinCore
+package import TokenpinCore
 
 /// The result of a verification: expected outcomes are values.
-public enum VerifyOutcome: Sendable, Equatable {
+package enum VerifyOutcome: Sendable, Equatable {
     /// Verified.
     case verified(method: VerificationMethod)
     /// Wrong PIN; `remaining` tries left, `lastTry` when only one is left.
@@ -15,7 +15,7 @@ public enum VerifyOutcome: Sendable, Equatable {
     case tokenRejected(reason: String)
 
     /// The event this outcome reports.
-    public var event: Event {
+    package var event: Event {
         switch self {
         case .verified(let method): .verified(method: method)
         case .rejected(let remaining, let lastTry): .wrongPIN(remaining: remaining, lastTry: lastTry)
@@ -27,24 +27,24 @@ public enum VerifyOutcome: Sendable, Equatable {
 }
 
 /// A verification's outcome with what happened on the way (a token failure before the PIN) and its cost.
-public struct VerifyReport: Sendable, Equatable {
+package struct VerifyReport: Sendable, Equatable {
     /// The outcome.
-    public var outcome: VerifyOutcome
+    package var outcome: VerifyOutcome
     /// The token failure that led to the PIN, if any.
-    public var tokenFailure: String?
+    package var tokenFailure: String?
     /// Time spent in the key derivation, in nanoseconds.
-    public var kdfNanoseconds: UInt64
+    package var kdfNanoseconds: UInt64
     /// The counter after the attempt.
-    public var counter: RetryCounter?
+    package var counter: RetryCounter?
     /// The card that verified (`method` token or both), for the card-removal lock.
-    public var card: VerifiedCard?
+    package var card: VerifiedCard?
     /// Whether `counter` is the remote/other counter (a remote or other attempt), not the PIN's own.
-    public var countedApart = false
+    package var countedApart = false
     /// What remote and other attempts did since the user's last own or local success, cleared by this one.
-    public var otherAttempts: OtherAttemptsNotice?
+    package var otherAttempts: OtherAttemptsNotice?
 
     /// Creates a report.
-    public init(
+    package init(
         outcome: VerifyOutcome, tokenFailure: String? = nil, kdfNanoseconds: UInt64 = 0, counter: RetryCounter? = nil,
         card: VerifiedCard? = nil
     ) {
@@ -57,16 +57,16 @@ public struct VerifyReport: Sendable, Equatable {
 }
 
 /// The card a token verification used: its serial as read from the card, and the reader it was in.
-public struct VerifiedCard: Sendable, Equatable {
+package struct VerifiedCard: Sendable, Equatable {
     /// Manufacturer and serial number, 12 hex digits.
-    public var serial: String
+    package var serial: String
     /// The reader.
-    public var reader: String
+    package var reader: String
     /// How its removal is noticed, as its token application declares.
-    public var removalWatch: TokenRemovalWatch
+    package var removalWatch: TokenRemovalWatch
 
     /// Creates the description.
-    public init(serial: String, reader: String, removalWatch: TokenRemovalWatch = .readerEvents) {
+    package init(serial: String, reader: String, removalWatch: TokenRemovalWatch = .readerEvents) {
         self.serial = serial
         self.reader = reader
         self.removalWatch = removalWatch
@@ -74,18 +74,18 @@ public struct VerifiedCard: Sendable, Equatable {
 }
 
 /// The status of one authentication type.
-public struct TypeStatus: Sendable, Equatable, Codable {
+package struct TypeStatus: Sendable, Equatable, Codable {
     /// The type.
-    public var type: AuthenticationType
+    package var type: AuthenticationType
     /// Whether it is on.
-    public var enabled: Bool
+    package var enabled: Bool
     /// Whether it can be switched off.
-    public var canDisable: Bool
+    package var canDisable: Bool
     /// The bound card's serial, for the token.
-    public var serial: String?
+    package var serial: String?
 
     /// Creates a status.
-    public init(type: AuthenticationType, enabled: Bool, canDisable: Bool, serial: String? = nil) {
+    package init(type: AuthenticationType, enabled: Bool, canDisable: Bool, serial: String? = nil) {
         self.type = type
         self.enabled = enabled
         self.canDisable = canDisable
@@ -94,52 +94,52 @@ public struct TypeStatus: Sendable, Equatable, Codable {
 }
 
 /// What `status` reports.
-public struct StatusReport: Sendable, Equatable {
+package struct StatusReport: Sendable, Equatable {
     /// The user.
-    public var user: String
+    package var user: String
     /// The record's path.
-    public var recordPath: String
+    package var recordPath: String
     /// Whether a PIN is enrolled.
-    public var enrolled: Bool
+    package var enrolled: Bool
     /// Tries left.
-    public var remaining: Int?
+    package var remaining: Int?
     /// Tries after a success.
-    public var maximum: Int?
+    package var maximum: Int?
     /// Whether the PIN is locked.
-    public var locked: Bool
+    package var locked: Bool
     /// When it locked.
-    public var lockedAt: Date?
+    package var lockedAt: Date?
     /// Seconds of failure delay still to run.
-    public var delaySeconds: Int
+    package var delaySeconds: Int
     /// Failures since the last success.
-    public var failures: Int
+    package var failures: Int
     /// The PIN slot's key derivation.
-    public var kdf: KDFParameters?
+    package var kdf: KDFParameters?
     /// The authentication types.
-    public var types: [TypeStatus]
+    package var types: [TypeStatus]
     /// The verification mode in force (the stricter of the record's and the configuration's).
-    public var mode: VerificationMode?
+    package var mode: VerificationMode?
     /// The fallback policy in force (`deny` in the record or the configuration wins).
-    public var fallback: FallbackPolicy?
+    package var fallback: FallbackPolicy?
     /// The token's state, when the token type is supported by this build.
-    public var token: TokenStatus?
+    package var token: TokenStatus?
     /// Where `mode` comes from: the record, or the configuration when it is stricter than the binding.
-    public var modeSource: ModeInForce.Source?
+    package var modeSource: ModeInForce.Source?
     /// Failed remote and other attempts since the user's last own or local success (`otherFailures`).
-    public var otherFailures = 0
+    package var otherFailures = 0
     /// Whether remote and other attempts are locked out (`otherLocked`).
-    public var otherLocked = false
+    package var otherLocked = false
     /// The last remote or other attempt (`otherLast`), and its invoker's name when known.
-    public var otherLast: OtherAttempts.Attempt?
+    package var otherLast: OtherAttempts.Attempt?
     /// The login name of `otherLast`'s invoker.
-    public var otherLastInvoker: String?
+    package var otherLastInvoker: String?
 
     /// The record was bound in `either` under `mode = both`: re-binding in `both` adds the composite slot's
     /// offline protection.
-    public var rebindAdvised: Bool { modeSource == .configuration && mode == .both }
+    package var rebindAdvised: Bool { modeSource == .configuration && mode == .both }
 
     /// Creates a report.
-    public init(
+    package init(
         user: String, recordPath: String, enrolled: Bool, remaining: Int?, maximum: Int?, locked: Bool,
         lockedAt: Date?, delaySeconds: Int, failures: Int, kdf: KDFParameters?, types: [TypeStatus],
         mode: VerificationMode?, fallback: FallbackPolicy?, token: TokenStatus?,
@@ -164,26 +164,26 @@ public struct StatusReport: Sendable, Equatable {
 }
 
 /// What the token side reports for `status` and `types`.
-public struct TokenStatus: Sendable, Equatable {
+package struct TokenStatus: Sendable, Equatable {
     /// Every reader and the card in it.
-    public var readers: [ReaderInfo]
+    package var readers: [ReaderInfo]
     /// The error that kept tokenpin from listing readers (pcscd down), if any.
-    public var problem: String?
+    package var problem: String?
     /// The reader holding the enrolled card, if present.
-    public var matchingReader: String?
+    package var matchingReader: String?
     /// The enrolled card's PIN tries left, when the card is present.
-    public var cardPINTriesLeft: Int?
+    package var cardPINTriesLeft: Int?
     /// The application the card is bound through (`openpgp`, `piv`), from the record.
-    public var application: String?
+    package var application: String?
     /// The PIV slot of the bound key, from the record.
-    public var slot: String?
+    package var slot: String?
     /// The bound key's algorithm (`cv25519`, `rsa2048`, `nistp256`...), from the record.
-    public var algorithm: String?
+    package var algorithm: String?
     /// Where the site revoked the bound card (`FILE:LINE` of `/etc/tokenpin/revoked.d`), or nil.
-    public var revoked: String?
+    package var revoked: String?
 
     /// Creates a status.
-    public init(
+    package init(
         readers: [ReaderInfo], problem: String? = nil, matchingReader: String? = nil, cardPINTriesLeft: Int? = nil,
         application: String? = nil, slot: String? = nil, algorithm: String? = nil
     ) {
@@ -198,30 +198,30 @@ public struct TokenStatus: Sendable, Equatable {
 }
 
 /// One reader and what is in it.
-public struct ReaderInfo: Sendable, Equatable {
+package struct ReaderInfo: Sendable, Equatable {
     /// The reader's name.
-    public var name: String
+    package var name: String
     /// Whether a card is present.
-    public var cardPresent: Bool
+    package var cardPresent: Bool
     /// The card's serial (manufacturer and serial as gpg prints them), when it is an OpenPGP card.
-    public var serial: String?
+    package var serial: String?
     /// Whether the card is an OpenPGP card.
-    public var isOpenPGP: Bool
+    package var isOpenPGP: Bool
     /// The token application tokenpin found on the card (`openpgp`, `piv`), nil when none.
-    public var application: String?
+    package var application: String?
     /// Whether the card has a decryption key of an algorithm tokenpin binds to (usable as it is).
-    public var usable: Bool
+    package var usable: Bool
     /// Why it is not usable.
-    public var unusableReason: String?
+    package var unusableReason: String?
     /// The card PIN's tries left.
-    public var cardPINTriesLeft: Int?
+    package var cardPINTriesLeft: Int?
     /// The key a binding would use as the card is: `rsa2048`, `nistp256 in 9d`.
-    public var key: String?
+    package var key: String?
     /// The reader's keypad for card PINs (PC/SC part 10 secure PIN entry), nil when it has none.
-    public var pinpad: ReaderPinpad?
+    package var pinpad: ReaderPinpad?
 
     /// Creates a reader description.
-    public init(
+    package init(
         name: String, cardPresent: Bool, serial: String? = nil, isOpenPGP: Bool = false, application: String? = nil,
         usable: Bool = false, unusableReason: String? = nil, cardPINTriesLeft: Int? = nil, key: String? = nil
     ) {
@@ -238,16 +238,16 @@ public struct ReaderInfo: Sendable, Equatable {
 }
 
 /// What `enrol` hands back: the recovery key, to show once, and the chosen KDF.
-public struct EnrolmentResult: ~Copyable {
+package struct EnrolmentResult: ~Copyable {
     /// The recovery key's written form (ASCII, guarded memory).
-    public let recoveryKeyText: SecretBytes
+    package let recoveryKeyText: SecretBytes
     /// The PIN slot's key derivation.
-    public let kdf: KDFParameters
+    package let kdf: KDFParameters
     /// The record's path.
-    public let recordPath: String
+    package let recordPath: String
 
     /// Creates a result.
-    public init(recoveryKeyText: consuming SecretBytes, kdf: KDFParameters, recordPath: String) {
+    package init(recoveryKeyText: consuming SecretBytes, kdf: KDFParameters, recordPath: String) {
         self.recoveryKeyText = recoveryKeyText
         self.kdf = kdf
         self.recordPath = recordPath

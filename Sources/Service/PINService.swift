@@ -1,5 +1,5 @@
 import FoundationEssentials
-import TokenpinCore
+package import TokenpinCore
 
 /// The PIN operations for one user: enrol, verify, change, reset, status, types, toggle.
 ///
@@ -10,57 +10,57 @@ import TokenpinCore
 /// This file holds enrolment, the counted attempt and the PIN change; each other capability has its own file:
 /// Verification.swift (the verifier), CardLocation.swift (the card locator), Binding.swift (the binder),
 /// CardPIN.swift (the card's own PIN), Recovery.swift (reset with the recovery key), Status.swift.
-public struct PINService: Sendable {
+package struct PINService: Sendable {
     /// Where records live.
-    public let store: RecordStore
+    package let store: RecordStore
     /// The settings.
-    public var configuration: Configuration
+    package var configuration: Configuration
     /// The user whose record this service acts on.
-    public let user: String
+    package let user: String
     /// The clock.
-    public let time: any TimeSource
+    package let time: any TimeSource
     /// Debug logging; never receives a secret.
-    public let logger: Logger
+    package let logger: Logger
     /// Test seams.
-    public var hooks: Hooks
+    package var hooks: Hooks
     /// Where cards come from (PC/SC readers, the simulator), or nil for a PIN-only service.
-    public var cards: (any CardReaders)?
+    package var cards: (any CardReaders)?
     /// Which reader or card to use when several are present.
-    public var selection: CardSelection
+    package var selection: CardSelection
     /// Where PKCS#11 tokens are found (`pkcs11-module`) and how the helper runs; set from the configuration.
-    public var pkcs11: PKCS11Access
+    package var pkcs11: PKCS11Access
     /// Admits Argon2id derivations to a shared memory budget (the daemon's); nil: no budget (local mode).
-    public var derivationGate: (any DerivationGate)?
+    package var derivationGate: (any DerivationGate)?
     /// Which cards operations may reach: `.any` in local mode; the daemon sets `.boundCardOnly` for non-root peers.
-    public var cardScope: CardScope = .any
+    package var cardScope: CardScope = .any
     /// Cards the site refuses (`/etc/tokenpin/revoked.d`): no PIN is sent to them and none is bound.
-    public var revokedCards = RevokedCards()
+    package var revokedCards = RevokedCards()
     /// Which cards other records bind and who may bind a free one, under `.boundCardOnly` (the daemon's); nil:
     /// no card but the user's own bound one.
-    public var cardAccess: (any CardAccess)?
+    package var cardAccess: (any CardAccess)?
     /// Who asks (the daemon classes each request); `.own` in local mode.
-    public var attempt: AttemptContext = .own
+    package var attempt: AttemptContext = .own
     /// Login names of uids, for what the user is told about other users' attempts (the daemon's lookup).
-    public var invokerNames: (@Sendable (UInt32) -> String?)?
+    package var invokerNames: (@Sendable (UInt32) -> String?)?
     /// Set only by `derive`: takes the vault key a verification opens and keeps the application key derived from
     /// it (Derive/ApplicationKeyRelease.swift).
     var keyRelease: ApplicationKeyRelease?
     /// Whether the caller is root, for `callers = root` (the daemon sets the peer's); nil: this process's user.
-    public var callerIsRoot: Bool?
+    package var callerIsRoot: Bool?
 
     /// Points where tests inject faults.
-    public struct Hooks: Sendable {
+    package struct Hooks: Sendable {
         /// Runs right after the decremented counter was written, before the key derivation.
-        public var afterCounterPersisted: (@Sendable () throws -> Void)?
+        package var afterCounterPersisted: (@Sendable () throws -> Void)?
 
         /// No hooks.
-        public init(afterCounterPersisted: (@Sendable () throws -> Void)? = nil) {
+        package init(afterCounterPersisted: (@Sendable () throws -> Void)? = nil) {
             self.afterCounterPersisted = afterCounterPersisted
         }
     }
 
     /// Creates the service.
-    public init(
+    package init(
         store: RecordStore, configuration: Configuration, user: String,
         time: any TimeSource = SystemTimeSource(), logger: Logger = .disabled, hooks: Hooks = Hooks(),
         cards: (any CardReaders)? = nil, selection: CardSelection? = nil
@@ -79,7 +79,7 @@ public struct PINService: Sendable {
     }
 
     /// The record file of this user.
-    public var recordPath: String { store.recordPath(for: user) }
+    package var recordPath: String { store.recordPath(for: user) }
 
     // MARK: Enrol
 
@@ -87,7 +87,7 @@ public struct PINService: Sendable {
     /// slot and a recovery slot, and saves the record.
     ///
     /// Refuses when a record exists (no way around the counter by enrolling again).
-    public func enrol(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult {
+    package func enrol(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult {
         try guarded { () throws -> EnrolmentResult in
             try store.prepare()
             return try store.withLock(user: user) { () throws -> EnrolmentResult in
@@ -132,7 +132,7 @@ public struct PINService: Sendable {
     /// recovery key and any token binding; what the vault key opened cannot be opened again.
     ///
     /// A wrong PIN counts as in `verify` and removes nothing; locked or delayed, nothing is asked.
-    public func unenrol(_ interaction: some Interaction, method: VerificationMethod?, administrator: Bool)
+    package func unenrol(_ interaction: some Interaction, method: VerificationMethod?, administrator: Bool)
         throws(ServiceError) -> VerifyReport
     {
         let report: VerifyReport
@@ -155,7 +155,7 @@ public struct PINService: Sendable {
     /// both: a new PIN twice under the policy. Nothing of the old record can open the vault key, so the result is a
     /// new record: a new vault key and recovery key (shown once, to be handed to the user), a full counter, and no
     /// token binding (the card must be bound again); what the old vault key opened cannot be opened again.
-    public func administratorReset(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult {
+    package func administratorReset(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult {
         try guarded { () throws -> EnrolmentResult in
             return try store.withLock(user: user) { () throws -> EnrolmentResult in
                 guard let old = try store.load(user: user) else {
@@ -172,7 +172,7 @@ public struct PINService: Sendable {
     }
 
     /// The Argon2id parameters for a new PIN slot: fixed by `kdf-memory-mib`/`kdf-passes`, else calibrated.
-    public func chooseKDF() throws -> KDFParameters {
+    package func chooseKDF() throws -> KDFParameters {
         if let memory = configuration.kdfMemoryMiB {
             return .argon2id(
                 memoryKiB: Configuration.kibibytes(mebibytes: memory), passes: configuration.kdfPasses ?? 3)
@@ -310,7 +310,7 @@ public struct PINService: Sendable {
     ///
     /// The lock is held from the check of the current PIN to the write of the new slot. Other slots (the
     /// recovery key, a token binding) keep working: they wrap the same vault key.
-    public func change(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+    package func change(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
         let report = try changeRecord(interaction)
         announceOtherAttempts(report, interaction)
         return report

@@ -1,7 +1,7 @@
 import FoundationEssentials
-import TokenpinAPDU
+internal import TokenpinAPDU
 import TokenpinCardCrypto
-import TokenpinCore
+internal import TokenpinCore
 import TokenpinPIV
 
 extension PIVToken {

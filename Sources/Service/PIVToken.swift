@@ -1,7 +1,7 @@
 import FoundationEssentials
-import TokenpinAPDU
+internal import TokenpinAPDU
 import TokenpinCardCrypto
-import TokenpinCore
+internal import TokenpinCore
 import TokenpinPIV
 
 /// The PIV application (SP 800-73-4: PIV and CAC cards, YubiKeys) as a token: a key management key (`9D` or a

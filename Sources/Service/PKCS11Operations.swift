@@ -1,4 +1,4 @@
-import TokenpinCore
+internal import TokenpinCore
 import TokenpinPKCS11
 
 /// How the service finds PKCS#11 tokens: through a `tokenpin-pkcs11` helper with the modules `pkcs11` names, the

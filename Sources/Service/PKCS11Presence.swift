@@ -1,4 +1,4 @@
-import TokenpinCore
+internal import TokenpinCore
 import TokenpinPKCS11
 
 /// Whether a bound PKCS#11 key's token is in its slot, asked again and again (the daemon's removal watch).
@@ -9,18 +9,18 @@ import TokenpinPKCS11
 /// hash, so a token put back (or another one put in) is judged afresh. A module may keep a token its process has
 /// seen after it went (SoftHSM keeps a deleted token until it is loaded again), so after `freshEvery` answers from
 /// one helper the next question starts a new one. Not thread-safe: one watcher thread asks.
-public final class PKCS11PresenceProbe {
+package final class PKCS11PresenceProbe {
     /// The bound key's URI.
-    public let uri: String
+    package let uri: String
     /// The bound key's identity (`pkcs11-key:` and its public key hash).
-    public let identity: String
+    package let identity: String
     /// Answers one helper gives before a new one looks.
-    public let freshEvery: Int
+    package let freshEvery: Int
     private let access: PKCS11Access
     private var open: PKCS11TokenKey?
     private var answered = 0
 
-    public init(uri: String, identity: String, access: PKCS11Access, freshEvery: Int = 10) {
+    package init(uri: String, identity: String, access: PKCS11Access, freshEvery: Int = 10) {
         self.uri = uri
         self.identity = identity
         self.access = access
@@ -30,7 +30,7 @@ public final class PKCS11PresenceProbe {
     deinit { open?.close() }
 
     /// Whether the bound key's token is there now.
-    public func isPresent() -> Bool {
+    package func isPresent() -> Bool {
         if let key = open, answered < freshEvery {
             do {
                 if try key.helper.isPresent(key.key) {
@@ -56,7 +56,7 @@ public final class PKCS11PresenceProbe {
     }
 
     /// Stops the helper.
-    public func close() {
+    package func close() {
         open?.close()
         open = nil
         answered = 0

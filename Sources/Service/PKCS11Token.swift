@@ -1,7 +1,7 @@
 import FoundationEssentials
-import TokenpinAPDU
+internal import TokenpinAPDU
 import TokenpinCardCrypto
-import TokenpinCore
+internal import TokenpinCore
 import TokenpinPKCS11
 
 /// A key on a PKCS#11 token as a token application: `C_Login` with the card PIN, then `C_DeriveKey`
@@ -226,7 +226,7 @@ final class PKCS11Token: TokenApplication {
 
 /// The tries-left value of a card that does not tell them (a PKCS#11 token without the final-try or locked flag):
 /// prompts and messages show no number for it.
-public let cardTriesUntold = 255
+package let cardTriesUntold = 255
 
 extension CardTransportError {
     /// A PKCS#11 token, its module or the helper went away or did not answer, in the transport's terms.

@@ -1,12 +1,12 @@
 import FoundationEssentials
-import TokenpinCore
+internal import TokenpinCore
 
 // Resetting the PIN with the recovery key: a counted check of the key, then a new PIN.
 
 extension PINService {
     /// Resets with the recovery key: asks for it, checks it (counted, before the check), then sets a new PIN and
     /// clears the lock.
-    public func reset(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+    package func reset(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
         try guarded { () throws -> VerifyReport in
             _ = try loadRecord()
             let typed = try interaction.readSecret(.recoveryKey)

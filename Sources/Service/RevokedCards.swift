@@ -1,5 +1,5 @@
 import FoundationEssentials
-import TokenpinCore
+internal import TokenpinCore
 
 /// Card identities a site refuses, from `/etc/tokenpin/revoked.d/*`: a lost badge, stopped on every workstation by
 /// the site's configuration management without touching a record. No PIN is sent to a revoked card, none is bound,
@@ -8,32 +8,32 @@ import TokenpinCore
 /// One identity a line, `#` starts a comment: an OpenPGP card as `readers` shows it (12 hex digits, colons and
 /// blanks allowed: `FFFE:0000AAAA`; 8 hex digits alone revoke that serial of every manufacturer), or a PIV identity
 /// (`piv-guid:…`, `piv-serial:…`, `piv-key:…`).
-public struct RevokedCards: Sendable, Equatable {
+package struct RevokedCards: Sendable, Equatable {
     /// One revoked identity and where it was listed.
-    public struct Entry: Sendable, Equatable {
+    package struct Entry: Sendable, Equatable {
         /// The identity, normalised: 12 or 8 upper-case hex digits, or a lower-case PIV identity.
-        public var identity: String
+        package var identity: String
         /// The file that lists it.
-        public var file: String
+        package var file: String
         /// The 1-based line.
-        public var line: Int
+        package var line: Int
 
         /// `FILE:LINE`, for messages.
-        public var source: String { "\(file):\(line)" }
+        package var source: String { "\(file):\(line)" }
     }
 
     /// Every identity listed.
-    public var entries: [Entry]
+    package var entries: [Entry]
 
     /// A list; empty by default (nothing revoked).
-    public init(entries: [Entry] = []) { self.entries = entries }
+    package init(entries: [Entry] = []) { self.entries = entries }
 
     /// The site's directory of revocation lists.
-    public static let defaultDirectory = "/etc/tokenpin/revoked.d"
+    package static let defaultDirectory = "/etc/tokenpin/revoked.d"
 
     /// The entries of `text` (`file` names it in messages), and a sentence for each line that is not an identity
     /// (such a line revokes nothing; the rest of the file still counts).
-    public static func parse(text: String, file: String) -> (entries: [Entry], problems: [String]) {
+    package static func parse(text: String, file: String) -> (entries: [Entry], problems: [String]) {
         var entries: [Entry] = []
         var problems: [String] = []
         for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
@@ -52,7 +52,7 @@ public struct RevokedCards: Sendable, Equatable {
 
     /// Reads every file in `directory` (not those whose name starts with a dot), in name order; a directory that
     /// does not exist revokes nothing. The problems name each file or line that could not be read.
-    public static func load(directory: String = defaultDirectory) -> (list: RevokedCards, problems: [String]) {
+    package static func load(directory: String = defaultDirectory) -> (list: RevokedCards, problems: [String]) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
             return (RevokedCards(), [])
         }
@@ -73,7 +73,7 @@ public struct RevokedCards: Sendable, Equatable {
     }
 
     /// The entry that revokes the card with `identity` (as a binding records it), or nil.
-    public func entry(for identity: String) -> Entry? {
+    package func entry(for identity: String) -> Entry? {
         guard let wanted = CardIdentity.normalise(identity) else { return nil }
         return entries.first { entry in
             entry.identity == wanted
@@ -82,18 +82,18 @@ public struct RevokedCards: Sendable, Equatable {
     }
 
     /// Why a card is refused, for messages: names the card and the list that revokes it.
-    public func reason(for identity: String) -> String? {
+    package func reason(for identity: String) -> String? {
         guard let entry = entry(for: identity) else { return nil }
         return "card \(cardLabel(serial: identity)) is revoked by this site (\(entry.source)); no PIN is sent to it"
     }
 }
 
 /// A card's identity as `readers` shows it and `--serial` and `revoked.d` name it.
-public enum CardIdentity {
+package enum CardIdentity {
     /// The identity in its one spelling (12 or 8 upper-case hex digits for OpenPGP, colons and blanks dropped; a
     /// PIV identity in lower case: `piv-guid:` and 32 hex digits, `piv-serial:` and a decimal serial, `piv-key:`
     /// and 16 hex digits), or nil when `text` is none.
-    public static func normalise(_ text: some StringProtocol) -> String? {
+    package static func normalise(_ text: some StringProtocol) -> String? {
         let lowered = text.lowercased()
         for (prefix, lengths, isDigit) in [
             ("piv-guid:", 32...32, \Character.isHexDigit), ("piv-serial:", 1...10, \Character.isWholeNumber),

@@ -1,11 +1,11 @@
 import Synchronization
-import TokenpinCore
+package import TokenpinCore
 
 /// An `Interaction` that answers prompts from a list of lines, in order: for the demo, the benchmark and tests,
 /// as `--pin-stdin` does for scripts.
 ///
 /// Records the prompts asked and the events reported, so a caller can check the prompt order.
-public final class ScriptedInteraction: Interaction, Sendable {
+package final class ScriptedInteraction: Interaction, Sendable {
     private struct State {
         var answers: [[UInt8]]
         var prompts: [SecretPrompt] = []
@@ -16,15 +16,15 @@ public final class ScriptedInteraction: Interaction, Sendable {
 
     private let state: Mutex<State>
     /// How many chances a refused new PIN gets.
-    public let newPINAttempts: Int
+    package let newPINAttempts: Int
 
     /// Creates a script; `answers` are the lines in prompt order; `confirmations` answer yes/no questions.
-    public init(_ answers: [String], confirmations: [Bool] = [], newPINAttempts: Int = 1) {
+    package init(_ answers: [String], confirmations: [Bool] = [], newPINAttempts: Int = 1) {
         state = Mutex(State(answers: answers.map { Array($0.utf8) }, confirmations: confirmations))
         self.newPINAttempts = newPINAttempts
     }
 
-    public func readSecret(_ prompt: SecretPrompt) throws(ServiceError) -> SecretBytes {
+    package func readSecret(_ prompt: SecretPrompt) throws(ServiceError) -> SecretBytes {
         let next: [UInt8]? = state.withLock { state in
             state.prompts.append(prompt)
             return state.answers.isEmpty ? nil : state.answers.removeFirst()
@@ -33,16 +33,16 @@ public final class ScriptedInteraction: Interaction, Sendable {
         return SecretBytes(consuming: &line)
     }
 
-    public func report(_ event: Event) {
+    package func report(_ event: Event) {
         state.withLock { $0.events.append(event) }
     }
 
-    public func choose(_ question: String, options: [String]) throws(ServiceError) -> Int {
+    package func choose(_ question: String, options: [String]) throws(ServiceError) -> Int {
         throw .usage(
             "\(question): several choices (\(options.joined(separator: ", "))); name one with --reader or --serial")
     }
 
-    public func confirm(_ question: String) throws(ServiceError) -> Bool {
+    package func confirm(_ question: String) throws(ServiceError) -> Bool {
         state.withLock { state in
             state.questions.append(question)
             return state.confirmations.isEmpty ? false : state.confirmations.removeFirst()
@@ -51,7 +51,7 @@ public final class ScriptedInteraction: Interaction, Sendable {
 
     /// A typed confirmation: the next entry of `confirmations` says whether the word was typed; with none left,
     /// it refuses as a script without `--yes` is refused.
-    public func confirmTyped(_ question: String, word: String) throws(ServiceError) -> Bool {
+    package func confirmTyped(_ question: String, word: String) throws(ServiceError) -> Bool {
         let answer: Bool? = state.withLock { state in
             state.questions.append(question)
             return state.confirmations.isEmpty ? nil : state.confirmations.removeFirst()
@@ -61,12 +61,12 @@ public final class ScriptedInteraction: Interaction, Sendable {
     }
 
     /// The questions asked so far, in order.
-    public var questions: [String] { state.withLock { $0.questions } }
+    package var questions: [String] { state.withLock { $0.questions } }
 
     /// The prompts asked so far, in order.
-    public var prompts: [SecretPrompt] { state.withLock { $0.prompts } }
+    package var prompts: [SecretPrompt] { state.withLock { $0.prompts } }
     /// The events reported so far.
-    public var events: [Event] { state.withLock { $0.events } }
+    package var events: [Event] { state.withLock { $0.events } }
     /// Answers not used.
-    public var unusedAnswers: Int { state.withLock { $0.answers.count } }
+    package var unusedAnswers: Int { state.withLock { $0.answers.count } }
 }

@@ -1,7 +1,7 @@
-import TokenpinCore
+package import TokenpinCore
 
 /// Why an operation did not complete. Expected outcomes (a wrong PIN, a lock) are values, not errors.
-public enum ServiceError: Error, Sendable, Equatable {
+package enum ServiceError: Error, Sendable, Equatable {
     /// No record for the user.
     case notEnrolled(user: String, path: String)
     /// `enrol` on a user who has a record.
@@ -58,7 +58,7 @@ public enum ServiceError: Error, Sendable, Equatable {
     case ignored(String)
 
     /// A sentence for the user.
-    public var message: String {
+    package var message: String {
         switch self {
         case .notEnrolled(let user, let path):
             "no PIN is enrolled for \(user) (looked in \(path)); run `tokenpin enrol`"
@@ -94,7 +94,7 @@ public enum ServiceError: Error, Sendable, Equatable {
     }
 
     /// The stable code used in JSON (`error.code`) and by the daemon protocol.
-    public var code: String {
+    package var code: String {
         switch self {
         case .notEnrolled: "not-enrolled"
         case .alreadyEnrolled: "already-enrolled"
@@ -125,7 +125,7 @@ public enum ServiceError: Error, Sendable, Equatable {
 }
 
 /// tokenpin's exit codes: the one table the CLI, the docs and the daemon protocol share.
-public enum ExitCode: Int32, Sendable, CaseIterable {
+package enum ExitCode: Int32, Sendable, CaseIterable {
     /// Success.
     case success = 0
     /// Not verified: a wrong PIN, a wrong recovery key, a refused operation.
@@ -159,7 +159,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case cancelled = 130
 
     /// What the code means, for `tokenpin help` and the docs.
-    public var meaning: String {
+    package var meaning: String {
         switch self {
         case .success: "success"
         case .notVerified: "not verified (wrong PIN or recovery key, card refused)"
@@ -179,7 +179,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     }
 
     /// The exit code for an error.
-    public init(_ error: ServiceError) {
+    package init(_ error: ServiceError) {
         switch error {
         case .notEnrolled: self = .notEnrolled
         case .alreadyEnrolled: self = .usage

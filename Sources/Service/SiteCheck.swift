@@ -1,4 +1,4 @@
-import TokenpinCore
+internal import TokenpinCore
 
 extension PINService {
     /// Runs the site's `pin-check` program on a new PIN that passed the built-in policy: the reason it refused

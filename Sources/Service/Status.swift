@@ -1,11 +1,11 @@
 import FoundationEssentials
-import TokenpinCore
+package import TokenpinCore
 
 // What the record and the token look like (`status`, `types`), and the PIN type that is always on.
 
 extension PINService {
     /// The record's state, without asking for anything.
-    public func status() throws(ServiceError) -> StatusReport {
+    package func status() throws(ServiceError) -> StatusReport {
         let record: EnrolmentRecord?
         do throws(StoreError) {
             record = try store.exists() ? try store.load(user: user) : nil
@@ -30,7 +30,7 @@ extension PINService {
     }
 
     /// The authentication types of a record: the PIN always on, the token on when a card is bound.
-    public static func types(of record: EnrolmentRecord?) -> [TypeStatus] {
+    package static func types(of record: EnrolmentRecord?) -> [TypeStatus] {
         let binding = record?.slot(.token)?.token ?? record?.slot(.composite)?.token
         return [
             TypeStatus(type: .pin, enabled: true, canDisable: false),
@@ -39,12 +39,12 @@ extension PINService {
     }
 
     /// The authentication types of this user; not enrolled is an error.
-    public func types() throws(ServiceError) -> [TypeStatus] {
+    package func types() throws(ServiceError) -> [TypeStatus] {
         Self.types(of: try loadRecord())
     }
 
     /// `toggle pin on|off`: the PIN type is always on, so `off` is refused and `on` only checks the enrolment.
-    public func togglePIN(on: Bool) throws(ServiceError) {
+    package func togglePIN(on: Bool) throws(ServiceError) {
         guard on else { throw .pinAlwaysEnabled }
         _ = try types()
     }

@@ -1,8 +1,8 @@
-import TokenpinAPDU
-import TokenpinCore
+internal import TokenpinAPDU
+internal import TokenpinCore
 
 /// The card applications a token can be.
-public enum TokenApplicationKind: String, Sendable, CaseIterable, Equatable {
+package enum TokenApplicationKind: String, Sendable, CaseIterable, Equatable {
     /// The OpenPGP card application (OpenPGP cards, YubiKeys, Nitrokeys, Gnuk): its decryption key.
     case openpgp
     /// The PIV application (SP 800-73-4: PIV and CAC cards, YubiKeys): a key management key.
@@ -19,7 +19,7 @@ public enum TokenApplicationKind: String, Sendable, CaseIterable, Equatable {
     static let cardApplications: [TokenApplicationKind] = [.openpgp, .piv]
 
     /// How messages name it.
-    public var displayName: String {
+    package var displayName: String {
         switch self {
         case .openpgp: "OpenPGP"
         case .piv: "PIV"
@@ -30,7 +30,7 @@ public enum TokenApplicationKind: String, Sendable, CaseIterable, Equatable {
 
 /// How the daemon learns that the token a user verified with went away (`on-card-removal = lock`): what each
 /// token application declares (`TokenApplication.removalWatch`), so nothing reads it out of a serial.
-public enum TokenRemovalWatch: String, Sendable, Equatable {
+package enum TokenRemovalWatch: String, Sendable, Equatable {
     /// PC/SC reader events name the reader it is in (a card behind pcscd: OpenPGP, PIV).
     case readerEvents
     /// No reader event names it: it is watched on its own, by asking its module whether it is still in its slot (a
@@ -40,9 +40,9 @@ public enum TokenRemovalWatch: String, Sendable, Equatable {
 
 /// The PIV slots a token may bind to, as `--slot` names them: authentication, signature, key management, card
 /// authentication and the twenty retired key management slots.
-public enum PIVSlotName {
+package enum PIVSlotName {
     /// `9a 9c 9d 9e 82 ... 95`.
-    public static let all: [String] = ["9a", "9c", "9d", "9e"] + (0x82...0x95).map { String($0, radix: 16) }
+    package static let all: [String] = ["9a", "9c", "9d", "9e"] + (0x82...0x95).map { String($0, radix: 16) }
 }
 
 /// What went wrong with a card application, in the service's terms; becomes a fallback to the PIN or an error.

@@ -1,6 +1,6 @@
 import FoundationEssentials
-import TokenpinAPDU
-import TokenpinCore
+package import TokenpinAPDU
+internal import TokenpinCore
 
 // Why a token could not be used, in words: the one place card errors become a fallback or a service error.
 
@@ -74,7 +74,7 @@ extension ServiceError {
     /// A card transport's failure as the service reports it, the one place it is mapped: pcscd not running (or not
     /// answering) is "a service is not running" (exit 69); everything else makes the token unavailable (exit 6).
     /// The message is the transport's hint, then its own words in parentheses (`Card was removed. (0x80100069)`).
-    public init(_ error: CardTransportError) {
+    package init(_ error: CardTransportError) {
         switch error.kind {
         case .serviceUnavailable: self = .serviceUnavailable(error.explanation)
         default: self = .tokenUnavailable(error.explanation)

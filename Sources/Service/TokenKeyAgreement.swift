@@ -1,6 +1,6 @@
 import FoundationEssentials
 import TokenpinCardCrypto
-import TokenpinCore
+internal import TokenpinCore
 import TokenpinOpenPGP
 
 /// The decryption-key algorithms a token binds to, and for each how a secret is agreed with the card.

@@ -1,5 +1,5 @@
-import TokenpinAPDU
-import TokenpinCore
+package import TokenpinAPDU
+internal import TokenpinCore
 import TokenpinOpenPGP
 import TokenpinPIV
 
@@ -206,20 +206,20 @@ extension PINService {
 }
 
 /// A reader's keypad as `tokenpin readers` shows it.
-public struct ReaderPinpad: Sendable, Equatable {
+package struct ReaderPinpad: Sendable, Equatable {
     /// Card PINs can be verified on it (`FEATURE_VERIFY_PIN_DIRECT`).
-    public var verify: Bool
+    package var verify: Bool
     /// Card PINs can be changed on it (`FEATURE_MODIFY_PIN_DIRECT`).
-    public var modify: Bool
+    package var modify: Bool
     /// The fewest and most digits it takes.
-    public var minDigits: Int
+    package var minDigits: Int
     /// The most digits it takes.
-    public var maxDigits: Int
+    package var maxDigits: Int
     /// Why tokenpin does not use it though announced (a reader on the quirk list), or nil.
-    public var ignored: String?
+    package var ignored: String?
 
     /// A keypad described field by field.
-    public init(verify: Bool, modify: Bool, minDigits: Int, maxDigits: Int, ignored: String? = nil) {
+    package init(verify: Bool, modify: Bool, minDigits: Int, maxDigits: Int, ignored: String? = nil) {
         self.verify = verify
         self.modify = modify
         self.minDigits = minDigits
@@ -228,14 +228,14 @@ public struct ReaderPinpad: Sendable, Equatable {
     }
 
     /// A detected pinpad.
-    public init(_ pinpad: Pinpad) {
+    package init(_ pinpad: Pinpad) {
         self.init(
             verify: pinpad.features.verifyPINDirect != nil, modify: pinpad.features.modifyPINDirect != nil,
             minDigits: pinpad.minDigits, maxDigits: pinpad.maxDigits, ignored: pinpad.ignoredBecause)
     }
 
     /// `PIN pad (4-16 digits, verify and change)`, `PIN pad ignored: ...`.
-    public var description: String {
+    package var description: String {
         if let ignored { return "PIN pad ignored (\(ignored))" }
         let what = modify ? "verify and change" : "verify only"
         return "PIN pad (\(minDigits)-\(maxDigits) digits, \(what))"

@@ -1,6 +1,6 @@
 import FoundationEssentials
-import TokenpinAPDU
-import TokenpinCore
+internal import TokenpinAPDU
+package import TokenpinCore
 
 // The verifier: one verification plan chosen from the record, the configuration and the method asked for (the
 // PIN, the token, the token with fallback to the PIN, or both), then followed by one executor.
@@ -12,7 +12,7 @@ extension PINService {
     /// `fallback = allow`) the PIN; `method` forces one. In `mode = both`, the PIN and the card together.
     ///
     /// Token failures never consume PIN tries.
-    public func verify(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError)
+    package func verify(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError)
         -> VerifyReport
     {
         let report = try guarded { () throws -> VerifyReport in try verifyRecord(interaction, method: method) }
@@ -21,7 +21,7 @@ extension PINService {
     }
 
     /// Verifies the PIN: checks lock and delay, asks for the PIN, then runs one counted attempt.
-    public func verifyPIN(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+    package func verifyPIN(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
         try guarded { () throws -> VerifyReport in try verifyPIN(interaction, record: try loadRecord()) }
     }
 

@@ -1,9 +1,9 @@
 import FoundationEssentials
 import Synchronization
-public import TokenpinCore
+package import TokenpinCore
 import TokenpinReaders
-public import TokenpinService
-public import TokenpinSimulator
+package import TokenpinService
+package import TokenpinSimulator
 internal import TokenpinSystem
 
 // The in-process simulated card as any of tokenpin-sim's profiles (`TOKENPIN_SIM_PROFILE`). A card is made as a
@@ -12,13 +12,13 @@ internal import TokenpinSystem
 
 extension SimulatorCards {
     /// The environment variable that names the profile a new simulated card is made as.
-    public static let profileVariable = "TOKENPIN_SIM_PROFILE"
+    package static let profileVariable = "TOKENPIN_SIM_PROFILE"
 
     /// The profile `TOKENPIN_SIM_PROFILE` names (`SimulatedProfile.names`, as `tokenpin-sim --profile` takes
     /// them); `openpgp` when it is unset or empty.
     ///
     /// - Throws: `ConfigError` naming the variable and the profiles there are, for any other value (exit 78).
-    public static func requestedProfile(environment: [String: String]) throws(ConfigError) -> SimulatedProfile {
+    package static func requestedProfile(environment: [String: String]) throws(ConfigError) -> SimulatedProfile {
         guard let name = environment[profileVariable], !name.isEmpty else { return .openpgp }
         guard let profile = SimulatedProfile(name: name) else {
             throw ConfigError(
@@ -37,7 +37,7 @@ extension SimulatorCards {
     /// applications), and the profile is recorded beside the file. A card that exists keeps the profile it was
     /// made with: the recorded one, or `openpgp` for a card made before profiles were recorded; `profile` is
     /// then not used.
-    public static func shared(stateFile: String, profile: SimulatedProfile) -> any CardReaders {
+    package static func shared(stateFile: String, profile: SimulatedProfile) -> any CardReaders {
         cards.withLock { cards -> any CardReaders in
             if let existing = cards[stateFile] { return existing }
             do {
@@ -53,13 +53,13 @@ extension SimulatorCards {
 
 extension SimulatorReaders {
     /// The file beside `stateFile` that records the profile the card was made as.
-    public static func profileFile(for stateFile: String) -> String { stateFile + ".profile" }
+    package static func profileFile(for stateFile: String) -> String { stateFile + ".profile" }
 
     /// The profile of the card in `stateFile`: the recorded one when the card exists (`openpgp` when none was
     /// recorded), else `requested`, which is then recorded.
     ///
     /// - Throws: `.tokenUnavailable` when the record names no profile or cannot be written.
-    public static func profile(of stateFile: String, requested: SimulatedProfile) throws(ServiceError)
+    package static func profile(of stateFile: String, requested: SimulatedProfile) throws(ServiceError)
         -> SimulatedProfile
     {
         let recordFile = profileFile(for: stateFile)
@@ -86,7 +86,7 @@ extension SimulatorReaders {
 
     /// Opens the simulated card whose state is in `stateFile`, or makes it as `profile` when there is none (see
     /// `profile(of:requested:)`).
-    public static func open(stateFile: String, profile requested: SimulatedProfile) throws(ServiceError)
+    package static func open(stateFile: String, profile requested: SimulatedProfile) throws(ServiceError)
         -> InProcessReaders
     {
         let directory = Paths.parent(of: stateFile)

@@ -3,7 +3,7 @@
 #endif
 
 /// Replaces a file so that it holds either its old or its new contents, whatever fails or crashes.
-public enum AtomicFile {
+package enum AtomicFile {
     /// The steps of a replace, in order; a test hook may fail the replace after any of them.
     enum Step: Sendable, CaseIterable {
         /// The target's directory is open (not a symlink) and the target is not a symlink.
@@ -21,7 +21,7 @@ public enum AtomicFile {
     }
 
     /// The temporary file a replace of `path` writes first: `.<name>.tmp` in the same directory.
-    public static func temporaryPath(for path: String) -> String {
+    package static func temporaryPath(for path: String) -> String {
         let (directory, name) = split(path)
         return directory + "/." + name + ".tmp"
     }
@@ -37,7 +37,7 @@ public enum AtomicFile {
     /// caller's lock); the temporary name is fixed so that a crash leaves at most one leftover.
     ///
     /// The corresponding C functions are `openat`, `write`, `fsync` and `renameat`.
-    public static func replace(path: String, contents: [UInt8], mode: mode_t = 0o600) throws(Errno) {
+    package static func replace(path: String, contents: [UInt8], mode: mode_t = 0o600) throws(Errno) {
         try replace(path: path, contents: contents, mode: mode, after: { _ throws(Errno) in })
     }
 

@@ -5,16 +5,16 @@ internal import CTokenpinShims
 #endif
 
 /// The two connected ends of a Unix stream socket pair, both close-on-exec.
-public struct SocketPair: ~Copyable {
+package struct SocketPair: ~Copyable {
     /// One end.
-    public var first: FileDescriptor
+    package var first: FileDescriptor
     /// The other end.
-    public var second: FileDescriptor
+    package var second: FileDescriptor
 
     /// A new connected pair of Unix stream sockets; neither end survives an `exec`.
     ///
     /// The corresponding C function is `socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC)`.
-    public static func stream() throws(Errno) -> SocketPair {
+    package static func stream() throws(Errno) -> SocketPair {
         var ends: [Int32] = [-1, -1]
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         guard socketpair(AF_UNIX, type, 0, &ends) == 0 else { throw Errno.current }
@@ -22,7 +22,7 @@ public struct SocketPair: ~Copyable {
     }
 
     /// Closes the second end (given to a child, which has its own copy now) and returns the first.
-    public consuming func keepingFirst() -> FileDescriptor {
+    package consuming func keepingFirst() -> FileDescriptor {
         let first = first
         _ = consume second
         return first
@@ -30,23 +30,23 @@ public struct SocketPair: ~Copyable {
 }
 
 /// The two ends of a pipe, both close-on-exec.
-public struct PipeEnds: ~Copyable {
+package struct PipeEnds: ~Copyable {
     /// The end to read from.
-    public var readEnd: FileDescriptor
+    package var readEnd: FileDescriptor
     /// The end to write to.
-    public var writeEnd: FileDescriptor
+    package var writeEnd: FileDescriptor
 
     /// A new pipe; neither end survives an `exec` (a child gets one through `ChildProcess.Options`).
     ///
     /// The corresponding C function is `pipe2(O_CLOEXEC)`.
-    public static func make() throws(Errno) -> PipeEnds {
+    package static func make() throws(Errno) -> PipeEnds {
         var ends: [Int32] = [-1, -1]
         guard tokenpin_pipe_cloexec(&ends) == 0 else { throw Errno.current }
         return PipeEnds(readEnd: FileDescriptor(owning: ends[0]), writeEnd: FileDescriptor(owning: ends[1]))
     }
 
     /// Closes the write end (written to, or given to a child, which has its own copy now) and returns the read end.
-    public consuming func keepingReadEnd() -> FileDescriptor {
+    package consuming func keepingReadEnd() -> FileDescriptor {
         let readEnd = readEnd
         _ = consume writeEnd
         return readEnd
@@ -54,39 +54,39 @@ public struct PipeEnds: ~Copyable {
 }
 
 /// A process this one started, by its ID; reaped through `waitForExit`.
-public struct ChildProcess: Sendable, Equatable {
+package struct ChildProcess: Sendable, Equatable {
     /// The process ID (also its process group's, when started in a group of its own).
-    public let id: Int32
+    package let id: Int32
     /// Whether it leads a process group of its own, so that a kill reaches what it started.
-    public let ownsProcessGroup: Bool
+    package let ownsProcessGroup: Bool
 
     /// How a child may be started.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// `argv[1...]`; `argv[0]` is the path.
-        public var arguments: [String] = []
+        package var arguments: [String] = []
         /// The whole environment, `NAME=value` strings; nothing else is inherited.
-        public var environment: [String] = []
+        package var environment: [String] = []
         /// The descriptor (of this process) the child gets as standard input; nil: `/dev/null`.
-        public var standardInput: Int32?
+        package var standardInput: Int32?
         /// The descriptor the child gets as standard output; nil: `/dev/null`.
-        public var standardOutput: Int32?
+        package var standardOutput: Int32?
         /// The descriptor the child gets as standard error; nil: `/dev/null`.
-        public var standardError: Int32?
+        package var standardError: Int32?
         /// Starts the child in a process group of its own (`kill(group:)` then stops all it started).
-        public var newProcessGroup = true
+        package var newProcessGroup = true
 
         /// Options with nothing set: no arguments, an empty environment, `/dev/null` on 0, 1 and 2.
-        public init() {}
+        package init() {}
     }
 
     /// How a child ended.
-    public enum Termination: Sendable, Equatable, CustomStringConvertible {
+    package enum Termination: Sendable, Equatable, CustomStringConvertible {
         /// It exited with this status.
         case exited(Int32)
         /// A signal ended it.
         case signaled(Int32)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .exited(let status): "exited with status \(status)"
             case .signaled(let signal): "killed by signal \(signal) (\(ChildProcess.signalName(signal)))"
@@ -103,7 +103,7 @@ public struct ChildProcess: Sendable, Equatable {
     /// `textBusyRetries`: how many more times to try, 10 ms apart, while the file is still open for writing in
     /// some process (`ETXTBSY`: a program just written, whose descriptor a child another thread is starting holds
     /// until its own `exec`).
-    public static func spawn(_ path: String, _ options: Options, textBusyRetries: Int = 0) throws(Errno)
+    package static func spawn(_ path: String, _ options: Options, textBusyRetries: Int = 0) throws(Errno)
         -> ChildProcess
     {
         // A descriptor below 3 could be overwritten by another dup2 before it is read, or be its own target (which
@@ -175,7 +175,7 @@ public struct ChildProcess: Sendable, Equatable {
     ///
     /// Only before the child is reaped: after that its ID may be another process's. The corresponding C function
     /// is `kill`.
-    public func kill(_ signal: Int32 = SIGKILL) {
+    package func kill(_ signal: Int32 = SIGKILL) {
         if ownsProcessGroup { _ = Glibc.kill(-id, signal) }
         _ = Glibc.kill(id, signal)
     }
@@ -183,7 +183,7 @@ public struct ChildProcess: Sendable, Equatable {
     /// How the child ended, once it has; nil while it runs. Reaps it.
     ///
     /// The corresponding C function is `waitpid(WNOHANG)`.
-    public func termination() throws(Errno) -> Termination? {
+    package func termination() throws(Errno) -> Termination? {
         while true {
             var status: Int32 = 0
             let result = waitpid(id, &status, WNOHANG)
@@ -197,7 +197,7 @@ public struct ChildProcess: Sendable, Equatable {
     ///
     /// Polls (at most every 5 ms), so that a deadline holds whatever the child does. The corresponding C function
     /// is `waitpid(WNOHANG)`.
-    public func waitForExit(timeoutMilliseconds: Int) throws(Errno) -> Termination? {
+    package func waitForExit(timeoutMilliseconds: Int) throws(Errno) -> Termination? {
         let deadline = MonotonicClock.milliseconds + timeoutMilliseconds
         var pause = 200  // microseconds, doubled up to 5 ms
         while true {
@@ -215,7 +215,7 @@ public struct ChildProcess: Sendable, Equatable {
     }
 
     /// The conventional name of a signal number: `SIGSEGV`, `SIGKILL`; `signal N` for others.
-    public static func signalName(_ signal: Int32) -> String {
+    package static func signalName(_ signal: Int32) -> String {
         switch signal {
         case SIGHUP: "SIGHUP"
         case SIGINT: "SIGINT"
@@ -246,14 +246,14 @@ public struct ChildProcess: Sendable, Equatable {
 
 extension MonotonicClock {
     /// Milliseconds since an arbitrary fixed point (boot), for deadlines.
-    public static var milliseconds: Int { Int(nanoseconds / 1_000_000) }
+    package static var milliseconds: Int { Int(nanoseconds / 1_000_000) }
 }
 
 extension CurrentProcess {
     /// The running executable's path, as the kernel knows it; nil when it cannot tell.
     ///
     /// The corresponding C function is `readlink("/proc/self/exe")`.
-    public static var executablePath: String? {
+    package static var executablePath: String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard count > 0 else { return nil }
@@ -264,7 +264,7 @@ extension CurrentProcess {
     /// and this process's environment; no shell, no search of PATH. Returns only when that cannot start, with why.
     ///
     /// The corresponding C function is `execv`.
-    public static func replace(withProgramAt path: String, arguments: [String]) -> Errno {
+    package static func replace(withProgramAt path: String, arguments: [String]) -> Errno {
         let pointers = arguments.map { strdup($0) } + [nil]
         defer {
             for pointer in pointers { free(pointer) }
@@ -277,14 +277,14 @@ extension CurrentProcess {
     /// building a dictionary of the whole environment as `ProcessInfo.environment` does (a start-up cost).
     ///
     /// The corresponding C function is `getenv`.
-    public static func environmentValue(_ name: String) -> String? {
+    package static func environmentValue(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
     }
 
     /// The process's environment, `NAME=value` strings.
     ///
     /// The corresponding C variable is `environ`.
-    public static var environment: [String] {
+    package static var environment: [String] {
         var variables: [String] = []
         var cursor = environ
         while let entry = cursor.pointee {
@@ -298,14 +298,14 @@ extension CurrentProcess {
     ///
     /// For a process whose loaded libraries may crash in their exit-time cleanup. The corresponding C function is
     /// `_exit`.
-    public static func exitImmediately(_ status: Int32) -> Never {
+    package static func exitImmediately(_ status: Int32) -> Never {
         _exit(status)
     }
 
     /// Has the kernel send `signal` to this process when its parent ends, so that it never outlives it.
     ///
     /// The corresponding C function is `prctl(PR_SET_PDEATHSIG)`.
-    public static func endWithParent(signal: Int32 = SIGKILL) throws(Errno) {
+    package static func endWithParent(signal: Int32 = SIGKILL) throws(Errno) {
         guard tokenpin_parent_death_signal(signal) == 0 else { throw Errno.current }
     }
 }

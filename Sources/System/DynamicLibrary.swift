@@ -6,17 +6,17 @@
 ///
 /// Non-copyable: exactly one value owns the handle, and its `deinit` gives it back (`dlclose`). Symbols found in it
 /// are valid only while the owner lives.
-public struct DynamicLibrary: ~Copyable {
+package struct DynamicLibrary: ~Copyable {
     private let handle: UnsafeMutableRawPointer
     /// The path it was loaded from.
-    public let path: String
+    package let path: String
 
     /// Loads `path` with every symbol resolved now and kept local to it (`RTLD_NOW | RTLD_LOCAL`).
     ///
     /// A relative name is searched as the dynamic linker searches (`LD_LIBRARY_PATH`, the cache). The corresponding C
     /// function is `dlopen`.
     /// - Throws: `DynamicLibraryError` with the dynamic linker's message (`dlerror`).
-    public init(loading path: String) throws(DynamicLibraryError) {
+    package init(loading path: String) throws(DynamicLibraryError) {
         _ = dlerror()
         guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
             throw DynamicLibraryError(message: Self.lastError() ?? "cannot load \(path)")
@@ -30,7 +30,7 @@ public struct DynamicLibrary: ~Copyable {
     /// The address of the symbol `name`, or nil when the library does not define it.
     ///
     /// The corresponding C function is `dlsym`.
-    public func symbol(named name: String) -> UnsafeMutableRawPointer? {
+    package func symbol(named name: String) -> UnsafeMutableRawPointer? {
         _ = dlerror()
         return dlsym(handle, name)
     }
@@ -39,7 +39,7 @@ public struct DynamicLibrary: ~Copyable {
     ///
     /// For modules whose destructors must not run before the process ends. The corresponding C function is `dlopen`
     /// with `RTLD_NOLOAD | RTLD_NODELETE`.
-    public func keepLoaded() {
+    package func keepLoaded() {
         _ = dlopen(path, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)
     }
 
@@ -50,21 +50,21 @@ public struct DynamicLibrary: ~Copyable {
 }
 
 /// Why a shared object could not be loaded: the dynamic linker's own message.
-public struct DynamicLibraryError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct DynamicLibraryError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `dlerror`'s text (`cannot open shared object file: No such file or directory`).
-    public var message: String
+    package var message: String
 
     /// An error with the dynamic linker's message.
-    public init(message: String) { self.message = message }
+    package init(message: String) { self.message = message }
 
-    public var description: String { message }
+    package var description: String { message }
 }
 
 extension String {
     /// Copies a C string that a C library allocated for the caller, and frees it; nil for a null pointer.
     ///
     /// The corresponding C function is `free`.
-    public init?(takingMallocated pointer: UnsafeMutablePointer<CChar>?) {
+    package init?(takingMallocated pointer: UnsafeMutablePointer<CChar>?) {
         guard let pointer else { return nil }
         defer { free(pointer) }
         self.init(cString: pointer)

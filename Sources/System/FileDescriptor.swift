@@ -7,17 +7,17 @@
 /// Non-copyable: exactly one value owns the descriptor, and its `deinit` closes it. `release()` hands the raw
 /// descriptor to code that manages it itself; `withBorrowed` lends this API to a descriptor owned elsewhere.
 /// Every read and write retries when a signal interrupts it (`EINTR`).
-public struct FileDescriptor: ~Copyable {
+package struct FileDescriptor: ~Copyable {
     /// The raw descriptor.
-    public let rawValue: Int32
+    package let rawValue: Int32
 
     /// Takes ownership of `rawValue`: it is closed when this value goes away.
-    public init(owning rawValue: Int32) { self.rawValue = rawValue }
+    package init(owning rawValue: Int32) { self.rawValue = rawValue }
 
     deinit { _ = Glibc.close(rawValue) }
 
     /// Gives up ownership and returns the raw descriptor, which the caller must close.
-    public consuming func release() -> Int32 {
+    package consuming func release() -> Int32 {
         let raw = rawValue
         discard self
         return raw
@@ -26,14 +26,14 @@ public struct FileDescriptor: ~Copyable {
     /// Closes the descriptor now, reporting a failure (a deferred write error on some file systems).
     ///
     /// Not retried on `EINTR`: Linux has released the descriptor by then. The corresponding C function is `close`.
-    public consuming func close() throws(Errno) {
+    package consuming func close() throws(Errno) {
         let raw = rawValue
         discard self
         guard Glibc.close(raw) == 0 else { throw Errno.current }
     }
 
     /// Runs `body` with a descriptor owned elsewhere; it is not closed afterwards.
-    public static func withBorrowed<R, E: Error>(
+    package static func withBorrowed<R, E: Error>(
         _ rawValue: Int32, _ body: (borrowing FileDescriptor) throws(E) -> R
     ) throws(E) -> R {
         let descriptor = FileDescriptor(owning: rawValue)
@@ -52,14 +52,14 @@ public struct FileDescriptor: ~Copyable {
     /// Opens `path` with `flags` (`O_CLOEXEC` is always added), creating it with `mode` when `O_CREAT` is given.
     ///
     /// The corresponding C function is `open`.
-    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws(Errno) -> FileDescriptor {
+    package static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws(Errno) -> FileDescriptor {
         try retryingInterrupts { Glibc.open(path, flags | O_CLOEXEC, mode) }
     }
 
     /// Opens `name` relative to the open directory `directory`; see `open(_:_:mode:)`.
     ///
     /// The corresponding C function is `openat`.
-    public static func open(
+    package static func open(
         _ name: String, relativeTo directory: borrowing FileDescriptor, _ flags: Int32, mode: mode_t = 0
     ) throws(Errno) -> FileDescriptor {
         let directoryFD = directory.rawValue
@@ -70,7 +70,7 @@ public struct FileDescriptor: ~Copyable {
     /// symbolic link (either is `.fileExists`, a dangling link too), and the umask cannot take bits away.
     ///
     /// The corresponding C functions are `open(O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW)` and `fchmod`.
-    public static func createNew(_ path: String, mode: mode_t) throws(Errno) -> FileDescriptor {
+    package static func createNew(_ path: String, mode: mode_t) throws(Errno) -> FileDescriptor {
         let file = try open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
         try file.setPermissions(mode)
         return file
@@ -89,13 +89,13 @@ public struct FileDescriptor: ~Copyable {
     /// Writes all of `buffer`, retrying short writes and `EINTR`; any other failure throws.
     ///
     /// The corresponding C function is `write`.
-    public func writeAll(_ buffer: UnsafeRawBufferPointer) throws(Errno) {
+    package func writeAll(_ buffer: UnsafeRawBufferPointer) throws(Errno) {
         let fd = rawValue
         try Self.transferAll(buffer) { Glibc.write(fd, $0.baseAddress, $0.count) }
     }
 
     /// Writes all of `bytes`; see `writeAll(_:)`.
-    public func writeAll(_ bytes: [UInt8]) throws(Errno) {
+    package func writeAll(_ bytes: [UInt8]) throws(Errno) {
         try bytes.withUnsafeBytes { buffer in Result { () throws(Errno) in try writeAll(buffer) } }.get()
     }
 
@@ -104,14 +104,14 @@ public struct FileDescriptor: ~Copyable {
     /// `MSG_NOSIGNAL` is always added, so a peer that went away is `.brokenPipe`, never a `SIGPIPE`. A send
     /// timeout (`SO_SNDTIMEO`) or `MSG_DONTWAIT` on a full buffer is `.wouldBlock`.
     /// The corresponding C function is `send`.
-    public func sendAll(_ buffer: UnsafeRawBufferPointer, flags: Int32 = 0) throws(Errno) {
+    package func sendAll(_ buffer: UnsafeRawBufferPointer, flags: Int32 = 0) throws(Errno) {
         let fd = rawValue
         let flags = flags | Int32(MSG_NOSIGNAL)
         try Self.transferAll(buffer) { Glibc.send(fd, $0.baseAddress, $0.count, flags) }
     }
 
     /// Sends all of `bytes` on a socket; see `sendAll(_:flags:)`.
-    public func sendAll(_ bytes: [UInt8], flags: Int32 = 0) throws(Errno) {
+    package func sendAll(_ bytes: [UInt8], flags: Int32 = 0) throws(Errno) {
         try bytes.withUnsafeBytes { buffer in Result { () throws(Errno) in try sendAll(buffer, flags: flags) } }.get()
     }
 
@@ -136,7 +136,7 @@ public struct FileDescriptor: ~Copyable {
     /// Reads at most `buffer.count` bytes into `buffer`, retrying `EINTR`; 0 means end of file.
     ///
     /// The corresponding C function is `read`.
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
         while true {
             let count = Glibc.read(rawValue, buffer.baseAddress, buffer.count)
             if count >= 0 { return count }
@@ -147,7 +147,7 @@ public struct FileDescriptor: ~Copyable {
     /// Reads at most `count` bytes (fewer at end of file or when less is available), retrying `EINTR`.
     ///
     /// The corresponding C function is `read`.
-    public func read(upTo count: Int) throws(Errno) -> [UInt8] {
+    package func read(upTo count: Int) throws(Errno) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: max(0, count))
         let read = try bytes.withUnsafeMutableBytes { buffer in
             Result { () throws(Errno) in try self.read(into: buffer) }
@@ -159,7 +159,7 @@ public struct FileDescriptor: ~Copyable {
     /// Reads one byte, retrying `EINTR`; nil at end of file.
     ///
     /// The corresponding C function is `read`.
-    public func readByte() throws(Errno) -> UInt8? {
+    package func readByte() throws(Errno) -> UInt8? {
         var byte: UInt8 = 0
         let count = try withUnsafeMutableBytes(of: &byte) { buffer in
             Result { () throws(Errno) in try self.read(into: buffer) }
@@ -171,7 +171,7 @@ public struct FileDescriptor: ~Copyable {
     /// false when the time ran out. A signal ends the wait early as `.interrupted`.
     ///
     /// The corresponding C function is `poll`.
-    public func waitForInput(timeoutMilliseconds: Int32) throws(Errno) -> Bool {
+    package func waitForInput(timeoutMilliseconds: Int32) throws(Errno) -> Bool {
         var descriptor = pollfd(fd: rawValue, events: Int16(POLLIN), revents: 0)
         let ready = poll(&descriptor, 1, timeoutMilliseconds)
         guard ready >= 0 else { throw Errno.current }
@@ -181,7 +181,7 @@ public struct FileDescriptor: ~Copyable {
     /// Reads until end of file; more than `maximumCount` bytes is `.fileTooLarge`.
     ///
     /// The corresponding C function is `read`.
-    public func readAll(maximumCount: Int) throws(Errno) -> [UInt8] {
+    package func readAll(maximumCount: Int) throws(Errno) -> [UInt8] {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16384)
         while true {
@@ -199,7 +199,7 @@ public struct FileDescriptor: ~Copyable {
     /// Flushes the file's data and metadata to the device.
     ///
     /// The corresponding C function is `fsync`.
-    public func fsync() throws(Errno) {
+    package func fsync() throws(Errno) {
         while Glibc.fsync(rawValue) != 0 {
             guard errno == EINTR else { throw Errno.current }
         }
@@ -208,19 +208,19 @@ public struct FileDescriptor: ~Copyable {
     /// Sets the file's permission bits to exactly `mode`.
     ///
     /// The corresponding C function is `fchmod`.
-    public func setPermissions(_ mode: mode_t) throws(Errno) {
+    package func setPermissions(_ mode: mode_t) throws(Errno) {
         guard fchmod(rawValue, mode) == 0 else { throw Errno.current }
     }
 
     /// Whether the descriptor is a terminal (false for files, pipes and closed descriptors).
     ///
     /// The corresponding C function is `isatty`.
-    public var isTerminal: Bool { isatty(rawValue) == 1 }
+    package var isTerminal: Bool { isatty(rawValue) == 1 }
 
     /// The file's status (type, owner, mode, size).
     ///
     /// The corresponding C function is `fstat`.
-    public func status() throws(Errno) -> stat {
+    package func status() throws(Errno) -> stat {
         var info = stat()
         guard fstat(rawValue, &info) == 0 else { throw Errno.current }
         return info

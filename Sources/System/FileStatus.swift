@@ -4,20 +4,20 @@
 
 /// What `stat` says about a file that tokenpin checks before it trusts it (a program it runs, say): its kind, its
 /// owner and who may change it.
-public struct FileStatus: Sendable, Equatable {
+package struct FileStatus: Sendable, Equatable {
     /// A regular file (not a directory, device, socket or FIFO).
-    public let isRegularFile: Bool
+    package let isRegularFile: Bool
     /// The owner's uid.
-    public let owner: UInt32
+    package let owner: UInt32
     /// Writable by its group or by others (`S_IWGRP`, `S_IWOTH`).
-    public let isWritableByGroupOrOthers: Bool
+    package let isWritableByGroupOrOthers: Bool
     /// The sticky bit (`S_ISVTX`): in a directory, only a file's owner may rename or remove it.
-    public let isSticky: Bool
+    package let isSticky: Bool
 
     /// The status of `path`, following symbolic links.
     ///
     /// The corresponding C function is `stat`.
-    public static func of(_ path: String) throws(Errno) -> FileStatus {
+    package static func of(_ path: String) throws(Errno) -> FileStatus {
         var info = stat()
         guard stat(path, &info) == 0 else { throw Errno.current }
         return FileStatus(
@@ -30,5 +30,5 @@ extension CurrentProcess {
     /// Whether this process may execute `path` (with its real uid, as `access` checks).
     ///
     /// The corresponding C function is `access(X_OK)`.
-    public static func mayExecute(_ path: String) -> Bool { access(path, X_OK) == 0 }
+    package static func mayExecute(_ path: String) -> Bool { access(path, X_OK) == 0 }
 }

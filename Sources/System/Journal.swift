@@ -9,23 +9,23 @@
 ///
 /// No libsystemd is needed, so the same code runs (and tests capture it with a socket of their own) where there
 /// is none; `send` says when no journal listens, and the caller falls back to its stderr lines.
-public struct JournalSocket: Sendable {
+package struct JournalSocket: Sendable {
     /// Where journald listens.
-    public static let defaultPath = "/run/systemd/journal/socket"
+    package static let defaultPath = "/run/systemd/journal/socket"
     /// The largest entry sent in one datagram (journald takes more through a memfd, which no entry here needs).
-    public static let maximumEntry = 96 * 1024
+    package static let maximumEntry = 96 * 1024
 
     /// The socket's path.
-    public let path: String
+    package let path: String
 
     /// The journal at `path`.
-    public init(path: String = JournalSocket.defaultPath) {
+    package init(path: String = JournalSocket.defaultPath) {
         self.path = path
     }
 
     /// Whether `name` is a field name journald keeps: `A`-`Z`, `0`-`9` and `_`, at most 64, not starting with `_`
     /// (the fields journald adds itself) or a digit.
-    public static func isValidName(_ name: String) -> Bool {
+    package static func isValidName(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
         guard let first = bytes.first, bytes.count <= 64, first != UInt8(ascii: "_"), !(48...57).contains(first) else {
             return false
@@ -34,7 +34,7 @@ public struct JournalSocket: Sendable {
     }
 
     /// The datagram for `fields`; fields whose name journald would refuse are left out.
-    public static func encode(_ fields: [(name: String, value: String)]) -> [UInt8] {
+    package static func encode(_ fields: [(name: String, value: String)]) -> [UInt8] {
         var out: [UInt8] = []
         for (name, value) in fields where isValidName(name) {
             let bytes = Array(value.utf8)
@@ -56,7 +56,7 @@ public struct JournalSocket: Sendable {
     /// `.fileTooLarge` for an entry larger than `maximumEntry`.
     ///
     /// The corresponding C functions are `socket(AF_UNIX, SOCK_DGRAM)` and `sendto`.
-    public func send(_ fields: [(name: String, value: String)]) throws(Errno) {
+    package func send(_ fields: [(name: String, value: String)]) throws(Errno) {
         let datagram = Self.encode(fields)
         guard datagram.count <= Self.maximumEntry else { throw Errno.fileTooLarge }
         let address = try UnixSocketAddress(path: path)

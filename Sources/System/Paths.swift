@@ -3,9 +3,9 @@
 #endif
 
 /// Path and account lookups the tools need, without Foundation's NSString and NSHomeDirectory.
-public enum Paths {
+package enum Paths {
     /// The directory part of `path`, as `dirname` keeps it: "" for a bare name, "/" for a file in the root.
-    public static func parent(of path: String) -> String {
+    package static func parent(of path: String) -> String {
         var trimmed = Substring(path)
         while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
         guard let slash = trimmed.lastIndex(of: "/") else { return "" }
@@ -18,14 +18,14 @@ public enum Paths {
     /// Removes the file (not a directory) at `path`.
     ///
     /// The corresponding C function is `unlink`.
-    public static func removeFile(_ path: String) throws(Errno) {
+    package static func removeFile(_ path: String) throws(Errno) {
         guard unlink(path) == 0 else { throw Errno.current }
     }
 
     /// The home directory of the effective user from the password database, or "/" when it has none.
     ///
     /// The corresponding C function is `getpwuid_r`.
-    public static func homeDirectory(uid: uid_t = geteuid()) -> String {
+    package static func homeDirectory(uid: uid_t = geteuid()) -> String {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 16_384)
@@ -37,11 +37,11 @@ public enum Paths {
 }
 
 /// Monotonic time, without Dispatch or Foundation.
-public enum MonotonicClock {
+package enum MonotonicClock {
     /// Nanoseconds since an arbitrary point (boot), never going back.
     ///
     /// The corresponding C function is `clock_gettime(CLOCK_MONOTONIC)`.
-    public static var nanoseconds: UInt64 {
+    package static var nanoseconds: UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)

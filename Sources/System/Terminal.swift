@@ -3,16 +3,16 @@
 #endif
 
 /// A terminal's settings (echo, line editing, signal keys), as read from and applied to a terminal.
-public struct TerminalSettings: @unchecked Sendable {
+package struct TerminalSettings: @unchecked Sendable {
     /// The C settings.
-    public var rawValue: termios
+    package var rawValue: termios
 
     /// Wraps C settings.
-    public init(rawValue: termios) { self.rawValue = rawValue }
+    package init(rawValue: termios) { self.rawValue = rawValue }
 
     /// These settings in raw mode for reading a secret: no echo, no line editing, no signal keys (Ctrl-C arrives
     /// as a byte), no Ctrl-V literal-next, no Ctrl-S/Ctrl-Q flow control; a read returns after each byte.
-    public var raw: TerminalSettings {
+    package var raw: TerminalSettings {
         var raw = rawValue
         raw.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG | IEXTEN)
         raw.c_iflag &= ~tcflag_t(IXON)
@@ -24,25 +24,25 @@ public struct TerminalSettings: @unchecked Sendable {
     }
 
     /// Whether typed characters are echoed (`ECHO`).
-    public var echoes: Bool { rawValue.c_lflag & tcflag_t(ECHO) != 0 }
+    package var echoes: Bool { rawValue.c_lflag & tcflag_t(ECHO) != 0 }
 
     /// Whether input is read a line at a time with line editing (`ICANON`).
-    public var isCanonical: Bool { rawValue.c_lflag & tcflag_t(ICANON) != 0 }
+    package var isCanonical: Bool { rawValue.c_lflag & tcflag_t(ICANON) != 0 }
 
     /// Whether Ctrl-C, Ctrl-\ and Ctrl-Z send signals (`ISIG`).
-    public var sendsSignals: Bool { rawValue.c_lflag & tcflag_t(ISIG) != 0 }
+    package var sendsSignals: Bool { rawValue.c_lflag & tcflag_t(ISIG) != 0 }
 }
 
 /// An open terminal, closed when the last reference goes away.
 ///
 /// Reads and writes retry `EINTR`. `TerminalSignalGuard` puts its settings back if a signal ends the process.
-public final class Terminal: Sendable {
+package final class Terminal: Sendable {
     /// The raw descriptor.
-    public let rawValue: Int32
+    package let rawValue: Int32
 
     /// Takes ownership of `rawValue`, an open terminal (or any descriptor: the terminal calls then fail with
     /// `Errno(rawValue: ENOTTY)`).
-    public init(owning rawValue: Int32) { self.rawValue = rawValue }
+    package init(owning rawValue: Int32) { self.rawValue = rawValue }
 
     deinit { _ = close(rawValue) }
 
@@ -50,7 +50,7 @@ public final class Terminal: Sendable {
     /// terminal of a process that has none; a process without one gets `Errno(rawValue: ENXIO)`.
     ///
     /// The corresponding C function is `open("/dev/tty", O_RDWR | O_NOCTTY)`.
-    public static func openControlling() throws(Errno) -> Terminal {
+    package static func openControlling() throws(Errno) -> Terminal {
         let file = try FileDescriptor.open("/dev/tty", O_RDWR | O_NOCTTY)
         return Terminal(owning: file.release())
     }
@@ -58,7 +58,7 @@ public final class Terminal: Sendable {
     /// Writes all of `bytes`; see `FileDescriptor.writeAll(_:)`.
     ///
     /// The corresponding C function is `write`.
-    public func write(_ bytes: [UInt8]) throws(Errno) {
+    package func write(_ bytes: [UInt8]) throws(Errno) {
         try FileDescriptor.withBorrowed(rawValue) { (file: borrowing FileDescriptor) throws(Errno) in
             try file.writeAll(bytes)
         }
@@ -67,7 +67,7 @@ public final class Terminal: Sendable {
     /// Reads one byte, waiting as the settings say; nil at end of file (a hang-up).
     ///
     /// The corresponding C function is `read`.
-    public func readByte() throws(Errno) -> UInt8? {
+    package func readByte() throws(Errno) -> UInt8? {
         try FileDescriptor.withBorrowed(rawValue) { (file: borrowing FileDescriptor) throws(Errno) in
             try file.readByte()
         }
@@ -77,7 +77,7 @@ public final class Terminal: Sendable {
     /// an error.
     ///
     /// The corresponding C functions are `poll` and `read`.
-    public func readByte(timeoutMilliseconds: Int32) -> UInt8? {
+    package func readByte(timeoutMilliseconds: Int32) -> UInt8? {
         FileDescriptor.withBorrowed(rawValue) { (file: borrowing FileDescriptor) -> UInt8? in
             guard (try? file.waitForInput(timeoutMilliseconds: timeoutMilliseconds)) == true else { return nil }
             return (try? file.readByte()) ?? nil
@@ -87,7 +87,7 @@ public final class Terminal: Sendable {
     /// The terminal's current settings.
     ///
     /// The corresponding C function is `tcgetattr`.
-    public func settings() throws(Errno) -> TerminalSettings {
+    package func settings() throws(Errno) -> TerminalSettings {
         var settings = termios()
         guard tcgetattr(rawValue, &settings) == 0 else { throw Errno.current }
         return TerminalSettings(rawValue: settings)
@@ -97,7 +97,7 @@ public final class Terminal: Sendable {
     /// keys pressed before a prompt (or after a cancelled one) never reach the next reader.
     ///
     /// The corresponding C function is `tcsetattr(TCSAFLUSH)`.
-    public func apply(_ settings: TerminalSettings) throws(Errno) {
+    package func apply(_ settings: TerminalSettings) throws(Errno) {
         var settings = settings.rawValue
         guard tcsetattr(rawValue, TCSAFLUSH, &settings) == 0 else { throw Errno.current }
     }
@@ -105,7 +105,7 @@ public final class Terminal: Sendable {
     /// Discards input typed and not yet read.
     ///
     /// The corresponding C function is `tcflush(TCIFLUSH)`.
-    public func discardInput() throws(Errno) {
+    package func discardInput() throws(Errno) {
         guard tcflush(rawValue, TCIFLUSH) == 0 else { throw Errno.current }
     }
 }
@@ -132,14 +132,14 @@ private func restoreTerminalAndExit(_ signal: Int32) {
 /// (exit status 128 + the signal, 130 for SIGINT), so a prompt killed in raw mode never leaves echo off.
 ///
 /// One guard for the process: arm it just before a terminal goes raw and disarm it after the settings are back.
-public enum TerminalSignalGuard {
+package enum TerminalSignalGuard {
     /// The signals handled while armed.
-    public static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+    package static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
 
     /// Installs the handlers, which restore `settings` on `terminal`.
     ///
     /// The corresponding C function is `signal`.
-    public static func arm(terminal: Terminal, restoring settings: TerminalSettings) {
+    package static func arm(terminal: Terminal, restoring settings: TerminalSettings) {
         guardedSettings = settings.rawValue
         guardedDescriptor = terminal.rawValue
         for number in signals { _ = signal(number, restoreTerminalAndExit) }
@@ -148,7 +148,7 @@ public enum TerminalSignalGuard {
     /// Puts the default dispositions back (the signals end the process again).
     ///
     /// The corresponding C function is `signal(SIG_DFL)`.
-    public static func disarm() {
+    package static func disarm() {
         for number in signals { _ = signal(number, SIG_DFL) }
         guardedDescriptor = -1
     }

@@ -3,17 +3,17 @@
 #endif
 
 /// The address of a Unix domain socket: a path in `sockaddr_un`, built and checked in one place.
-public struct UnixSocketAddress: Sendable {
+package struct UnixSocketAddress: Sendable {
     /// The path.
-    public let path: String
+    package let path: String
     private let storage: sockaddr_un
 
     /// The longest path `sun_path` holds with its terminating NUL (107 bytes on Linux).
-    public static var maximumPathLength: Int { MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1 }
+    package static var maximumPathLength: Int { MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1 }
 
     /// The address of `path`; an empty path or one with a NUL is `.invalidArgument`, a longer one than
     /// `maximumPathLength` is `.nameTooLong`.
-    public init(path: String) throws(Errno) {
+    package init(path: String) throws(Errno) {
         let bytes = Array(path.utf8)
         guard !bytes.isEmpty, !bytes.contains(0) else { throw Errno.invalidArgument }
         guard bytes.count <= Self.maximumPathLength else { throw Errno.nameTooLong }
@@ -36,7 +36,7 @@ extension FileDescriptor {
     /// A new Unix stream socket (close-on-exec).
     ///
     /// The corresponding C function is `socket`.
-    public static func unixStreamSocket() throws(Errno) -> FileDescriptor {
+    package static func unixStreamSocket() throws(Errno) -> FileDescriptor {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Errno.current }
         return FileDescriptor(owning: fd)
@@ -45,7 +45,7 @@ extension FileDescriptor {
     /// A new Unix datagram socket (close-on-exec).
     ///
     /// The corresponding C function is `socket`.
-    public static func unixDatagramSocket() throws(Errno) -> FileDescriptor {
+    package static func unixDatagramSocket() throws(Errno) -> FileDescriptor {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Errno.current }
         return FileDescriptor(owning: fd)
@@ -55,7 +55,7 @@ extension FileDescriptor {
     /// is not keeping up loses the datagram (`.wouldBlock`) instead of stalling the sender.
     ///
     /// The corresponding C function is `sendto`.
-    public func sendDatagram(_ bytes: [UInt8], to address: UnixSocketAddress) throws(Errno) {
+    package func sendDatagram(_ bytes: [UInt8], to address: UnixSocketAddress) throws(Errno) {
         let fd = rawValue
         while true {
             let sent = bytes.withUnsafeBytes { buffer in
@@ -73,7 +73,7 @@ extension FileDescriptor {
     ///
     /// Not retried on `EINTR` (the connection then completes in the background). The corresponding C function
     /// is `connect`.
-    public func connect(to address: UnixSocketAddress) throws(Errno) {
+    package func connect(to address: UnixSocketAddress) throws(Errno) {
         let fd = rawValue
         guard address.withSocketAddress({ Glibc.connect(fd, $0, $1) }) == 0 else { throw Errno.current }
     }
@@ -81,7 +81,7 @@ extension FileDescriptor {
     /// Binds this socket to `address`, creating the socket file.
     ///
     /// The corresponding C function is `bind`.
-    public func bind(to address: UnixSocketAddress) throws(Errno) {
+    package func bind(to address: UnixSocketAddress) throws(Errno) {
         let fd = rawValue
         guard address.withSocketAddress({ Glibc.bind(fd, $0, $1) }) == 0 else { throw Errno.current }
     }
@@ -89,7 +89,7 @@ extension FileDescriptor {
     /// Marks this bound socket as accepting connections, with a queue of `backlog`.
     ///
     /// The corresponding C function is `listen`.
-    public func listen(backlog: Int32) throws(Errno) {
+    package func listen(backlog: Int32) throws(Errno) {
         guard Glibc.listen(rawValue, backlog) == 0 else { throw Errno.current }
     }
 
@@ -97,7 +97,7 @@ extension FileDescriptor {
     /// `.wouldBlock`.
     ///
     /// The corresponding C function is `setsockopt(SO_SNDTIMEO)`.
-    public func setSendTimeout(milliseconds: Int) throws(Errno) {
+    package func setSendTimeout(milliseconds: Int) throws(Errno) {
         let milliseconds = max(0, milliseconds)
         var limit = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
         guard setsockopt(rawValue, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size)) == 0 else {
@@ -107,12 +107,12 @@ extension FileDescriptor {
 }
 
 /// The two things done with a Unix socket path: connect to it, or bind and listen on it.
-public enum UnixSocket {
+package enum UnixSocket {
     /// A stream socket connected to `path`, its sends (and the connect itself) bounded by
     /// `sendTimeoutMilliseconds` when given.
     ///
     /// The corresponding C function is `connect`.
-    public static func connect(path: String, sendTimeoutMilliseconds: Int? = nil) throws(Errno) -> FileDescriptor {
+    package static func connect(path: String, sendTimeoutMilliseconds: Int? = nil) throws(Errno) -> FileDescriptor {
         let address = try UnixSocketAddress(path: path)
         let socket = try FileDescriptor.unixStreamSocket()
         if let sendTimeoutMilliseconds { try socket.setSendTimeout(milliseconds: sendTimeoutMilliseconds) }
@@ -124,7 +124,8 @@ public enum UnixSocket {
     ///
     /// The mode is set before `listen`, so no connection is accepted under the umask's mode. The corresponding
     /// C functions are `bind` and `listen`.
-    public static func listen(path: String, mode: mode_t? = nil, backlog: Int32 = 128) throws(Errno) -> FileDescriptor {
+    package static func listen(path: String, mode: mode_t? = nil, backlog: Int32 = 128) throws(Errno) -> FileDescriptor
+    {
         let address = try UnixSocketAddress(path: path)
         let socket = try FileDescriptor.unixStreamSocket()
         try socket.bind(to: address)

@@ -1,54 +1,54 @@
-import TokenpinAPDU
+package import TokenpinAPDU
 
 /// A connection that resets the card when a transaction ends, as a PC/SC connection does after a verified PIN:
 /// the reset drops the selected application and the verified PINs, and `resets` counts it.
 ///
 /// `policy` says when: after a transaction in which a VERIFY succeeded (what `PCSCCardConnection` does), or after
 /// every transaction (a harsher card, or another client resetting it). `reset` resets the card behind `inner`.
-public final class ResettingConnection: CardConnection {
+package final class ResettingConnection: CardConnection {
     /// When a transaction ends in a reset.
-    public enum Policy: Sendable {
+    package enum Policy: Sendable {
         /// After a transaction in which a VERIFY answered `9000`.
         case afterVerifiedPIN
         /// After every transaction.
         case afterEveryTransaction
     }
 
-    public let inner: any CardConnection
-    public let policy: Policy
+    package let inner: any CardConnection
+    package let policy: Policy
     private let resetCard: () -> Void
     /// Every command transmitted, whole.
-    public private(set) var transmitted: [[UInt8]] = []
-    public private(set) var resets = 0
+    package private(set) var transmitted: [[UInt8]] = []
+    package private(set) var resets = 0
     /// How many outermost transactions ran.
-    public private(set) var transactions = 0
+    package private(set) var transactions = 0
     private var verifiedInTransaction = false
 
     /// Wraps `inner`; `reset` resets the card behind it.
-    public init(_ inner: any CardConnection, policy: Policy = .afterVerifiedPIN, reset: @escaping () -> Void) {
+    package init(_ inner: any CardConnection, policy: Policy = .afterVerifiedPIN, reset: @escaping () -> Void) {
         self.inner = inner
         self.policy = policy
         self.resetCard = reset
     }
 
-    public var atr: [UInt8] { inner.atr }
+    package var atr: [UInt8] { inner.atr }
 
-    public var lengthCapabilities: LengthCapabilities {
+    package var lengthCapabilities: LengthCapabilities {
         get { inner.lengthCapabilities }
         set { inner.lengthCapabilities = newValue }
     }
 
     /// The instruction byte of each command transmitted, in order.
-    public var instructions: [UInt8] { transmitted.map { $0.count > 1 ? $0[1] : 0 } }
+    package var instructions: [UInt8] { transmitted.map { $0.count > 1 ? $0[1] : 0 } }
 
-    public func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
+    package func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         transmitted.append(command)
         let answer = try inner.transmit(command)
         if command.count > 1, command[1] == 0x20, answer.suffix(2) == [0x90, 0x00] { verifiedInTransaction = true }
         return answer
     }
 
-    public func exclusive<R: ~Copyable, E: Error>(
+    package func exclusive<R: ~Copyable, E: Error>(
         transportError: (CardTransportError) -> E, _ body: () throws(E) -> R
     ) throws(E) -> R {
         transactions += 1

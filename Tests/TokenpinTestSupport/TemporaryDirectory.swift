@@ -9,7 +9,7 @@ import Foundation
 ///
 /// Tests leave it behind or remove it themselves. A system that cannot create one cannot run the tests, so that
 /// stops the run.
-public func temporaryDirectory(_ name: String = "test", mode: mode_t = 0o700) -> String {
+package func temporaryDirectory(_ name: String = "test", mode: mode_t = 0o700) -> String {
     var template = Array((NSTemporaryDirectory() + "/tokenpin-\(name).XXXXXX").utf8CString)
     guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
         preconditionFailure("cannot create a temporary directory: \(String(cString: strerror(errno)))")

@@ -1,10 +1,10 @@
-import TokenpinAPDU
+package import TokenpinAPDU
 
 // X.509 certificates for the PIV tests: what yubico-piv-tool writes into a slot's certificate object, minimal
 // (the parser reads only the SubjectPublicKeyInfo; the signature is not checked).
 
 /// A minimal X.509 certificate (DER) around a SubjectPublicKeyInfo; the signature is not checked by the parser.
-public func certificate(spki: TLV) -> [UInt8] {
+package func certificate(spki: TLV) -> [UInt8] {
     let sha256WithECDSA = TLV(
         tag: 0x30, children: [TLV(tag: 0x06, value: [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x04, 0x03, 0x02])])
     let name = TLV(
@@ -36,7 +36,7 @@ public func certificate(spki: TLV) -> [UInt8] {
     return TLV(tag: 0x30, children: [tbs, sha256WithECDSA, TLV(tag: 0x03, value: [0x00, 0x30, 0x00])]).encoded
 }
 
-public func ecSPKI(_ point: [UInt8], curveOID: [UInt8]) -> TLV {
+package func ecSPKI(_ point: [UInt8], curveOID: [UInt8]) -> TLV {
     TLV(
         tag: 0x30,
         children: [
@@ -50,7 +50,7 @@ public func ecSPKI(_ point: [UInt8], curveOID: [UInt8]) -> TLV {
         ])
 }
 
-public func rsaSPKI(modulus: [UInt8], exponent: [UInt8]) -> TLV {
+package func rsaSPKI(modulus: [UInt8], exponent: [UInt8]) -> TLV {
     let integer = { (value: [UInt8]) in
         TLV(tag: 0x02, value: value.first.map { $0 & 0x80 != 0 } ?? false ? [0x00] + value : value)
     }

@@ -4,9 +4,9 @@ import TokenpinAPDU
 ///
 /// Each rule names the instruction it fires on (or every command) and how many times it fires. The first
 /// matching rule applies; a rule whose count runs out is removed.
-public struct CardFaults: Sendable, Equatable {
+package struct CardFaults: Sendable, Equatable {
     /// What happens to a command a rule matches.
-    public enum Fault: Sendable, Equatable {
+    package enum Fault: Sendable, Equatable {
         /// The card is pulled: no answer comes and the card stays absent until `SimulatedCard.insert()`.
         /// With `afterProcessing` the command takes effect first (a counter already decremented), as when a
         /// card is pulled between its write and its answer.
@@ -26,7 +26,7 @@ public struct CardFaults: Sendable, Equatable {
     }
 
     /// Ways an answer can be malformed.
-    public enum Malformation: String, Sendable, Equatable, CaseIterable {
+    package enum Malformation: String, Sendable, Equatable, CaseIterable {
         /// No bytes at all.
         case empty
         /// One byte: half a status word.
@@ -38,16 +38,16 @@ public struct CardFaults: Sendable, Equatable {
     }
 
     /// One fault and when it fires.
-    public struct Rule: Sendable, Equatable {
+    package struct Rule: Sendable, Equatable {
         /// The instruction byte it fires on; nil for every command.
-        public var instruction: UInt8?
+        package var instruction: UInt8?
         /// The fault.
-        public var fault: Fault
+        package var fault: Fault
         /// How many more times it fires; nil for always.
-        public var remaining: Int?
+        package var remaining: Int?
 
         /// Creates a rule.
-        public init(instruction: UInt8?, fault: Fault, times: Int? = nil) {
+        package init(instruction: UInt8?, fault: Fault, times: Int? = nil) {
             self.instruction = instruction
             self.fault = fault
             self.remaining = times
@@ -55,13 +55,13 @@ public struct CardFaults: Sendable, Equatable {
     }
 
     /// The rules, first match wins.
-    public var rules: [Rule]
+    package var rules: [Rule]
 
     /// No faults.
-    public static let none = CardFaults(rules: [])
+    package static let none = CardFaults(rules: [])
 
     /// Creates a set of rules.
-    public init(rules: [Rule]) { self.rules = rules }
+    package init(rules: [Rule]) { self.rules = rules }
 
     /// Finds the fault for a command with `instruction` and uses up one firing of its rule.
     mutating func take(for instruction: UInt8?) -> Fault? {
@@ -82,7 +82,7 @@ public struct CardFaults: Sendable, Equatable {
     /// the rule to INS `2A`; `*1` makes it fire once. Examples: `sw:6A88@CA`, `vanish-after@20*1`, `delay:1500`,
     /// `stall@2A*1`, `late:15000@87`. Every kind works on every profile: faults act on the card's answers, not on
     /// an application.
-    public static func parseRule(_ text: String) throws(SimulatorError) -> Rule {
+    package static func parseRule(_ text: String) throws(SimulatorError) -> Rule {
         var body = Substring(text)
         var times: Int?
         if let star = body.lastIndex(of: "*") {

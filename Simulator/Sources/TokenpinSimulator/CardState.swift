@@ -2,7 +2,7 @@ import FoundationEssentials
 import TokenpinCardCrypto
 
 /// One of the card's three key slots. OpenPGP card 3.4.1, §4.4.3.7 and §7.2.14.
-public enum KeySlot: Int, CaseIterable, Sendable, Codable {
+package enum KeySlot: Int, CaseIterable, Sendable, Codable {
     /// The signature key (PSO:COMPUTE DIGITAL SIGNATURE).
     case signature = 0
     /// The decryption key (PSO:DECIPHER).
@@ -11,30 +11,30 @@ public enum KeySlot: Int, CaseIterable, Sendable, Codable {
     case authentication = 2
 
     /// The control reference template tag that names the slot: `B6`, `B8`, `A4`.
-    public var crtTag: UInt8 { [0xB6, 0xB8, 0xA4][rawValue] }
+    package var crtTag: UInt8 { [0xB6, 0xB8, 0xA4][rawValue] }
     /// The algorithm attributes data object: `C1`, `C2`, `C3`.
-    public var attributesTag: UInt32 { [0xC1, 0xC2, 0xC3][rawValue] }
+    package var attributesTag: UInt32 { [0xC1, 0xC2, 0xC3][rawValue] }
     /// The fingerprint data object: `C7`, `C8`, `C9`.
-    public var fingerprintTag: UInt32 { [0xC7, 0xC8, 0xC9][rawValue] }
+    package var fingerprintTag: UInt32 { [0xC7, 0xC8, 0xC9][rawValue] }
     /// The CA fingerprint data object: `CA`, `CB`, `CC`.
-    public var caFingerprintTag: UInt32 { [0xCA, 0xCB, 0xCC][rawValue] }
+    package var caFingerprintTag: UInt32 { [0xCA, 0xCB, 0xCC][rawValue] }
     /// The generation time data object: `CE`, `CF`, `D0`.
-    public var generationTimeTag: UInt32 { [0xCE, 0xCF, 0xD0][rawValue] }
+    package var generationTimeTag: UInt32 { [0xCE, 0xCF, 0xD0][rawValue] }
 
     /// The slot a control reference template tag names.
-    public init?(crtTag: UInt8) {
+    package init?(crtTag: UInt8) {
         guard let index = [0xB6, 0xB8, 0xA4].firstIndex(of: crtTag) else { return nil }
         self.init(rawValue: index)
     }
 }
 
 /// Algorithm attributes as the card stores them (`C1`-`C3`). OpenPGP card 3.4.1, §4.4.3.10.
-public struct AlgorithmAttributes: Sendable, Equatable {
+package struct AlgorithmAttributes: Sendable, Equatable {
     /// The raw bytes: algorithm ID, then parameters.
-    public var bytes: [UInt8]
+    package var bytes: [UInt8]
 
     /// What the simulator can do with a key of these attributes.
-    public enum Kind: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// RSA with a modulus of 2048, 3072 or 4096 bits, in any slot.
         case rsa(bits: Int)
         /// ECDH on Curve25519 (cv25519), for the decryption slot.
@@ -48,33 +48,33 @@ public struct AlgorithmAttributes: Sendable, Equatable {
     }
 
     /// The cv25519 curve OID, `1.3.6.1.4.1.3029.1.5.1`.
-    public static let curve25519OID: [UInt8] = [0x2B, 0x06, 0x01, 0x04, 0x01, 0x97, 0x55, 0x01, 0x05, 0x01]
+    package static let curve25519OID: [UInt8] = [0x2B, 0x06, 0x01, 0x04, 0x01, 0x97, 0x55, 0x01, 0x05, 0x01]
     /// The Ed25519 curve OID, `1.3.6.1.4.1.11591.15.1`.
-    public static let ed25519OID: [UInt8] = [0x2B, 0x06, 0x01, 0x04, 0x01, 0xDA, 0x47, 0x0F, 0x01]
+    package static let ed25519OID: [UInt8] = [0x2B, 0x06, 0x01, 0x04, 0x01, 0xDA, 0x47, 0x0F, 0x01]
     /// Algorithm ID `01`: RSA.
-    public static let rsaAlgorithm: UInt8 = 0x01
+    package static let rsaAlgorithm: UInt8 = 0x01
     /// Algorithm ID `12`: ECDH.
-    public static let ecdhAlgorithm: UInt8 = 0x12
+    package static let ecdhAlgorithm: UInt8 = 0x12
     /// Algorithm ID `13`: ECDSA.
-    public static let ecdsaAlgorithm: UInt8 = 0x13
+    package static let ecdsaAlgorithm: UInt8 = 0x13
     /// Algorithm ID `16`: EdDSA.
-    public static let eddsaAlgorithm: UInt8 = 0x16
+    package static let eddsaAlgorithm: UInt8 = 0x16
 
     /// RSA 2048 with a 17-bit exponent field, standard import format: what a YubiKey 5 ships with.
-    public static let rsa2048 = AlgorithmAttributes(bytes: [rsaAlgorithm, 0x08, 0x00, 0x00, 0x11, 0x00])
+    package static let rsa2048 = AlgorithmAttributes(bytes: [rsaAlgorithm, 0x08, 0x00, 0x00, 0x11, 0x00])
     /// ECDH on cv25519.
-    public static let cv25519 = AlgorithmAttributes(bytes: [ecdhAlgorithm] + curve25519OID)
+    package static let cv25519 = AlgorithmAttributes(bytes: [ecdhAlgorithm] + curve25519OID)
     /// EdDSA on Ed25519.
-    public static let ed25519 = AlgorithmAttributes(bytes: [eddsaAlgorithm] + ed25519OID)
+    package static let ed25519 = AlgorithmAttributes(bytes: [eddsaAlgorithm] + ed25519OID)
 
     /// Creates attributes from their bytes without checking them.
-    public init(bytes: [UInt8]) { self.bytes = bytes }
+    package init(bytes: [UInt8]) { self.bytes = bytes }
 
     /// What these attributes describe, or nil when the simulator does not support them.
     ///
     /// An ECC OID may be followed by one import-format byte (`00` or `FF`), as some hosts send. RSA takes
     /// `01 nnnn eeee [fmt]` (gpg also writes the 5-byte form) with n 2048, 3072 or 4096 and e at most 32 bits.
-    public var kind: Kind? {
+    package var kind: Kind? {
         guard let algorithm = bytes.first else { return nil }
         let parameters = Array(bytes.dropFirst())
         switch algorithm {
@@ -101,7 +101,7 @@ public struct AlgorithmAttributes: Sendable, Equatable {
     }
 
     /// Whether these attributes fit `slot`: ECDH only for decryption, EdDSA only for signing and authentication.
-    public func isAllowed(in slot: KeySlot) -> Bool {
+    package func isAllowed(in slot: KeySlot) -> Bool {
         switch (kind, slot) {
         case (.rsa?, _): return true
         case (.x25519?, .decryption), (.ecdh?, .decryption): return true
@@ -119,7 +119,7 @@ public struct AlgorithmAttributes: Sendable, Equatable {
 }
 
 /// Where a key on the card came from, as the key information DO `DE` reports it.
-public enum KeyOrigin: UInt8, Sendable, Codable {
+package enum KeyOrigin: UInt8, Sendable, Codable {
     /// No key in the slot.
     case none = 0x00
     /// Generated on the card.

@@ -5,9 +5,9 @@ import TokenpinCardCrypto
 /// simulated card announces (ATR, historical bytes, `C0`, `7F66`, algorithm information `FA`), the key
 /// attributes it ships with, and the behaviours real cards disagree on. Values marked "facts" are the
 /// checked bytes of `openpgp-facts.md`; the rest are the simulator's own, chosen to fit the device.
-public struct OpenPGPTraits: Sendable, Equatable {
+package struct OpenPGPTraits: Sendable, Equatable {
     /// What a wrong PIN is answered with.
-    public enum WrongPINAnswer: Sendable, Equatable {
+    package enum WrongPINAnswer: Sendable, Equatable {
         /// `63 Cx`, x the tries left (opcard / Nitrokey 3, the reference card).
         case triesLeft
         /// `69 82`, the tries left only in `C4` (Gnuk, SmartPGP, YubiKey).
@@ -15,34 +15,34 @@ public struct OpenPGPTraits: Sendable, Equatable {
     }
 
     /// The answer to reset.
-    public var atr: [UInt8]
+    package var atr: [UInt8]
     /// `5F52`: the historical bytes the application reports.
-    public var historicalBytes: [UInt8]
+    package var historicalBytes: [UInt8]
     /// `C0`: extended capabilities (10 bytes).
-    public var extendedCapabilities: [UInt8]
+    package var extendedCapabilities: [UInt8]
     /// `7F66` with its tag, or nil when the device has none (then GET DATA answers `6A88`).
-    public var extendedLengthInformation: [UInt8]?
+    package var extendedLengthInformation: [UInt8]?
     /// What the card takes: extended length and chaining, and the largest command and answer.
-    public var lengthCapabilities: LengthCapabilities
+    package var lengthCapabilities: LengthCapabilities
     /// `FA`: per slot, the algorithm attributes the card can be set to (each one PUT DATA `C1`–`C3` takes), or
     /// nil when the device has no `FA` (`6A88`).
-    public var algorithmInformation: [KeySlot: [AlgorithmAttributes]]?
+    package var algorithmInformation: [KeySlot: [AlgorithmAttributes]]?
     /// The key attributes of the signature, decryption and authentication slots at the factory.
-    public var factoryAttributes: [AlgorithmAttributes]
+    package var factoryAttributes: [AlgorithmAttributes]
     /// Whether SELECT of the OpenPGP application keeps the verified PINs (Gnuk, Nitrokey 3) or clears them
     /// (SmartPGP, YubiKey as gpg assumes it, the reference card).
-    public var keepsVerifiedStateOnSelect: Bool
+    package var keepsVerifiedStateOnSelect: Bool
     /// What a wrong PIN is answered with.
-    public var wrongPINAnswer: WrongPINAnswer
+    package var wrongPINAnswer: WrongPINAnswer
     /// Whether SELECT takes only the 6-byte AID `D2 76 00 01 24 01` (Gnuk) rather than any prefix of at
     /// least 5 bytes up to the full 16-byte AID.
-    public var acceptsOnlyShortAID: Bool
+    package var acceptsOnlyShortAID: Bool
     /// The firmware version GET VERSION (`F1`) answers on a YubiKey, which also carries its serial in BCD in the
     /// AID and takes SELECT DATA with a leading length byte; nil on other devices (`F1` answers `6D00`).
-    public var firmwareVersion: [UInt8]? = nil
+    package var firmwareVersion: [UInt8]? = nil
 
     /// Whether `C0` announces the KDF-DO (byte 0 bit `01`).
-    public var hasKDF: Bool { extendedCapabilities.first.map { $0 & 0x01 != 0 } ?? false }
+    package var hasKDF: Bool { extendedCapabilities.first.map { $0 & 0x01 != 0 } ?? false }
 
     static func capabilities(_ first: UInt8, maxChallenge: Int, maxCertificate: Int, maxSpecialDO: Int) -> [UInt8] {
         [
@@ -82,7 +82,7 @@ public struct OpenPGPTraits: Sendable, Equatable {
     }
 
     /// The reference card (`openpgp`): an OpenPGP card 3.4 as the simulator always modelled it.
-    public static let reference = OpenPGPTraits(
+    package static let reference = OpenPGPTraits(
         atr: CardProfile.atr, historicalBytes: CardProfile.historicalBytes,
         extendedCapabilities: CardProfile.extendedCapabilities,
         extendedLengthInformation: CardProfile.extendedLengthInformation,
@@ -93,7 +93,7 @@ public struct OpenPGPTraits: Sendable, Equatable {
     /// A YubiKey 5: its ATR (facts) and historical bytes (`80 73 C0 21 C0` "YubiKey": chaining and extended
     /// length), RSA 2048 in every slot as shipped (`01 0800 0011 00`, facts), `69 82` for a wrong PIN, a
     /// re-SELECT clearing the PINs, and `FA` listing what the card can be set to.
-    public static let yubiKey5 = OpenPGPTraits(
+    package static let yubiKey5 = OpenPGPTraits(
         atr: PIVProfile.yubiKeyATR, historicalBytes: Array(PIVProfile.yubiKeyATR[9..<22]),
         extendedCapabilities: capabilities(0x7D, maxChallenge: 0x0800, maxCertificate: 0x0800, maxSpecialDO: 0x00FF),
         extendedLengthInformation: lengthInformation(command: 0x0800, response: 0x0800),
@@ -109,7 +109,7 @@ public struct OpenPGPTraits: Sendable, Equatable {
     /// (`00 31 F5 73 C0 01 60 00 90 00`: extended Lc/Le, no chaining; facts), `7F66` 1DB9/1DB9 (facts), the
     /// KDF-DO available, RSA 2048 `01 0800 0020 00` at the factory (facts), `63 Cx` for a wrong PIN and the
     /// PINs kept across SELECT (facts).
-    public static let nitrokey3 = OpenPGPTraits(
+    package static let nitrokey3 = OpenPGPTraits(
         atr: [0x3B, 0x8C, 0x01, 0x80, 0x5A, 0x4E, 0x69, 0x74, 0x72, 0x6F, 0x6B, 0x65, 0x79, 0x20, 0x33, 0x7D],
         historicalBytes: [0x00, 0x31, 0xF5, 0x73, 0xC0, 0x01, 0x60, 0x00, 0x90, 0x00],
         extendedCapabilities: capabilities(0x3D, maxChallenge: 0, maxCertificate: 0x0800, maxSpecialDO: 0x00FF),
@@ -125,7 +125,7 @@ public struct OpenPGPTraits: Sendable, Equatable {
     /// A Gnuk token set up for cv25519: Gnuk's ATR and historical bytes (`… 73 80 01 80 …`: chaining, no
     /// extended length; facts), no `7F66` and no `FA`, `69 82` for a wrong PIN, the PINs kept on SELECT of
     /// the OpenPGP application and cleared on SELECT of the MF, and only the 6-byte AID accepted (facts).
-    public static let gnuk = OpenPGPTraits(
+    package static let gnuk = OpenPGPTraits(
         atr: [
             0x3B, 0xDA, 0x11, 0xFF, 0x81, 0xB1, 0xFE, 0x55, 0x1F, 0x03, 0x00, 0x31, 0x84, 0x73, 0x80, 0x01,
             0x80, 0x00, 0x90, 0x00, 0xE4,

@@ -3,18 +3,18 @@ import TokenpinCardCrypto
 import TokenpinCore
 
 /// The PIV application's instruction bytes. SP 800-73-4, part 2, §3; the YubiKey extensions in piv-facts.md.
-public enum PIVInstruction {
-    public static let getData: UInt8 = 0xCB
-    public static let putData: UInt8 = 0xDB
-    public static let generalAuthenticate: UInt8 = 0x87
-    public static let generateKeyPair: UInt8 = 0x47
+package enum PIVInstruction {
+    package static let getData: UInt8 = 0xCB
+    package static let putData: UInt8 = 0xDB
+    package static let generalAuthenticate: UInt8 = 0x87
+    package static let generateKeyPair: UInt8 = 0x47
     /// YubiKey: GET VERSION, GET SERIAL, GET METADATA, SET MANAGEMENT KEY, SET PIN RETRIES, RESET.
-    public static let getVersion: UInt8 = 0xFD
-    public static let getSerial: UInt8 = 0xF8
-    public static let getMetadata: UInt8 = 0xF7
-    public static let setManagementKey: UInt8 = 0xFF
-    public static let setPINRetries: UInt8 = 0xFA
-    public static let reset: UInt8 = 0xFB
+    package static let getVersion: UInt8 = 0xFD
+    package static let getSerial: UInt8 = 0xF8
+    package static let getMetadata: UInt8 = 0xF7
+    package static let setManagementKey: UInt8 = 0xFF
+    package static let setPINRetries: UInt8 = 0xFA
+    package static let reset: UInt8 = 0xFB
 }
 
 /// The PIV application's volatile security status; cleared by power off, reset and SELECT.

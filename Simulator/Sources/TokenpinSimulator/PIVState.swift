@@ -4,11 +4,11 @@ import TokenpinCardCrypto
 import TokenpinCore
 
 /// The fixed facts of the simulated PIV application. SP 800-73-4; piv-facts.md.
-public enum PIVProfile {
+package enum PIVProfile {
     /// The PIV application's full AID `A0 00 00 03 08 00 00 10 00 01 00`; clients select it truncated to 5 or 9 bytes.
-    public static let aid: [UInt8] = [0xA0, 0x00, 0x00, 0x03, 0x08, 0x00, 0x00, 0x10, 0x00, 0x01, 0x00]
+    package static let aid: [UInt8] = [0xA0, 0x00, 0x00, 0x03, 0x08, 0x00, 0x00, 0x10, 0x00, 0x01, 0x00]
     /// The application property template SELECT answers: PIX and the coexistent tag allocation authority.
-    public static let applicationPropertyTemplate: [UInt8] =
+    package static let applicationPropertyTemplate: [UInt8] =
         TLV(
             tag: 0x61,
             children: [
@@ -17,24 +17,24 @@ public enum PIVProfile {
             ]
         ).encoded
     /// A YubiKey 5 (USB) answer to reset, TCK checked.
-    public static let yubiKeyATR: [UInt8] = [
+    package static let yubiKeyATR: [UInt8] = [
         0x3B, 0xFD, 0x13, 0x00, 0x00, 0x81, 0x31, 0xFE, 0x15, 0x80, 0x73, 0xC0, 0x21,
         0xC0, 0x57, 0x59, 0x75, 0x62, 0x69, 0x4B, 0x65, 0x79, 0x40,
     ]
     /// The firmware version GET VERSION answers: the YubiKey's (`YubiKeyDevice.firmwareVersion`, 5.4.3).
-    public static let firmwareVersion: [UInt8] = YubiKeyDevice.firmwareVersion
+    package static let firmwareVersion: [UInt8] = YubiKeyDevice.firmwareVersion
     /// Factory PIN, PUK and management key (3DES, `01 02 … 08` three times).
-    public static let defaultPIN = Array("123456".utf8)
-    public static let defaultPUK = Array("12345678".utf8)
-    public static let defaultManagementKey: [UInt8] = Array(1...8) + Array(1...8) + Array(1...8)
+    package static let defaultPIN = Array("123456".utf8)
+    package static let defaultPUK = Array("12345678".utf8)
+    package static let defaultManagementKey: [UInt8] = Array(1...8) + Array(1...8) + Array(1...8)
     /// PIN and PUK tries at the factory.
-    public static let defaultRetries = 3
+    package static let defaultRetries = 3
     /// PIN and PUK lengths before the `FF` padding to 8 bytes.
-    public static let pinLengths = 6...8
+    package static let pinLengths = 6...8
     /// The largest data object PUT DATA stores (a YubiKey's limit for a certificate object).
-    public static let maxObjectSize = 3063
+    package static let maxObjectSize = 3063
     /// The discovery object `7E`: the AID and the PIN usage policy (PIV PIN only, PIV PIN primary).
-    public static let discoveryObject: [UInt8] =
+    package static let discoveryObject: [UInt8] =
         TLV(tag: 0x7E, children: [TLV(tag: 0x4F, value: aid), TLV(tag: 0x5F2F, value: [0x40, 0x00])]).encoded
     /// Objects that need the PIN for GET DATA: fingerprints, facial image, printed information, iris.
     static let pinProtectedObjects: Set<UInt32> = [0x5FC103, 0x5FC108, 0x5FC109, 0x5FC121]
@@ -44,13 +44,13 @@ public enum PIVProfile {
     static let pukReference: UInt8 = 0x81
 
     /// Whether `slot` holds an asymmetric key: `9A`, `9C`, `9D`, `9E` and the retired `82`–`95`.
-    public static func isKeySlot(_ slot: UInt8) -> Bool {
+    package static func isKeySlot(_ slot: UInt8) -> Bool {
         [0x9A, 0x9C, 0x9D, 0x9E].contains(slot) || (0x82...0x95).contains(slot)
     }
 
     /// The certificate object of a key slot: `5FC105` (9A), `5FC10A` (9C), `5FC10B` (9D), `5FC101` (9E),
     /// `5FC10D`–`5FC120` (82–95).
-    public static func certificateObject(for slot: UInt8) -> UInt32? {
+    package static func certificateObject(for slot: UInt8) -> UInt32? {
         switch slot {
         case 0x9A: 0x5FC105
         case 0x9C: 0x5FC10A
@@ -63,7 +63,7 @@ public enum PIVProfile {
 }
 
 /// The asymmetric algorithms the simulated PIV application generates keys for, by PIV algorithm identifier.
-public enum PIVKeyAlgorithm: UInt8, Sendable, CaseIterable, Codable {
+package enum PIVKeyAlgorithm: UInt8, Sendable, CaseIterable, Codable {
     /// RSA 2048 (`07`).
     case rsa2048 = 0x07
     /// ECC P-256 (`11`).

@@ -3,7 +3,7 @@ import TokenpinAPDU
 import TokenpinCore
 
 /// What the card does with one command: answer (maybe late), or nothing because it was pulled.
-public enum CardReply: Sendable, Equatable {
+package enum CardReply: Sendable, Equatable {
     /// The response bytes, to be delivered after `delay` (zero unless a fault slows the card).
     case response([UInt8], delay: Duration)
     /// No answer: the card is not there (pulled, or never inserted).
@@ -24,7 +24,7 @@ public enum CardReply: Sendable, Equatable {
 ///
 /// The card is safe to share between threads: one command runs at a time, like on a real card. The lock is
 /// held while the state file is written; that write is part of the command, as on a card's EEPROM.
-public final class SimulatedCard: Sendable {
+package final class SimulatedCard: Sendable {
     private struct Engine: Sendable {
         var application: OpenPGPApplication
         /// The PIV application, on the `piv-card` and `yubikey` profiles; it answers while it is selected.
@@ -47,7 +47,7 @@ public final class SimulatedCard: Sendable {
     private let engine: Mutex<Engine>
 
     /// The applications the card carries.
-    public let profile: SimulatedProfile
+    package let profile: SimulatedProfile
 
     /// Opens the card whose state is in `stateFile`, or a factory-new card; it starts inserted and powered.
     ///
@@ -60,7 +60,7 @@ public final class SimulatedCard: Sendable {
     ///   - profile: the applications on the card; a PIV application is added to a file that has none.
     /// - Throws: `SimulatorError` when the file exists but is corrupt or truncated (it names the file), or when
     ///   the new state cannot be written.
-    public init(stateFile: String?, serial: UInt32? = nil, reset: Bool = false, profile: SimulatedProfile = .openpgp)
+    package init(stateFile: String?, serial: UInt32? = nil, reset: Bool = false, profile: SimulatedProfile = .openpgp)
         throws
     {
         let store = stateFile.map { StateFile(path: $0) }
@@ -110,37 +110,37 @@ public final class SimulatedCard: Sendable {
     }
 
     /// The answer to reset: T=1, historical bytes announcing chaining and extended length.
-    public var atr: [UInt8] { profile.atr }
+    package var atr: [UInt8] { profile.atr }
 
     /// The serial number in the AID.
-    public var serial: UInt32 { engine.withLock { $0.application.state.serial } }
+    package var serial: UInt32 { engine.withLock { $0.application.state.serial } }
 
     /// The full application identifier (16 bytes) with manufacturer and serial.
-    public var aid: [UInt8] { engine.withLock { $0.application.aid } }
+    package var aid: [UInt8] { engine.withLock { $0.application.aid } }
 
     /// What the card announces for long APDUs (historical bytes and `7F66`).
-    public var lengthCapabilities: LengthCapabilities { profile.openPGPTraits.lengthCapabilities }
+    package var lengthCapabilities: LengthCapabilities { profile.openPGPTraits.lengthCapabilities }
 
     /// The faults the card injects; see `CardFaults`.
-    public var faults: CardFaults {
+    package var faults: CardFaults {
         get { engine.withLock { $0.faults } }
         set { engine.withLock { $0.faults = newValue } }
     }
 
     /// Whether the card is in the reader (false after a `vanish` fault or `remove()`).
-    public var isPresent: Bool { engine.withLock { $0.isPresent } }
+    package var isPresent: Bool { engine.withLock { $0.isPresent } }
 
     /// Whether the card is powered.
-    public var isPowered: Bool { engine.withLock { $0.isPowered } }
+    package var isPowered: Bool { engine.withLock { $0.isPowered } }
 
     /// The time the card spent on the last command, without any injected delay.
-    public var lastProcessingTime: Duration { engine.withLock { $0.lastProcessingTime } }
+    package var lastProcessingTime: Duration { engine.withLock { $0.lastProcessingTime } }
 
     /// How many commands the card has answered since it was created.
-    public var processedCount: Int { engine.withLock { $0.processedCount } }
+    package var processedCount: Int { engine.withLock { $0.processedCount } }
 
     /// Powers the card on (cold reset); every verified state and pending answer is cleared.
-    public func powerOn() {
+    package func powerOn() {
         engine.withLock { engine in
             Self.clearVolatile(&engine)
             engine.isPowered = engine.isPresent
@@ -148,7 +148,7 @@ public final class SimulatedCard: Sendable {
     }
 
     /// Powers the card off; every verified state is lost.
-    public func powerOff() {
+    package func powerOff() {
         engine.withLock { engine in
             Self.clearVolatile(&engine)
             engine.isPowered = false
@@ -156,7 +156,7 @@ public final class SimulatedCard: Sendable {
     }
 
     /// Warm reset: the card stays powered, verified states and the selection are cleared.
-    public func reset() {
+    package func reset() {
         engine.withLock { engine in
             Self.clearVolatile(&engine)
             engine.isPowered = engine.isPresent
@@ -164,7 +164,7 @@ public final class SimulatedCard: Sendable {
     }
 
     /// Pulls the card out of the reader.
-    public func remove() {
+    package func remove() {
         engine.withLock { engine in
             Self.clearVolatile(&engine)
             engine.isPresent = false
@@ -173,7 +173,7 @@ public final class SimulatedCard: Sendable {
     }
 
     /// Puts the card (back) into the reader, unpowered.
-    public func insert() {
+    package func insert() {
         engine.withLock { engine in
             Self.clearVolatile(&engine)
             engine.isPresent = true
@@ -194,7 +194,7 @@ public final class SimulatedCard: Sendable {
     ///
     /// Faults apply; a pulled or unpowered card answers nothing (an empty array), and injected delays are
     /// ignored here (use `respond(to:)` to honour them).
-    public func process(_ command: [UInt8]) -> [UInt8] {
+    package func process(_ command: [UInt8]) -> [UInt8] {
         switch respond(to: command) {
         case .response(let bytes, _): return bytes
         case .removed, .notPowered, .stalled: return []
@@ -202,7 +202,7 @@ public final class SimulatedCard: Sendable {
     }
 
     /// Processes one raw command APDU and says how the card answers, including injected faults.
-    public func respond(to command: [UInt8]) -> CardReply {
+    package func respond(to command: [UInt8]) -> CardReply {
         engine.withLock { engine in
             guard engine.isPresent else { return .removed }
             guard engine.isPowered else { return .notPowered }

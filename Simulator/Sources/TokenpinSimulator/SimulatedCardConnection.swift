@@ -10,21 +10,21 @@ import TokenpinAPDU
 /// Connecting powers the card on. `transmit` throws `CardTransportError` (`.cardRemoved`) when the card gives no
 /// answer, as a PC/SC connection throws when the card is pulled. Injected delays are served through `sleep`,
 /// which tests replace so they never wait.
-public final class SimulatedCardConnection: CardConnection {
+package final class SimulatedCardConnection: CardConnection {
     /// The card behind this connection.
-    public let card: SimulatedCard
+    package let card: SimulatedCard
 
     /// The card's ATR.
-    public var atr: [UInt8] { card.atr }
+    package var atr: [UInt8] { card.atr }
 
     /// Set from what the card announces: extended length and chaining, with the `7F66` limits.
-    public var lengthCapabilities: LengthCapabilities
+    package var lengthCapabilities: LengthCapabilities
 
     /// How an injected delay is served; the default blocks the calling thread.
-    public var sleep: (Duration) -> Void
+    package var sleep: (Duration) -> Void
 
     /// Connects to `card` and powers it on (a cold reset).
-    public init(card: SimulatedCard, sleep: @escaping (Duration) -> Void = SimulatedCardConnection.blockingSleep) {
+    package init(card: SimulatedCard, sleep: @escaping (Duration) -> Void = SimulatedCardConnection.blockingSleep) {
         self.card = card
         self.lengthCapabilities = card.lengthCapabilities
         self.sleep = sleep
@@ -34,7 +34,7 @@ public final class SimulatedCardConnection: CardConnection {
     /// Sends one encoded command APDU to the card and returns its raw response.
     ///
     /// - Throws: `.cardRemoved` when the card was pulled or powered off, `.timeout` when it stalls.
-    public func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
+    package func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         switch card.respond(to: command) {
         case .response(let bytes, let delay):
             if delay > .zero { sleep(delay) }
@@ -50,7 +50,7 @@ public final class SimulatedCardConnection: CardConnection {
     }
 
     /// Blocks the current thread for `duration`.
-    public static func blockingSleep(_ duration: Duration) {
+    package static func blockingSleep(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         guard seconds > 0 || attoseconds > 0 else { return }
         var request = timespec(tv_sec: Int(clamping: seconds), tv_nsec: Int(attoseconds / 1_000_000_000))

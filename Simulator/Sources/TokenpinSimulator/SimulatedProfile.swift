@@ -2,7 +2,7 @@ import TokenpinAPDU
 
 /// Which card the simulator is, chosen with `tokenpin-sim --profile` or `SimulatedCard(profile:)`: the
 /// applications it carries and, for OpenPGP, the device it behaves like (`OpenPGPTraits`).
-public enum SimulatedProfile: String, Sendable, CaseIterable {
+package enum SimulatedProfile: String, Sendable, CaseIterable {
     /// An OpenPGP card 3.4 alone (the default).
     case openpgp
     /// A PIV card (SP 800-73-4) alone: no OpenPGP application, no YubiKey extensions.
@@ -17,7 +17,7 @@ public enum SimulatedProfile: String, Sendable, CaseIterable {
     case gnuk
 
     /// The profile a name selects, aliases included (`yubikey` for `yubikey5`).
-    public init?(name: String) {
+    package init?(name: String) {
         if name == "yubikey" {
             self = .yubikey
         } else {
@@ -26,18 +26,18 @@ public enum SimulatedProfile: String, Sendable, CaseIterable {
     }
 
     /// Every name `init(name:)` takes.
-    public static var names: [String] { allCases.map(\.rawValue) + ["yubikey"] }
+    package static var names: [String] { allCases.map(\.rawValue) + ["yubikey"] }
 
     /// Whether SELECT can pick the OpenPGP application.
-    public var hasOpenPGP: Bool { self != .pivCard }
+    package var hasOpenPGP: Bool { self != .pivCard }
     /// Whether SELECT can pick the PIV application.
-    public var hasPIV: Bool { self == .pivCard || self == .yubikey }
+    package var hasPIV: Bool { self == .pivCard || self == .yubikey }
     /// Whether the card is a YubiKey: the PIV application answers the YubiKey instructions (`FD`, `F8`, `F7`,
     /// `FF`, `FA`, `FB`) and the management and OTP applications are there.
-    public var hasYubiKeyExtensions: Bool { self == .yubikey }
+    package var hasYubiKeyExtensions: Bool { self == .yubikey }
 
     /// How the OpenPGP application presents itself and behaves.
-    public var openPGPTraits: OpenPGPTraits {
+    package var openPGPTraits: OpenPGPTraits {
         switch self {
         case .openpgp, .pivCard: .reference
         case .yubikey: .yubiKey5
@@ -49,5 +49,5 @@ public enum SimulatedProfile: String, Sendable, CaseIterable {
     /// The answer to reset: the device's (a YubiKey 5's over USB for `yubikey5`, naming it in the historical
     /// bytes after card capabilities announcing chaining and extended length); the reference card's for
     /// `openpgp` and `piv-card`.
-    public var atr: [UInt8] { openPGPTraits.atr }
+    package var atr: [UInt8] { openPGPTraits.atr }
 }

@@ -1,9 +1,9 @@
 /// Something the simulator itself could not do: a state file it cannot read or write, a pulled card.
 ///
 /// Tests compare `code`; `detail` is for people and names the file or the reason.
-public struct SimulatorError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct SimulatorError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong.
-    public enum Code: String, Sendable, Hashable {
+    package enum Code: String, Sendable, Hashable {
         /// The state file exists but is not a valid card state (corrupt, truncated, wrong version).
         case corruptStateFile
         /// The state file or its directory could not be read.
@@ -15,15 +15,15 @@ public struct SimulatorError: Error, Hashable, Sendable, CustomStringConvertible
     }
 
     /// What went wrong.
-    public var code: Code
+    package var code: Code
     /// A human description naming the file or the cause.
-    public var detail: String
+    package var detail: String
 
     /// Creates an error.
-    public init(_ code: Code, _ detail: String) {
+    package init(_ code: Code, _ detail: String) {
         self.code = code
         self.detail = detail
     }
 
-    public var description: String { detail }
+    package var description: String { detail }
 }

@@ -6,43 +6,43 @@ import TokenpinCore
 /// yubikit's (`yubikit/management.py`, `DeviceInfo.parse_tlvs`) and the device information Yubico's .NET SDK
 /// documents for a YubiKey 5 (`application-otp/commands-get-device-info.md`); which values are modelled and which
 /// are the simulator's own is in Simulator/README.md ("YubiKey management and OTP").
-public enum YubiKeyDevice {
+package enum YubiKeyDevice {
     /// The firmware version every application reports (PIV GET VERSION, OpenPGP GET VERSION, management, OTP):
     /// 5.4.3, which has AES management keys and metadata, and keeps the 3DES factory management key.
-    public static let firmwareVersion: [UInt8] = [0x05, 0x04, 0x03]
+    package static let firmwareVersion: [UInt8] = [0x05, 0x04, 0x03]
 
     /// The lowest and highest serial a simulated YubiKey is given: eight decimal digits, as YubiKey 5 serials
     /// have, so the serial fits the OpenPGP AID in BCD and stays below 2^31 (clients print it as a signed int).
-    public static let serialRange: ClosedRange<UInt32> = 10_000_000...99_999_999
+    package static let serialRange: ClosedRange<UInt32> = 10_000_000...99_999_999
 
     /// Capability bits (yubikit `CAPABILITY`): Yubico OTP, FIDO U2F, the CCID interface, OpenPGP, PIV, OATH,
     /// FIDO2.
-    public enum Capability {
-        public static let otp: UInt16 = 0x0001
-        public static let u2f: UInt16 = 0x0002
-        public static let ccid: UInt16 = 0x0004
-        public static let openPGP: UInt16 = 0x0008
-        public static let piv: UInt16 = 0x0010
-        public static let oath: UInt16 = 0x0020
-        public static let fido2: UInt16 = 0x0200
+    package enum Capability {
+        package static let otp: UInt16 = 0x0001
+        package static let u2f: UInt16 = 0x0002
+        package static let ccid: UInt16 = 0x0004
+        package static let openPGP: UInt16 = 0x0008
+        package static let piv: UInt16 = 0x0010
+        package static let oath: UInt16 = 0x0020
+        package static let fido2: UInt16 = 0x0200
     }
 
     /// What a YubiKey 5 NFC supports over USB and NFC: OTP, U2F, CCID, OpenPGP, PIV, OATH, FIDO2 (`02 3F`, as
     /// in Yubico's device-information example).
-    public static let supportedCapabilities: UInt16 =
+    package static let supportedCapabilities: UInt16 =
         Capability.otp | Capability.u2f | Capability.ccid | Capability.openPGP | Capability.piv | Capability.oath
         | Capability.fido2
     /// What the simulated key has enabled, on both transports: exactly the applications it carries (OTP, OpenPGP
     /// and PIV over the CCID interface), so a client never sees an application enabled that SELECT cannot find.
-    public static let enabledCapabilities: UInt16 =
+    package static let enabledCapabilities: UInt16 =
         Capability.otp | Capability.ccid | Capability.openPGP | Capability.piv
 
     /// Form factor `01`: a USB-A keychain (the YubiKey 5 NFC).
-    public static let formFactor: UInt8 = 0x01
+    package static let formFactor: UInt8 = 0x01
     /// Device flags: neither remote wakeup (`40`) nor touch eject (`80`).
-    public static let deviceFlags: UInt8 = 0x00
+    package static let deviceFlags: UInt8 = 0x00
     /// The OTP challenge-response timeout in seconds (the factory 15).
-    public static let challengeResponseTimeout: UInt8 = 0x0F
+    package static let challengeResponseTimeout: UInt8 = 0x0F
 
     /// Device information tags. yubikit `management.py`.
     enum Tag {
@@ -60,7 +60,7 @@ public enum YubiKeyDevice {
     }
 
     /// The device information READ CONFIG (management) and `01 13` (OTP) answer: one length byte, then the TLVs.
-    public static func deviceInformation(serial: UInt32) -> [UInt8] {
+    package static func deviceInformation(serial: UInt32) -> [UInt8] {
         let tlvs = [
             TLV(tag: Tag.usbSupported, value: bigEndian(supportedCapabilities)),
             TLV(tag: Tag.serial, value: bigEndian(serial)),

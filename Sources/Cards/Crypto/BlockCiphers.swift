@@ -1,12 +1,12 @@
 internal import COpenSSL
-public import TokenpinCore
+package import TokenpinCore
 
 /// The block ciphers a PIV card's management key uses (SP 800-78-4, table 5): 3DES (three-key TDEA) and
 /// AES-128/192/256, one or more blocks in ECB mode without padding, as the challenge-response of GENERAL
 /// AUTHENTICATE with the key `9B` takes them. Through libcrypto's EVP cipher API.
-public enum BlockCiphers {
+package enum BlockCiphers {
     /// A management key algorithm, by its PIV algorithm identifier.
-    public enum Algorithm: UInt8, Sendable, CaseIterable, Codable {
+    package enum Algorithm: UInt8, Sendable, CaseIterable, Codable {
         /// Three-key TDEA (`03`), 24-byte key, 8-byte blocks.
         case tripleDES = 0x03
         /// AES-128 (`08`).
@@ -17,7 +17,7 @@ public enum BlockCiphers {
         case aes256 = 0x0C
 
         /// The key length in bytes.
-        public var keyLength: Int {
+        package var keyLength: Int {
             switch self {
             case .tripleDES, .aes192: 24
             case .aes128: 16
@@ -26,10 +26,10 @@ public enum BlockCiphers {
         }
 
         /// The block length in bytes: the challenge's length.
-        public var blockLength: Int { self == .tripleDES ? 8 : 16 }
+        package var blockLength: Int { self == .tripleDES ? 8 : 16 }
 
         /// The name people know it by: 3DES, AES-128, AES-192, AES-256.
-        public var name: String {
+        package var name: String {
             switch self {
             case .tripleDES: "3DES"
             case .aes128: "AES-128"
@@ -53,14 +53,14 @@ public enum BlockCiphers {
     /// The corresponding C functions are `EVP_CIPHER_fetch`, `EVP_EncryptInit_ex2`, `EVP_CIPHER_CTX_set_padding`,
     /// `EVP_EncryptUpdate` and `EVP_EncryptFinal_ex`. Throws `.invalidLength` for a key of the wrong length or
     /// data that is not a whole number of blocks.
-    public static func encrypt(_ data: [UInt8], key: borrowing SecretBytes, algorithm: Algorithm)
+    package static func encrypt(_ data: [UInt8], key: borrowing SecretBytes, algorithm: Algorithm)
         throws(CardCryptoError) -> [UInt8]
     {
         try run(data, key: key, algorithm: algorithm, encrypt: true)
     }
 
     /// Decrypts whole blocks with `key` in ECB mode; see `encrypt`.
-    public static func decrypt(_ data: [UInt8], key: borrowing SecretBytes, algorithm: Algorithm)
+    package static func decrypt(_ data: [UInt8], key: borrowing SecretBytes, algorithm: Algorithm)
         throws(CardCryptoError) -> [UInt8]
     {
         try run(data, key: key, algorithm: algorithm, encrypt: false)

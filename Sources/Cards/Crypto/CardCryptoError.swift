@@ -1,9 +1,9 @@
 /// A card-algorithm operation (RSA, NIST or brainpool ECDH) that could not be carried out.
 ///
 /// Tests compare `code`; `detail` is for people and never holds secret bytes.
-public struct CardCryptoError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct CardCryptoError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What failed.
-    public enum Code: String, Sendable, Hashable {
+    package enum Code: String, Sendable, Hashable {
         /// A point, scalar, modulus or message of the wrong size.
         case invalidLength
         /// A public point that is not an uncompressed point on the curve.
@@ -20,15 +20,15 @@ public struct CardCryptoError: Error, Hashable, Sendable, CustomStringConvertibl
     }
 
     /// What failed.
-    public var code: Code
+    package var code: Code
     /// A human description, never containing secret bytes.
-    public var detail: String
+    package var detail: String
 
     /// Creates an error.
-    public init(_ code: Code, _ detail: String) {
+    package init(_ code: Code, _ detail: String) {
         self.code = code
         self.detail = detail
     }
 
-    public var description: String { detail }
+    package var description: String { detail }
 }

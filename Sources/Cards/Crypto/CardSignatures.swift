@@ -1,16 +1,16 @@
 internal import COpenSSL
-public import TokenpinCore
+package import TokenpinCore
 
 /// The signatures an OpenPGP card makes with RSA and ECDSA keys (OpenPGP card 3.4.1, §7.2.10 PSO:COMPUTE
 /// DIGITAL SIGNATURE and §7.2.13 INTERNAL AUTHENTICATE): what the simulated card needs so that gpg can
 /// create and certify keys on it.
-public enum CardSignatures {
+package enum CardSignatures {
     /// Signs `digestInfo` (the DigestInfo the host sends, or raw data for authentication) with PKCS#1 v1.5
     /// type 1 padding: the card's RSA signature, as long as the modulus.
     ///
     /// The corresponding C functions are `EVP_PKEY_sign_init`, `EVP_PKEY_CTX_set_rsa_padding` and
     /// `EVP_PKEY_sign`. Throws `.invalidLength` for input longer than 40% of the modulus (the card's limit).
-    public static func rsaSign(_ digestInfo: [UInt8], with key: borrowing RSAKeys.PrivateKey) throws(CardCryptoError)
+    package static func rsaSign(_ digestInfo: [UInt8], with key: borrowing RSAKeys.PrivateKey) throws(CardCryptoError)
         -> [UInt8]
     {
         let length = (key.modulusBits + 7) / 8
@@ -36,7 +36,7 @@ public enum CardSignatures {
     ///
     /// The corresponding C functions are `EVP_PKEY_sign_init` and `EVP_PKEY_sign` (which answer DER, taken
     /// apart here). Throws `.invalidLength` for an empty digest or one over 64 bytes.
-    public static func ecdsaSign(
+    package static func ecdsaSign(
         _ digest: [UInt8], privateKey: borrowing SecretBytes,
         on curve: WeierstrassCurve
     ) throws(CardCryptoError) -> [UInt8] {

@@ -1,9 +1,9 @@
 internal import COpenSSL
-public import TokenpinCore
+package import TokenpinCore
 
 /// A short-Weierstrass curve OpenPGP cards offer for ECDH, with points in the uncompressed form
 /// `04 || x || y` the cards use (OpenPGP card 3.4.1, §7.2.11 and §7.2.14).
-public enum WeierstrassCurve: String, CaseIterable, Sendable, Hashable {
+package enum WeierstrassCurve: String, CaseIterable, Sendable, Hashable {
     /// NIST P-256 (secp256r1).
     case nistP256
     /// NIST P-384 (secp384r1).
@@ -18,7 +18,7 @@ public enum WeierstrassCurve: String, CaseIterable, Sendable, Hashable {
     case brainpoolP512r1
 
     /// The size of a coordinate, of a private scalar and of the shared secret (the x coordinate), in bytes.
-    public var coordinateLength: Int {
+    package var coordinateLength: Int {
         switch self {
         case .nistP256, .brainpoolP256r1: 32
         case .nistP384, .brainpoolP384r1: 48
@@ -28,7 +28,7 @@ public enum WeierstrassCurve: String, CaseIterable, Sendable, Hashable {
     }
 
     /// The size of an uncompressed point: `04`, then both coordinates.
-    public var pointLength: Int { 1 + 2 * coordinateLength }
+    package var pointLength: Int { 1 + 2 * coordinateLength }
 
     /// libcrypto's numeric identifier of the curve.
     var nid: Int32 {
@@ -60,20 +60,20 @@ public enum WeierstrassCurve: String, CaseIterable, Sendable, Hashable {
 /// The shared secret is the x coordinate of the product, `coordinateLength` bytes with leading zeros, as an
 /// OpenPGP card answers PSO:DECIPHER. Private scalars are big-endian, `coordinateLength` bytes, in guarded
 /// memory; every libcrypto copy is cleared when freed.
-public enum EllipticCurveDH {
+package enum EllipticCurveDH {
     /// A key pair: the uncompressed public point and the private scalar.
-    public struct KeyPair: ~Copyable, Sendable {
+    package struct KeyPair: ~Copyable, Sendable {
         /// `04 || x || y`.
-        public let publicPoint: [UInt8]
+        package let publicPoint: [UInt8]
         /// The private scalar, big-endian, `coordinateLength` bytes of guarded memory.
-        public let privateKey: SecretBytes
+        package let privateKey: SecretBytes
     }
 
     /// A new key pair from libcrypto's generator.
     ///
     /// The corresponding C functions are `EVP_PKEY_keygen_init`, `EVP_PKEY_CTX_set_group_name` and
     /// `EVP_PKEY_generate`.
-    public static func generateKeyPair(on curve: WeierstrassCurve) throws(CardCryptoError) -> KeyPair {
+    package static func generateKeyPair(on curve: WeierstrassCurve) throws(CardCryptoError) -> KeyPair {
         let context = try PKeyContext(algorithm: "EC")
         guard EVP_PKEY_keygen_init(context.pointer) == 1,
             EVP_PKEY_CTX_set_group_name(context.pointer, curve.groupName) == 1
@@ -89,7 +89,7 @@ public enum EllipticCurveDH {
     ///
     /// Throws `.invalidLength` for a scalar that is not `coordinateLength` bytes and `.invalidKey` for one
     /// outside `1..<order`.
-    public static func publicPoint(
+    package static func publicPoint(
         for privateKey: borrowing SecretBytes,
         on curve: WeierstrassCurve
     ) throws(CardCryptoError) -> [UInt8] {
@@ -101,12 +101,12 @@ public enum EllipticCurveDH {
     ///
     /// Throws `.invalidLength` for the wrong size and `.pointNotOnCurve` for anything else that is not a point
     /// of the curve (another prefix, coordinates off the curve, the point at infinity).
-    public static func validate(point: [UInt8], on curve: WeierstrassCurve) throws(CardCryptoError) {
+    package static func validate(point: [UInt8], on curve: WeierstrassCurve) throws(CardCryptoError) {
         _ = try publicKeyObject(point, curve: curve)
     }
 
     /// The largest multiple of the generator `knownLogarithm(of:on:)` looks for.
-    public static let smallMultipleBound = 1024
+    package static let smallMultipleBound = 1024
 
     /// The discrete logarithm of `point` when anyone can know it: k when the point is k·G or -k·G with
     /// 1 ≤ k ≤ `smallMultipleBound` (the generator itself is private key 1), else nil.
@@ -114,7 +114,7 @@ public enum EllipticCurveDH {
     /// An agreement with such a key is computed by anyone from the challenge alone (and the x coordinate, the
     /// secret, is the same for -k·G). Throws for a point that is not on the curve. The corresponding C functions
     /// are `EC_POINT_oct2point`, `EC_POINT_add` and `EC_POINT_cmp`.
-    public static func knownLogarithm(of point: [UInt8], on curve: WeierstrassCurve) throws(CardCryptoError) -> Int? {
+    package static func knownLogarithm(of point: [UInt8], on curve: WeierstrassCurve) throws(CardCryptoError) -> Int? {
         try validate(point: point, on: curve)
         guard let group = EC_GROUP_new_by_curve_name(curve.nid) else {
             throw libcryptoError("EC_GROUP_new_by_curve_name(\(curve.groupName))")
@@ -170,7 +170,7 @@ public enum EllipticCurveDH {
     /// The corresponding C functions are `EVP_PKEY_derive_init`, `EVP_PKEY_derive_set_peer` (which checks
     /// the peer's point) and `EVP_PKEY_derive`. Throws `.invalidLength` or `.pointNotOnCurve` for a bad peer
     /// point and `.invalidKey` for a bad scalar.
-    public static func sharedSecret(
+    package static func sharedSecret(
         privateKey: borrowing SecretBytes, peerPoint: [UInt8],
         on curve: WeierstrassCurve
     ) throws(CardCryptoError) -> SecretBytes {
@@ -180,14 +180,14 @@ public enum EllipticCurveDH {
     }
 
     /// A fresh key agreement with `peerPoint`: a new ephemeral key pair's public point and the shared secret.
-    public struct EphemeralAgreement: ~Copyable, Sendable {
+    package struct EphemeralAgreement: ~Copyable, Sendable {
         /// The ephemeral public point, `04 || x || y`.
-        public let publicPoint: [UInt8]
+        package let publicPoint: [UInt8]
         /// The shared secret (the x coordinate), `coordinateLength` bytes of guarded memory.
-        public let secret: SecretBytes
+        package let secret: SecretBytes
 
         /// The shared secret, moved out (the agreement ends).
-        public consuming func takeSecret() -> SecretBytes { secret }
+        package consuming func takeSecret() -> SecretBytes { secret }
     }
 
     /// A new ephemeral key pair on `curve` and its shared secret with `peerPoint`, the private key never leaving
@@ -197,7 +197,7 @@ public enum EllipticCurveDH {
     /// again (a second multiplication by the generator, a group built and the key pair checked): a third of
     /// the work. Throws `.invalidLength` or `.pointNotOnCurve` for a bad peer point.
     /// The corresponding C functions are `EVP_PKEY_generate` and `EVP_PKEY_derive`.
-    public static func ephemeralAgreement(
+    package static func ephemeralAgreement(
         peerPoint: [UInt8], on curve: WeierstrassCurve
     ) throws(CardCryptoError) -> EphemeralAgreement {
         let peer = try publicKeyObject(peerPoint, curve: curve)

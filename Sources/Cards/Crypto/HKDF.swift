@@ -1,9 +1,9 @@
 internal import COpenSSL
-import TokenpinCore
+package import TokenpinCore
 
 /// HKDF-SHA256 (RFC 5869) through libcrypto's `EVP_KDF` "HKDF": libsodium 1.0.18 has none. The age file format
 /// wraps each file key with a key made this way (`age-plugin-tokenpin`).
-public enum HKDFSHA256 {
+package enum HKDFSHA256 {
     /// The parameter names and the digest, as C strings that live as long as the process (the parameters keep
     /// the pointers while libcrypto reads them).
     private static let names: (digest: Int, key: Int, salt: Int, info: Int, sha256: Int, hkdf: Int) = (
@@ -19,7 +19,7 @@ public enum HKDFSHA256 {
     /// guarded memory.
     ///
     /// The corresponding C functions are `EVP_KDF_fetch`, `EVP_KDF_CTX_new` and `EVP_KDF_derive`.
-    public static func derive(key: borrowing SecretBytes, salt: [UInt8], info: [UInt8], length: Int)
+    package static func derive(key: borrowing SecretBytes, salt: [UInt8], info: [UInt8], length: Int)
         throws(CardCryptoError) -> SecretBytes
     {
         guard length > 0, length <= 255 * 32 else {

@@ -1,32 +1,32 @@
 internal import COpenSSL
-public import TokenpinCore
+package import TokenpinCore
 
 /// OpenPGP's iterated and salted S2K (RFC 4880, §3.7.1.3) with SHA-256 or SHA-512, as the OpenPGP card's
 /// KDF-DO (`F9`) uses it to turn a PIN into what the card stores and compares.
 ///
 /// The hash runs over `salt || PIN` repeated until exactly `count` bytes were hashed (at least one whole
 /// `salt || PIN`). The PIN and the digest stay in guarded memory; libcrypto's hash state is cleared when freed.
-public enum IteratedSaltedS2K {
+package enum IteratedSaltedS2K {
     /// The hash the KDF-DO names.
-    public enum Hash: Sendable, Hashable {
+    package enum Hash: Sendable, Hashable {
         /// SHA-256 (KDF-DO hash `08`): a 32-byte digest.
         case sha256
         /// SHA-512 (KDF-DO hash `0A`): a 64-byte digest.
         case sha512
 
         /// The digest size in bytes.
-        public var digestLength: Int { self == .sha256 ? 32 : 64 }
+        package var digestLength: Int { self == .sha256 ? 32 : 64 }
     }
 
     /// The largest byte count accepted: the largest OpenPGP S2K count (65,011,712), so a hostile card cannot
     /// make tokenpin hash for minutes.
-    public static let maximumCount = 65_011_712
+    package static let maximumCount = 65_011_712
 
     /// The digest of `pin` under `salt` and `count`.
     ///
     /// The corresponding C functions are `EVP_DigestInit_ex`, `EVP_DigestUpdate` and `EVP_DigestFinal_ex`.
     /// Throws `.invalidLength` for an empty PIN or salt, or a count above `maximumCount`.
-    public static func derive(
+    package static func derive(
         pin: borrowing SecretBytes, salt: [UInt8], count: Int,
         hash: Hash
     ) throws(CardCryptoError) -> SecretBytes {

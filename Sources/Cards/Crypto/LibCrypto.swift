@@ -1,5 +1,5 @@
 internal import COpenSSL
-import TokenpinCore
+internal import TokenpinCore
 
 // Owners of libcrypto objects: each frees its object once, private material cleared first. Each C function
 // tokenpin calls is reached through these few types, so the rest of the module reads as Swift.

@@ -1,12 +1,12 @@
 internal import COpenSSL
 
 /// Digests of public data (a card's public key, to name the card by), through libcrypto.
-public enum PublicDigest {
+package enum PublicDigest {
     /// The SHA-256 digest of `data`, 32 bytes.
     ///
     /// For public data only: the input and the digest live in ordinary memory. The corresponding C function is
     /// `EVP_Digest`.
-    public static func sha256(_ data: [UInt8]) throws(CardCryptoError) -> [UInt8] {
+    package static func sha256(_ data: [UInt8]) throws(CardCryptoError) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         var written: UInt32 = 0
         let status = data.withUnsafeBytes { input in

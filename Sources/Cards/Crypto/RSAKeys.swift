@@ -1,39 +1,39 @@
 internal import COpenSSL
-public import TokenpinCore
+package import TokenpinCore
 
 /// RSA as OpenPGP cards use it for decryption: PKCS#1 v1.5 encryption to a public key (n, e), and the card's
 /// side, decryption with the private key (OpenPGP card 3.4.1, §7.2.11 PSO:DECIPHER with padding indicator
 /// `00`). Through libcrypto's EVP API; private parts in guarded memory, libcrypto's copies cleared when freed.
-public enum RSAKeys {
+package enum RSAKeys {
     /// The smallest modulus accepted, in bits: what tokenpin binds to (RSA 2048, 3072, 4096).
-    public static let minimumModulusBits = 2048
+    package static let minimumModulusBits = 2048
     /// The largest modulus accepted, in bits.
-    public static let maximumModulusBits = 4096
+    package static let maximumModulusBits = 4096
     /// The key sizes OpenPGP cards generate and tokenpin binds to.
-    public static let supportedModulusBits = [2048, 3072, 4096]
+    package static let supportedModulusBits = [2048, 3072, 4096]
     /// The public exponent generated keys get: 65537.
-    public static let defaultExponent: [UInt8] = [0x01, 0x00, 0x01]
+    package static let defaultExponent: [UInt8] = [0x01, 0x00, 0x01]
 
     /// An RSA private key as a card keeps it: the public modulus and exponent, the two primes secret.
-    public struct PrivateKey: ~Copyable, Sendable {
+    package struct PrivateKey: ~Copyable, Sendable {
         /// n, big-endian, without leading zeros.
-        public let modulus: [UInt8]
+        package let modulus: [UInt8]
         /// e, big-endian, without leading zeros.
-        public let publicExponent: [UInt8]
+        package let publicExponent: [UInt8]
         /// p, big-endian, in guarded memory.
-        public let prime1: SecretBytes
+        package let prime1: SecretBytes
         /// q, big-endian, in guarded memory.
-        public let prime2: SecretBytes
+        package let prime2: SecretBytes
 
         /// The size of the modulus in bits.
-        public var modulusBits: Int { RSAKeys.bitCount(modulus) }
+        package var modulusBits: Int { RSAKeys.bitCount(modulus) }
     }
 
     /// A new key of `bits` bits (2048, 3072 or 4096) with e = 65537.
     ///
     /// The corresponding C functions are `EVP_PKEY_keygen_init`, `EVP_PKEY_CTX_set_rsa_keygen_bits` and
     /// `EVP_PKEY_generate`.
-    public static func generate(bits: Int) throws(CardCryptoError) -> PrivateKey {
+    package static func generate(bits: Int) throws(CardCryptoError) -> PrivateKey {
         guard supportedModulusBits.contains(bits) else {
             throw CardCryptoError(
                 bits < minimumModulusBits ? .keyTooSmall : .invalidLength,
@@ -56,7 +56,7 @@ public enum RSAKeys {
     ///
     /// Throws `.keyTooSmall` or `.invalidLength` for a modulus outside 2048–4096 bits and `.invalidKey` when
     /// the parts do not make a key (an even exponent, e not invertible, p = q).
-    public static func privateKey(
+    package static func privateKey(
         publicExponent: [UInt8], prime1: borrowing SecretBytes,
         prime2: borrowing SecretBytes
     ) throws(CardCryptoError) -> PrivateKey {
@@ -72,7 +72,7 @@ public enum RSAKeys {
     /// `EVP_PKEY_CTX_set_rsa_padding` and `EVP_PKEY_encrypt`.
     /// - Throws: `.keyTooSmall` for a modulus under 2048 bits, `.invalidLength` for a larger one than 4096
     ///   bits or a message longer than the modulus's length less 11, `.invalidKey` for an even or tiny exponent.
-    public static func encrypt(
+    package static func encrypt(
         _ message: borrowing SecretBytes, modulus: [UInt8],
         publicExponent: [UInt8]
     ) throws(CardCryptoError) -> [UInt8] {
@@ -112,7 +112,7 @@ public enum RSAKeys {
     /// and `EVP_PKEY_decrypt`; every intermediate buffer is wiped.
     /// - Throws: `.invalidLength` for an empty cryptogram or one longer than the modulus, `.decryptionFailed`
     ///   when the padding is wrong (another key, a corrupted cryptogram).
-    public static func decrypt(_ cryptogram: [UInt8], with key: borrowing PrivateKey) throws(CardCryptoError)
+    package static func decrypt(_ cryptogram: [UInt8], with key: borrowing PrivateKey) throws(CardCryptoError)
         -> SecretBytes
     {
         let length = (key.modulusBits + 7) / 8
@@ -183,7 +183,7 @@ public enum RSAKeys {
     /// Checks that (n, e) is a public key tokenpin encrypts to: a modulus of 2048 to 4096 bits that is odd, and
     /// an odd exponent of at least 3 and at most 64 bits. Throws `.keyTooSmall`, `.invalidLength` or
     /// `.invalidKey` saying which.
-    public static func validatePublicKey(modulus: [UInt8], publicExponent: [UInt8]) throws(CardCryptoError) {
+    package static func validatePublicKey(modulus: [UInt8], publicExponent: [UInt8]) throws(CardCryptoError) {
         _ = try publicKeyObject(modulus: modulus, publicExponent: publicExponent)
     }
 

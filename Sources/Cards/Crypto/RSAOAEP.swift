@@ -1,5 +1,5 @@
 internal import COpenSSL
-public import TokenpinCore
+package import TokenpinCore
 
 extension RSAKeys {
     /// Encrypts `message` to the public key (n, e) with RSAES-OAEP (RFC 8017, §7.1.1), SHA-1 and MGF1-SHA-1, no
@@ -10,7 +10,7 @@ extension RSAKeys {
     /// `EVP_PKEY_encrypt`.
     /// - Throws: as `encrypt(_:modulus:publicExponent:)`; `.invalidLength` for a message longer than the modulus's
     ///   length less 42.
-    public static func encryptOAEP(
+    package static func encryptOAEP(
         _ message: borrowing SecretBytes, modulus: [UInt8], publicExponent: [UInt8]
     ) throws(CardCryptoError) -> [UInt8] {
         let key = try publicKeyObject(modulus: modulus, publicExponent: publicExponent)

@@ -1,5 +1,5 @@
 internal import COpenSSL
-public import TokenpinCore
+package import TokenpinCore
 
 extension RSAKeys {
     /// The raw RSA private-key operation, `m = c^d mod n`, on a block exactly as long as the modulus: what a
@@ -9,7 +9,7 @@ extension RSAKeys {
     /// The corresponding C functions are `EVP_PKEY_decrypt_init`, `EVP_PKEY_CTX_set_rsa_padding`
     /// (`RSA_NO_PADDING`) and `EVP_PKEY_decrypt`. Throws `.invalidLength` for a block of another length and
     /// `.operationFailed` for one not below the modulus.
-    public static func rawPrivate(_ block: [UInt8], with key: borrowing PrivateKey) throws(CardCryptoError)
+    package static func rawPrivate(_ block: [UInt8], with key: borrowing PrivateKey) throws(CardCryptoError)
         -> SecretBytes
     {
         let length = (key.modulusBits + 7) / 8
@@ -28,7 +28,7 @@ extension RSAKeys {
     ///
     /// The corresponding C functions are `EVP_PKEY_encrypt_init`, `EVP_PKEY_CTX_set_rsa_padding`
     /// (`RSA_NO_PADDING`) and `EVP_PKEY_encrypt`.
-    public static func rawPublic(_ block: borrowing SecretBytes, modulus: [UInt8], publicExponent: [UInt8])
+    package static func rawPublic(_ block: borrowing SecretBytes, modulus: [UInt8], publicExponent: [UInt8])
         throws(CardCryptoError) -> [UInt8]
     {
         let key = try publicKeyObject(modulus: modulus, publicExponent: publicExponent)

@@ -6,7 +6,7 @@ extension CardSignatures {
     ///
     /// The corresponding C functions are `EVP_PKEY_verify_init` and `EVP_PKEY_verify`. Throws
     /// `.pointNotOnCurve` for a point that is not on the curve; a signature that does not verify is `false`.
-    public static func ecdsaVerify(
+    package static func ecdsaVerify(
         der: [UInt8], digest: [UInt8], publicPoint: [UInt8],
         on curve: WeierstrassCurve
     ) throws(CardCryptoError) -> Bool {

@@ -1,42 +1,42 @@
-public import TokenpinAPDU
+package import TokenpinAPDU
 
 /// An elliptic curve, named by its object identifier as OpenPGP (RFC 9580) and the card use it.
-public struct Curve: Sendable, Hashable, CustomStringConvertible {
+package struct Curve: Sendable, Hashable, CustomStringConvertible {
     /// The OID's DER content bytes (without tag and length).
-    public let oid: [UInt8]
+    package let oid: [UInt8]
 
     /// Creates a curve from its OID bytes.
-    public init(oid: [UInt8]) { self.oid = oid }
+    package init(oid: [UInt8]) { self.oid = oid }
 
     /// Curve25519 for ECDH (X25519): OID 1.3.6.1.4.1.3029.1.5.1, `2B 06 01 04 01 97 55 01 05 01`.
-    public static let curve25519 = Curve(oid: [0x2B, 0x06, 0x01, 0x04, 0x01, 0x97, 0x55, 0x01, 0x05, 0x01])
+    package static let curve25519 = Curve(oid: [0x2B, 0x06, 0x01, 0x04, 0x01, 0x97, 0x55, 0x01, 0x05, 0x01])
     /// Ed25519 for EdDSA: OID 1.3.6.1.4.1.11591.15.1, `2B 06 01 04 01 DA 47 0F 01`.
-    public static let ed25519 = Curve(oid: [0x2B, 0x06, 0x01, 0x04, 0x01, 0xDA, 0x47, 0x0F, 0x01])
+    package static let ed25519 = Curve(oid: [0x2B, 0x06, 0x01, 0x04, 0x01, 0xDA, 0x47, 0x0F, 0x01])
     /// X448: OID 1.3.101.111.
-    public static let x448 = Curve(oid: [0x2B, 0x65, 0x6F])
+    package static let x448 = Curve(oid: [0x2B, 0x65, 0x6F])
     /// Ed448: OID 1.3.101.113.
-    public static let ed448 = Curve(oid: [0x2B, 0x65, 0x71])
+    package static let ed448 = Curve(oid: [0x2B, 0x65, 0x71])
     /// NIST P-256: OID 1.2.840.10045.3.1.7.
-    public static let nistP256 = Curve(oid: [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07])
+    package static let nistP256 = Curve(oid: [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07])
     /// NIST P-384: OID 1.3.132.0.34.
-    public static let nistP384 = Curve(oid: [0x2B, 0x81, 0x04, 0x00, 0x22])
+    package static let nistP384 = Curve(oid: [0x2B, 0x81, 0x04, 0x00, 0x22])
     /// NIST P-521: OID 1.3.132.0.35.
-    public static let nistP521 = Curve(oid: [0x2B, 0x81, 0x04, 0x00, 0x23])
+    package static let nistP521 = Curve(oid: [0x2B, 0x81, 0x04, 0x00, 0x23])
     /// brainpoolP256r1: OID 1.3.36.3.3.2.8.1.1.7.
-    public static let brainpoolP256r1 = Curve(oid: [0x2B, 0x24, 0x03, 0x03, 0x02, 0x08, 0x01, 0x01, 0x07])
+    package static let brainpoolP256r1 = Curve(oid: [0x2B, 0x24, 0x03, 0x03, 0x02, 0x08, 0x01, 0x01, 0x07])
     /// brainpoolP384r1: OID 1.3.36.3.3.2.8.1.1.11.
-    public static let brainpoolP384r1 = Curve(oid: [0x2B, 0x24, 0x03, 0x03, 0x02, 0x08, 0x01, 0x01, 0x0B])
+    package static let brainpoolP384r1 = Curve(oid: [0x2B, 0x24, 0x03, 0x03, 0x02, 0x08, 0x01, 0x01, 0x0B])
     /// brainpoolP512r1: OID 1.3.36.3.3.2.8.1.1.13.
-    public static let brainpoolP512r1 = Curve(oid: [0x2B, 0x24, 0x03, 0x03, 0x02, 0x08, 0x01, 0x01, 0x0D])
+    package static let brainpoolP512r1 = Curve(oid: [0x2B, 0x24, 0x03, 0x03, 0x02, 0x08, 0x01, 0x01, 0x0D])
 
     /// The curves tokenpin can name.
-    public static let known: [Curve] = [
+    package static let known: [Curve] = [
         .curve25519, .ed25519, .x448, .ed448, .nistP256, .nistP384, .nistP521,
         .brainpoolP256r1, .brainpoolP384r1, .brainpoolP512r1,
     ]
 
     /// The curve's usual name, or nil for an OID tokenpin does not know.
-    public var name: String? {
+    package var name: String? {
         switch self {
         case .curve25519: "cv25519"
         case .ed25519: "ed25519"
@@ -52,7 +52,7 @@ public struct Curve: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String { name ?? "OID " + Hex.encode(oid, separator: " ") }
+    package var description: String { name ?? "OID " + Hex.encode(oid, separator: " ") }
 }
 
 /// The algorithm a key slot is set up for: the algorithm attributes `C1`, `C2`, `C3`.
@@ -60,7 +60,7 @@ public struct Curve: Sendable, Hashable, CustomStringConvertible {
 /// OpenPGP card 3.4.1, §4.4.3.9. The first byte is the OpenPGP algorithm ID (`01` RSA, `12` ECDH, `13`
 /// ECDSA, `16` EdDSA); RSA then gives modulus and exponent sizes and an import format, the curves their
 /// OID and optionally the import format `FF` (public key included on import).
-public enum AlgorithmAttributes: Sendable, Hashable, CustomStringConvertible {
+package enum AlgorithmAttributes: Sendable, Hashable, CustomStringConvertible {
     /// RSA with a modulus of `modulusBits` bits.
     case rsa(modulusBits: Int, exponentBits: Int, importFormat: UInt8?)
     /// ECDH on `curve` (decryption keys).
@@ -73,26 +73,26 @@ public enum AlgorithmAttributes: Sendable, Hashable, CustomStringConvertible {
     case other([UInt8])
 
     /// `01`: RSA.
-    public static let rsaAlgorithmID: UInt8 = 0x01
+    package static let rsaAlgorithmID: UInt8 = 0x01
     /// `12`: ECDH.
-    public static let ecdhAlgorithmID: UInt8 = 0x12
+    package static let ecdhAlgorithmID: UInt8 = 0x12
     /// `13`: ECDSA.
-    public static let ecdsaAlgorithmID: UInt8 = 0x13
+    package static let ecdsaAlgorithmID: UInt8 = 0x13
     /// `16`: EdDSA.
-    public static let eddsaAlgorithmID: UInt8 = 0x16
+    package static let eddsaAlgorithmID: UInt8 = 0x16
     /// `FF`: the import format byte that says the public key comes with an imported private key.
-    public static let importWithPublicKey: UInt8 = 0xFF
+    package static let importWithPublicKey: UInt8 = 0xFF
 
     /// cv25519 ECDH, `12 2B 06 01 04 01 97 55 01 05 01`: what tokenpin needs in the decryption slot.
-    public static let cv25519 = AlgorithmAttributes.ecdh(.curve25519, importFormat: nil)
+    package static let cv25519 = AlgorithmAttributes.ecdh(.curve25519, importFormat: nil)
     /// Ed25519 EdDSA, `16 2B 06 01 04 01 DA 47 0F 01`.
-    public static let ed25519 = AlgorithmAttributes.eddsa(.ed25519, importFormat: nil)
+    package static let ed25519 = AlgorithmAttributes.eddsa(.ed25519, importFormat: nil)
 
     /// Parses attribute bytes (the value of `C1`, `C2` or `C3`).
     ///
     /// Throws `APDUError` for empty attributes, RSA attributes of the wrong length and empty or
     /// malformed OIDs. An unknown algorithm ID is `.other`, not an error.
-    public init(parsing bytes: [UInt8]) throws(APDUError) {
+    package init(parsing bytes: [UInt8]) throws(APDUError) {
         guard let algorithm = bytes.first else { throw APDUError(.truncated, "empty algorithm attributes") }
         let rest = Array(bytes.dropFirst())
         switch algorithm {
@@ -133,7 +133,7 @@ public enum AlgorithmAttributes: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The attribute bytes for PUT DATA.
-    public var encoded: [UInt8] {
+    package var encoded: [UInt8] {
         switch self {
         case .rsa(let modulus, let exponent, let importFormat):
             var bytes = [
@@ -154,12 +154,12 @@ public enum AlgorithmAttributes: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether this is ECDH on Curve25519, whatever the import format: a key tokenpin can bind to.
-    public var isCurve25519ECDH: Bool {
+    package var isCurve25519ECDH: Bool {
         if case .ecdh(.curve25519, _) = self { return true }
         return false
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .rsa(let modulus, _, _): "rsa\(modulus)"
         case .ecdh(let curve, _): "ECDH \(curve)"

@@ -1,17 +1,17 @@
-public import TokenpinAPDU
+package import TokenpinAPDU
 
 /// The full application identifier of an OpenPGP card: version, manufacturer and serial number.
 ///
 /// OpenPGP card 3.4.1, DO `4F`: `D2 76 00 01 24` (RID) `01` (application) then version (2 bytes),
 /// manufacturer (2), serial number (4) and `00 00` (RFU), 16 bytes in all.
-public struct ApplicationIdentifier: Sendable, Hashable, CustomStringConvertible {
+package struct ApplicationIdentifier: Sendable, Hashable, CustomStringConvertible {
     /// The 16 bytes.
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
 
     /// Parses the 16 bytes of DO `4F`.
     ///
     /// Throws `APDUError` when the length is not 16 or the bytes do not start with the OpenPGP AID.
-    public init(parsing bytes: [UInt8]) throws(APDUError) {
+    package init(parsing bytes: [UInt8]) throws(APDUError) {
         guard bytes.count == 16 else {
             throw APDUError(.invalidLength, "application identifier of \(bytes.count) bytes, expected 16")
         }
@@ -22,18 +22,18 @@ public struct ApplicationIdentifier: Sendable, Hashable, CustomStringConvertible
     }
 
     /// The specification version the card implements, major then minor (`3.4` is `(3, 4)`).
-    public var version: (major: Int, minor: Int) { (Int(bytes[6]), Int(bytes[7])) }
+    package var version: (major: Int, minor: Int) { (Int(bytes[6]), Int(bytes[7])) }
     /// The manufacturer ID, assigned by the FSFE.
-    public var manufacturer: UInt16 { UInt16(bytes[8]) << 8 | UInt16(bytes[9]) }
+    package var manufacturer: UInt16 { UInt16(bytes[8]) << 8 | UInt16(bytes[9]) }
     /// The serial number, unique per manufacturer.
-    public var serial: UInt32 {
+    package var serial: UInt32 {
         UInt32(bytes[10]) << 24 | UInt32(bytes[11]) << 16 | UInt32(bytes[12]) << 8 | UInt32(bytes[13])
     }
     /// The serial number as GnuPG shows it: eight hex digits.
-    public var serialString: String { Hex.encode(bytes[10..<14]) }
+    package var serialString: String { Hex.encode(bytes[10..<14]) }
 
     /// The manufacturer's name, for the IDs tokenpin knows.
-    public var manufacturerName: String? {
+    package var manufacturerName: String? {
         switch manufacturer {
         case 0x0001: "PPC Card Systems"
         case 0x0002: "Prism"
@@ -58,39 +58,39 @@ public struct ApplicationIdentifier: Sendable, Hashable, CustomStringConvertible
         }
     }
 
-    public var description: String {
+    package var description: String {
         let maker = manufacturerName ?? "manufacturer \(Hex.encode([bytes[8], bytes[9]]))"
         return "OpenPGP \(version.major).\(version.minor) \(maker) serial \(serialString)"
     }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.bytes == rhs.bytes }
-    public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
+    package static func == (lhs: Self, rhs: Self) -> Bool { lhs.bytes == rhs.bytes }
+    package func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 }
 
 /// The PW status bytes, DO `C4`: maximum lengths and retry counters of the three passwords.
 ///
 /// OpenPGP card 3.4.1, §4.4.1: seven bytes: PW1 validity for signatures, maximum lengths of PW1, the
 /// Resetting Code and PW3, then their retry counters.
-public struct PasswordStatus: Sendable, Hashable {
+package struct PasswordStatus: Sendable, Hashable {
     /// Whether one PW1 verification (`81`) allows several signatures (byte 1 = `01`) or only one (`00`).
-    public var pw1ValidForSeveralSignatures: Bool
+    package var pw1ValidForSeveralSignatures: Bool
     /// The longest PW1 the card takes.
-    public var maxLengthPW1: Int
+    package var maxLengthPW1: Int
     /// The longest Resetting Code the card takes.
-    public var maxLengthResetCode: Int
+    package var maxLengthResetCode: Int
     /// The longest PW3 the card takes.
-    public var maxLengthPW3: Int
+    package var maxLengthPW3: Int
     /// The tries left for PW1; 0 means blocked.
-    public var retriesPW1: Int
+    package var retriesPW1: Int
     /// The tries left for the Resetting Code; 0 means blocked or not set.
-    public var retriesResetCode: Int
+    package var retriesResetCode: Int
     /// The tries left for PW3; 0 means blocked.
-    public var retriesPW3: Int
+    package var retriesPW3: Int
 
     /// Parses the value of DO `C4`.
     ///
     /// Throws `APDUError` unless it is exactly seven bytes.
-    public init(parsing bytes: [UInt8]) throws(APDUError) {
+    package init(parsing bytes: [UInt8]) throws(APDUError) {
         guard bytes.count == 7 else {
             throw APDUError(.invalidLength, "PW status of \(bytes.count) bytes, expected 7")
         }
@@ -105,7 +105,7 @@ public struct PasswordStatus: Sendable, Hashable {
     }
 
     /// The tries left for a password.
-    public func retriesLeft(for reference: PasswordReference) -> Int {
+    package func retriesLeft(for reference: PasswordReference) -> Int {
         reference == .pw3 ? retriesPW3 : retriesPW1
     }
 }
@@ -113,46 +113,46 @@ public struct PasswordStatus: Sendable, Hashable {
 /// The extended capabilities, DO `C0`: which optional features the card has.
 ///
 /// OpenPGP card 3.4.1, §4.4.3.7. Byte 1 holds the feature flags; version 3 cards add sizes after it.
-public struct ExtendedCapabilities: Sendable, Hashable {
+package struct ExtendedCapabilities: Sendable, Hashable {
     /// The raw bytes.
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
 
     /// Parses the value of DO `C0`; throws `APDUError` when it is empty.
-    public init(parsing bytes: [UInt8]) throws(APDUError) {
+    package init(parsing bytes: [UInt8]) throws(APDUError) {
         guard !bytes.isEmpty else { throw APDUError(.truncated, "empty extended capabilities") }
         self.bytes = bytes
     }
 
     private func flag(_ mask: UInt8) -> Bool { bytes[0] & mask != 0 }
     /// Secure messaging is supported.
-    public var supportsSecureMessaging: Bool { flag(0x80) }
+    package var supportsSecureMessaging: Bool { flag(0x80) }
     /// GET CHALLENGE is supported.
-    public var supportsGetChallenge: Bool { flag(0x40) }
+    package var supportsGetChallenge: Bool { flag(0x40) }
     /// Private keys can be imported.
-    public var supportsKeyImport: Bool { flag(0x20) }
+    package var supportsKeyImport: Bool { flag(0x20) }
     /// The PW1 validity byte of `C4` can be changed.
-    public var passwordStatusChangeable: Bool { flag(0x10) }
+    package var passwordStatusChangeable: Bool { flag(0x10) }
     /// The private-use DOs `0101`-`0104` exist.
-    public var supportsPrivateUseDataObjects: Bool { flag(0x08) }
+    package var supportsPrivateUseDataObjects: Bool { flag(0x08) }
     /// The algorithm attributes can be changed with PUT DATA (needed to switch a slot to cv25519).
-    public var algorithmAttributesChangeable: Bool { flag(0x04) }
+    package var algorithmAttributesChangeable: Bool { flag(0x04) }
     /// PSO:DECIPHER/ENCIPHER with AES is supported.
-    public var supportsAES: Bool { flag(0x02) }
+    package var supportsAES: Bool { flag(0x02) }
     /// The key derivation function DO `F9` is supported.
-    public var supportsKDF: Bool { flag(0x01) }
+    package var supportsKDF: Bool { flag(0x01) }
 }
 
 /// The extended length information, DO `7F66`: the largest command and answer the card takes.
 ///
 /// ISO/IEC 7816-4 and OpenPGP card 3.4.1, §4.4.1: two `02` objects of two bytes each.
-public struct ExtendedLengthInformation: Sendable, Hashable {
+package struct ExtendedLengthInformation: Sendable, Hashable {
     /// The most bytes a command APDU may carry.
-    public var maxCommandBytes: Int
+    package var maxCommandBytes: Int
     /// The most bytes an answer may carry.
-    public var maxResponseBytes: Int
+    package var maxResponseBytes: Int
 
     /// Parses the value of DO `7F66`.
-    public init(parsing bytes: [UInt8]) throws(APDUError) {
+    package init(parsing bytes: [UInt8]) throws(APDUError) {
         let objects = try TLV.parseAll(bytes)
         guard objects.count == 2, objects.allSatisfy({ $0.tag == 0x02 && $0.value.count == 2 }) else {
             throw APDUError(.invalidStructure, "extended length information is not two 2-byte integers")
@@ -168,31 +168,31 @@ public struct ExtendedLengthInformation: Sendable, Hashable {
 /// (`7F66`), and in the discretionary data objects (`73`): extended capabilities (`C0`), algorithm
 /// attributes (`C1`-`C3`), PW status (`C4`) and fingerprints (`C5`). The answer comes from the card and is
 /// parsed as hostile: a truncated or inconsistent object is an `APDUError`, never a crash.
-public struct ApplicationRelatedData: Sendable, Equatable {
+package struct ApplicationRelatedData: Sendable, Equatable {
     /// Version, manufacturer and serial number.
-    public var aid: ApplicationIdentifier
+    package var aid: ApplicationIdentifier
     /// The historical bytes, as in the ATR.
-    public var historicalBytes: [UInt8]
+    package var historicalBytes: [UInt8]
     /// The largest command and answer, for cards that announce extended length.
-    public var extendedLengthInformation: ExtendedLengthInformation?
+    package var extendedLengthInformation: ExtendedLengthInformation?
     /// Optional features.
-    public var extendedCapabilities: ExtendedCapabilities?
+    package var extendedCapabilities: ExtendedCapabilities?
     /// The algorithm each key slot is set up for.
-    public var algorithmAttributes: [KeyReference: AlgorithmAttributes]
+    package var algorithmAttributes: [KeyReference: AlgorithmAttributes]
     /// Maximum lengths and retry counters.
-    public var passwordStatus: PasswordStatus
+    package var passwordStatus: PasswordStatus
     /// The 20-byte fingerprints of the keys present; a slot whose fingerprint is all zero is absent.
-    public var fingerprints: [KeyReference: [UInt8]]
+    package var fingerprints: [KeyReference: [UInt8]]
     /// Whether each key is absent, generated on the card or imported (key information `DE`, OpenPGP 3.3
     /// and later, §4.4.3.8); empty when the card does not say.
-    public var keyStatus: [KeyReference: KeyStatus]
+    package var keyStatus: [KeyReference: KeyStatus]
     /// When each key was generated or imported (`CD`), in seconds since 1970; empty when the card does not say.
-    public var generationTimes: [KeyReference: UInt32]
+    package var generationTimes: [KeyReference: UInt32]
 
     /// Parses the answer to GET DATA `6E`: one `6E` object, nothing after it.
     ///
     /// The AID and the PW status are required; the rest is optional, but when present must be well formed.
-    public init(parsing bytes: [UInt8]) throws(APDUError) {
+    package init(parsing bytes: [UInt8]) throws(APDUError) {
         let outer = try TLV.parseOne(bytes)
         guard outer.tag == DataObject.applicationRelatedData else {
             throw APDUError(.invalidTag, "expected application related data (6E), got \(Hex.encode(outer.tagBytes))")
@@ -249,7 +249,7 @@ public struct ApplicationRelatedData: Sendable, Equatable {
 
     /// What the card announces for long APDUs: the card capabilities in the historical bytes refined by the
     /// extended length information; nil when the historical bytes say nothing.
-    public var lengthCapabilities: LengthCapabilities? {
+    package var lengthCapabilities: LengthCapabilities? {
         guard var capabilities = HistoricalBytes.lengthCapabilities(historicalBytes) else { return nil }
         if capabilities.extendedLength, let info = extendedLengthInformation {
             // Leave room for the header, Lc and Le around the data.
@@ -272,30 +272,30 @@ public struct ApplicationRelatedData: Sendable, Equatable {
     /// Key presence comes from the key information (`DE`) when the card gives it, else from a non-zero
     /// fingerprint (a key generated on the card has no fingerprint until the host writes one). Reading the
     /// public key (`publicKey(for: .decryption)`) is the definitive check.
-    public var hasCurve25519DecryptionKey: Bool {
+    package var hasCurve25519DecryptionKey: Bool {
         guard algorithmAttributes[.decryption]?.isCurve25519ECDH ?? false else { return false }
         return hasDecryptionKey
     }
 
     /// Whether the decryption slot holds a key, whatever its algorithm; the same evidence as
     /// `hasCurve25519DecryptionKey`.
-    public var hasDecryptionKey: Bool {
+    package var hasDecryptionKey: Bool {
         if let status = keyStatus[.decryption] { return status != .notPresent }
         return fingerprints[.decryption] != nil
     }
 }
 
 /// Whether a key slot holds a key and where it came from (key information `DE`).
-public struct KeyStatus: RawRepresentable, Sendable, Hashable {
+package struct KeyStatus: RawRepresentable, Sendable, Hashable {
     /// The status byte.
-    public let rawValue: UInt8
+    package let rawValue: UInt8
     /// Creates a status from its byte.
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    package init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// `00`: no key in the slot.
-    public static let notPresent = KeyStatus(rawValue: 0x00)
+    package static let notPresent = KeyStatus(rawValue: 0x00)
     /// `01`: the key was generated on the card.
-    public static let generated = KeyStatus(rawValue: 0x01)
+    package static let generated = KeyStatus(rawValue: 0x01)
     /// `02`: the key was imported.
-    public static let imported = KeyStatus(rawValue: 0x02)
+    package static let imported = KeyStatus(rawValue: 0x02)
 }

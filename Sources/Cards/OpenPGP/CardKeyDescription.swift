@@ -1,9 +1,9 @@
 import FoundationEssentials
-import TokenpinAPDU
+internal import TokenpinAPDU
 
 extension DataObject {
     /// `CD`: the generation dates of the three keys, 4 bytes each (seconds since 1970, big-endian).
-    public static let keyGenerationDates: UInt32 = 0xCD
+    package static let keyGenerationDates: UInt32 = 0xCD
 }
 
 /// What a key slot holds, as the card describes it in its application related data: what a person must see
@@ -11,21 +11,21 @@ extension DataObject {
 ///
 /// OpenPGP card 3.4.1, §4.4.3.7 (fingerprints `C5`), §4.4.3.8 (key information `DE`), §4.4.3.10 (algorithm
 /// attributes `C1`-`C3`) and `CD` (generation dates).
-public struct CardKeyDescription: Sendable, Equatable, CustomStringConvertible {
+package struct CardKeyDescription: Sendable, Equatable, CustomStringConvertible {
     /// The slot.
-    public var key: KeyReference
+    package var key: KeyReference
     /// The algorithm the slot is set up for.
-    public var algorithm: AlgorithmAttributes?
+    package var algorithm: AlgorithmAttributes?
     /// The key's fingerprint, when the card has one.
-    public var fingerprint: [UInt8]?
+    package var fingerprint: [UInt8]?
     /// When the key was generated or imported, when the card says.
-    public var created: Date?
+    package var created: Date?
     /// Whether the slot holds a key: from the key information when the card gives it, else a fingerprint or a
     /// generation date is taken as a key (a key is never assumed absent when the card hints at one).
-    public var isPresent: Bool
+    package var isPresent: Bool
 
     /// The slot's description from the card's data.
-    public init(_ key: KeyReference, in data: ApplicationRelatedData) {
+    package init(_ key: KeyReference, in data: ApplicationRelatedData) {
         self.key = key
         algorithm = data.algorithmAttributes[key]
         fingerprint = data.fingerprints[key]
@@ -40,7 +40,7 @@ public struct CardKeyDescription: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// "ECDH cv25519, fingerprint 1A2B 3C4D ..., created 2024-05-01 10:00 UTC".
-    public var description: String {
+    package var description: String {
         var parts = [algorithm.map { "\($0)" } ?? "unknown algorithm"]
         parts.append(fingerprint.map { "fingerprint " + Self.grouped($0) } ?? "no fingerprint")
         parts.append(created.map { "created " + Self.format($0) } ?? "creation date unknown")

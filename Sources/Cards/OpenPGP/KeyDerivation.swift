@@ -1,6 +1,6 @@
-public import TokenpinAPDU
-public import TokenpinCardCrypto
-public import TokenpinCore
+package import TokenpinAPDU
+package import TokenpinCardCrypto
+package import TokenpinCore
 
 /// The card's key derivation function data object, `F9` (KDF-DO): when it is on, the card stores and
 /// compares an iterated salted S2K digest of each PIN instead of the PIN, and hosts send the digest.
@@ -8,9 +8,9 @@ public import TokenpinCore
 /// OpenPGP card 3.4.1, §4.3.2: `81` algorithm (`00` none, `03` iterated salted S2K), `82` hash (`08` SHA-256,
 /// `0A` SHA-512), `83` byte count (4 bytes), `84`/`85`/`86` 8-byte salts for PW1, the Resetting Code and PW3
 /// (`84` stands in for an absent `85` or `86`), `87`/`88` digests of the default PW1 and PW3.
-public struct KeyDerivation: Sendable, Equatable {
+package struct KeyDerivation: Sendable, Equatable {
     /// Which secret a digest is for: each has its own salt.
-    public enum Secret: Sendable {
+    package enum Secret: Sendable {
         /// PW1, the user PIN (salt `84`).
         case userPIN
         /// The Resetting Code (salt `85`, else `84`).
@@ -20,12 +20,12 @@ public struct KeyDerivation: Sendable, Equatable {
     }
 
     /// `03`: iterated salted S2K.
-    public static let iteratedSaltedS2K: UInt8 = 0x03
+    package static let iteratedSaltedS2K: UInt8 = 0x03
 
     /// The hash.
-    public let hash: IteratedSaltedS2K.Hash
+    package let hash: IteratedSaltedS2K.Hash
     /// The number of bytes hashed.
-    public let count: Int
+    package let count: Int
     /// The salts by secret.
     let salts: (user: [UInt8], resettingCode: [UInt8]?, admin: [UInt8]?)
 
@@ -33,7 +33,7 @@ public struct KeyDerivation: Sendable, Equatable {
     ///
     /// Throws `APDUError` for an algorithm or hash tokenpin does not know, a missing count or PW1 salt, and
     /// counts out of range.
-    public static func parse(_ bytes: [UInt8]) throws(APDUError) -> KeyDerivation? {
+    package static func parse(_ bytes: [UInt8]) throws(APDUError) -> KeyDerivation? {
         guard !bytes.isEmpty else { return nil }
         let objects = try TLV.parseAll(bytes)
         func value(_ tag: UInt32) -> [UInt8]? { objects.first { $0.tag == tag }?.value }
@@ -64,7 +64,7 @@ public struct KeyDerivation: Sendable, Equatable {
     }
 
     /// The digest the card expects for `pin`, in guarded memory.
-    public func digest(of pin: borrowing SecretBytes, for secret: Secret) throws(OpenPGPError) -> SecretBytes {
+    package func digest(of pin: borrowing SecretBytes, for secret: Secret) throws(OpenPGPError) -> SecretBytes {
         let salt: [UInt8]
         switch secret {
         case .userPIN: salt = salts.user
@@ -78,7 +78,7 @@ public struct KeyDerivation: Sendable, Equatable {
         }
     }
 
-    public static func == (lhs: KeyDerivation, rhs: KeyDerivation) -> Bool {
+    package static func == (lhs: KeyDerivation, rhs: KeyDerivation) -> Bool {
         lhs.hash == rhs.hash && lhs.count == rhs.count && lhs.salts.user == rhs.salts.user
             && lhs.salts.resettingCode == rhs.salts.resettingCode && lhs.salts.admin == rhs.salts.admin
     }
@@ -89,7 +89,7 @@ extension OpenPGPSession {
     /// DATA `00 CA 00 F9`; nil (and no APDU) otherwise, or when the KDF is off.
     ///
     /// OpenPGP card 3.4.1, §4.3.2 and §7.2.6.
-    public func keyDerivation(_ data: ApplicationRelatedData) throws(OpenPGPError) -> KeyDerivation? {
+    package func keyDerivation(_ data: ApplicationRelatedData) throws(OpenPGPError) -> KeyDerivation? {
         guard data.extendedCapabilities?.supportsKDF ?? false else { return nil }
         let value: [UInt8]
         do {
@@ -112,7 +112,7 @@ extension OpenPGPSession {
     /// VERIFY with the PIN as the card expects it: its KDF-DO digest when `keyDerivation` is set, else the PIN.
     ///
     /// OpenPGP card 3.4.1, §4.3.2 and §7.2.2. The digest is wiped before this returns.
-    public func verify(
+    package func verify(
         _ reference: PasswordReference, pin: borrowing SecretBytes,
         keyDerivation: KeyDerivation?
     ) throws(OpenPGPError) {
@@ -122,7 +122,7 @@ extension OpenPGPSession {
     }
 
     /// CHANGE REFERENCE DATA with both PINs as the card expects them (digests when `keyDerivation` is set).
-    public func changeReferenceData(
+    package func changeReferenceData(
         _ reference: PasswordReference, current: borrowing SecretBytes,
         new: borrowing SecretBytes, keyDerivation: KeyDerivation?
     ) throws(OpenPGPError) {
@@ -134,7 +134,7 @@ extension OpenPGPSession {
     }
 
     /// RESET RETRY COUNTER with the Resetting Code, both secrets as the card expects them.
-    public func resetRetryCounter(
+    package func resetRetryCounter(
         resetCode: borrowing SecretBytes, newPIN: borrowing SecretBytes,
         keyDerivation: KeyDerivation?
     ) throws(OpenPGPError) {
@@ -145,7 +145,7 @@ extension OpenPGPSession {
     }
 
     /// RESET RETRY COUNTER after PW3, the new PIN as the card expects it.
-    public func resetRetryCounter(newPIN: borrowing SecretBytes, keyDerivation: KeyDerivation?) throws(OpenPGPError) {
+    package func resetRetryCounter(newPIN: borrowing SecretBytes, keyDerivation: KeyDerivation?) throws(OpenPGPError) {
         guard let keyDerivation else { return try resetRetryCounter(newPIN: newPIN) }
         try resetRetryCounter(newPIN: keyDerivation.digest(of: newPIN, for: .userPIN))
     }

@@ -1,4 +1,4 @@
-public import TokenpinAPDU
+package import TokenpinAPDU
 
 /// The OpenPGP application of one card, opened: selected, its application related data read and kept.
 ///
@@ -6,13 +6,13 @@ public import TokenpinAPDU
 /// sequence runs in `transaction(_:)`, one transaction each, which selects the application again first when
 /// the connection reset the card since (a PIN verified in an earlier transaction is dropped that way), so
 /// callers never track what the card has forgotten.
-public final class OpenPGPCard {
+package final class OpenPGPCard {
     /// The commands, over the card's connection: reached only through `transaction`, which selects first.
     let session: OpenPGPSession
     /// The channel to the card (to ask it about the reader, such as a keypad); commands go through `transaction`.
-    public var connection: any CardConnection { session.connection }
+    package var connection: any CardConnection { session.connection }
     /// The application related data as read at open (serial, algorithm attributes, PW status, fingerprints).
-    public let data: ApplicationRelatedData
+    package let data: ApplicationRelatedData
     /// When the application was last selected, and whether the card was closed.
     private let application: SelectedApplication
 
@@ -27,7 +27,7 @@ public final class OpenPGPCard {
     ///
     /// Throws `.applicationNotFound` for a card without it, `.malformed` for data that does not parse,
     /// `.transport` when the connection fails.
-    public static func open(_ connection: any CardConnection) throws(OpenPGPError) -> OpenPGPCard {
+    package static func open(_ connection: any CardConnection) throws(OpenPGPError) -> OpenPGPCard {
         let session = OpenPGPSession(connection: connection)
         let data = try connection.exclusive(transportError: OpenPGPError.transport) {
             () throws(OpenPGPError) -> ApplicationRelatedData in
@@ -41,7 +41,7 @@ public final class OpenPGPCard {
     /// reset since it was last selected.
     ///
     /// - Throws: what `body` throws; `.transport` when the transaction itself fails or the card was closed.
-    public func transaction<R: ~Copyable>(_ body: (OpenPGPSession) throws(OpenPGPError) -> R) throws(OpenPGPError)
+    package func transaction<R: ~Copyable>(_ body: (OpenPGPSession) throws(OpenPGPError) -> R) throws(OpenPGPError)
         -> R
     {
         let session = self.session
@@ -53,10 +53,10 @@ public final class OpenPGPCard {
 
     /// Ends the session: the connection closes, dropping any PIN still verified. Calling it again does nothing;
     /// a transaction after it throws `.transport`.
-    public func close() { application.close() }
+    package func close() { application.close() }
 
     /// The key derivation the card wants for its PINs (KDF-DO), read inside a transaction when announced.
-    public func keyDerivation(_ session: OpenPGPSession) throws(OpenPGPError) -> KeyDerivation? {
+    package func keyDerivation(_ session: OpenPGPSession) throws(OpenPGPError) -> KeyDerivation? {
         try session.keyDerivation(data)
     }
 }

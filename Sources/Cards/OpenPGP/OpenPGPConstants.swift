@@ -1,106 +1,106 @@
-import TokenpinAPDU
+package import TokenpinAPDU
 
 /// Instruction bytes of the OpenPGP card commands tokenpin sends.
 ///
 /// OpenPGP card 3.4.1, §7.2 (commands in detail). The hex is in each comment; call sites use the names.
-public enum OpenPGPInstruction {
+package enum OpenPGPInstruction {
     /// `A4`: SELECT, §7.2.1.
-    public static let select: UInt8 = 0xA4
+    package static let select: UInt8 = 0xA4
     /// `20`: VERIFY, §7.2.2.
-    public static let verify: UInt8 = 0x20
+    package static let verify: UInt8 = 0x20
     /// `24`: CHANGE REFERENCE DATA, §7.2.3.
-    public static let changeReferenceData: UInt8 = 0x24
+    package static let changeReferenceData: UInt8 = 0x24
     /// `2C`: RESET RETRY COUNTER, §7.2.4.
-    public static let resetRetryCounter: UInt8 = 0x2C
+    package static let resetRetryCounter: UInt8 = 0x2C
     /// `CA`: GET DATA, §7.2.6.
-    public static let getData: UInt8 = 0xCA
+    package static let getData: UInt8 = 0xCA
     /// `DA`: PUT DATA, §7.2.8.
-    public static let putData: UInt8 = 0xDA
+    package static let putData: UInt8 = 0xDA
     /// `2A`: PERFORM SECURITY OPERATION (PSO); tokenpin uses DECIPHER, §7.2.11.
-    public static let performSecurityOperation: UInt8 = 0x2A
+    package static let performSecurityOperation: UInt8 = 0x2A
     /// `47`: GENERATE ASYMMETRIC KEY PAIR, §7.2.14.
-    public static let generateAsymmetricKeyPair: UInt8 = 0x47
+    package static let generateAsymmetricKeyPair: UInt8 = 0x47
     /// `C0`: GET RESPONSE (ISO/IEC 7816-4), for answers announced with `61 xx`.
-    public static let getResponse: UInt8 = 0xC0
+    package static let getResponse: UInt8 = 0xC0
 
     /// How messages name the commands: `GET DATA`, `PSO:DECIPHER` (the only security operation tokenpin sends).
-    public static let names = InstructionNames.iso.adding([performSecurityOperation: "PSO:DECIPHER"])
+    package static let names = InstructionNames.iso.adding([performSecurityOperation: "PSO:DECIPHER"])
 }
 
 /// Parameter bytes with a meaning of their own.
-public enum OpenPGPParameter {
+package enum OpenPGPParameter {
     /// SELECT P1 `04`: select by DF name (the AID).
-    public static let selectByName: UInt8 = 0x04
+    package static let selectByName: UInt8 = 0x04
     /// PSO P1-P2 `80 86`: DECIPHER, the cryptogram in the data field, the plain value in the answer.
-    public static let decipher: (p1: UInt8, p2: UInt8) = (0x80, 0x86)
+    package static let decipher: (p1: UInt8, p2: UInt8) = (0x80, 0x86)
     /// GENERATE ASYMMETRIC KEY PAIR P1 `80`: generate a new key pair.
-    public static let generateKeyPair: UInt8 = 0x80
+    package static let generateKeyPair: UInt8 = 0x80
     /// GENERATE ASYMMETRIC KEY PAIR P1 `81`: read the existing public key.
-    public static let readPublicKey: UInt8 = 0x81
+    package static let readPublicKey: UInt8 = 0x81
     /// RESET RETRY COUNTER P1 `00`: the data field holds the Resetting Code then the new PW1.
-    public static let resetWithResettingCode: UInt8 = 0x00
+    package static let resetWithResettingCode: UInt8 = 0x00
     /// RESET RETRY COUNTER P1 `02`: PW3 was verified; the data field holds the new PW1.
-    public static let resetAfterAdminVerification: UInt8 = 0x02
+    package static let resetAfterAdminVerification: UInt8 = 0x02
 }
 
 /// Data object tags of the OpenPGP card application.
 ///
 /// OpenPGP card 3.4.1, §4.4.1 (DOs for GET DATA) and §4.4.2 (DOs for PUT DATA). Tags are the integer of
 /// their bytes, as `TLV` keeps them.
-public enum DataObject {
+package enum DataObject {
     /// `4F`: Application identifier (AID), 16 bytes.
-    public static let applicationIdentifier: UInt32 = 0x4F
+    package static let applicationIdentifier: UInt32 = 0x4F
     /// `5F52`: Historical bytes.
-    public static let historicalBytes: UInt32 = 0x5F52
+    package static let historicalBytes: UInt32 = 0x5F52
     /// `6E`: Application related data (constructed).
-    public static let applicationRelatedData: UInt32 = 0x6E
+    package static let applicationRelatedData: UInt32 = 0x6E
     /// `73`: Discretionary data objects (constructed, inside `6E`).
-    public static let discretionaryDataObjects: UInt32 = 0x73
+    package static let discretionaryDataObjects: UInt32 = 0x73
     /// `7F66`: Extended length information: the card's largest command and response.
-    public static let extendedLengthInformation: UInt32 = 0x7F66
+    package static let extendedLengthInformation: UInt32 = 0x7F66
     /// `7F74`: General feature management.
-    public static let generalFeatureManagement: UInt32 = 0x7F74
+    package static let generalFeatureManagement: UInt32 = 0x7F74
     /// `C0`: Extended capabilities, §4.4.3.7.
-    public static let extendedCapabilities: UInt32 = 0xC0
+    package static let extendedCapabilities: UInt32 = 0xC0
     /// `C1`: Algorithm attributes of the signature key, §4.4.3.9.
-    public static let signatureAttributes: UInt32 = 0xC1
+    package static let signatureAttributes: UInt32 = 0xC1
     /// `C2`: Algorithm attributes of the decryption key, §4.4.3.9.
-    public static let decryptionAttributes: UInt32 = 0xC2
+    package static let decryptionAttributes: UInt32 = 0xC2
     /// `C3`: Algorithm attributes of the authentication key, §4.4.3.9.
-    public static let authenticationAttributes: UInt32 = 0xC3
+    package static let authenticationAttributes: UInt32 = 0xC3
     /// `C4`: PW status bytes: PW1 validity, maximum lengths and retry counters of PW1, RC, PW3.
-    public static let passwordStatus: UInt32 = 0xC4
+    package static let passwordStatus: UInt32 = 0xC4
     /// `C5`: Fingerprints of the signature, decryption and authentication keys (3 × 20 bytes).
-    public static let fingerprints: UInt32 = 0xC5
+    package static let fingerprints: UInt32 = 0xC5
     /// `DE`: Key information: the status of each key (absent, generated, imported), §4.4.3.8.
-    public static let keyInformation: UInt32 = 0xDE
+    package static let keyInformation: UInt32 = 0xDE
     /// `D3`: Resetting Code (PUT DATA only).
-    public static let resettingCode: UInt32 = 0xD3
+    package static let resettingCode: UInt32 = 0xD3
     /// `F9`: the key derivation function (KDF-DO).
-    public static let keyDerivationFunction: UInt32 = 0xF9
+    package static let keyDerivationFunction: UInt32 = 0xF9
     /// `7F49`: Public key template, the answer of GENERATE ASYMMETRIC KEY PAIR, §7.2.14.
-    public static let publicKey: UInt32 = 0x7F49
+    package static let publicKey: UInt32 = 0x7F49
     /// `81`: RSA modulus inside `7F49`.
-    public static let rsaModulus: UInt32 = 0x81
+    package static let rsaModulus: UInt32 = 0x81
     /// `82`: RSA public exponent inside `7F49`.
-    public static let rsaExponent: UInt32 = 0x82
+    package static let rsaExponent: UInt32 = 0x82
     /// `86`: Elliptic curve public point inside `7F49`.
-    public static let eccPoint: UInt32 = 0x86
+    package static let eccPoint: UInt32 = 0x86
     /// `A6`: Cipher DO for ECDH in PSO:DECIPHER, §7.2.11.
-    public static let cipher: UInt32 = 0xA6
+    package static let cipher: UInt32 = 0xA6
 }
 
 /// The OpenPGP application's registered identifier, without version, manufacturer and serial.
-public enum OpenPGPApplication {
+package enum OpenPGPApplication {
     /// `D2 76 00 01 24 01`: RID of the FSFE (`D2 76 00 01 24`) and the application `01`.
-    public static let aid: [UInt8] = [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01]
+    package static let aid: [UInt8] = [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01]
 }
 
 /// A card password, as VERIFY names it.
 ///
 /// OpenPGP card 3.4.1, §7.2.2. PW1 is the user PIN, PW3 the admin PIN; the card keeps one retry counter
 /// per password.
-public enum PasswordReference: UInt8, Sendable, CaseIterable {
+package enum PasswordReference: UInt8, Sendable, CaseIterable {
     /// `81`: PW1 for PSO:COMPUTE DIGITAL SIGNATURE.
     case pw1Signing = 0x81
     /// `82`: PW1 for the other commands (PSO:DECIPHER, INTERNAL AUTHENTICATE); tokenpin's card PIN.
@@ -116,7 +116,7 @@ public enum PasswordReference: UInt8, Sendable, CaseIterable {
 ///
 /// OpenPGP card 3.4.1, §7.2.14: each key has a control reference template in GENERATE ASYMMETRIC KEY
 /// PAIR and algorithm attributes (`C1`, `C2`, `C3`).
-public enum KeyReference: Sendable, CaseIterable, Hashable {
+package enum KeyReference: Sendable, CaseIterable, Hashable {
     /// The signature key (control reference template `B6`).
     case signature
     /// The decryption key (`B8`): the one PSO:DECIPHER uses and tokenpin binds to.

@@ -1,10 +1,10 @@
-public import TokenpinAPDU
+package import TokenpinAPDU
 
 /// Why an OpenPGP card command did not succeed.
 ///
 /// Status words map to the cases below (OpenPGP card 3.4.1 and ISO/IEC 7816-4 status bytes); a transport
 /// failure (card pulled, pcscd gone) is `.transport` with the connection's `CardTransportError` inside.
-public enum OpenPGPError: CardApplicationError, Sendable, Equatable, CustomStringConvertible {
+package enum OpenPGPError: CardApplicationError, Sendable, Equatable, CustomStringConvertible {
     /// `63 Cx` (or `69 82` after VERIFY): the PIN was wrong; `retriesLeft` tries remain (0: now blocked).
     case wrongPIN(retriesLeft: Int)
     /// `69 83`: the password is blocked (retry counter at zero).
@@ -33,7 +33,7 @@ public enum OpenPGPError: CardApplicationError, Sendable, Equatable, CustomStrin
 
     /// What a status means to the OpenPGP application: `6A 82` is no OpenPGP application, `69 85` a key of another
     /// algorithm (§7.2.11), and `6D 00`, `6E 00`, `6A 81`, `68 8x` an unsupported command.
-    public static func meaning(of status: CardStatus) -> OpenPGPError? {
+    package static func meaning(of status: CardStatus) -> OpenPGPError? {
         switch status {
         case .notFound: .applicationNotFound
         case .conditionsNotSatisfied: .wrongAlgorithm
@@ -42,7 +42,7 @@ public enum OpenPGPError: CardApplicationError, Sendable, Equatable, CustomStrin
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .wrongPIN(let retries):
             retries == 0 ? "wrong PIN; the card PIN is now blocked" : "wrong PIN, \(retries) tries left"

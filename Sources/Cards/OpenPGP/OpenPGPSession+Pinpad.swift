@@ -1,4 +1,4 @@
-public import TokenpinAPDU
+package import TokenpinAPDU
 
 /// PW1 and PW3 typed on the reader's keypad (PC/SC part 10 `VERIFY_PIN_DIRECT`, `MODIFY_PIN_DIRECT`).
 ///
@@ -11,7 +11,7 @@ extension OpenPGPSession {
     /// Returns nil when the card accepted the PIN, the reader's refusal (timeout, cancel, wrong length) when the card
     /// saw no PIN. Throws what a typed VERIFY throws (`.wrongPIN`, `.blocked`, ...), `.invalidArgument` when the card
     /// and the keypad share no PIN length.
-    public func verify(
+    package func verify(
         _ reference: PasswordReference, onKeypadOf reader: any PinpadReader, minLength: Int, maxLength: Int
     ) throws(OpenPGPError) -> PinpadRefusal? {
         let header = [Self.interindustryClass, OpenPGPInstruction.verify, 0x00, reference.rawValue]
@@ -23,7 +23,7 @@ extension OpenPGPSession {
 
     /// CHANGE REFERENCE DATA of `reference` with the current PIN, the new one and the new one again typed on
     /// `reader`'s keypad. Returns and throws as `verify(_:onKeypadOf:minLength:maxLength:)`.
-    public func changeReferenceData(
+    package func changeReferenceData(
         _ reference: PasswordReference, onKeypadOf reader: any PinpadReader, minLength: Int, maxLength: Int
     ) throws(OpenPGPError) -> PinpadRefusal? {
         let header = [Self.interindustryClass, OpenPGPInstruction.changeReferenceData, 0x00, reference.changeReference]

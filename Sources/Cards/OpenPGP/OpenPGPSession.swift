@@ -1,5 +1,5 @@
-public import TokenpinAPDU
-public import TokenpinCore
+package import TokenpinAPDU
+package import TokenpinCore
 
 /// A session with the OpenPGP application on a card, over any `CardConnection`.
 ///
@@ -13,21 +13,21 @@ public import TokenpinCore
 /// PINs). Wrap sequences that must not be interleaved (SELECT, VERIFY, PSO:DECIPHER) in the connection's
 /// transaction (`PCSCCardConnection.withTransaction`). Calls block on the connection; keep them off the
 /// Swift concurrency cooperative pool.
-public struct OpenPGPSession {
+package struct OpenPGPSession {
     /// The ISO 7816 layer every command goes through.
     var transport: ISO7816Transport
 
     /// The channel to the card.
-    public var connection: any CardConnection { transport.connection }
+    package var connection: any CardConnection { transport.connection }
     /// Receives one line per command and per answer; PIN commands show only their header
     /// (`00 20 00 82 [sensitive]`) and secret answers only their length.
-    public var trace: ((String) -> Void)? {
+    package var trace: ((String) -> Void)? {
         get { transport.trace }
         set { transport.trace = newValue }
     }
 
     /// Creates a session; nothing is sent until `select()`.
-    public init(connection: any CardConnection, trace: ((String) -> Void)? = nil) {
+    package init(connection: any CardConnection, trace: ((String) -> Void)? = nil) {
         transport = ISO7816Transport(connection: connection, names: OpenPGPInstruction.names, trace: trace)
     }
 
@@ -37,7 +37,7 @@ public struct OpenPGPSession {
     ///
     /// OpenPGP card 3.4.1, §7.2.1: SELECT `00 A4 04 00` with the AID `D2 76 00 01 24 01`.
     /// Throws `.applicationNotFound` when the card has none.
-    public func select() throws(OpenPGPError) {
+    package func select() throws(OpenPGPError) {
         let command = CommandAPDU(
             ins: OpenPGPInstruction.select, p1: OpenPGPParameter.selectByName, p2: 0x00,
             data: OpenPGPApplication.aid)
@@ -50,7 +50,7 @@ public struct OpenPGPSession {
     /// attributes, the PW status with the tries left and the fingerprints. When the historical bytes
     /// announce extended length or chaining, `connection.lengthCapabilities` is set accordingly (refined
     /// by `7F66`).
-    public func applicationRelatedData() throws(OpenPGPError) -> ApplicationRelatedData {
+    package func applicationRelatedData() throws(OpenPGPError) -> ApplicationRelatedData {
         let data = try getData(DataObject.applicationRelatedData)
         let parsed: ApplicationRelatedData
         do {
@@ -67,7 +67,7 @@ public struct OpenPGPSession {
     /// Reads the PW status bytes (`C4`): maximum lengths and tries left, without touching any counter.
     ///
     /// OpenPGP card 3.4.1, §7.2.6 GET DATA.
-    public func passwordStatus() throws(OpenPGPError) -> PasswordStatus {
+    package func passwordStatus() throws(OpenPGPError) -> PasswordStatus {
         let data = try getData(DataObject.passwordStatus)
         // Some cards answer with the C4 object itself, others with its value.
         let value = (try? TLV.parseOne(data)).flatMap { $0.tag == DataObject.passwordStatus ? $0.value : nil } ?? data
@@ -81,7 +81,7 @@ public struct OpenPGPSession {
     /// The value of a data object.
     ///
     /// OpenPGP card 3.4.1, §7.2.6: GET DATA `00 CA` with the tag in P1-P2.
-    public func getData(_ tag: UInt32) throws(OpenPGPError) -> [UInt8] {
+    package func getData(_ tag: UInt32) throws(OpenPGPError) -> [UInt8] {
         guard tag <= 0xFFFF else { throw .invalidArgument("GET DATA takes a tag of at most two bytes") }
         let command = CommandAPDU(
             ins: OpenPGPInstruction.getData, p1: UInt8(tag >> 8), p2: UInt8(tag & 0xFF),
@@ -96,7 +96,7 @@ public struct OpenPGPSession {
     /// OpenPGP card 3.4.1, §7.2.2: VERIFY with an empty body answers `63 Cx` (x tries left) or `90 00`
     /// (already verified) and counts no try. When the card answers `90 00` or does not support the empty
     /// form, the counter comes from the PW status bytes (`C4`) instead; `69 83` is 0.
-    public func retriesLeft(_ reference: PasswordReference) throws(OpenPGPError) -> Int {
+    package func retriesLeft(_ reference: PasswordReference) throws(OpenPGPError) -> Int {
         let command = CommandAPDU(ins: OpenPGPInstruction.verify, p1: 0x00, p2: reference.rawValue)
         let response = try exchange(command)
         if let retries = response.statusWord.retriesLeft { return retries }
@@ -111,7 +111,7 @@ public struct OpenPGPSession {
     /// since an empty VERIFY is the status query and would succeed on a card already verified.
     /// - Throws: `.wrongPIN(retriesLeft:)` (from `63 Cx`, or from `69 82` with the counter read from `C4`),
     ///   `.blocked`, `.invalidArgument` for an empty or over-long PIN, `.transport`.
-    public func verify(_ reference: PasswordReference, pin: borrowing SecretBytes) throws(OpenPGPError) {
+    package func verify(_ reference: PasswordReference, pin: borrowing SecretBytes) throws(OpenPGPError) {
         guard (1...Self.maxPINLength).contains(pin.count) else {
             throw .invalidArgument("a PIN must have 1 to \(Self.maxPINLength) bytes")
         }
@@ -126,7 +126,7 @@ public struct OpenPGPSession {
     /// OpenPGP card 3.4.1, §7.2.3: CHANGE REFERENCE DATA `00 24 00 81` (PW1) or `00 24 00 83` (PW3) with the
     /// current then the new password. Sensitive; the buffer is wiped before this returns.
     /// - Throws: `.wrongPIN(retriesLeft:)`, `.blocked`, `.incorrectData` (new PIN too short for the card).
-    public func changeReferenceData(
+    package func changeReferenceData(
         _ reference: PasswordReference, current: borrowing SecretBytes,
         new: borrowing SecretBytes
     ) throws(OpenPGPError) {
@@ -145,7 +145,7 @@ public struct OpenPGPSession {
     /// OpenPGP card 3.4.1, §7.2.4: RESET RETRY COUNTER `00 2C 00 81` with the Resetting Code then the new
     /// PW1. Sensitive; the buffer is wiped before this returns.
     /// - Throws: `.wrongPIN(retriesLeft:)` for a wrong Resetting Code, `.blocked` when it is blocked or not set.
-    public func resetRetryCounter(
+    package func resetRetryCounter(
         resetCode: borrowing SecretBytes,
         newPIN: borrowing SecretBytes
     ) throws(OpenPGPError) {
@@ -164,7 +164,7 @@ public struct OpenPGPSession {
     ///
     /// OpenPGP card 3.4.1, §7.2.4: RESET RETRY COUNTER `00 2C 02 81` with the new PW1. Sensitive; the buffer
     /// is wiped before this returns. Throws `.securityStatusNotSatisfied` without a verified PW3.
-    public func resetRetryCounter(newPIN: borrowing SecretBytes) throws(OpenPGPError) {
+    package func resetRetryCounter(newPIN: borrowing SecretBytes) throws(OpenPGPError) {
         guard (1...Self.maxPINLength).contains(newPIN.count) else {
             throw .invalidArgument("a PIN must have 1 to \(Self.maxPINLength) bytes")
         }
@@ -178,7 +178,7 @@ public struct OpenPGPSession {
     ///
     /// OpenPGP card 3.4.1, §7.2.8 PUT DATA `00 DA 00 D3`. Needs PW3 verified. Sensitive; the buffer is
     /// wiped before this returns.
-    public func setResettingCode(_ code: borrowing SecretBytes) throws(OpenPGPError) {
+    package func setResettingCode(_ code: borrowing SecretBytes) throws(OpenPGPError) {
         guard code.count <= Self.maxPINLength else {
             throw .invalidArgument("a Resetting Code must have at most \(Self.maxPINLength) bytes")
         }
@@ -191,7 +191,7 @@ public struct OpenPGPSession {
     static let interindustryClass: UInt8 = 0x00
 
     /// The longest password the session sends; the card's own limit (`C4`) may be lower.
-    public static let maxPINLength = 127
+    package static let maxPINLength = 127
 
     // MARK: Keys
 
@@ -200,7 +200,7 @@ public struct OpenPGPSession {
     /// OpenPGP card 3.4.1, §7.2.14: GENERATE ASYMMETRIC KEY PAIR `00 47 81 00` with the control reference
     /// template (`B6 00`, `B8 00`, `A4 00`). Throws `.referencedDataNotFound` for an empty slot on cards
     /// that say so.
-    public func publicKey(for key: KeyReference) throws(OpenPGPError) -> CardPublicKey {
+    package func publicKey(for key: KeyReference) throws(OpenPGPError) -> CardPublicKey {
         try keyPairCommand(OpenPGPParameter.readPublicKey, key)
     }
 
@@ -208,7 +208,7 @@ public struct OpenPGPSession {
     ///
     /// OpenPGP card 3.4.1, §7.2.14: GENERATE ASYMMETRIC KEY PAIR `00 47 80 00`. Needs PW3 verified
     /// (`.securityStatusNotSatisfied` otherwise); the algorithm is the slot's algorithm attributes.
-    public func generateKey(for key: KeyReference) throws(OpenPGPError) -> CardPublicKey {
+    package func generateKey(for key: KeyReference) throws(OpenPGPError) -> CardPublicKey {
         try keyPairCommand(OpenPGPParameter.generateKeyPair, key)
     }
 
@@ -228,7 +228,7 @@ public struct OpenPGPSession {
     ///
     /// OpenPGP card 3.4.1, §7.2.8 PUT DATA `00 DA 00 C1`/`C2`/`C3` and §4.4.3.9. Needs PW3 verified.
     /// Throws `.incorrectData` or `.wrongAlgorithm` when the card does not offer the algorithm.
-    public func setAlgorithmAttributes(_ attributes: AlgorithmAttributes, for key: KeyReference) throws(OpenPGPError) {
+    package func setAlgorithmAttributes(_ attributes: AlgorithmAttributes, for key: KeyReference) throws(OpenPGPError) {
         let tag = key.attributesTag
         let command = CommandAPDU(
             ins: OpenPGPInstruction.putData, p1: UInt8(tag >> 8), p2: UInt8(tag & 0xFF),
@@ -246,7 +246,7 @@ public struct OpenPGPSession {
     /// - Throws: `.securityStatusNotSatisfied` without VERIFY, `.wrongAlgorithm` or `.incorrectData` when
     ///   the decryption key is not cv25519, `.malformed` for an answer that is not 32 bytes,
     ///   `.invalidArgument` for a key that is not 32 bytes.
-    public func decipher(ephemeralPublicKey: [UInt8]) throws(OpenPGPError) -> SecretBytes {
+    package func decipher(ephemeralPublicKey: [UInt8]) throws(OpenPGPError) -> SecretBytes {
         guard ephemeralPublicKey.count == 32 else {
             throw .invalidArgument("an X25519 public key has 32 bytes, not \(ephemeralPublicKey.count)")
         }
@@ -271,7 +271,7 @@ public struct OpenPGPSession {
     /// coordinate in guarded memory, and every buffer that held the answer is wiped.
     /// - Throws: `.invalidArgument` for a point that is not uncompressed (odd length, no `04`), `.malformed` for
     ///   an answer of another length, and the card's refusals as for `decipher(ephemeralPublicKey:)`.
-    public func decipher(ecdhPoint point: [UInt8]) throws(OpenPGPError) -> SecretBytes {
+    package func decipher(ecdhPoint point: [UInt8]) throws(OpenPGPError) -> SecretBytes {
         guard point.count >= 65, point.count % 2 == 1, point[0] == 0x04, point.count <= 255 - 12 else {
             throw .invalidArgument("an ECDH point must be uncompressed (04 || x || y), not \(point.count) bytes")
         }
@@ -300,7 +300,7 @@ public struct OpenPGPSession {
     /// answer carries the secret). The answer, padding removed by the card, goes into guarded memory.
     /// - Throws: `.invalidArgument` for an empty cryptogram or one the card cannot take, `.malformed` for an
     ///   empty answer, and the card's refusals.
-    public func decipher(rsaCryptogram cryptogram: [UInt8]) throws(OpenPGPError) -> SecretBytes {
+    package func decipher(rsaCryptogram cryptogram: [UInt8]) throws(OpenPGPError) -> SecretBytes {
         guard !cryptogram.isEmpty, cryptogram.count <= 1024 else {
             throw .invalidArgument("an RSA cryptogram of \(cryptogram.count) bytes")
         }

@@ -1,20 +1,20 @@
-public import TokenpinAPDU
+package import TokenpinAPDU
 
 /// A card's answer to reset, split into the parts tokenpin reads.
 ///
 /// ISO/IEC 7816-3, §8.2 (structure: TS, T0, interface bytes, historical bytes, TCK) and ISO/IEC 7816-4,
 /// §8.1.1 (historical bytes, card capabilities). The ATR comes from the card through pcscd, so parsing is
 /// defensive: anything that does not add up gives nil, never a crash.
-public struct ATR: Sendable, Equatable {
+package struct ATR: Sendable, Equatable {
     /// The whole ATR.
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
     /// The historical bytes (up to 15).
-    public let historicalBytes: [UInt8]
+    package let historicalBytes: [UInt8]
     /// The transmission protocols the card offers (`0` for T=0, `1` for T=1, ...).
-    public let protocols: [Int]
+    package let protocols: [Int]
 
     /// Parses an ATR; nil when its interface bytes announce more than it holds.
-    public init?(_ bytes: [UInt8]) {
+    package init?(_ bytes: [UInt8]) {
         guard bytes.count >= 2, bytes[0] == 0x3B || bytes[0] == 0x3F else { return nil }
         let historicalCount = Int(bytes[1] & 0x0F)
         var indicator = bytes[1] >> 4
@@ -38,7 +38,7 @@ public struct ATR: Sendable, Equatable {
     }
 
     /// What the historical bytes announce about long APDUs; nil when they say nothing.
-    public var lengthCapabilities: LengthCapabilities? {
+    package var lengthCapabilities: LengthCapabilities? {
         HistoricalBytes.lengthCapabilities(historicalBytes)
     }
 }

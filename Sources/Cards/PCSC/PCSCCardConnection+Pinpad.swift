@@ -1,4 +1,4 @@
-public import TokenpinAPDU
+package import TokenpinAPDU
 
 /// Secure PIN entry on a reader with a keypad (PC/SC v2 part 10) through `SCardControl`.
 ///
@@ -9,7 +9,7 @@ public import TokenpinAPDU
 /// (`PinpadStructure.timeoutSeconds`) plus the command deadline, and leaves the card to be reset at the end of the
 /// transaction whatever it answered, since only the reader knows what it sent.
 extension PCSCCardConnection: PinpadReader {
-    public var pinpad: Pinpad? {
+    package var pinpad: Pinpad? {
         if let detected = detectedPinpad { return detected }
         let found = try? detectPinpad()
         detectedPinpad = .some(found ?? nil)
@@ -20,7 +20,7 @@ extension PCSCCardConnection: PinpadReader {
     /// `SCARD_E_UNSUPPORTED_FEATURE` or answers something malformed.
     ///
     /// Throws the calls' failures. The corresponding C function is `SCardControl`.
-    public func detectPinpad() throws(CardTransportError) -> Pinpad? {
+    package func detectPinpad() throws(CardTransportError) -> Pinpad? {
         try checkConnected()
         let card = self.card
         let list: [UInt8]
@@ -56,14 +56,14 @@ extension PCSCCardConnection: PinpadReader {
         return Pinpad(reader: reader, features: features, properties: tlv)
     }
 
-    public func verifyPINDirect(_ structure: [UInt8]) throws(CardTransportError) -> PinpadAnswer {
+    package func verifyPINDirect(_ structure: [UInt8]) throws(CardTransportError) -> PinpadAnswer {
         guard let code = pinpad?.canVerify == true ? pinpad?.features.verifyPINDirect : nil else {
             throw CardTransportError(PCSCError.unexpected)
         }
         return try pinCommand(code, structure)
     }
 
-    public func modifyPINDirect(_ structure: [UInt8]) throws(CardTransportError) -> PinpadAnswer {
+    package func modifyPINDirect(_ structure: [UInt8]) throws(CardTransportError) -> PinpadAnswer {
         guard let code = pinpad?.canModify == true ? pinpad?.features.modifyPINDirect : nil else {
             throw CardTransportError(PCSCError.unexpected)
         }
@@ -90,12 +90,12 @@ extension PCSCCardConnection: PinpadReader {
 
 /// The pinpad of a reader, asked without a card connection (`tokenpin readers`): a direct connection to the reader,
 /// which works with or without a card in it.
-public enum PCSCReaderPinpad {
+package enum PCSCReaderPinpad {
     /// The pinpad of `reader`, nil when it has none or answers something malformed; throws the calls' failures.
     ///
     /// The corresponding C functions are `SCardEstablishContext`, `SCardConnect` (`SCARD_SHARE_DIRECT`),
     /// `SCardControl`, `SCardDisconnect` and `SCardReleaseContext`.
-    public static func detect(reader: String, within timeout: Duration) throws(CardTransportError) -> Pinpad? {
+    package static func detect(reader: String, within timeout: Duration) throws(CardTransportError) -> Pinpad? {
         let watchdog = PCSCWatchdog(reader: reader)
         return try watchdog.run("SCardControl", timeout: timeout) { () throws(PCSCError) -> Pinpad? in
             let context = try PCSCLibrary.establishContext()

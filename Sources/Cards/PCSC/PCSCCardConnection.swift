@@ -1,4 +1,4 @@
-public import TokenpinAPDU
+package import TokenpinAPDU
 
 /// A connection to the card in one PC/SC reader: the `CardConnection` tokenpin uses for real tokens.
 ///
@@ -28,20 +28,20 @@ public import TokenpinAPDU
 /// **Threads.** Every call blocks until pcscd (and the card) answer or the deadline passes. Use a connection from
 /// one thread at a time and keep it off the Swift concurrency cooperative pool (a dedicated thread or dispatch
 /// queue).
-public final class PCSCCardConnection: CardConnection {
+package final class PCSCCardConnection: CardConnection {
     /// The reader the card is in.
-    public let readerName: String
+    package let readerName: String
     /// The card's answer to reset, as pcscd read it at connect (or at the last reconnect).
-    public private(set) var atr: [UInt8]
+    package private(set) var atr: [UInt8]
     /// The protocol in use, `.t0` or `.t1`.
-    public private(set) var activeProtocol: CardProtocols
+    package private(set) var activeProtocol: CardProtocols
     /// How `send(_:)` encodes long commands; set from the ATR, refined by the caller.
-    public var lengthCapabilities: LengthCapabilities
+    package var lengthCapabilities: LengthCapabilities
     /// Whether a PIN may be verified on the card: ending the transaction or disconnecting then clears it.
     ///
     /// Set by the connection when it sees a successful VERIFY, CHANGE REFERENCE DATA or RESET RETRY
     /// COUNTER; a caller may set it too (which forces a reset). Cleared once the state was dropped.
-    public var holdsSecurityState: Bool {
+    package var holdsSecurityState: Bool {
         get { !verified.isEmpty }
         set {
             if newValue { verified.requireReset() } else { verified.forget() }
@@ -49,13 +49,13 @@ public final class PCSCCardConnection: CardConnection {
     }
     /// Drop a verified PIN with VERIFY P1 = `FF` and leave the card, where the card answers `9000`, instead of
     /// resetting it (off by default: see the type's documentation for why).
-    public var leavesCardWhenCleared = false
+    package var leavesCardWhenCleared = false
     /// How the card was released the last time a verified PIN had to be dropped: `.leave` after the card
     /// cleared it on request, `.reset` otherwise; `nil` before that happened.
-    public private(set) var lastSecurityRelease: CardDisposition?
+    package private(set) var lastSecurityRelease: CardDisposition?
 
     /// How many times this connection reset the card to drop a verified PIN (`CardConnection.resets`).
-    public private(set) var resets = 0
+    package private(set) var resets = 0
 
     /// The PINs verified on the card since it was last cleared.
     var verified = VerifiedState()
@@ -63,7 +63,7 @@ public final class PCSCCardConnection: CardConnection {
     var detectedPinpad: Pinpad??
 
     /// How long each call may wait for the reader; key generation has its own, longer deadline.
-    public var timeouts: CardTimeouts
+    package var timeouts: CardTimeouts
     /// Runs each pcsc-lite call with its deadline, and owns the handles once a call overran.
     private let watchdog: PCSCWatchdog
 
@@ -86,7 +86,7 @@ public final class PCSCCardConnection: CardConnection {
     /// `SCARD_E_SHARING_VIOLATION`, `SCARD_W_UNRESPONSIVE_CARD`, ...) as a `CardTransportError`; `.timeout` when
     /// pcscd or the reader did not answer in time, or an earlier call to the reader still waits for its answer.
     /// The corresponding C functions are `SCardEstablishContext` and `SCardConnect`.
-    public init(
+    package init(
         reader: String, shareMode: ShareMode = .shared, protocols: CardProtocols = .any,
         timeouts: CardTimeouts = .standard
     ) throws(CardTransportError) {
@@ -163,7 +163,7 @@ public final class PCSCCardConnection: CardConnection {
     /// Throws `.cardRemoved`, `.cardReset`, `.noCard` when the card went away, `.timeout` or `.unresponsive` when
     /// it stopped answering (pcsc-lite's code inside), `.timeout` too when the answer did not come within the
     /// command's deadline. The corresponding C function is `SCardTransmit`.
-    public func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
+    package func transmit(_ command: [UInt8]) throws(CardTransportError) -> [UInt8] {
         try checkConnected()
         let count: Int
         do {
@@ -193,7 +193,7 @@ public final class PCSCCardConnection: CardConnection {
     /// repeated at disconnect.
     /// Throws what `body` throws, and `transportError` of the transport's failure to begin the transaction.
     /// The corresponding C functions are `SCardBeginTransaction` and `SCardEndTransaction`.
-    public func withTransaction<R: ~Copyable, E: Error>(
+    package func withTransaction<R: ~Copyable, E: Error>(
         transportError: (CardTransportError) -> E, _ body: () throws(E) -> R
     ) throws(E) -> R {
         do {
@@ -235,12 +235,12 @@ public final class PCSCCardConnection: CardConnection {
 
     /// `withTransaction(transportError:_:)` with the transport's error thrown as it is: for tools and tests that
     /// speak APDUs bare (`send(_:)`).
-    public func withTransaction<R: ~Copyable>(_ body: () throws -> R) throws -> R {
+    package func withTransaction<R: ~Copyable>(_ body: () throws -> R) throws -> R {
         try withTransaction(transportError: { $0 }, body)
     }
 
     /// `withTransaction(transportError:_:)`, as every card connection names it.
-    public func exclusive<R: ~Copyable, E: Error>(
+    package func exclusive<R: ~Copyable, E: Error>(
         transportError: (CardTransportError) -> E, _ body: () throws(E) -> R
     ) throws(E) -> R {
         try withTransaction(transportError: transportError, body)
@@ -258,7 +258,7 @@ public final class PCSCCardConnection: CardConnection {
     }
 
     /// `disconnect()`, ignoring a card that is already gone.
-    public func close() {
+    package func close() {
         try? disconnect()
     }
 
@@ -305,7 +305,7 @@ public final class PCSCCardConnection: CardConnection {
     /// Use after `.cardReset` (another process reset the card): the card's state (selected application, verified
     /// PINs) is gone, so select the application again.
     /// The corresponding C function is `SCardReconnect`.
-    public func reconnect() throws(CardTransportError) {
+    package func reconnect() throws(CardTransportError) {
         try checkConnected()
         try resynchronize()
     }
@@ -353,7 +353,7 @@ public final class PCSCCardConnection: CardConnection {
     /// The reader's name, state and the card's ATR as pcscd sees them now.
     ///
     /// The corresponding C function is `SCardStatus`.
-    public func status() throws(CardTransportError) -> ReaderStatus {
+    package func status() throws(CardTransportError) -> ReaderStatus {
         try checkConnected()
         let card = self.card
         let status = try call("SCardStatus") { () throws(PCSCError) in try PCSCLibrary.status(card) }
@@ -369,7 +369,7 @@ public final class PCSCCardConnection: CardConnection {
     ///
     /// Calling it again does nothing. After it, every call throws `.closed` (`SCARD_E_INVALID_HANDLE`).
     /// The corresponding C function is `SCardDisconnect`.
-    public func disconnect() throws(CardTransportError) {
+    package func disconnect() throws(CardTransportError) {
         guard isConnected else { return }
         let disposition = releaseDisposition()
         guard isConnected else { return }  // clearing the PINs overran: the watchdog resets the card

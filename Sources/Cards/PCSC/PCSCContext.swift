@@ -1,4 +1,4 @@
-public import TokenpinAPDU
+package import TokenpinAPDU
 
 /// A context with pcscd, the PC/SC resource manager: lists readers and their cards.
 ///
@@ -6,14 +6,14 @@ public import TokenpinAPDU
 /// answers; run them on a thread of your own (or a dispatch queue), never on the Swift concurrency
 /// cooperative pool. Card connections (`PCSCCardConnection`) hold a context of their own, so they do not
 /// depend on this one staying alive.
-public struct PCSCContext: ~Copyable, Sendable {
+package struct PCSCContext: ~Copyable, Sendable {
     let handle: Int
 
     /// Opens a context with pcscd.
     ///
     /// Throws `PCSCError.noService` (with a hint on how to start it) when pcscd is not running.
     /// The corresponding C function is `SCardEstablishContext`.
-    public init() throws(PCSCError) {
+    package init() throws(PCSCError) {
         handle = try PCSCLibrary.establishContext()
     }
 
@@ -24,17 +24,17 @@ public struct PCSCContext: ~Copyable, Sendable {
     /// Whether pcscd still knows this context (it forgets it when it restarts).
     ///
     /// The corresponding C function is `SCardIsValidContext`.
-    public var isValid: Bool { PCSCLibrary.isValidContext(handle) }
+    package var isValid: Bool { PCSCLibrary.isValidContext(handle) }
 
     /// A token that cancels a blocking wait on this context from another thread.
-    public var canceller: PCSCCanceller { PCSCCanceller(context: handle) }
+    package var canceller: PCSCCanceller { PCSCCanceller(context: handle) }
 
     /// Every reader with the state of its card, read by a context of its own within `timeout`.
     ///
     /// Throws pcsc-lite's failure as a `CardTransportError` (`.serviceUnavailable` when pcscd is not running or did
     /// not answer in time; `SCardCancel` then ends a `SCardGetStatusChange` still waiting). The corresponding C
     /// functions are `SCardEstablishContext`, `SCardListReaders` and `SCardGetStatusChange`.
-    public static func readerStatuses(within timeout: Duration) throws(CardTransportError) -> [ReaderStatus] {
+    package static func readerStatuses(within timeout: Duration) throws(CardTransportError) -> [ReaderStatus] {
         let watchdog = PCSCWatchdog(reader: nil)
         return try watchdog.run("SCardGetStatusChange", timeout: timeout) { () throws(PCSCError) in
             let context = try PCSCContext()
@@ -47,7 +47,7 @@ public struct PCSCContext: ~Copyable, Sendable {
     /// The names of the readers pcscd knows; empty when there is none.
     ///
     /// The corresponding C function is `SCardListReaders`.
-    public func readers() throws(PCSCError) -> [String] {
+    package func readers() throws(PCSCError) -> [String] {
         do {
             return ReaderList.parse(try PCSCLibrary.listReaders(handle))
         } catch  where error == .noReadersAvailable {
@@ -58,7 +58,7 @@ public struct PCSCContext: ~Copyable, Sendable {
     /// Every reader with the state of its card, read without waiting.
     ///
     /// The corresponding C function is `SCardGetStatusChange` with a zero timeout.
-    public func readerStatuses() throws(PCSCError) -> [ReaderStatus] {
+    package func readerStatuses() throws(PCSCError) -> [ReaderStatus] {
         try statuses(of: readers())
     }
 

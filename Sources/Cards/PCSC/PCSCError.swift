@@ -2,157 +2,157 @@
 ///
 /// Like swift-system's `Errno`: a raw code with Swift-named constants. `description` is pcsc-lite's own text
 /// (`pcsc_stringify_error`) with the code in hex; `hint` says in plain words what to do about it.
-public struct PCSCError: Error, RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+package struct PCSCError: Error, RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The code as pcsc-lite returns it, `0x8010xxxx`.
-    public let rawValue: UInt32
+    package let rawValue: UInt32
 
     /// Creates an error from its code.
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    package init(rawValue: UInt32) { self.rawValue = rawValue }
 
     // MARK: SCARD_F_ and SCARD_P_: failures inside the resource manager
 
     /// `SCARD_F_INTERNAL_ERROR` (`0x80100001`): an internal consistency check failed.
     // swift-format-ignore: DontRepeatTypeInStaticProperties
     // The name follows pcsc-lite's SCARD_F_..._ERROR, which the hints and logs quote.
-    public static let internalError = PCSCError(rawValue: 0x8010_0001)
+    package static let internalError = PCSCError(rawValue: 0x8010_0001)
     /// `SCARD_F_WAITED_TOO_LONG` (`0x80100007`): an internal consistency timer expired.
-    public static let waitedTooLong = PCSCError(rawValue: 0x8010_0007)
+    package static let waitedTooLong = PCSCError(rawValue: 0x8010_0007)
     /// `SCARD_F_COMM_ERROR` (`0x80100013`): an internal communications error was detected.
     // swift-format-ignore: DontRepeatTypeInStaticProperties
     // The name follows pcsc-lite's SCARD_F_..._ERROR, which the hints and logs quote.
-    public static let communicationError = PCSCError(rawValue: 0x8010_0013)
+    package static let communicationError = PCSCError(rawValue: 0x8010_0013)
     /// `SCARD_F_UNKNOWN_ERROR` (`0x80100014`): an internal error of unknown source.
     // swift-format-ignore: DontRepeatTypeInStaticProperties
     // The name follows pcsc-lite's SCARD_F_..._ERROR, which the hints and logs quote.
-    public static let unknownError = PCSCError(rawValue: 0x8010_0014)
+    package static let unknownError = PCSCError(rawValue: 0x8010_0014)
     /// `SCARD_P_SHUTDOWN` (`0x80100018`): the operation was aborted so that the server can exit.
-    public static let shutdown = PCSCError(rawValue: 0x8010_0018)
+    package static let shutdown = PCSCError(rawValue: 0x8010_0018)
 
     // MARK: SCARD_E_: errors
 
     /// `SCARD_E_CANCELLED` (`0x80100002`): the call was cancelled by `SCardCancel`.
-    public static let cancelled = PCSCError(rawValue: 0x8010_0002)
+    package static let cancelled = PCSCError(rawValue: 0x8010_0002)
     /// `SCARD_E_INVALID_HANDLE` (`0x80100003`): the context or card handle is not valid (any more).
-    public static let invalidHandle = PCSCError(rawValue: 0x8010_0003)
+    package static let invalidHandle = PCSCError(rawValue: 0x8010_0003)
     /// `SCARD_E_INVALID_PARAMETER` (`0x80100004`): a parameter could not be interpreted.
-    public static let invalidParameter = PCSCError(rawValue: 0x8010_0004)
+    package static let invalidParameter = PCSCError(rawValue: 0x8010_0004)
     /// `SCARD_E_INVALID_TARGET` (`0x80100005`): registry startup information is missing or invalid.
-    public static let invalidTarget = PCSCError(rawValue: 0x8010_0005)
+    package static let invalidTarget = PCSCError(rawValue: 0x8010_0005)
     /// `SCARD_E_NO_MEMORY` (`0x80100006`): not enough memory.
-    public static let noMemory = PCSCError(rawValue: 0x8010_0006)
+    package static let noMemory = PCSCError(rawValue: 0x8010_0006)
     /// `SCARD_E_INSUFFICIENT_BUFFER` (`0x80100008`): the receive buffer is too small for the answer.
-    public static let insufficientBuffer = PCSCError(rawValue: 0x8010_0008)
+    package static let insufficientBuffer = PCSCError(rawValue: 0x8010_0008)
     /// `SCARD_E_UNKNOWN_READER` (`0x80100009`): no reader of that name.
-    public static let unknownReader = PCSCError(rawValue: 0x8010_0009)
+    package static let unknownReader = PCSCError(rawValue: 0x8010_0009)
     /// `SCARD_E_TIMEOUT` (`0x8010000A`): the caller's timeout expired.
-    public static let timeout = PCSCError(rawValue: 0x8010_000A)
+    package static let timeout = PCSCError(rawValue: 0x8010_000A)
     /// `SCARD_E_SHARING_VIOLATION` (`0x8010000B`): another connection holds the card exclusively.
-    public static let sharingViolation = PCSCError(rawValue: 0x8010_000B)
+    package static let sharingViolation = PCSCError(rawValue: 0x8010_000B)
     /// `SCARD_E_NO_SMARTCARD` (`0x8010000C`): there is no card in the reader.
-    public static let noSmartCard = PCSCError(rawValue: 0x8010_000C)
+    package static let noSmartCard = PCSCError(rawValue: 0x8010_000C)
     /// `SCARD_E_UNKNOWN_CARD` (`0x8010000D`): the card name is not recognized.
-    public static let unknownCard = PCSCError(rawValue: 0x8010_000D)
+    package static let unknownCard = PCSCError(rawValue: 0x8010_000D)
     /// `SCARD_E_CANT_DISPOSE` (`0x8010000E`): the card could not be disposed of as requested.
-    public static let cannotDispose = PCSCError(rawValue: 0x8010_000E)
+    package static let cannotDispose = PCSCError(rawValue: 0x8010_000E)
     /// `SCARD_E_PROTO_MISMATCH` (`0x8010000F`): the requested protocols do not match the card's.
-    public static let protocolMismatch = PCSCError(rawValue: 0x8010_000F)
+    package static let protocolMismatch = PCSCError(rawValue: 0x8010_000F)
     /// `SCARD_E_NOT_READY` (`0x80100010`): the reader or card is not ready for commands.
-    public static let notReady = PCSCError(rawValue: 0x8010_0010)
+    package static let notReady = PCSCError(rawValue: 0x8010_0010)
     /// `SCARD_E_INVALID_VALUE` (`0x80100011`): a parameter value could not be interpreted.
-    public static let invalidValue = PCSCError(rawValue: 0x8010_0011)
+    package static let invalidValue = PCSCError(rawValue: 0x8010_0011)
     /// `SCARD_E_SYSTEM_CANCELLED` (`0x80100012`): cancelled by the system (log off, shut down).
-    public static let systemCancelled = PCSCError(rawValue: 0x8010_0012)
+    package static let systemCancelled = PCSCError(rawValue: 0x8010_0012)
     /// `SCARD_E_INVALID_ATR` (`0x80100015`): an ATR is not valid.
-    public static let invalidATR = PCSCError(rawValue: 0x8010_0015)
+    package static let invalidATR = PCSCError(rawValue: 0x8010_0015)
     /// `SCARD_E_NOT_TRANSACTED` (`0x80100016`): ending a transaction that does not exist.
-    public static let notTransacted = PCSCError(rawValue: 0x8010_0016)
+    package static let notTransacted = PCSCError(rawValue: 0x8010_0016)
     /// `SCARD_E_READER_UNAVAILABLE` (`0x80100017`): the reader is not available (unplugged).
-    public static let readerUnavailable = PCSCError(rawValue: 0x8010_0017)
+    package static let readerUnavailable = PCSCError(rawValue: 0x8010_0017)
     /// `SCARD_E_PCI_TOO_SMALL` (`0x80100019`): the PCI receive buffer was too small.
-    public static let pciTooSmall = PCSCError(rawValue: 0x8010_0019)
+    package static let pciTooSmall = PCSCError(rawValue: 0x8010_0019)
     /// `SCARD_E_READER_UNSUPPORTED` (`0x8010001A`): the reader driver does not meet minimal requirements.
-    public static let readerUnsupported = PCSCError(rawValue: 0x8010_001A)
+    package static let readerUnsupported = PCSCError(rawValue: 0x8010_001A)
     /// `SCARD_E_DUPLICATE_READER` (`0x8010001B`): the reader driver did not produce a unique name.
-    public static let duplicateReader = PCSCError(rawValue: 0x8010_001B)
+    package static let duplicateReader = PCSCError(rawValue: 0x8010_001B)
     /// `SCARD_E_CARD_UNSUPPORTED` (`0x8010001C`): the card does not meet minimal requirements.
-    public static let cardUnsupported = PCSCError(rawValue: 0x8010_001C)
+    package static let cardUnsupported = PCSCError(rawValue: 0x8010_001C)
     /// `SCARD_E_NO_SERVICE` (`0x8010001D`): the resource manager (pcscd) is not running.
-    public static let noService = PCSCError(rawValue: 0x8010_001D)
+    package static let noService = PCSCError(rawValue: 0x8010_001D)
     /// `SCARD_E_SERVICE_STOPPED` (`0x8010001E`): the resource manager has shut down.
-    public static let serviceStopped = PCSCError(rawValue: 0x8010_001E)
+    package static let serviceStopped = PCSCError(rawValue: 0x8010_001E)
     /// `SCARD_E_UNEXPECTED` (`0x8010001F`): an unexpected card error; pcsc-lite also names this code
     /// `SCARD_E_UNSUPPORTED_FEATURE`.
-    public static let unexpected = PCSCError(rawValue: 0x8010_001F)
+    package static let unexpected = PCSCError(rawValue: 0x8010_001F)
     /// `SCARD_E_ICC_INSTALLATION` (`0x80100020`): no primary provider for the card.
-    public static let iccInstallation = PCSCError(rawValue: 0x8010_0020)
+    package static let iccInstallation = PCSCError(rawValue: 0x8010_0020)
     /// `SCARD_E_ICC_CREATEORDER` (`0x80100021`): the requested order of object creation is not supported.
-    public static let iccCreateOrder = PCSCError(rawValue: 0x8010_0021)
+    package static let iccCreateOrder = PCSCError(rawValue: 0x8010_0021)
     /// `SCARD_E_DIR_NOT_FOUND` (`0x80100023`): the directory does not exist on the card.
-    public static let directoryNotFound = PCSCError(rawValue: 0x8010_0023)
+    package static let directoryNotFound = PCSCError(rawValue: 0x8010_0023)
     /// `SCARD_E_FILE_NOT_FOUND` (`0x80100024`): the file does not exist on the card.
-    public static let fileNotFound = PCSCError(rawValue: 0x8010_0024)
+    package static let fileNotFound = PCSCError(rawValue: 0x8010_0024)
     /// `SCARD_E_NO_DIR` (`0x80100025`): the path is not a directory on the card.
-    public static let noDirectory = PCSCError(rawValue: 0x8010_0025)
+    package static let noDirectory = PCSCError(rawValue: 0x8010_0025)
     /// `SCARD_E_NO_FILE` (`0x80100026`): the path is not a file on the card.
-    public static let noFile = PCSCError(rawValue: 0x8010_0026)
+    package static let noFile = PCSCError(rawValue: 0x8010_0026)
     /// `SCARD_E_NO_ACCESS` (`0x80100027`): access to the file is denied.
-    public static let noAccess = PCSCError(rawValue: 0x8010_0027)
+    package static let noAccess = PCSCError(rawValue: 0x8010_0027)
     /// `SCARD_E_WRITE_TOO_MANY` (`0x80100028`): the card does not have enough memory.
-    public static let writeTooMany = PCSCError(rawValue: 0x8010_0028)
+    package static let writeTooMany = PCSCError(rawValue: 0x8010_0028)
     /// `SCARD_E_BAD_SEEK` (`0x80100029`): setting the file pointer failed.
-    public static let badSeek = PCSCError(rawValue: 0x8010_0029)
+    package static let badSeek = PCSCError(rawValue: 0x8010_0029)
     /// `SCARD_E_INVALID_CHV` (`0x8010002A`): the PIN is incorrect.
-    public static let invalidCHV = PCSCError(rawValue: 0x8010_002A)
+    package static let invalidCHV = PCSCError(rawValue: 0x8010_002A)
     /// `SCARD_E_UNKNOWN_RES_MNG` (`0x8010002B`): an unrecognized code from a layered component.
-    public static let unknownResourceManager = PCSCError(rawValue: 0x8010_002B)
+    package static let unknownResourceManager = PCSCError(rawValue: 0x8010_002B)
     /// `SCARD_E_NO_SUCH_CERTIFICATE` (`0x8010002C`): the certificate does not exist.
-    public static let noSuchCertificate = PCSCError(rawValue: 0x8010_002C)
+    package static let noSuchCertificate = PCSCError(rawValue: 0x8010_002C)
     /// `SCARD_E_CERTIFICATE_UNAVAILABLE` (`0x8010002D`): the certificate could not be obtained.
-    public static let certificateUnavailable = PCSCError(rawValue: 0x8010_002D)
+    package static let certificateUnavailable = PCSCError(rawValue: 0x8010_002D)
     /// `SCARD_E_NO_READERS_AVAILABLE` (`0x8010002E`): there is no reader.
-    public static let noReadersAvailable = PCSCError(rawValue: 0x8010_002E)
+    package static let noReadersAvailable = PCSCError(rawValue: 0x8010_002E)
     /// `SCARD_E_COMM_DATA_LOST` (`0x8010002F`): a communications error with the card; retry.
-    public static let communicationDataLost = PCSCError(rawValue: 0x8010_002F)
+    package static let communicationDataLost = PCSCError(rawValue: 0x8010_002F)
     /// `SCARD_E_NO_KEY_CONTAINER` (`0x80100030`): the key container does not exist.
-    public static let noKeyContainer = PCSCError(rawValue: 0x8010_0030)
+    package static let noKeyContainer = PCSCError(rawValue: 0x8010_0030)
     /// `SCARD_E_SERVER_TOO_BUSY` (`0x80100031`): the resource manager is too busy.
-    public static let serverTooBusy = PCSCError(rawValue: 0x8010_0031)
+    package static let serverTooBusy = PCSCError(rawValue: 0x8010_0031)
 
     // MARK: SCARD_W_: warnings
 
     /// `SCARD_W_UNSUPPORTED_CARD` (`0x80100065`): the reader cannot talk to the card (ATR conflicts).
-    public static let unsupportedCard = PCSCError(rawValue: 0x8010_0065)
+    package static let unsupportedCard = PCSCError(rawValue: 0x8010_0065)
     /// `SCARD_W_UNRESPONSIVE_CARD` (`0x80100066`): the card does not respond to a reset.
-    public static let unresponsiveCard = PCSCError(rawValue: 0x8010_0066)
+    package static let unresponsiveCard = PCSCError(rawValue: 0x8010_0066)
     /// `SCARD_W_UNPOWERED_CARD` (`0x80100067`): power was removed from the card.
-    public static let unpoweredCard = PCSCError(rawValue: 0x8010_0067)
+    package static let unpoweredCard = PCSCError(rawValue: 0x8010_0067)
     /// `SCARD_W_RESET_CARD` (`0x80100068`): the card was reset, so any shared state is gone.
-    public static let resetCard = PCSCError(rawValue: 0x8010_0068)
+    package static let resetCard = PCSCError(rawValue: 0x8010_0068)
     /// `SCARD_W_REMOVED_CARD` (`0x80100069`): the card was removed.
-    public static let removedCard = PCSCError(rawValue: 0x8010_0069)
+    package static let removedCard = PCSCError(rawValue: 0x8010_0069)
     /// `SCARD_W_SECURITY_VIOLATION` (`0x8010006A`): access denied because of a security violation.
-    public static let securityViolation = PCSCError(rawValue: 0x8010_006A)
+    package static let securityViolation = PCSCError(rawValue: 0x8010_006A)
     /// `SCARD_W_WRONG_CHV` (`0x8010006B`): a wrong PIN was presented.
-    public static let wrongCHV = PCSCError(rawValue: 0x8010_006B)
+    package static let wrongCHV = PCSCError(rawValue: 0x8010_006B)
     /// `SCARD_W_CHV_BLOCKED` (`0x8010006C`): the PIN retry counter is at zero.
-    public static let chvBlocked = PCSCError(rawValue: 0x8010_006C)
+    package static let chvBlocked = PCSCError(rawValue: 0x8010_006C)
     /// `SCARD_W_EOF` (`0x8010006D`): the end of the card file was reached.
-    public static let endOfFile = PCSCError(rawValue: 0x8010_006D)
+    package static let endOfFile = PCSCError(rawValue: 0x8010_006D)
     /// `SCARD_W_CANCELLED_BY_USER` (`0x8010006E`): the user cancelled a selection dialog.
-    public static let cancelledByUser = PCSCError(rawValue: 0x8010_006E)
+    package static let cancelledByUser = PCSCError(rawValue: 0x8010_006E)
     /// `SCARD_W_CARD_NOT_AUTHENTICATED` (`0x8010006F`): no PIN was presented.
-    public static let cardNotAuthenticated = PCSCError(rawValue: 0x8010_006F)
+    package static let cardNotAuthenticated = PCSCError(rawValue: 0x8010_006F)
 
     // MARK: Describing
 
     /// pcsc-lite's text for the code, then the code in hex: `Service not available. (0x8010001D)`.
-    public var description: String {
+    package var description: String {
         "\(PCSCLibrary.stringify(rawValue)) (0x\(Self.hex8(rawValue)))"
     }
 
     /// What the error means for the user and what to do, in plain words; nil for codes that only a
     /// programming error produces.
-    public var hint: String? {
+    package var hint: String? {
         switch self {
         case .noService, .serviceStopped, .shutdown:
             return "pcscd, the smart card service, is not running. Start it with "
@@ -193,7 +193,7 @@ public struct PCSCError: Error, RawRepresentable, Hashable, Sendable, CustomStri
 
     /// Whether the card left the reader, lost power or was reset under the connection: the session is
     /// gone and the card must be connected again.
-    public var isCardGone: Bool {
+    package var isCardGone: Bool {
         switch self {
         case .removedCard, .noSmartCard, .resetCard, .unpoweredCard, .readerUnavailable, .unknownReader: true
         default: false

@@ -1,16 +1,16 @@
-public import TokenpinAPDU
+package import TokenpinAPDU
 
 // PC/SC's codes in the transport's terms: the one place a `PCSCError` becomes the `CardTransportError` every card
 // connection throws.
 
 extension CardTransportError {
     /// What a PC/SC code means for the connection: pcsc-lite's words with the code, the hint, and the kind.
-    public init(_ error: PCSCError) {
+    package init(_ error: PCSCError) {
         self.init(Self.kind(of: error), error.description, code: error.rawValue, hint: error.hint)
     }
 
     /// The PC/SC error this came from; nil when pcsc-lite did not report it (a deadline, the simulator).
-    public var pcscError: PCSCError? { code.map(PCSCError.init(rawValue:)) }
+    package var pcscError: PCSCError? { code.map(PCSCError.init(rawValue:)) }
 
     static func kind(of error: PCSCError) -> Kind {
         switch error {

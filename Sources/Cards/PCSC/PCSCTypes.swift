@@ -1,7 +1,7 @@
 /// How a connection shares the card with other processes.
 ///
 /// The raw values are pcsc-lite's `SCARD_SHARE_` constants.
-public enum ShareMode: UInt32, Sendable {
+package enum ShareMode: UInt32, Sendable {
     /// `SCARD_SHARE_SHARED`: other processes may connect too; transactions keep sequences together.
     case shared = 0x0002
     /// `SCARD_SHARE_EXCLUSIVE`: no other process may connect while this connection is open.
@@ -11,24 +11,24 @@ public enum ShareMode: UInt32, Sendable {
 /// The transmission protocols a connection may use.
 ///
 /// The raw values are pcsc-lite's `SCARD_PROTOCOL_` bits.
-public struct CardProtocols: OptionSet, Sendable, Hashable {
+package struct CardProtocols: OptionSet, Sendable, Hashable {
     /// The protocol bits.
-    public let rawValue: UInt32
+    package let rawValue: UInt32
     /// Creates a set from protocol bits.
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    package init(rawValue: UInt32) { self.rawValue = rawValue }
 
     /// `SCARD_PROTOCOL_T0`: character-oriented T=0.
-    public static let t0 = CardProtocols(rawValue: 0x0001)
+    package static let t0 = CardProtocols(rawValue: 0x0001)
     /// `SCARD_PROTOCOL_T1`: block-oriented T=1, what USB tokens speak.
-    public static let t1 = CardProtocols(rawValue: 0x0002)
+    package static let t1 = CardProtocols(rawValue: 0x0002)
     /// T=0 or T=1, whichever the card and reader agree on.
-    public static let any: CardProtocols = [.t0, .t1]
+    package static let any: CardProtocols = [.t0, .t1]
 }
 
 /// What happens to the card when a connection or transaction ends.
 ///
 /// The raw values are pcsc-lite's `SCARD_*_CARD` dispositions.
-public enum CardDisposition: UInt32, Sendable {
+package enum CardDisposition: UInt32, Sendable {
     /// `SCARD_LEAVE_CARD`: the card keeps its state (selected application, verified PINs).
     case leave = 0x0000
     /// `SCARD_RESET_CARD`: the card is reset; selections and verified PINs are gone.
@@ -40,71 +40,71 @@ public enum CardDisposition: UInt32, Sendable {
 /// The state bits pcscd reports for a reader (`SCARD_STATE_`).
 ///
 /// The upper 16 bits of pcsc-lite's value (an event counter) are not part of this set.
-public struct ReaderState: OptionSet, Sendable, Hashable {
+package struct ReaderState: OptionSet, Sendable, Hashable {
     /// The state bits.
-    public let rawValue: UInt32
+    package let rawValue: UInt32
     /// Creates a set from state bits; the event counter bits are dropped.
-    public init(rawValue: UInt32) { self.rawValue = rawValue & 0xFFFF }
+    package init(rawValue: UInt32) { self.rawValue = rawValue & 0xFFFF }
 
     /// `SCARD_STATE_IGNORE`: the reader is to be ignored.
-    public static let ignore = ReaderState(rawValue: 0x0001)
+    package static let ignore = ReaderState(rawValue: 0x0001)
     /// `SCARD_STATE_CHANGED`: the state differs from the one the caller knew.
-    public static let changed = ReaderState(rawValue: 0x0002)
+    package static let changed = ReaderState(rawValue: 0x0002)
     /// `SCARD_STATE_UNKNOWN`: the reader is not known (any more).
-    public static let unknown = ReaderState(rawValue: 0x0004)
+    package static let unknown = ReaderState(rawValue: 0x0004)
     /// `SCARD_STATE_UNAVAILABLE`: the state is not available.
-    public static let unavailable = ReaderState(rawValue: 0x0008)
+    package static let unavailable = ReaderState(rawValue: 0x0008)
     /// `SCARD_STATE_EMPTY`: there is no card in the reader.
-    public static let empty = ReaderState(rawValue: 0x0010)
+    package static let empty = ReaderState(rawValue: 0x0010)
     /// `SCARD_STATE_PRESENT`: a card is in the reader.
-    public static let present = ReaderState(rawValue: 0x0020)
+    package static let present = ReaderState(rawValue: 0x0020)
     /// `SCARD_STATE_ATRMATCH`: the card's ATR matches a requested one.
-    public static let atrMatch = ReaderState(rawValue: 0x0040)
+    package static let atrMatch = ReaderState(rawValue: 0x0040)
     /// `SCARD_STATE_EXCLUSIVE`: another process holds the card exclusively.
-    public static let exclusive = ReaderState(rawValue: 0x0080)
+    package static let exclusive = ReaderState(rawValue: 0x0080)
     /// `SCARD_STATE_INUSE`: the card is in use by some process (shared).
-    public static let inUse = ReaderState(rawValue: 0x0100)
+    package static let inUse = ReaderState(rawValue: 0x0100)
     /// `SCARD_STATE_MUTE`: the card does not answer (no ATR).
-    public static let mute = ReaderState(rawValue: 0x0200)
+    package static let mute = ReaderState(rawValue: 0x0200)
     /// `SCARD_STATE_UNPOWERED`: the card is not powered.
-    public static let unpowered = ReaderState(rawValue: 0x0400)
+    package static let unpowered = ReaderState(rawValue: 0x0400)
 }
 
 /// One reader and the card in it, as `SCardGetStatusChange` reports them.
-public struct ReaderStatus: Sendable, Equatable {
+package struct ReaderStatus: Sendable, Equatable {
     /// The reader's name, as `SCardListReaders` gives it.
-    public var name: String
+    package var name: String
     /// The reader's state bits.
-    public var state: ReaderState
+    package var state: ReaderState
     /// The ATR of the card in the reader; empty without a card.
-    public var atr: [UInt8]
+    package var atr: [UInt8]
 
     /// Creates a status.
-    public init(name: String, state: ReaderState, atr: [UInt8]) {
+    package init(name: String, state: ReaderState, atr: [UInt8]) {
         self.name = name
         self.state = state
         self.atr = atr
     }
 
     /// Whether a card is in the reader.
-    public var isCardPresent: Bool { state.contains(.present) }
+    package var isCardPresent: Bool { state.contains(.present) }
     /// Whether another process holds the card exclusively: connecting gives a sharing violation.
-    public var isExclusivelyUsed: Bool { state.contains(.exclusive) }
+    package var isExclusivelyUsed: Bool { state.contains(.exclusive) }
     /// Whether the card is in the reader but does not answer.
-    public var isMute: Bool { state.contains(.mute) }
+    package var isMute: Bool { state.contains(.mute) }
 }
 
 /// Cancels a blocking `SCardGetStatusChange` from another thread.
 ///
 /// A copyable, sendable token for one context. Cancelling after the context was released is harmless
 /// (pcscd answers `invalidHandle`, which `cancel()` ignores).
-public struct PCSCCanceller: Sendable {
+package struct PCSCCanceller: Sendable {
     let context: Int
 
     /// Makes a wait on the context return; the waiting call then throws `PCSCError.cancelled`.
     ///
     /// The corresponding C function is `SCardCancel`.
-    public func cancel() {
+    package func cancel() {
         try? PCSCLibrary.cancel(context)
     }
 }

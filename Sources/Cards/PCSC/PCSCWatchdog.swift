@@ -1,6 +1,6 @@
 import Dispatch
 import Synchronization
-import TokenpinAPDU
+internal import TokenpinAPDU
 
 /// Puts a deadline on the blocking pcsc-lite calls of one connection: each runs on the connection's own thread
 /// while the caller waits for it, at most until the deadline.

@@ -3,12 +3,12 @@
 /// `SCardListReaders` fills a *multi-string*: each reader name ends in a NUL, and one more NUL ends the
 /// list. The buffer comes from pcscd, so the parser treats it as untrusted: a missing final NUL, a name cut
 /// short, empty names, invalid UTF-8 and duplicates never crash it.
-public enum ReaderList {
+package enum ReaderList {
     /// The reader names in `buffer`, in order, without duplicates.
     ///
     /// Parsing stops at the empty name that ends the list; a last name without its NUL (a truncated buffer)
     /// is kept. Invalid UTF-8 is replaced with U+FFFD, and control characters are dropped from names.
-    public static func parse(_ buffer: [UInt8]) -> [String] {
+    package static func parse(_ buffer: [UInt8]) -> [String] {
         var names: [String] = []
         var current: [UInt8] = []
         for byte in buffer {

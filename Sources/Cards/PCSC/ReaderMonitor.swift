@@ -1,4 +1,4 @@
-public import TokenpinAPDU
+package import TokenpinAPDU
 
 /// Watches readers and cards come and go.
 ///
@@ -6,7 +6,7 @@ public import TokenpinAPDU
 /// until something differs from what it last reported, then reports it. Readers arriving and leaving come
 /// from pcsc-lite's `\\?PnP?\Notification` pseudo reader. Blocking: call it from a thread of your own;
 /// `canceller` stops a wait from another thread.
-public struct ReaderMonitor: ~Copyable {
+package struct ReaderMonitor: ~Copyable {
     private let context: PCSCContext
     /// The last reported state of each reader, with pcsc-lite's event counter in the upper 16 bits.
     private var known: [(name: String, state: UInt32, atr: [UInt8])]
@@ -18,7 +18,7 @@ public struct ReaderMonitor: ~Copyable {
     ///
     /// The corresponding C functions are `SCardEstablishContext`, `SCardListReaders` and
     /// `SCardGetStatusChange`.
-    public init() throws(PCSCError) {
+    package init() throws(PCSCError) {
         let context = try PCSCContext()
         let snapshot = try context.rawStates(of: context.readers())
         var probe = [PCSCLibrary.ReaderStateEntry(reader: PCSCLibrary.plugAndPlayReaderName, currentState: 0)]
@@ -33,12 +33,12 @@ public struct ReaderMonitor: ~Copyable {
     }
 
     /// The readers and their cards as last reported.
-    public var readers: [ReaderStatus] {
+    package var readers: [ReaderStatus] {
         known.map { ReaderStatus(name: $0.name, state: ReaderState(rawValue: $0.state), atr: $0.atr) }
     }
 
     /// A token that stops a `waitForEvents(timeout:)` from another thread (it then throws `.cancelled`).
-    public var canceller: PCSCCanceller { context.canceller }
+    package var canceller: PCSCCanceller { context.canceller }
 
     /// Waits until a reader is added or removed or a card is inserted or removed, or `timeout` passes.
     ///
@@ -46,7 +46,7 @@ public struct ReaderMonitor: ~Copyable {
     /// and put back between two calls reports `cardRemoved` then `cardInserted`. Changes that are not
     /// events (another process connecting) are absorbed without returning. `nil` waits forever.
     /// The corresponding C function is `SCardGetStatusChange`.
-    public mutating func waitForEvents(timeout: Duration?) throws(PCSCError) -> [ReaderEvent] {
+    package mutating func waitForEvents(timeout: Duration?) throws(PCSCError) -> [ReaderEvent] {
         let clock = ContinuousClock()
         let deadline = timeout.map { clock.now.advanced(by: $0) }
         while true {

@@ -1,5 +1,5 @@
-public import TokenpinAPDU
-import TokenpinCardCrypto
+package import TokenpinAPDU
+package import TokenpinCardCrypto
 
 /// The PIV application of one card, opened: selected once, with what a token needs to know about the card read
 /// in the same transaction and kept.
@@ -14,21 +14,21 @@ import TokenpinCardCrypto
 /// Every later exchange runs in `transaction(_:)`: one `connection.exclusive` transaction, selecting the
 /// application again first when the connection reset the card since the last selection (a reset drops the
 /// selection along with a verified PIN). A `PIVCard` is used from one thread at a time, like its connection.
-public final class PIVCard {
+package final class PIVCard {
     /// The channel to the card.
-    public let connection: any CardConnection
+    package let connection: any CardConnection
     /// The session commands go through; its trace shows PIN commands by their header only.
-    public let session: PIVSession
+    package let session: PIVSession
     /// The application property template SELECT answered (`61 {4F …}`).
-    public private(set) var applicationTemplate: [UInt8]
+    package private(set) var applicationTemplate: [UInt8]
     /// The CHUID, when the card has one (YubiKeys ship without; issued PIV cards carry one).
-    public private(set) var chuid: PIVCHUID?
+    package private(set) var chuid: PIVCHUID?
     /// GET VERSION's answer once asked: the YubiKey firmware (major, minor, patch), or nil for another card.
     private var probedVersion: [UInt8]??
     /// The YubiKey serial number (firmware 5 and later), nil on other cards.
-    public private(set) var yubiKeySerial: UInt32?
+    package private(set) var yubiKeySerial: UInt32?
     /// The PIN's state when the card was opened: verified, or its tries left.
-    public private(set) var pinStatus: PIVPINStatus
+    package private(set) var pinStatus: PIVPINStatus
     /// When the application was last selected, and whether the card was closed.
     private let application: SelectedApplication
 
@@ -47,7 +47,7 @@ public final class PIVCard {
     ///
     /// - Throws: `.applicationNotFound` when the card has no PIV application, `.transport` when the card went
     ///   away, `.malformed` for answers that do not parse (a CHUID that is not one).
-    public static func open(_ connection: any CardConnection, trace: ((String) -> Void)? = nil) throws(PIVError)
+    package static func open(_ connection: any CardConnection, trace: ((String) -> Void)? = nil) throws(PIVError)
         -> PIVCard
     {
         let session = PIVSession(connection: connection, trace: trace)
@@ -86,7 +86,7 @@ public final class PIVCard {
     /// The YubiKey firmware version (major, minor, patch), nil on other cards; GET VERSION the first time only.
     ///
     /// Runs in the caller's transaction (`session` is the one `transaction(_:)` passed).
-    public func firmware(_ session: PIVSession) throws(PIVError) -> [UInt8]? {
+    package func firmware(_ session: PIVSession) throws(PIVError) -> [UInt8]? {
         if let probedVersion { return probedVersion }
         let version = try Self.yubiKeyVersion(session)
         probedVersion = .some(version)
@@ -94,20 +94,20 @@ public final class PIVCard {
     }
 
     /// Whether the card answers the YubiKey metadata instruction (`F7`, firmware 5.3 and later).
-    public func hasMetadata(_ session: PIVSession) throws(PIVError) -> Bool {
+    package func hasMetadata(_ session: PIVSession) throws(PIVError) -> Bool {
         guard let version = try firmware(session) else { return false }
         return version[0] > 5 || (version[0] == 5 && version[1] >= 3)
     }
 
     /// The CHUID's GUID when the card has one that is not all zero (the placeholder some issuers leave).
-    public var guid: [UInt8]? {
+    package var guid: [UInt8]? {
         guard let guid = chuid?.guid, guid.count == 16, guid.contains(where: { $0 != 0 }) else { return nil }
         return guid
     }
 
     /// The card's identity without looking at a key: `piv-guid:<32 hex>` from the CHUID, else
     /// `piv-serial:<decimal>` from the YubiKey serial; nil when the card has neither (see `keyIdentity(_:)`).
-    public var identity: String? {
+    package var identity: String? {
         if let guid { return "piv-guid:" + Hex.encode(guid).lowercased() }
         if let yubiKeySerial { return "piv-serial:\(yubiKeySerial)" }
         return nil
@@ -115,7 +115,7 @@ public final class PIVCard {
 
     /// The identity of a card with neither GUID nor serial: `piv-key:` and the first 16 hex digits of the
     /// SHA-256 of the bound key as a binding keeps it (the point, or the RSA modulus without leading zeros).
-    public static func keyIdentity(_ publicKey: PIVPublicKey) throws(CardCryptoError) -> String {
+    package static func keyIdentity(_ publicKey: PIVPublicKey) throws(CardCryptoError) -> String {
         let bytes: [UInt8]
         switch publicKey {
         case .ecc(_, let point): bytes = point
@@ -126,7 +126,7 @@ public final class PIVCard {
 
     /// The card as prompts show it: `YubiKey PIV 12345678`, `PIV card 1234…abcd` (the GUID's ends), or
     /// `PIV card` when it has neither.
-    public var label: String {
+    package var label: String {
         if let yubiKeySerial { return "YubiKey PIV \(yubiKeySerial)" }
         if let guid {
             let hex = Hex.encode(guid).lowercased()
@@ -139,7 +139,7 @@ public final class PIVCard {
     /// reset the card since the last selection.
     ///
     /// - Throws: what `body` throws; `.transport` when the transaction itself fails (the card went away).
-    public func transaction<R: ~Copyable>(_ body: (PIVSession) throws(PIVError) -> R) throws(PIVError) -> R {
+    package func transaction<R: ~Copyable>(_ body: (PIVSession) throws(PIVError) -> R) throws(PIVError) -> R {
         let session = self.session
         func select() throws(PIVError) { applicationTemplate = try session.select() }
         return try application.transaction(
@@ -148,11 +148,11 @@ public final class PIVCard {
     }
 
     /// Ends the session: the connection closes, dropping any PIN still verified.
-    public func close() { application.close() }
+    package func close() { application.close() }
 }
 
 /// What a key slot holds, as far as the card says.
-public enum PIVSlotContent: Sendable, Equatable {
+package enum PIVSlotContent: Sendable, Equatable {
     /// No key (a YubiKey's metadata says so), or on a card without metadata no certificate naming one.
     case empty
     /// A key whose public half tokenpin can read, and the subject of the slot's certificate when one was read.
@@ -165,7 +165,7 @@ extension PIVCard {
     /// What `slot` holds: from YubiKey metadata where the card has it, else from the slot's certificate.
     ///
     /// Runs in the caller's transaction (`session` is the one `transaction(_:)` passed).
-    public func content(of slot: PIVSlot, _ session: PIVSession) throws(PIVError) -> PIVSlotContent {
+    package func content(of slot: PIVSlot, _ session: PIVSession) throws(PIVError) -> PIVSlotContent {
         if try hasMetadata(session) {
             let raw: [UInt8]
             do {
@@ -210,7 +210,7 @@ extension PIVCard {
 
 extension PIVAlgorithm {
     /// The algorithm as messages name it: `P-256`, `RSA 2048`, `Ed25519`.
-    public var name: String {
+    package var name: String {
         switch self {
         case .rsa1024: "RSA 1024"
         case .rsa2048: "RSA 2048"

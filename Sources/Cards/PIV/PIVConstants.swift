@@ -1,11 +1,11 @@
-import TokenpinAPDU
+internal import TokenpinAPDU
 
 /// The PIV application's identifiers, instructions and references. SP 800-73-4; piv-facts.md.
-public enum PIVApplicationID {
+package enum PIVApplicationID {
     /// The AID as clients send it in SELECT: the RID and PIX prefix `A0 00 00 03 08` (cards take it truncated).
-    public static let selectAID: [UInt8] = [0xA0, 0x00, 0x00, 0x03, 0x08]
+    package static let selectAID: [UInt8] = [0xA0, 0x00, 0x00, 0x03, 0x08]
     /// The full AID `A0 00 00 03 08 00 00 10 00 01 00`.
-    public static let fullAID: [UInt8] = [0xA0, 0x00, 0x00, 0x03, 0x08, 0x00, 0x00, 0x10, 0x00, 0x01, 0x00]
+    package static let fullAID: [UInt8] = [0xA0, 0x00, 0x00, 0x03, 0x08, 0x00, 0x00, 0x10, 0x00, 0x01, 0x00]
 }
 
 /// Instruction bytes the session sends.
@@ -33,36 +33,36 @@ enum PIVCommand {
 }
 
 /// A key slot (key reference) of the PIV application.
-public struct PIVSlot: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: UInt8
+package struct PIVSlot: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    package let rawValue: UInt8
 
     /// A slot for a key reference that holds an asymmetric key (`9A`, `9C`, `9D`, `9E`, `82`–`95`); nil otherwise.
-    public init?(rawValue: UInt8) {
+    package init?(rawValue: UInt8) {
         guard [0x9A, 0x9C, 0x9D, 0x9E].contains(rawValue) || (0x82...0x95).contains(rawValue) else { return nil }
         self.rawValue = rawValue
     }
 
     /// `9A`: PIV authentication.
-    public static let authentication = PIVSlot(rawValue: 0x9A)!
+    package static let authentication = PIVSlot(rawValue: 0x9A)!
     /// `9C`: digital signature.
-    public static let signature = PIVSlot(rawValue: 0x9C)!
+    package static let signature = PIVSlot(rawValue: 0x9C)!
     /// `9D`: key management (decryption and key agreement), the slot tokenpin binds to by default.
-    public static let keyManagement = PIVSlot(rawValue: 0x9D)!
+    package static let keyManagement = PIVSlot(rawValue: 0x9D)!
     /// `9E`: card authentication.
-    public static let cardAuthentication = PIVSlot(rawValue: 0x9E)!
+    package static let cardAuthentication = PIVSlot(rawValue: 0x9E)!
 
     /// Retired key management slot `n` (1–20): `82`–`95`.
-    public static func retired(_ number: Int) -> PIVSlot? {
+    package static func retired(_ number: Int) -> PIVSlot? {
         guard (1...20).contains(number) else { return nil }
         return PIVSlot(rawValue: UInt8(0x81 + number))
     }
 
     /// Whether this slot is for key management (9D or retired), the slots whose keys decrypt and agree keys.
-    public var isKeyManagement: Bool { rawValue == 0x9D || (0x82...0x95).contains(rawValue) }
+    package var isKeyManagement: Bool { rawValue == 0x9D || (0x82...0x95).contains(rawValue) }
 
     /// The data object holding the slot's certificate: `5FC105` (9A), `5FC10A` (9C), `5FC10B` (9D),
     /// `5FC101` (9E), `5FC10D`–`5FC120` (82–95).
-    public var certificateObject: UInt32 {
+    package var certificateObject: UInt32 {
         switch rawValue {
         case 0x9A: 0x5FC105
         case 0x9C: 0x5FC10A
@@ -72,19 +72,19 @@ public struct PIVSlot: RawRepresentable, Hashable, Sendable, CustomStringConvert
         }
     }
 
-    public var description: String { String(rawValue, radix: 16, uppercase: true) }
+    package var description: String { String(rawValue, radix: 16, uppercase: true) }
 }
 
 /// Data object identifiers. SP 800-73-4, part 1, table 3.
-public enum PIVObjectID {
-    public static let discovery: UInt32 = 0x7E
-    public static let cardCapabilityContainer: UInt32 = 0x5FC107
-    public static let chuid: UInt32 = 0x5FC102
-    public static let keyHistory: UInt32 = 0x5FC10C
+package enum PIVObjectID {
+    package static let discovery: UInt32 = 0x7E
+    package static let cardCapabilityContainer: UInt32 = 0x5FC107
+    package static let chuid: UInt32 = 0x5FC102
+    package static let keyHistory: UInt32 = 0x5FC10C
 }
 
 /// Asymmetric algorithm identifiers. SP 800-78-4, table 6-2, and the YubiKey's 25519 identifiers.
-public enum PIVAlgorithm: UInt8, Sendable, CaseIterable {
+package enum PIVAlgorithm: UInt8, Sendable, CaseIterable {
     case rsa1024 = 0x06
     case rsa2048 = 0x07
     case rsa3072 = 0x05
@@ -95,7 +95,7 @@ public enum PIVAlgorithm: UInt8, Sendable, CaseIterable {
     case x25519 = 0xE1
 
     /// The coordinate length of a NIST curve, nil for the others.
-    public var coordinateLength: Int? {
+    package var coordinateLength: Int? {
         switch self {
         case .eccP256: 32
         case .eccP384: 48
@@ -104,7 +104,7 @@ public enum PIVAlgorithm: UInt8, Sendable, CaseIterable {
     }
 
     /// The modulus length of an RSA key in bytes, nil for the others.
-    public var modulusLength: Int? {
+    package var modulusLength: Int? {
         switch self {
         case .rsa1024: 128
         case .rsa2048: 256

@@ -1,10 +1,10 @@
-public import TokenpinAPDU
+package import TokenpinAPDU
 
 /// Why a PIV card command did not succeed.
 ///
 /// Status words map to the cases below (SP 800-73-4, part 2, §5.6 and the YubiKey's use of them); a transport
 /// failure (card pulled, pcscd gone) is `.transport` with the connection's `CardTransportError` inside.
-public enum PIVError: CardApplicationError, Sendable, Equatable, CustomStringConvertible {
+package enum PIVError: CardApplicationError, Sendable, Equatable, CustomStringConvertible {
     /// `63 Cx`: the PIN or PUK was wrong; `retriesLeft` tries remain (0: now blocked).
     case wrongPIN(retriesLeft: Int)
     /// `69 83`: the PIN or PUK is blocked (its retry counter is at zero).
@@ -41,7 +41,7 @@ public enum PIVError: CardApplicationError, Sendable, Equatable, CustomStringCon
 
     /// What a status means to the PIV application: `6A 82` is a data object the card does not hold, wrong
     /// parameters a slot it does not have (SP 800-73-4, part 2, §5.6); `6A 81` is no unsupported command to PIV.
-    public static func meaning(of status: CardStatus) -> PIVError? {
+    package static func meaning(of status: CardStatus) -> PIVError? {
         switch status {
         case .notFound: .objectNotFound
         case .wrongParameters: .invalidSlot
@@ -51,7 +51,7 @@ public enum PIVError: CardApplicationError, Sendable, Equatable, CustomStringCon
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .wrongPIN(let retries):
             retries == 0 ? "wrong PIN; it is now blocked" : "wrong PIN, \(retries) tries left"

@@ -1,11 +1,11 @@
-import TokenpinAPDU
-public import TokenpinCardCrypto
-public import TokenpinCore
+internal import TokenpinAPDU
+package import TokenpinCardCrypto
+package import TokenpinCore
 
 extension PIVSession {
     /// The management key's algorithm and whether it is still the factory key, from YubiKey metadata
     /// (`00 F7 00 9B`). Throws `.unsupported` on cards without metadata (assume 3DES there).
-    public func managementKeyMetadata() throws(PIVError) -> (algorithm: BlockCiphers.Algorithm, isDefault: Bool) {
+    package func managementKeyMetadata() throws(PIVError) -> (algorithm: BlockCiphers.Algorithm, isDefault: Bool) {
         let response = try send(CommandAPDU(ins: PIVCommand.getMetadata, p1: 0x00, p2: 0x9B, le: 256))
         do throws(APDUError) {
             let objects = try TLV.parseAll(response.data)
@@ -26,7 +26,7 @@ extension PIVSession {
     /// - Throws: `.invalidArgument` for a key of the wrong length, `.securityStatusNotSatisfied` for a key
     ///   the card refuses, `.incorrectData`/`.invalidSlot` for an algorithm it does not use, `.malformed`
     ///   when the card's own answer is wrong.
-    public func authenticate(managementKey key: borrowing SecretBytes, algorithm: BlockCiphers.Algorithm)
+    package func authenticate(managementKey key: borrowing SecretBytes, algorithm: BlockCiphers.Algorithm)
         throws(PIVError)
     {
         guard key.count == algorithm.keyLength else {
@@ -73,7 +73,7 @@ extension PIVSession {
     ///
     /// SP 800-73-4, part 2, §3.3.2: GENERATE ASYMMETRIC KEY PAIR `00 47 00 slot` with `AC{80 alg [AA policy]}`;
     /// the answer is `7F49{81 n, 82 e}` or `7F49{86 point}`. Any key already in the slot is replaced.
-    public func generateKey(in slot: PIVSlot, algorithm: PIVAlgorithm, pinPolicy: UInt8? = nil) throws(PIVError)
+    package func generateKey(in slot: PIVSlot, algorithm: PIVAlgorithm, pinPolicy: UInt8? = nil) throws(PIVError)
         -> PIVPublicKey
     {
         var children = [TLV(tag: 0x80, value: [algorithm.rawValue])]
@@ -93,7 +93,7 @@ extension PIVSession {
 
     /// Writes a data object (an empty value deletes it): PUT DATA `00 DB 3F FF` with `5C id 53 value`, chained
     /// when long. Needs the management key authenticated.
-    public func putObject(_ id: UInt32, value: [UInt8]) throws(PIVError) {
+    package func putObject(_ id: UInt32, value: [UInt8]) throws(PIVError) {
         let data = TLV(tag: 0x5C, value: Self.objectIDBytes(id)).encoded + TLV(tag: 0x53, value: value).encoded
         _ = try send(CommandAPDU(ins: PIVCommand.putData, p1: 0x3F, p2: 0xFF, data: data))
     }

@@ -1,14 +1,14 @@
-public import TokenpinAPDU
+package import TokenpinAPDU
 
 /// The public key of a PIV slot, read from the slot's certificate or a YubiKey's metadata.
-public enum PIVPublicKey: Sendable, Hashable {
+package enum PIVPublicKey: Sendable, Hashable {
     /// A NIST P-256 or P-384 key: `04 || x || y`.
     case ecc(algorithm: PIVAlgorithm, point: [UInt8])
     /// An RSA key.
     case rsa(modulus: [UInt8], exponent: [UInt8])
 
     /// The algorithm identifier GENERAL AUTHENTICATE takes for this key.
-    public var algorithm: PIVAlgorithm? {
+    package var algorithm: PIVAlgorithm? {
         switch self {
         case .ecc(let algorithm, _): return algorithm
         case .rsa(let modulus, _):
@@ -25,7 +25,7 @@ public enum PIVPublicKey: Sendable, Hashable {
 
     /// The key in a public key template's content (`81 n 82 e` or `86 point`), as GENERATE answers inside
     /// `7F49` and YubiKey metadata in its tag `04`; `algorithm` says which curve a point is on.
-    public init(templateContent bytes: [UInt8], algorithm: PIVAlgorithm) throws(APDUError) {
+    package init(templateContent bytes: [UInt8], algorithm: PIVAlgorithm) throws(APDUError) {
         let objects = try TLV.parseAll(bytes)
         if let coordinate = algorithm.coordinateLength {
             guard let point = objects.first(where: { $0.tag == 0x86 })?.value, point.count == 1 + 2 * coordinate,
@@ -44,7 +44,7 @@ public enum PIVPublicKey: Sendable, Hashable {
     /// subjectPublicKeyInfo` (RFC 5280, §4.1), for id-ecPublicKey on P-256 or P-384 and rsaEncryption.
     ///
     /// Throws `APDUError` for anything else: truncated DER, another key type, a curve PIV does not use.
-    public init(certificate der: [UInt8]) throws(APDUError) {
+    package init(certificate der: [UInt8]) throws(APDUError) {
         let certificate = try TLV.parseOne(der)
         guard certificate.tag == 0x30, let tbs = try certificate.children().first, tbs.tag == 0x30 else {
             throw APDUError(.invalidStructure, "not an X.509 certificate")
@@ -59,7 +59,7 @@ public enum PIVPublicKey: Sendable, Hashable {
     }
 
     /// The common name (`CN`, 2.5.4.3) of an X.509 certificate's subject, nil when it has none or does not parse.
-    public static func subjectCommonName(certificate der: [UInt8]) -> String? {
+    package static func subjectCommonName(certificate der: [UInt8]) -> String? {
         guard let certificate = try? TLV.parseOne(der), let tbs = try? certificate.children().first,
             var fields = try? tbs.children()
         else { return nil }
@@ -118,19 +118,19 @@ public enum PIVPublicKey: Sendable, Hashable {
 }
 
 /// What a YubiKey's GET METADATA says about a slot. piv-facts.md, YubiKey extensions.
-public struct PIVSlotMetadata: Sendable, Hashable {
+package struct PIVSlotMetadata: Sendable, Hashable {
     /// The key's algorithm.
-    public var algorithm: PIVAlgorithm
+    package var algorithm: PIVAlgorithm
     /// PIN policy (`01` never, `02` once, `03` always) and touch policy.
-    public var pinPolicy: UInt8
-    public var touchPolicy: UInt8
+    package var pinPolicy: UInt8
+    package var touchPolicy: UInt8
     /// Generated on the card (`true`) or imported.
-    public var generated: Bool
+    package var generated: Bool
     /// The public key.
-    public var publicKey: PIVPublicKey
+    package var publicKey: PIVPublicKey
 
     /// Parses the answer: `01` algorithm, `02` policies, `03` origin, `04` public key.
-    public init(parsing bytes: [UInt8]) throws(APDUError) {
+    package init(parsing bytes: [UInt8]) throws(APDUError) {
         let objects = try TLV.parseAll(bytes)
         func value(_ tag: UInt32, _ count: Int? = nil) throws(APDUError) -> [UInt8] {
             guard let found = objects.first(where: { $0.tag == tag })?.value, count.map({ found.count == $0 }) ?? true
@@ -152,16 +152,16 @@ public struct PIVSlotMetadata: Sendable, Hashable {
 }
 
 /// The card holder unique identifier (CHUID, `5FC102`): the parts tokenpin uses to name a card.
-public struct PIVCHUID: Sendable, Hashable {
+package struct PIVCHUID: Sendable, Hashable {
     /// `30`: the FASC-N, 25 bytes (government cards), or empty.
-    public var fascn: [UInt8]
+    package var fascn: [UInt8]
     /// `34`: the GUID, 16 bytes, or empty.
-    public var guid: [UInt8]
+    package var guid: [UInt8]
     /// `35`: the expiry date, `YYYYMMDD`.
-    public var expiry: String
+    package var expiry: String
 
     /// Parses the value of the CHUID's `53` template.
-    public init(parsing bytes: [UInt8]) throws(APDUError) {
+    package init(parsing bytes: [UInt8]) throws(APDUError) {
         let objects = try TLV.parseAll(bytes)
         fascn = objects.first { $0.tag == 0x30 }?.value ?? []
         guid = objects.first { $0.tag == 0x34 }?.value ?? []

@@ -1,4 +1,4 @@
-public import TokenpinAPDU
+package import TokenpinAPDU
 
 /// The PIV PIN (`80`) and PUK (`81`) typed on the reader's keypad (PC/SC part 10 `VERIFY_PIN_DIRECT`,
 /// `MODIFY_PIN_DIRECT`): ASCII, 6 to 8 digits, padded with `FF` to 8 bytes in the command the reader completes
@@ -8,12 +8,12 @@ extension PIVSession {
     ///
     /// Returns nil when the card accepted it, the reader's refusal when the card saw no PIN; throws what a typed
     /// VERIFY throws (`.wrongPIN`, `.blocked`, ...).
-    public func verify(onKeypadOf reader: any PinpadReader) throws(PIVError) -> PinpadRefusal? {
+    package func verify(onKeypadOf reader: any PinpadReader) throws(PIVError) -> PinpadRefusal? {
         try keypadCommand([0x00, PIVCommand.verify, 0x00, 0x80], reader: reader, modify: false)
     }
 
     /// CHANGE REFERENCE DATA of the PIN or, with `puk`, the PUK: current, new and new again on the keypad.
-    public func changeReferenceData(puk: Bool = false, onKeypadOf reader: any PinpadReader) throws(PIVError)
+    package func changeReferenceData(puk: Bool = false, onKeypadOf reader: any PinpadReader) throws(PIVError)
         -> PinpadRefusal?
     {
         try keypadCommand(
@@ -24,7 +24,7 @@ extension PIVSession {
     /// keypad (`MODIFY_PIN_DIRECT`: the PUK in the first 8-byte block, the new PIN in the second, both `FF`-padded;
     /// SP 800-73-4, part 2, §3.2.3). Returns and throws as `verify(onKeypadOf:)`, a wrong PUK as
     /// `.wrongPIN(retriesLeft:)` with the PUK's tries.
-    public func unblockPIN(onKeypadOf reader: any PinpadReader) throws(PIVError) -> PinpadRefusal? {
+    package func unblockPIN(onKeypadOf reader: any PinpadReader) throws(PIVError) -> PinpadRefusal? {
         try keypadCommand([0x00, PIVCommand.resetRetryCounter, 0x00, 0x80], reader: reader, modify: true)
     }
 

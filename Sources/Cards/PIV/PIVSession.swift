@@ -1,8 +1,8 @@
-public import TokenpinAPDU
-public import TokenpinCore
+package import TokenpinAPDU
+package import TokenpinCore
 
 /// Whether the PIV PIN is verified, or how many tries it has left.
-public enum PIVPINStatus: Sendable, Equatable {
+package enum PIVPINStatus: Sendable, Equatable {
     /// The PIN is verified in this session (VERIFY with no data answered `90 00`).
     case verified
     /// Not verified; this many tries left (0: blocked).
@@ -20,24 +20,24 @@ public enum PIVPINStatus: Sendable, Equatable {
 ///
 /// Like `OpenPGPSession` it keeps no state: the card holds the selection and the verified PIN. Calls block
 /// on the connection.
-public struct PIVSession {
+package struct PIVSession {
     /// The ISO 7816 layer every command goes through.
     var transport: ISO7816Transport
 
     /// The channel to the card.
-    public var connection: any CardConnection { transport.connection }
+    package var connection: any CardConnection { transport.connection }
     /// Receives one line per command and per answer; PIN commands show only their header and secret answers
     /// only their length.
-    public var trace: ((String) -> Void)? {
+    package var trace: ((String) -> Void)? {
         get { transport.trace }
         set { transport.trace = newValue }
     }
 
     /// The longest PIN or PUK a PIV card takes: 8 bytes, padded with `FF`.
-    public static let maxPINLength = 8
+    package static let maxPINLength = 8
 
     /// Creates a session; nothing is sent until `select()`.
-    public init(connection: any CardConnection, trace: ((String) -> Void)? = nil) {
+    package init(connection: any CardConnection, trace: ((String) -> Void)? = nil) {
         transport = ISO7816Transport(connection: connection, names: PIVCommand.names, trace: trace)
     }
 
@@ -48,7 +48,7 @@ public struct PIVSession {
     /// SP 800-73-4, part 2, §3.1.1: SELECT `00 A4 04 00` with the AID truncated to `A0 00 00 03 08`.
     /// Throws `.applicationNotFound` when the card has none.
     @discardableResult
-    public func select() throws(PIVError) -> [UInt8] {
+    package func select() throws(PIVError) -> [UInt8] {
         let command = CommandAPDU(ins: PIVCommand.select, p1: 0x04, p2: 0x00, data: PIVApplicationID.selectAID, le: 256)
         do {
             return try transport.send(command).data
@@ -63,7 +63,7 @@ public struct PIVSession {
     ///
     /// SP 800-73-4, part 2, §3.1.2: GET DATA `00 CB 3F FF` with `5C` naming the object. Throws
     /// `.objectNotFound` for an object the card does not hold, `.securityStatusNotSatisfied` for one behind the PIN.
-    public func getObject(_ id: UInt32) throws(PIVError) -> [UInt8] {
+    package func getObject(_ id: UInt32) throws(PIVError) -> [UInt8] {
         let command = CommandAPDU(
             ins: PIVCommand.getData, p1: 0x3F, p2: 0xFF,
             data: TLV(tag: 0x5C, value: Self.objectIDBytes(id)).encoded, le: 256)
@@ -83,7 +83,7 @@ public struct PIVSession {
     }
 
     /// The discovery object's AID (`4F`) and PIN usage policy (`5F2F`).
-    public func discovery() throws(PIVError) -> (aid: [UInt8], pinPolicy: [UInt8]) {
+    package func discovery() throws(PIVError) -> (aid: [UInt8], pinPolicy: [UInt8]) {
         let value = try getObject(PIVObjectID.discovery)
         do throws(APDUError) {
             let objects = try TLV.parseAll(value)
@@ -97,7 +97,7 @@ public struct PIVSession {
     }
 
     /// The card holder unique identifier: GUID, FASC-N, expiry.
-    public func chuid() throws(PIVError) -> PIVCHUID {
+    package func chuid() throws(PIVError) -> PIVCHUID {
         let value = try getObject(PIVObjectID.chuid)
         do { return try PIVCHUID(parsing: value) } catch { throw .malformed(error) }
     }
@@ -106,7 +106,7 @@ public struct PIVSession {
     ///
     /// Throws `.objectNotFound` when the slot has no certificate and `.malformed` for a compressed (gzip)
     /// certificate, which tokenpin does not inflate.
-    public func certificate(in slot: PIVSlot) throws(PIVError) -> [UInt8] {
+    package func certificate(in slot: PIVSlot) throws(PIVError) -> [UInt8] {
         let value = try getObject(slot.certificateObject)
         do throws(APDUError) {
             let objects = try TLV.parseAll(value)
@@ -123,7 +123,7 @@ public struct PIVSession {
     }
 
     /// The public key of a slot: from YubiKey metadata where the card has it, else from the slot's certificate.
-    public func publicKey(in slot: PIVSlot) throws(PIVError) -> PIVPublicKey {
+    package func publicKey(in slot: PIVSlot) throws(PIVError) -> PIVPublicKey {
         do {
             return try metadata(for: slot).publicKey
         } catch .unsupported {
@@ -141,7 +141,7 @@ public struct PIVSession {
     ///
     /// SP 800-73-4, part 2, §3.2.1: VERIFY `00 20 00 80` with no data answers `90 00` (verified) or `63 Cx`;
     /// `69 83` is 0 tries.
-    public func pinStatus() throws(PIVError) -> PIVPINStatus {
+    package func pinStatus() throws(PIVError) -> PIVPINStatus {
         let command = CommandAPDU(ins: PIVCommand.verify, p1: 0x00, p2: 0x80)
         let response: ResponseAPDU
         do { response = try transport.exchange(command) } catch { throw PIVError(error) }
@@ -158,7 +158,7 @@ public struct PIVSession {
     /// VERIFY `00 20 00 80 08` with the PIN padded with `FF` to 8 bytes; the APDU is sensitive and wiped.
     /// - Throws: `.invalidArgument` for an empty PIN, one over 8 bytes or one holding `FF` (nothing is
     ///   sent, no try is spent), `.wrongPIN(retriesLeft:)`, `.blocked`.
-    public func verify(pin: borrowing SecretBytes) throws(PIVError) {
+    package func verify(pin: borrowing SecretBytes) throws(PIVError) {
         try Self.checkPIN(pin, "PIN")
         try sendPIN(PIVCommand.verify, p2: 0x80, Self.padded(pin))
     }
@@ -166,7 +166,7 @@ public struct PIVSession {
     /// Changes the PIN (`80`) or, with `puk: true`, the PUK (`81`), given the current one.
     ///
     /// CHANGE REFERENCE DATA `00 24 00 80|81 10` with both values padded to 8 bytes.
-    public func changeReferenceData(
+    package func changeReferenceData(
         puk: Bool = false, current: borrowing SecretBytes,
         new: borrowing SecretBytes
     ) throws(PIVError) {
@@ -182,7 +182,7 @@ public struct PIVSession {
     ///
     /// RESET RETRY COUNTER `00 2C 00 80 10` with the PUK and the new PIN padded to 8 bytes. Throws
     /// `.wrongPIN(retriesLeft:)` for a wrong PUK (its tries), `.blocked` when the PUK is blocked.
-    public func unblockPIN(puk: borrowing SecretBytes, newPIN: borrowing SecretBytes) throws(PIVError) {
+    package func unblockPIN(puk: borrowing SecretBytes, newPIN: borrowing SecretBytes) throws(PIVError) {
         try Self.checkPIN(puk, "PUK")
         try Self.checkPIN(newPIN, "new PIN")
         try sendPIN(PIVCommand.resetRetryCounter, p2: 0x80, .concatenating(Self.padded(puk), Self.padded(newPIN)))
@@ -223,7 +223,8 @@ public struct PIVSession {
     /// - Throws: `.invalidArgument` for a point that is not uncompressed on the algorithm's curve,
     ///   `.securityStatusNotSatisfied`, `.referencedDataNotFound` (no key), `.incorrectData` (another
     ///   algorithm), `.malformed` for an answer that is not one coordinate.
-    public func sharedSecret(slot: PIVSlot, algorithm: PIVAlgorithm, peerPoint: [UInt8]) throws(PIVError) -> SecretBytes
+    package func sharedSecret(slot: PIVSlot, algorithm: PIVAlgorithm, peerPoint: [UInt8]) throws(PIVError)
+        -> SecretBytes
     {
         guard let coordinate = algorithm.coordinateLength else {
             throw .invalidArgument("ECDH needs a P-256 or P-384 key, not \(algorithm)")
@@ -248,7 +249,7 @@ public struct PIVSession {
     /// The card-authentication key (`9E`) answers without a PIN, so a host can check a card before it sends one.
     /// - Throws: `.invalidArgument` for an input of the wrong size, `.securityStatusNotSatisfied` when the key's
     ///   policy wants the PIN, `.referencedDataNotFound` (no key), `.incorrectData` (another algorithm).
-    public func sign(slot: PIVSlot, algorithm: PIVAlgorithm, input: [UInt8]) throws(PIVError) -> [UInt8] {
+    package func sign(slot: PIVSlot, algorithm: PIVAlgorithm, input: [UInt8]) throws(PIVError) -> [UInt8] {
         if let length = algorithm.modulusLength, input.count != length {
             throw .invalidArgument("an RSA block for this key has \(length) bytes, not \(input.count)")
         }
@@ -266,7 +267,7 @@ public struct PIVSession {
     /// GENERAL AUTHENTICATE `00 87 07 slot` with `7C { 82 00, 81 cryptogram }` (chained: it exceeds a short
     /// APDU). Throws `.decryptionFailed` when the block is not type-2 padded (another key, an altered
     /// cryptogram), `.invalidArgument` for a cryptogram not as long as the modulus.
-    public func decrypt(slot: PIVSlot, algorithm: PIVAlgorithm = .rsa2048, cryptogram: [UInt8]) throws(PIVError)
+    package func decrypt(slot: PIVSlot, algorithm: PIVAlgorithm = .rsa2048, cryptogram: [UInt8]) throws(PIVError)
         -> SecretBytes
     {
         guard let length = algorithm.modulusLength else {
@@ -341,7 +342,7 @@ public struct PIVSession {
     // MARK: YubiKey
 
     /// The firmware version (major, minor, patch): YubiKey GET VERSION `00 FD 00 00`.
-    public func version() throws(PIVError) -> [UInt8] {
+    package func version() throws(PIVError) -> [UInt8] {
         let response = try send(CommandAPDU(ins: PIVCommand.getVersion, p1: 0, p2: 0, le: 256))
         guard response.data.count == 3 else {
             throw .malformed(APDUError(.invalidLength, "a version of \(response.data.count) bytes"))
@@ -350,7 +351,7 @@ public struct PIVSession {
     }
 
     /// The YubiKey serial number: GET SERIAL `00 F8 00 00` (firmware 5+).
-    public func serial() throws(PIVError) -> UInt32 {
+    package func serial() throws(PIVError) -> UInt32 {
         let response = try send(CommandAPDU(ins: PIVCommand.getSerial, p1: 0, p2: 0, le: 256))
         guard response.data.count == 4 else {
             throw .malformed(APDUError(.invalidLength, "a serial of \(response.data.count) bytes"))
@@ -360,19 +361,19 @@ public struct PIVSession {
 
     /// A slot's key metadata: YubiKey GET METADATA `00 F7 00 slot` (firmware 5.3+). Throws `.unsupported` on
     /// other cards and `.referencedDataNotFound` for an empty slot.
-    public func metadata(for slot: PIVSlot) throws(PIVError) -> PIVSlotMetadata {
+    package func metadata(for slot: PIVSlot) throws(PIVError) -> PIVSlotMetadata {
         let raw = try rawMetadata(for: slot)
         do { return try PIVSlotMetadata(parsing: raw) } catch { throw .malformed(error) }
     }
 
     /// A slot's metadata as the card answers it, unparsed (for keys `PIVSlotMetadata` does not read).
-    public func rawMetadata(for slot: PIVSlot) throws(PIVError) -> [UInt8] {
+    package func rawMetadata(for slot: PIVSlot) throws(PIVError) -> [UInt8] {
         try send(CommandAPDU(ins: PIVCommand.getMetadata, p1: 0x00, p2: slot.rawValue, le: 256)).data
     }
 
     /// The PIN's (`80`) or PUK's (`81`) tries, total and left, from YubiKey metadata (firmware 5.3+); the only
     /// way to learn the PUK's without spending one. Throws `.unsupported` on other cards.
-    public func retries(puk: Bool) throws(PIVError) -> (total: Int, left: Int) {
+    package func retries(puk: Bool) throws(PIVError) -> (total: Int, left: Int) {
         let response = try send(CommandAPDU(ins: PIVCommand.getMetadata, p1: 0x00, p2: puk ? 0x81 : 0x80, le: 256))
         do throws(APDUError) {
             guard let tries = try TLV.parseAll(response.data).first(where: { $0.tag == 0x06 })?.value, tries.count == 2

@@ -9,9 +9,9 @@ import TokenpinSystem
 /// modules its arguments name, says `ready` (or why not), then answers one request at a time until `quit` or the end
 /// of the socket, and ends with `_exit` after finalizing the modules: some modules' exit-time destructors crash
 /// (SoftHSM with OpenSSL 3), and a crash after the last answer must cost nothing.
-public enum PKCS11HelperServer {
+package enum PKCS11HelperServer {
     /// The helper's arguments: `--p11-kit` (every module p11-kit is configured to load) or `--module PATH`.
-    public static func source(arguments: [String]) -> PKCS11ModuleSource? {
+    package static func source(arguments: [String]) -> PKCS11ModuleSource? {
         switch arguments.count {
         case 1 where arguments[0] == "--p11-kit": .p11kit
         case 2 where arguments[0] == "--module" && arguments[1].hasPrefix("/"): .path(arguments[1])
@@ -29,7 +29,7 @@ public enum PKCS11HelperServer {
 
     /// Runs the helper on the socket `socket` (its standard input): loads `source`, answers until the client quits or
     /// goes, and ends the process.
-    public static func run(source: PKCS11ModuleSource, socket: consuming FileDescriptor) -> Never {
+    package static func run(source: PKCS11ModuleSource, socket: consuming FileDescriptor) -> Never {
         let tokens: PKCS11Tokens
         do {
             tokens = try PKCS11Tokens.load(source)

@@ -118,7 +118,7 @@ enum PKCS11Constant {
 }
 
 /// How a token's RSA key decrypts the challenge, which tokenpin encrypted to its public key.
-public enum PKCS11RSAPadding: String, Sendable, Equatable, CaseIterable {
+package enum PKCS11RSAPadding: String, Sendable, Equatable, CaseIterable {
     /// `CKM_RSA_PKCS_OAEP` with SHA-1 and MGF1-SHA-1 and no label: the OAEP every module that has OAEP takes
     /// (SoftHSM 2.6 takes no other; OpenSC unpads it in software). SHA-1's collisions do not weaken OAEP.
     case oaep = "oaep-sha1"
@@ -145,7 +145,7 @@ public enum PKCS11RSAPadding: String, Sendable, Equatable, CaseIterable {
     }
 
     /// The bytes of padding the scheme adds to a message: the largest message is the modulus less these.
-    public var overhead: Int {
+    package var overhead: Int {
         switch self {
         case .oaep: 2 * 20 + 2
         case .pkcs1: 11

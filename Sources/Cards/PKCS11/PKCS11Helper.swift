@@ -16,25 +16,25 @@ import TokenpinSystem
 /// helper answers is checked as strictly as what a module answers: it runs code tokenpin does not trust.
 ///
 /// Not thread-safe: one caller at a time (the token application drives it from one thread).
-public final class PKCS11Helper {
+package final class PKCS11Helper {
     /// Where its modules come from.
-    public let source: PKCS11ModuleSource
+    package let source: PKCS11ModuleSource
     /// How long each request may take.
-    public let timeoutMilliseconds: Int
+    package let timeoutMilliseconds: Int
     /// How long a login through the token's protected authentication path (a keypad) may take.
-    public var protectedPathTimeoutMilliseconds = 60_000
+    package var protectedPathTimeoutMilliseconds = 60_000
     /// The modules the helper loaded (p11-kit's names, or the path).
-    public let modules: [String]
+    package let modules: [String]
     /// The time from spawning the helper to its `ready`, in nanoseconds (the helper's start cost).
-    public let startNanoseconds: UInt64
+    package let startNanoseconds: UInt64
     /// The PKCS#11 calls the helper made for the last request (added to `counter`).
-    public internal(set) var lastCalls = 0 {
+    package internal(set) var lastCalls = 0 {
         didSet { counter?.add(calls: lastCalls) }
     }
     /// The PKCS#11 calls the helper made to load and initialize its modules.
-    public let startCalls: Int
+    package let startCalls: Int
     /// Where the calls and the start cost are counted, if anywhere (`tokenpin bench --token`).
-    public let counter: PKCS11CallCounter?
+    package let counter: PKCS11CallCounter?
 
     private var socket: FileDescriptor?
     private let process: ChildProcess?
@@ -45,7 +45,7 @@ public final class PKCS11Helper {
 
     /// The default time a request may take: a token behind pcscd answers a login and a key operation in well under
     /// a second, a slow card in a few.
-    public static let defaultTimeoutMilliseconds = 15_000
+    package static let defaultTimeoutMilliseconds = 15_000
 
     private init(
         source: PKCS11ModuleSource, timeout: Int, socket: consuming FileDescriptor?, process: ChildProcess?,
@@ -70,7 +70,7 @@ public final class PKCS11Helper {
 
     /// Where the helper is looked for when none is named: next to the running executable (the build directory, or
     /// `bin/`), then `../libexec/tokenpin/` from it, then `/usr/libexec/tokenpin/` and `/usr/local/libexec/tokenpin/`.
-    public static var executableCandidates: [String] {
+    package static var executableCandidates: [String] {
         var candidates: [String] = []
         if let executable = CurrentProcess.executablePath, let slash = executable.lastIndex(of: "/") {
             let directory = String(executable[..<slash])
@@ -89,7 +89,7 @@ public final class PKCS11Helper {
     ///   - counter: where its calls and its start cost are counted, if anywhere.
     /// - Throws: `.helperFailed` when it cannot start or cannot load the modules; `.notAnswering` when loading takes
     ///   past the timeout (it is killed).
-    public static func start(
+    package static func start(
         module: PKCS11ModuleSource, timeout: Int = defaultTimeoutMilliseconds, executable: String? = nil,
         environment: [String]? = nil, standardError: Int32? = nil, counter: PKCS11CallCounter? = nil
     ) throws(PKCS11TokenError) -> PKCS11Helper {
@@ -154,7 +154,7 @@ public final class PKCS11Helper {
     /// helper answers it with (`PKCS11HelperServer.perform`), with no process, socket or frame between. The bare
     /// PKCS#11 calls `tokenpin bench --token` times a verify against; nothing else runs a module in a tokenpin
     /// process (one that hangs or crashes takes the process with it). Not bounded by any timeout.
-    public static func inProcess(module: PKCS11ModuleSource) throws(PKCS11TokenError) -> PKCS11Helper {
+    package static func inProcess(module: PKCS11ModuleSource) throws(PKCS11TokenError) -> PKCS11Helper {
         let began = MonotonicClock.nanoseconds
         let tokens: PKCS11Tokens
         do {
@@ -169,7 +169,7 @@ public final class PKCS11Helper {
 
     /// Asks the helper to finalize its modules and end, and reaps it; kills it when it has not ended within a second.
     /// Calling it again does nothing. In process: finalizes the modules.
-    public func stop() {
+    package func stop() {
         if let local {
             if ended == nil { local.finalize() }
         } else {

@@ -8,7 +8,7 @@ extension PKCS11Helper {
     ///
     /// - Throws: `.invalidRequest` for a URI that does not parse or names a PIN; `.malformed` when a module
     ///   answered something impossible.
-    public func inventory(uri: String? = nil) throws(PKCS11TokenError) -> PKCS11Inventory {
+    package func inventory(uri: String? = nil) throws(PKCS11TokenError) -> PKCS11Inventory {
         if let uri { _ = try PKCS11URI(parsing: uri) }
         let reply = try exchange(.list(uri: uri))
         switch consume reply {
@@ -28,12 +28,12 @@ extension PKCS11Helper {
     ///
     /// - Throws: `.ambiguous` with the URIs of the candidates when more than one fits; `.noToken` when none does,
     ///   saying what was found instead.
-    public func selectKey(uri: String? = nil) throws(PKCS11TokenError) -> PKCS11Key {
+    package func selectKey(uri: String? = nil) throws(PKCS11TokenError) -> PKCS11Key {
         try Self.select(from: try inventory(uri: uri), uri: uri, source: source)
     }
 
     /// The one key of `inventory` that `uri` selects; see `selectKey(uri:)`.
-    public static func select(from inventory: PKCS11Inventory, uri: String?, source: PKCS11ModuleSource)
+    package static func select(from inventory: PKCS11Inventory, uri: String?, source: PKCS11ModuleSource)
         throws(PKCS11TokenError) -> PKCS11Key
     {
         var candidates = inventory.keys.filter(\.matches).map(\.key)
@@ -56,7 +56,7 @@ extension PKCS11Helper {
     }
 
     /// `key` read afresh from its token, with its public half (no login).
-    public func refresh(_ key: PKCS11Key) throws(PKCS11TokenError) -> PKCS11Key {
+    package func refresh(_ key: PKCS11Key) throws(PKCS11TokenError) -> PKCS11Key {
         let reply = try exchange(.key(PKCS11KeyReference(key)))
         switch consume reply {
         case .key(let fresh, let calls):
@@ -71,7 +71,7 @@ extension PKCS11Helper {
     }
 
     /// The token's description and flags now: its PIN tries hint after a refusal.
-    public func status(of key: PKCS11Key) throws(PKCS11TokenError) -> PKCS11TokenInfo {
+    package func status(of key: PKCS11Key) throws(PKCS11TokenError) -> PKCS11TokenInfo {
         let reply = try exchange(.status(PKCS11KeyReference(key)))
         switch consume reply {
         case .token(let token, let calls):
@@ -92,7 +92,7 @@ extension PKCS11Helper {
     ///
     /// - Throws: `.wrongPIN` with the token's tries hint, `.pinLocked`, `.malformed` for an answer of the wrong
     ///   length, `.notAnswering`/`.helperFailed` when the helper hung or crashed.
-    public func answer(
+    package func answer(
         _ key: PKCS11Key, pin: borrowing SecretBytes?, challenge: [UInt8],
         expectedLength: Int = PKCS11Challenge.rsaSecretLength
     ) throws(PKCS11TokenError) -> SecretBytes {
@@ -139,7 +139,7 @@ extension PKCS11Helper {
 
     /// Changes the token's user PIN from `current` to `new` (`C_SetPIN`); on a token with a protected
     /// authentication path both are entered on its keypad and the arguments are ignored.
-    public func changePIN(_ key: PKCS11Key, current: borrowing SecretBytes, new: borrowing SecretBytes)
+    package func changePIN(_ key: PKCS11Key, current: borrowing SecretBytes, new: borrowing SecretBytes)
         throws(PKCS11TokenError)
     {
         let keypad = key.token.flags.contains(.protectedAuthenticationPath)

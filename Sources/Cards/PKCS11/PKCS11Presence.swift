@@ -39,7 +39,7 @@ extension PKCS11Helper {
     ///
     /// - Throws: when the helper or the module fails otherwise (hung, crashed): the caller cannot tell, and starts
     ///   another helper.
-    public func isPresent(_ key: PKCS11Key) throws(PKCS11TokenError) -> Bool {
+    package func isPresent(_ key: PKCS11Key) throws(PKCS11TokenError) -> Bool {
         let reply = try exchange(.presence(PKCS11KeyReference(key)))
         switch consume reply {
         case .token(_, let calls):
@@ -57,7 +57,7 @@ extension PKCS11Helper {
 
 extension PKCS11TokenError {
     /// The error says the token is not (or no longer) in its slot.
-    public var meansTokenLeft: Bool {
+    package var meansTokenLeft: Bool {
         switch self {
         case .noToken, .tokenChanged: true
         case .module(let error, _, _): error.isTokenGone || error == .slotIDInvalid

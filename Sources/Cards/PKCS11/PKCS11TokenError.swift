@@ -1,7 +1,7 @@
 /// A module answered something no correct module answers, or could not be loaded: tests compare `code`.
-public struct PKCS11ModuleError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct PKCS11ModuleError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What was wrong.
-    public enum Code: String, Sendable {
+    package enum Code: String, Sendable {
         /// The module could not be loaded or initialized (no file, no `C_GetFunctionList`, `C_Initialize` failed).
         case loadFailed = "load-failed"
         /// A count past what was asked for or any real token has (slots, mechanisms, objects).
@@ -13,24 +13,24 @@ public struct PKCS11ModuleError: Error, Sendable, Equatable, CustomStringConvert
     }
 
     /// What was wrong.
-    public var code: Code
+    package var code: Code
     /// A sentence naming the call and the value.
-    public var detail: String
+    package var detail: String
 
     /// Creates an error.
-    public init(_ code: Code, _ detail: String) {
+    package init(_ code: Code, _ detail: String) {
         self.code = code
         self.detail = detail
     }
 
-    public var description: String { detail }
+    package var description: String { detail }
 }
 
 /// What went wrong with a PKCS#11 token, in the terms the token application needs: each case becomes a
 /// `TokenCardError` of the service (wrong PIN, blocked, transport, malformed, unusable, refused).
 ///
 /// No case carries a PIN or a secret.
-public enum PKCS11TokenError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum PKCS11TokenError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `C_Login` said `CKR_PIN_INCORRECT` or `CKR_PIN_LEN_RANGE`; the token's tries hint as read afterwards.
     case wrongPIN(PKCS11PINTries)
     /// `C_Login` (or `C_SetPIN`) said `CKR_PIN_LOCKED`, or the token's flags say the user PIN is locked.
@@ -57,7 +57,7 @@ public enum PKCS11TokenError: Error, Sendable, Equatable, CustomStringConvertibl
 
     /// Whether the token (or its module, or the helper) went away or did not answer, as a pulled card does: the
     /// service's transport failure, after which it may fall back to the PIN.
-    public var isTransport: Bool {
+    package var isTransport: Bool {
         switch self {
         case .notAnswering, .helperFailed, .tokenChanged: true
         case .module(let error, _, _): error.isTokenGone
@@ -65,7 +65,7 @@ public enum PKCS11TokenError: Error, Sendable, Equatable, CustomStringConvertibl
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .wrongPIN(let tries):
             switch tries {

@@ -4,19 +4,19 @@ import TokenpinCore
 /// A challenge for a token's key and the secret the key answers it with, computed here from the public half: an
 /// ephemeral point and the ECDH x coordinate, or 32 random bytes and their encryption to the RSA key under the
 /// padding its token takes. No PKCS#11 call is made, so a slot's challenge can be replaced after every verify.
-public struct PKCS11Challenge: ~Copyable {
+package struct PKCS11Challenge: ~Copyable {
     /// What the token gets: the ephemeral point, or the RSA cryptogram.
-    public let challenge: [UInt8]
+    package let challenge: [UInt8]
     /// What the token answers with, in guarded memory.
-    public let secret: SecretBytes
+    package let secret: SecretBytes
 
     /// The size of the random secret encrypted to an RSA key.
-    public static let rsaSecretLength = 32
+    package static let rsaSecretLength = 32
 
     /// A fresh challenge for `key` and its answer. Ephemeral private keys are wiped when this returns.
     ///
     /// - Throws: `.unusable` when libcrypto refuses the key (it was checked at discovery, so this is not expected).
-    public static func fresh(for key: PKCS11Key) throws(PKCS11TokenError) -> PKCS11Challenge {
+    package static func fresh(for key: PKCS11Key) throws(PKCS11TokenError) -> PKCS11Challenge {
         do throws(CardCryptoError) {
             switch (key.algorithm, key.publicKey) {
             case (.ecdh(let curve), .ec(let point)):
@@ -48,11 +48,11 @@ public struct PKCS11Challenge: ~Copyable {
 /// binding's challenge; `bind` makes a fresh challenge and checks the token's answer against the secret computed
 /// from the public key, which is what a binding must do before it seals anything. `close` ends the helper (its
 /// modules finalized, no login left behind).
-public final class PKCS11TokenKey {
+package final class PKCS11TokenKey {
     /// The helper the modules run in.
-    public let helper: PKCS11Helper
+    package let helper: PKCS11Helper
     /// The key, as listed (or last refreshed).
-    public private(set) var key: PKCS11Key
+    package private(set) var key: PKCS11Key
 
     private init(helper: PKCS11Helper, key: PKCS11Key) {
         self.helper = helper
@@ -60,7 +60,7 @@ public final class PKCS11TokenKey {
     }
 
     /// Starts a helper for `module`, and selects the key `uri` names (see `PKCS11Helper.selectKey(uri:)`).
-    public static func open(
+    package static func open(
         module: PKCS11ModuleSource, uri: String?, timeout: Int = PKCS11Helper.defaultTimeoutMilliseconds,
         executable: String? = nil, environment: [String]? = nil, standardError: Int32? = nil,
         counter: PKCS11CallCounter? = nil
@@ -77,27 +77,27 @@ public final class PKCS11TokenKey {
     }
 
     /// The identity a binding records (`pkcs11-key:` and 16 hex digits of the public key's SHA-256).
-    public var identity: String { key.identity }
+    package var identity: String { key.identity }
     /// The key's URI, which a binding stores to find it again.
-    public var uri: String { key.uri }
+    package var uri: String { key.uri }
     /// The token: label, manufacturer, model, serial, flags, PIN lengths.
-    public var token: PKCS11TokenInfo { key.token }
+    package var token: PKCS11TokenInfo { key.token }
     /// The key agreement.
-    public var algorithm: PKCS11KeyAlgorithm { key.algorithm }
+    package var algorithm: PKCS11KeyAlgorithm { key.algorithm }
     /// The public half a binding keeps.
-    public var publicKey: PKCS11PublicKey { key.publicKey }
+    package var publicKey: PKCS11PublicKey { key.publicKey }
     /// The tries hint as listed: `finalTry` is the prompt's "last try".
-    public var pinTries: PKCS11PINTries { key.token.pinTries }
+    package var pinTries: PKCS11PINTries { key.token.pinTries }
     /// Whether the PIN goes on the reader's keypad (`CKF_PROTECTED_AUTHENTICATION_PATH`): no PIN is asked.
-    public var usesKeypad: Bool { key.token.flags.contains(.protectedAuthenticationPath) }
+    package var usesKeypad: Bool { key.token.flags.contains(.protectedAuthenticationPath) }
 
     /// The tries hint read now (after a refusal); nil when the token does not answer.
-    public func pinTriesNow() -> PKCS11PINTries? {
+    package func pinTriesNow() -> PKCS11PINTries? {
         (try? helper.status(of: key))?.pinTries
     }
 
     /// Logs in and has the key answer `challenge` (see `PKCS11Helper.answer`): the secret a token slot is sealed under.
-    public func answer(pin: borrowing SecretBytes?, challenge: [UInt8]) throws(PKCS11TokenError) -> SecretBytes {
+    package func answer(pin: borrowing SecretBytes?, challenge: [UInt8]) throws(PKCS11TokenError) -> SecretBytes {
         try helper.answer(key, pin: pin, challenge: challenge)
     }
 
@@ -106,7 +106,7 @@ public final class PKCS11TokenKey {
     ///
     /// - Throws: `.malformed` when the token answers another secret (another key under this `CKA_ID`, or a module
     ///   that lies); the answer is wiped.
-    public func bind(pin: borrowing SecretBytes?) throws(PKCS11TokenError) -> PKCS11Challenge {
+    package func bind(pin: borrowing SecretBytes?) throws(PKCS11TokenError) -> PKCS11Challenge {
         let challenge = try PKCS11Challenge.fresh(for: key)
         let answer = try helper.answer(key, pin: pin, challenge: challenge.challenge)
         guard answer.isEqual(to: challenge.secret) else {
@@ -117,15 +117,15 @@ public final class PKCS11TokenKey {
     }
 
     /// Reads the key and its public half again (no login).
-    public func refresh() throws(PKCS11TokenError) {
+    package func refresh() throws(PKCS11TokenError) {
         key = try helper.refresh(key)
     }
 
     /// Changes the token's user PIN (`C_SetPIN`).
-    public func changePIN(current: borrowing SecretBytes, new: borrowing SecretBytes) throws(PKCS11TokenError) {
+    package func changePIN(current: borrowing SecretBytes, new: borrowing SecretBytes) throws(PKCS11TokenError) {
         try helper.changePIN(key, current: current, new: new)
     }
 
     /// Ends the helper: modules finalized, nothing logged in.
-    public func close() { helper.stop() }
+    package func close() { helper.stop() }
 }

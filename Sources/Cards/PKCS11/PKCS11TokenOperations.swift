@@ -235,13 +235,13 @@ extension PKCS11Tokens {
 
 /// What a request names to find a key again in the helper: the module and slot it was listed in, the serial of
 /// the token expected there, and the key's `CKA_ID`.
-public struct PKCS11KeyReference: Sendable, Equatable {
-    public var moduleIndex: Int
-    public var slot: UInt
-    public var serial: String
-    public var id: [UInt8]
+package struct PKCS11KeyReference: Sendable, Equatable {
+    package var moduleIndex: Int
+    package var slot: UInt
+    package var serial: String
+    package var id: [UInt8]
 
-    public init(moduleIndex: Int, slot: UInt, serial: String, id: [UInt8]) {
+    package init(moduleIndex: Int, slot: UInt, serial: String, id: [UInt8]) {
         self.moduleIndex = moduleIndex
         self.slot = slot
         self.serial = serial
@@ -249,7 +249,7 @@ public struct PKCS11KeyReference: Sendable, Equatable {
     }
 
     /// The reference of a listed key.
-    public init(_ key: PKCS11Key) {
+    package init(_ key: PKCS11Key) {
         self.init(moduleIndex: key.token.moduleIndex, slot: key.token.slot, serial: key.token.serial, id: key.id)
     }
 }

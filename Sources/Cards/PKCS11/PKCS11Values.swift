@@ -1,14 +1,14 @@
 import TokenpinCardCrypto
 
 /// Where the PKCS#11 modules come from.
-public enum PKCS11ModuleSource: Sendable, Equatable, CustomStringConvertible {
+package enum PKCS11ModuleSource: Sendable, Equatable, CustomStringConvertible {
     /// Every module p11-kit is configured to load (`/etc/pkcs11/modules`, `/usr/share/p11-kit/modules`, the user's
     /// `~/.config/pkcs11/modules`), as systemd-cryptenroll and sssd load them.
     case p11kit
     /// One module by the path of its shared object (which may be `p11-kit-proxy.so`).
     case path(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .p11kit: "the modules p11-kit is configured to load"
         case .path(let path): path
@@ -17,35 +17,35 @@ public enum PKCS11ModuleSource: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// The token flags tokenpin reads (`CK_TOKEN_INFO.flags`, PKCS#11 2.40 §3.2).
-public struct PKCS11TokenFlags: OptionSet, Sendable, Hashable {
-    public let rawValue: UInt
-    public init(rawValue: UInt) { self.rawValue = rawValue }
+package struct PKCS11TokenFlags: OptionSet, Sendable, Hashable {
+    package let rawValue: UInt
+    package init(rawValue: UInt) { self.rawValue = rawValue }
 
     /// `CKF_RNG`: the token has a random number generator.
-    public static let randomNumberGenerator = PKCS11TokenFlags(rawValue: 0x1)
+    package static let randomNumberGenerator = PKCS11TokenFlags(rawValue: 0x1)
     /// `CKF_WRITE_PROTECTED`.
-    public static let writeProtected = PKCS11TokenFlags(rawValue: 0x2)
+    package static let writeProtected = PKCS11TokenFlags(rawValue: 0x2)
     /// `CKF_LOGIN_REQUIRED`: some operations need the user logged in.
-    public static let loginRequired = PKCS11TokenFlags(rawValue: 0x4)
+    package static let loginRequired = PKCS11TokenFlags(rawValue: 0x4)
     /// `CKF_USER_PIN_INITIALIZED`: the user PIN is set.
-    public static let userPINInitialized = PKCS11TokenFlags(rawValue: 0x8)
+    package static let userPINInitialized = PKCS11TokenFlags(rawValue: 0x8)
     /// `CKF_PROTECTED_AUTHENTICATION_PATH`: the PIN is entered on the reader's keypad (or another path the module
     /// owns); `C_Login` takes no PIN.
-    public static let protectedAuthenticationPath = PKCS11TokenFlags(rawValue: 0x100)
+    package static let protectedAuthenticationPath = PKCS11TokenFlags(rawValue: 0x100)
     /// `CKF_TOKEN_INITIALIZED`.
-    public static let tokenInitialized = PKCS11TokenFlags(rawValue: 0x400)
+    package static let tokenInitialized = PKCS11TokenFlags(rawValue: 0x400)
     /// `CKF_USER_PIN_COUNT_LOW`: a wrong user PIN was entered since the last right one.
-    public static let userPINCountLow = PKCS11TokenFlags(rawValue: 0x1_0000)
+    package static let userPINCountLow = PKCS11TokenFlags(rawValue: 0x1_0000)
     /// `CKF_USER_PIN_FINAL_TRY`: one more wrong user PIN locks it.
-    public static let userPINFinalTry = PKCS11TokenFlags(rawValue: 0x2_0000)
+    package static let userPINFinalTry = PKCS11TokenFlags(rawValue: 0x2_0000)
     /// `CKF_USER_PIN_LOCKED`: the user PIN is locked.
-    public static let userPINLocked = PKCS11TokenFlags(rawValue: 0x4_0000)
+    package static let userPINLocked = PKCS11TokenFlags(rawValue: 0x4_0000)
     /// `CKF_USER_PIN_TO_BE_CHANGED`: the user PIN must be changed before use.
-    public static let userPINToBeChanged = PKCS11TokenFlags(rawValue: 0x8_0000)
+    package static let userPINToBeChanged = PKCS11TokenFlags(rawValue: 0x8_0000)
 }
 
 /// What a token says about its user PIN's tries: coarse, as PKCS#11 gives no count and these flags are optional.
-public enum PKCS11PINTries: String, Sendable, Equatable {
+package enum PKCS11PINTries: String, Sendable, Equatable {
     /// The token sets none of the flags: no wrong PIN since the last right one, or it does not say.
     case unknown
     /// `CKF_USER_PIN_COUNT_LOW`: wrong PINs were entered; more than one try is left.
@@ -56,7 +56,7 @@ public enum PKCS11PINTries: String, Sendable, Equatable {
     case locked
 
     /// The hint the flags give; locked wins over final try, which wins over low.
-    public init(_ flags: PKCS11TokenFlags) {
+    package init(_ flags: PKCS11TokenFlags) {
         if flags.contains(.userPINLocked) {
             self = .locked
         } else if flags.contains(.userPINFinalTry) {
@@ -70,40 +70,40 @@ public enum PKCS11PINTries: String, Sendable, Equatable {
 }
 
 /// A token as its module describes it (`CK_TOKEN_INFO`), with the slot it is in and its RFC 7512 URI.
-public struct PKCS11TokenInfo: Sendable, Equatable {
+package struct PKCS11TokenInfo: Sendable, Equatable {
     /// The module's name (p11-kit's, or the module's path).
-    public var module: String
+    package var module: String
     /// The module's position in the helper's list (for requests; meaningless outside that helper).
-    public var moduleIndex: Int
+    package var moduleIndex: Int
     /// The slot ID the token is in.
-    public var slot: UInt
+    package var slot: UInt
     /// The slot's description (the reader's name for OpenSC).
-    public var slotDescription: String
+    package var slotDescription: String
     /// Whether the slot is a hardware slot (`CKF_HW_SLOT`) with a removable token (`CKF_REMOVABLE_DEVICE`).
-    public var isHardware: Bool
-    public var isRemovable: Bool
+    package var isHardware: Bool
+    package var isRemovable: Bool
     /// `CK_TOKEN_INFO.label`, `manufacturerID`, `model` and `serialNumber`, without their space padding.
-    public var label: String
-    public var manufacturer: String
-    public var model: String
-    public var serial: String
+    package var label: String
+    package var manufacturer: String
+    package var model: String
+    package var serial: String
     /// `CK_TOKEN_INFO.flags`.
-    public var flags: PKCS11TokenFlags
+    package var flags: PKCS11TokenFlags
     /// The PIN lengths the token takes (`ulMinPinLen`...`ulMaxPinLen`), nil when it gives none that make sense.
-    public var pinLength: ClosedRange<Int>?
+    package var pinLength: ClosedRange<Int>?
     /// The token's URI: `pkcs11:model=…;manufacturer=…;serial=…;token=…`.
-    public var uri: String
+    package var uri: String
 
     /// The user PIN's tries, as the flags tell them.
-    public var pinTries: PKCS11PINTries { PKCS11PINTries(flags) }
+    package var pinTries: PKCS11PINTries { PKCS11PINTries(flags) }
 
     /// `SoftHSM token 'ci' (serial 3b4f…)`, for prompts and lists.
-    public var displayName: String {
+    package var displayName: String {
         let maker = model.isEmpty ? manufacturer : model
         return "\(maker.isEmpty ? "PKCS#11" : maker) token '\(label)' (serial \(serial))"
     }
 
-    public init(
+    package init(
         module: String, moduleIndex: Int, slot: UInt, slotDescription: String, isHardware: Bool, isRemovable: Bool,
         label: String, manufacturer: String, model: String, serial: String, flags: PKCS11TokenFlags,
         pinLength: ClosedRange<Int>?, uri: String
@@ -125,14 +125,14 @@ public struct PKCS11TokenInfo: Sendable, Equatable {
 }
 
 /// How a token's key agrees a secret with tokenpin.
-public enum PKCS11KeyAlgorithm: Sendable, Equatable, CustomStringConvertible {
+package enum PKCS11KeyAlgorithm: Sendable, Equatable, CustomStringConvertible {
     /// `C_DeriveKey` with `CKM_ECDH1_DERIVE` (`CKD_NULL`) on a NIST or brainpool curve.
     case ecdh(WeierstrassCurve)
     /// `C_Decrypt` of a secret encrypted to the key with `padding`.
     case rsa(bits: Int, padding: PKCS11RSAPadding)
 
     /// `nistp256`, `brainpoolP256r1`, `rsa2048` (the names the other token applications use).
-    public var description: String {
+    package var description: String {
         switch self {
         case .ecdh(let curve):
             switch curve {
@@ -149,14 +149,14 @@ public enum PKCS11KeyAlgorithm: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// A key's public half as tokenpin keeps it.
-public enum PKCS11PublicKey: Sendable, Equatable {
+package enum PKCS11PublicKey: Sendable, Equatable {
     /// An uncompressed point `04 || x || y`, checked to be on the key's curve.
     case ec(point: [UInt8])
     /// An RSA modulus and public exponent, big-endian without leading zeros.
     case rsa(modulus: [UInt8], exponent: [UInt8])
 
     /// The bytes a binding keeps and the identity hashes: the point, or the modulus.
-    public var keyBytes: [UInt8] {
+    package var keyBytes: [UInt8] {
         switch self {
         case .ec(let point): point
         case .rsa(let modulus, _): modulus
@@ -166,24 +166,24 @@ public enum PKCS11PublicKey: Sendable, Equatable {
 
 /// A private key on a token that can agree a secret (`CKA_DERIVE` for EC, `CKA_DECRYPT` for RSA), as the helper
 /// found it, with everything a binding records: what the future `PKCS11Token` shows, binds and answers with.
-public struct PKCS11Key: Sendable, Equatable {
+package struct PKCS11Key: Sendable, Equatable {
     /// The token it is on.
-    public var token: PKCS11TokenInfo
+    package var token: PKCS11TokenInfo
     /// `CKA_ID`: what ties the private key to its public key and certificate.
-    public var id: [UInt8]
+    package var id: [UInt8]
     /// `CKA_LABEL` (of the private key, or of its public key while the private key is hidden before login).
-    public var label: String
+    package var label: String
     /// The key agreement it supports.
-    public var algorithm: PKCS11KeyAlgorithm
+    package var algorithm: PKCS11KeyAlgorithm
     /// Its public half, read from its public key object (or the private key's public attributes).
-    public var publicKey: PKCS11PublicKey
+    package var publicKey: PKCS11PublicKey
     /// Whether the private key object was seen; false when the token shows it only after login
     /// (`CKA_PRIVATE`), when its use (`CKA_DERIVE`/`CKA_DECRYPT`) is checked at login.
-    public var privateKeySeen: Bool
+    package var privateKeySeen: Bool
     /// The key's URI: the token's, with `id=…;object=…;type=private`.
-    public var uri: String
+    package var uri: String
 
-    public init(
+    package init(
         token: PKCS11TokenInfo, id: [UInt8], label: String, algorithm: PKCS11KeyAlgorithm, publicKey: PKCS11PublicKey,
         privateKeySeen: Bool, uri: String
     ) {
@@ -197,11 +197,11 @@ public struct PKCS11Key: Sendable, Equatable {
     }
 
     /// The SHA-256 of the public key as a binding keeps it (the point, or the modulus).
-    public var publicKeyHash: [UInt8] { (try? PublicDigest.sha256(publicKey.keyBytes)) ?? [] }
+    package var publicKeyHash: [UInt8] { (try? PublicDigest.sha256(publicKey.keyBytes)) ?? [] }
 
     /// The identity a binding records: `pkcs11-key:` and the first 16 hex digits of `publicKeyHash`, so that
     /// another key under the same `CKA_ID` (a token re-initialized) is another token.
-    public var identity: String {
+    package var identity: String {
         "pkcs11-key:"
             + publicKeyHash.prefix(8).map { byte in
                 let hex = String(byte, radix: 16)
@@ -210,33 +210,33 @@ public struct PKCS11Key: Sendable, Equatable {
     }
 
     /// `CKA_ID` in lower-case hex.
-    public var idHex: String {
+    package var idHex: String {
         id.map { byte in byte < 0x10 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }.joined()
     }
 
     /// `nistp256 key 'ec256' (id 01) on SoftHSM token 'ci' (serial …)`.
-    public var displayName: String {
+    package var displayName: String {
         let name = label.isEmpty ? "" : " '\(label)'"
         return "\(algorithm) key\(name) (id \(idHex)) on \(token.displayName)"
     }
 }
 
 /// One token the helper found, its usable keys, and why its other keys cannot be used.
-public struct PKCS11TokenListing: Sendable, Equatable {
+package struct PKCS11TokenListing: Sendable, Equatable {
     /// The token.
-    public var token: PKCS11TokenInfo
+    package var token: PKCS11TokenInfo
     /// Keys that agree secrets, as tokenpin uses them.
-    public var keys: [PKCS11Key]
+    package var keys: [PKCS11Key]
     /// For the `keys`, in the same order: whether the URI of the listing request matches the key (all true when
     /// the request named none), a hidden private key's label taken to be its public key's.
-    public var matches: [Bool]
+    package var matches: [Bool]
     /// The same, with no label for a private key hidden until login: what a URI naming its real label (as p11tool
     /// shows it after login) matches.
-    public var looseMatches: [Bool]
+    package var looseMatches: [Bool]
     /// Keys left out, each with why (`RSA 1024 key 'old' (id 02): modulus below 2048 bits`).
-    public var unusable: [String]
+    package var unusable: [String]
 
-    public init(
+    package init(
         token: PKCS11TokenInfo, keys: [PKCS11Key], matches: [Bool], looseMatches: [Bool]? = nil, unusable: [String]
     ) {
         self.token = token
@@ -248,19 +248,19 @@ public struct PKCS11TokenListing: Sendable, Equatable {
 }
 
 /// Everything a listing found: the tokens with their keys, and what could not be read.
-public struct PKCS11Inventory: Sendable, Equatable {
+package struct PKCS11Inventory: Sendable, Equatable {
     /// The tokens present, with their usable keys.
-    public var listings: [PKCS11TokenListing]
+    package var listings: [PKCS11TokenListing]
     /// Modules, slots or tokens that could not be read, each a sentence (they are skipped, as systemd does).
-    public var problems: [String]
+    package var problems: [String]
 
-    public init(listings: [PKCS11TokenListing] = [], problems: [String] = []) {
+    package init(listings: [PKCS11TokenListing] = [], problems: [String] = []) {
         self.listings = listings
         self.problems = problems
     }
 
     /// Every usable key with whether the listing's URI matched it.
-    public var keys: [(key: PKCS11Key, matches: Bool)] {
+    package var keys: [(key: PKCS11Key, matches: Bool)] {
         listings.flatMap { listing in zip(listing.keys, listing.matches).map { ($0, $1) } }
     }
 

@@ -1,25 +1,25 @@
-import TokenpinService
+package import TokenpinService
 
 extension Operation {
     /// Change the card's own PIN (PW1).
-    public struct CardChangePIN: FieldlessOperation {
+    package struct CardChangePIN: FieldlessOperation {
         static let name = "card-change-pin"
         static let lock = OperationLock.user
         /// Creates the operation.
-        public init() {}
+        package init() {}
     }
 
     /// Unblock the card's PIN with the Reset Code, or with the admin PIN.
-    public struct CardUnblock: WireOperation {
+    package struct CardUnblock: WireOperation {
         static let name = "card-unblock"
         static let lock = OperationLock.user
         static let fieldNames: Set<String> = ["admin"]
 
         /// With the admin PIN instead of the Reset Code (wire `admin`).
-        public var withAdminPIN: Bool
+        package var withAdminPIN: Bool
 
         /// Creates the operation.
-        public init(withAdminPIN: Bool = false) { self.withAdminPIN = withAdminPIN }
+        package init(withAdminPIN: Bool = false) { self.withAdminPIN = withAdminPIN }
 
         init(fields: MessageFields) throws(ProtocolError) {
             withAdminPIN = try fields.optionalBool("admin") ?? false
@@ -33,12 +33,12 @@ extension Operation {
 
 extension DaemonClient {
     /// `tokenpin token change-pin` through the daemon.
-    public func changeCardPIN(_ interaction: some Interaction) throws(ServiceError) {
+    package func changeCardPIN(_ interaction: some Interaction) throws(ServiceError) {
         _ = try run(selected(Request(.cardChangePIN(.init()), user: user)), interaction)
     }
 
     /// `tokenpin token unblock [--admin]` through the daemon.
-    public func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError) {
+    package func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError) {
         _ = try run(selected(Request(.cardUnblock(.init(withAdminPIN: admin)), user: user)), interaction)
     }
 }

@@ -1,18 +1,18 @@
-import TokenpinService
+package import TokenpinService
 
 extension Operation {
     /// Change the PIN.
-    public struct Change: FieldlessOperation {
+    package struct Change: FieldlessOperation {
         static let name = "change"
         static let lock = OperationLock.user
         /// Creates the operation.
-        public init() {}
+        package init() {}
     }
 }
 
 extension DaemonClient {
     /// Changes the PIN.
-    public func change(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+    package func change(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
         try report(Request(.change(.init()), user: user, newPINAttempts: Self.attempts(interaction)), interaction)
     }
 }

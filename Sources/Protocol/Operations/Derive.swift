@@ -1,5 +1,5 @@
-import TokenpinCore
-public import TokenpinService
+package import TokenpinCore
+package import TokenpinService
 
 // `derive` on the wire: the request names the application (`applicationName`); a successful result carries the
 // key as 64 hex digits in `applicationKey`, written into the reply line straight from guarded memory, as the
@@ -7,18 +7,18 @@ public import TokenpinService
 
 extension Operation {
     /// Verify as `verify` does, then release the key of an application.
-    public struct Derive: WireOperation {
+    package struct Derive: WireOperation {
         static let name = "derive"
         static let lock = OperationLock.user
         static let fieldNames: Set<String> = ["method", "applicationName"]
 
         /// The application whose key to release (`restic`, `ssh:work`).
-        public var application: ApplicationName
+        package var application: ApplicationName
         /// The one authentication type to use (`pin` or `token`); nil: as `verify` chooses.
-        public var method: VerificationMethod?
+        package var method: VerificationMethod?
 
         /// Creates the operation.
-        public init(application: ApplicationName, method: VerificationMethod? = nil) {
+        package init(application: ApplicationName, method: VerificationMethod? = nil) {
             self.application = application
             self.method = method
         }
@@ -40,7 +40,7 @@ extension Operation {
 
 extension DaemonClient {
     /// Verifies through tokenpind and receives the application key in guarded memory.
-    public func derive(_ interaction: some Interaction, application: ApplicationName, method: VerificationMethod?)
+    package func derive(_ interaction: some Interaction, application: ApplicationName, method: VerificationMethod?)
         throws(ServiceError) -> DerivedKey
     {
         let request = selected(Request(.derive(.init(application: application, method: method)), user: user))
@@ -75,15 +75,15 @@ extension DaemonClient {
 }
 
 /// The names `derive` uses on the wire.
-public enum DeriveWire {
+package enum DeriveWire {
     /// The result field holding the key in hex.
-    public static let keyField = "applicationKey"
+    package static let keyField = "applicationKey"
     /// The event `watch` subscribers see when a key was released (`app`: the application's name, never the key).
-    public static let releasedEvent = "key-released"
+    package static let releasedEvent = "key-released"
 
     /// The result line of a successful `derive`: the report's fields, then `applicationKey` in hex written from
     /// guarded memory into the line (the caller wipes the line once it is sent).
-    public static func resultLine(exitCode: Int, fields: [JSONMember], key: borrowing SecretBytes) -> [UInt8] {
+    package static func resultLine(exitCode: Int, fields: [JSONMember], key: borrowing SecretBytes) -> [UInt8] {
         var writer = ServerMessage.result(exitCode: exitCode, fields: fields).writer
         writer.appendSecret(keyField, KeyEncoding.hex.encode(key))
         return writer.finish()

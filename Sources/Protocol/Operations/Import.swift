@@ -1,17 +1,17 @@
-import TokenpinService
+package import TokenpinService
 
 extension Operation {
     /// Move a local record into the daemon's store.
-    public struct Import: WireOperation {
+    package struct Import: WireOperation {
         static let name = "import"
         static let lock = OperationLock.userAfterFirstWayIn
         static let fieldNames: Set<String> = ["record"]
 
         /// The record file's bytes (base64 on the wire).
-        public var record: [UInt8]
+        package var record: [UInt8]
 
         /// Creates the operation.
-        public init(record: [UInt8]) { self.record = record }
+        package init(record: [UInt8]) { self.record = record }
 
         init(fields: MessageFields) throws(ProtocolError) {
             let text = try fields.string("record")
@@ -34,13 +34,13 @@ extension DaemonClient {
     /// Moves a local record (its file's bytes) into the daemon's store; refuses when the daemon has one.
     ///
     /// Returns the record's path on the daemon's side.
-    public func importRecord(_ bytes: [UInt8]) throws(ServiceError) -> String {
+    package func importRecord(_ bytes: [UInt8]) throws(ServiceError) -> String {
         try importRecord(bytes, NoInteraction())
     }
 
     /// `importRecord`, answering the daemon's prompt for the login password (a user's first record) through
     /// `interaction`.
-    public func importRecord(_ bytes: [UInt8], _ interaction: some Interaction) throws(ServiceError) -> String {
+    package func importRecord(_ bytes: [UInt8], _ interaction: some Interaction) throws(ServiceError) -> String {
         let fields = try run(Request(.import(.init(record: bytes)), user: user), interaction)
         return JSONValue.object(fields)["record"]?.stringValue ?? ""
     }

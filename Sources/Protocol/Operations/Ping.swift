@@ -1,18 +1,18 @@
-import TokenpinService
+package import TokenpinService
 
 extension Operation {
     /// Liveness check; the result carries the protocol version.
-    public struct Ping: FieldlessOperation {
+    package struct Ping: FieldlessOperation {
         static let name = "ping"
         static let lock = OperationLock.none
         /// Creates the operation.
-        public init() {}
+        package init() {}
     }
 }
 
 extension DaemonClient {
     /// The protocol version the daemon speaks.
-    public func ping() throws(ServiceError) -> Int {
+    package func ping() throws(ServiceError) -> Int {
         let fields = try run(Request(.ping(.init())), NoInteraction())
         return JSONValue.object(fields)["version"]?.intValue ?? 0
     }

@@ -1,18 +1,18 @@
-import TokenpinService
+package import TokenpinService
 
 extension Operation {
     /// The readers and the card in each.
-    public struct Readers: FieldlessOperation {
+    package struct Readers: FieldlessOperation {
         static let name = "readers"
         static let lock = OperationLock.none
         /// Creates the operation.
-        public init() {}
+        package init() {}
     }
 }
 
 extension DaemonClient {
     /// The readers the daemon sees and the card in each.
-    public func listReaders() throws(ServiceError) -> [ReaderInfo] {
+    package func listReaders() throws(ServiceError) -> [ReaderInfo] {
         let fields = try run(selected(Request(.readers(.init()), user: user)), NoInteraction())
         do {
             return try ReaderInfo.list(protocolValue: JSONValue.object(fields)["readers"])

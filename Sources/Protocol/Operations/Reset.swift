@@ -1,17 +1,17 @@
-import TokenpinService
+package import TokenpinService
 
 extension Operation {
     /// Reset the PIN with the recovery key, or as root without it.
-    public struct Reset: WireOperation {
+    package struct Reset: WireOperation {
         static let name = "reset"
         static let lock = OperationLock.user
         static let fieldNames: Set<String> = ["admin"]
 
         /// Root acting as the administrator, without the recovery key (wire `admin`; a non-root peer is refused).
-        public var administrator: Bool
+        package var administrator: Bool
 
         /// Creates the operation.
-        public init(administrator: Bool = false) { self.administrator = administrator }
+        package init(administrator: Bool = false) { self.administrator = administrator }
 
         init(fields: MessageFields) throws(ProtocolError) {
             administrator = try fields.optionalBool("admin") ?? false
@@ -25,12 +25,12 @@ extension Operation {
 
 extension DaemonClient {
     /// Resets the PIN with the recovery key.
-    public func reset(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
+    package func reset(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport {
         try report(Request(.reset(.init()), user: user, newPINAttempts: Self.attempts(interaction)), interaction)
     }
 
     /// Root's reset without the recovery key: a new record, its recovery key in guarded memory.
-    public func administratorReset(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult {
+    package func administratorReset(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult {
         let request = Request(
             .reset(.init(administrator: true)), user: user, newPINAttempts: Self.attempts(interaction))
         return try enrolment(request, interaction)

@@ -1,9 +1,9 @@
 extension Operation {
     /// Keep the login password sealed for the login keyring (the password stack; LoginKeyringMessages.swift).
-    public struct SealLoginPassword: FieldlessOperation {
+    package struct SealLoginPassword: FieldlessOperation {
         static let name = "seal-login-password"
         static let lock = OperationLock.user
         /// Creates the operation.
-        public init() {}
+        package init() {}
     }
 }

@@ -1,26 +1,26 @@
-import TokenpinService
+package import TokenpinService
 
 extension Operation {
     /// The record's state.
-    public struct Status: FieldlessOperation {
+    package struct Status: FieldlessOperation {
         static let name = "status"
         static let lock = OperationLock.none
         /// Creates the operation.
-        public init() {}
+        package init() {}
     }
 
     /// The authentication types.
-    public struct Types: FieldlessOperation {
+    package struct Types: FieldlessOperation {
         static let name = "types"
         static let lock = OperationLock.none
         /// Creates the operation.
-        public init() {}
+        package init() {}
     }
 }
 
 extension DaemonClient {
     /// The record's state.
-    public func status() throws(ServiceError) -> StatusReport {
+    package func status() throws(ServiceError) -> StatusReport {
         let fields = try run(Request(.status(.init()), user: user), NoInteraction())
         do {
             return try StatusReport(protocolValue: JSONValue.object(fields)["status"])
@@ -30,7 +30,7 @@ extension DaemonClient {
     }
 
     /// The authentication types.
-    public func types() throws(ServiceError) -> [TypeStatus] {
+    package func types() throws(ServiceError) -> [TypeStatus] {
         let fields = try run(Request(.types(.init()), user: user), NoInteraction())
         do {
             return try TypeStatus.list(protocolValue: JSONValue.object(fields)["types"])

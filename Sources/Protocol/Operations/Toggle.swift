@@ -1,30 +1,30 @@
-import TokenpinCore
-import TokenpinService
+package import TokenpinCore
+package import TokenpinService
 
 extension Operation {
     /// Switch an authentication type on or off: the PIN is always on; the token is bound or unbound.
-    public struct Toggle: WireOperation {
+    package struct Toggle: WireOperation {
         static let name = "toggle"
         static let lock = OperationLock.user
         static let fieldNames: Set<String> = ["authType", "on", "method", "generateKey", "yes", "mode", "slot"]
 
         /// The type switched.
-        public var type: AuthenticationType
+        package var type: AuthenticationType
         /// On or off.
-        public var on: Bool
+        package var on: Bool
         /// `token off`: the verification to run first (`pin` or `token`).
-        public var method: VerificationMethod?
+        package var method: VerificationMethod?
         /// `token on`: create a cv25519 decryption key on the card with the admin PIN.
-        public var generateKey: Bool
+        package var generateKey: Bool
         /// `token on`: the key generation is confirmed in advance (`--yes`).
-        public var assumeYes: Bool
+        package var assumeYes: Bool
         /// `token on`: the mode to bind in (`both` re-binds a card bound in `either`).
-        public var mode: VerificationMode?
+        package var mode: VerificationMode?
         /// `token on`: the PIV slot holding the key to bind (`9d`, `82`...).
-        public var slot: String?
+        package var slot: String?
 
         /// Creates the operation.
-        public init(
+        package init(
             _ type: AuthenticationType, on: Bool, method: VerificationMethod? = nil, generateKey: Bool = false,
             assumeYes: Bool = false, mode: VerificationMode? = nil, slot: String? = nil
         ) {
@@ -73,12 +73,12 @@ extension Operation {
 
 extension DaemonClient {
     /// Switches the PIN type on (`toggle pin off` is refused as in local mode).
-    public func toggle(_ type: AuthenticationType, on: Bool, _ interaction: some Interaction) throws(ServiceError) {
+    package func toggle(_ type: AuthenticationType, on: Bool, _ interaction: some Interaction) throws(ServiceError) {
         _ = try run(selected(Request(.toggle(.init(type, on: on)), user: user)), interaction)
     }
 
     /// `toggle token on`: binds the card present, with the daemon asking the PIN, admin PIN and card PIN here.
-    public func enableToken(
+    package func enableToken(
         _ interaction: some Interaction, generateKey: Bool = false, assumeYes: Bool = false,
         mode: VerificationMode? = nil, slot: String? = nil
     ) throws(ServiceError) -> VerifyReport {
@@ -88,7 +88,7 @@ extension DaemonClient {
     }
 
     /// `toggle token off`, after the PIN (`method` nil or `.pin`) or the card (`.token`) verified.
-    public func disableToken(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError)
+    package func disableToken(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError)
         -> VerifyReport
     {
         try report(selected(Request(.toggle(.init(.token, on: false, method: method)), user: user)), interaction)
@@ -96,7 +96,7 @@ extension DaemonClient {
 }
 
 extension DaemonClient: PINOperations {
-    public func togglePIN(on: Bool, _ interaction: some Interaction) throws(ServiceError) {
+    package func togglePIN(on: Bool, _ interaction: some Interaction) throws(ServiceError) {
         try toggle(.pin, on: on, interaction)
     }
 }

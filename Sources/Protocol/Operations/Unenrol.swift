@@ -1,20 +1,20 @@
-import TokenpinCore
-import TokenpinService
+package import TokenpinCore
+package import TokenpinService
 
 extension Operation {
     /// Remove the record, after a verification (or, for root, without one).
-    public struct Unenrol: WireOperation {
+    package struct Unenrol: WireOperation {
         static let name = "unenrol"
         static let lock = OperationLock.user
         static let fieldNames: Set<String> = ["method", "admin"]
 
         /// The verification to run first (`pin` or `token`); nil: as `verify` chooses.
-        public var method: VerificationMethod?
+        package var method: VerificationMethod?
         /// Root acting as the administrator, without a verification (wire `admin`; a non-root peer is refused).
-        public var administrator: Bool
+        package var administrator: Bool
 
         /// Creates the operation.
-        public init(method: VerificationMethod? = nil, administrator: Bool = false) {
+        package init(method: VerificationMethod? = nil, administrator: Bool = false) {
             self.method = method
             self.administrator = administrator
         }
@@ -33,7 +33,7 @@ extension Operation {
 
 extension DaemonClient {
     /// Removes the record after a verification, or as root (`administrator`) without one.
-    public func unenrol(_ interaction: some Interaction, method: VerificationMethod?, administrator: Bool)
+    package func unenrol(_ interaction: some Interaction, method: VerificationMethod?, administrator: Bool)
         throws(ServiceError) -> VerifyReport
     {
         let unenrol = Operation.Unenrol(method: method, administrator: administrator)

@@ -1,20 +1,20 @@
-import TokenpinCore
-import TokenpinService
+package import TokenpinCore
+package import TokenpinService
 
 extension Operation {
     /// Verify: the token first when enabled and present, else the PIN.
-    public struct Verify: WireOperation {
+    package struct Verify: WireOperation {
         static let name = "verify"
         static let lock = OperationLock.user
         static let fieldNames: Set<String> = ["method", "loginKeyring"]
 
         /// The one authentication type to use (`pin` or `token`); nil: as the record and the configuration say.
-        public var method: VerificationMethod?
+        package var method: VerificationMethod?
         /// From PAM: hand back the sealed login password after a success at the seat (`login-keyring`).
-        public var loginKeyring: Bool
+        package var loginKeyring: Bool
 
         /// Creates the operation.
-        public init(method: VerificationMethod? = nil, loginKeyring: Bool = false) {
+        package init(method: VerificationMethod? = nil, loginKeyring: Bool = false) {
             self.method = method
             self.loginKeyring = loginKeyring
         }
@@ -33,7 +33,7 @@ extension Operation {
 
 extension DaemonClient {
     /// Verifies: the token first when enabled and present, else the PIN; `method` forces one.
-    public func verify(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError)
+    package func verify(_ interaction: some Interaction, method: VerificationMethod? = nil) throws(ServiceError)
         -> VerifyReport
     {
         try report(selected(Request(.verify(.init(method: method)), user: user)), interaction)

@@ -1,13 +1,13 @@
-import TokenpinCore
-import TokenpinService
+package import TokenpinCore
+package import TokenpinService
 
 extension Operation {
     /// Subscribe to events: the result confirms whose events follow, then events stream until the client leaves.
-    public struct Watch: FieldlessOperation {
+    package struct Watch: FieldlessOperation {
         static let name = "watch"
         static let lock = OperationLock.none
         /// Creates the operation.
-        public init() {}
+        package init() {}
     }
 }
 
@@ -18,7 +18,7 @@ extension DaemonClient {
     /// `onSubscribed` is called once, when the daemon confirms the subscription, with whose events it sends: a user
     /// name, or nil for every user (root without `user`). Every event after that point reaches `handler`, so a
     /// caller that waits for it misses none (an event from before it may arrive too, ahead of it).
-    public func watch(
+    package func watch(
         _ handler: (WatchedEvent) -> Bool, onSubscribed: (_ user: String?) -> Void = { _ in }
     ) throws(ServiceError) {
         let channel = try connect()
@@ -55,17 +55,17 @@ extension DaemonClient {
 }
 
 /// A service event or a reader/card event, as `watch` streams them.
-public struct WatchedEvent: Sendable, Equatable {
+package struct WatchedEvent: Sendable, Equatable {
     /// The event name (`verified`, `wrongPIN`, `locked`, `readerAdded`, ...).
-    public var name: String
+    package var name: String
     /// The user it concerns, when it concerns one.
-    public var user: String?
+    package var user: String?
     /// All fields of the message (`event` excluded).
-    public var fields: [JSONMember]
+    package var fields: [JSONMember]
     /// The service event, when it is one.
-    public var event: Event? { Event(name: name, fields: fields) }
+    package var event: Event? { Event(name: name, fields: fields) }
     /// The JSON line the CLI prints for it (no newline).
-    public var jsonLine: String {
+    package var jsonLine: String {
         String(decoding: JSONValue.object([JSONMember("event", .text(name))] + fields).serialized, as: UTF8.self)
     }
 }

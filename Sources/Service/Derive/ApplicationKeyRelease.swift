@@ -1,5 +1,5 @@
 import Synchronization
-public import TokenpinCore
+package import TokenpinCore
 
 #if canImport(Glibc)
     import Glibc
@@ -11,15 +11,15 @@ public import TokenpinCore
 /// two places a verification succeeds (a counted PIN attempt, a token attempt) hand it the vault key under the
 /// user's lock, before the record is saved, and it derives the key at once. The vault key never leaves the
 /// service; the application key stays in guarded memory until `take()` moves it out.
-public final class ApplicationKeyRelease: Sendable {
+package final class ApplicationKeyRelease: Sendable {
     /// Whose key and for which application.
-    public let user: String
+    package let user: String
     /// The application.
-    public let application: ApplicationName
+    package let application: ApplicationName
     private let released = Mutex<SecretBytes?>(nil)
 
     /// A release of `application`'s key for `user`.
-    public init(user: String, application: ApplicationName) {
+    package init(user: String, application: ApplicationName) {
         self.user = user
         self.application = application
     }
@@ -38,14 +38,14 @@ public final class ApplicationKeyRelease: Sendable {
 }
 
 /// What `derive` gives: the verification's report, and the key when it succeeded.
-public struct DerivedKey: ~Copyable {
+package struct DerivedKey: ~Copyable {
     /// The verification, as `verify` reports it.
-    public var report: VerifyReport
+    package var report: VerifyReport
     /// The application key (32 bytes, guarded memory); nil unless `report` is a success.
-    public var key: SecretBytes?
+    package var key: SecretBytes?
 
     /// Creates a result.
-    public init(report: VerifyReport, key: consuming SecretBytes?) {
+    package init(report: VerifyReport, key: consuming SecretBytes?) {
         self.report = report
         self.key = key
     }
@@ -58,7 +58,7 @@ extension PINService {
     /// The site's rules for the application (`ApplicationPolicy`) come first, before anything is asked: `derive`
     /// switched off, callers restricted to root, a verification that must use the card (`method = token`) or the
     /// PIN and the card (`method = both`, which makes the verification that of `mode = both`).
-    public func derive(_ interaction: some Interaction, application: ApplicationName, method: VerificationMethod?)
+    package func derive(_ interaction: some Interaction, application: ApplicationName, method: VerificationMethod?)
         throws(ServiceError) -> DerivedKey
     {
         let (enabled, policy) = configuration.derivePolicy(for: application)

@@ -1,18 +1,18 @@
-public import TokenpinCore
+package import TokenpinCore
 
 /// What a verification gave the login keyring: the report, and the login password when it was released.
-public struct LoginKeyringVerification: ~Copyable {
+package struct LoginKeyringVerification: ~Copyable {
     /// The verification, as `verify` reports it.
-    public var report: VerifyReport
+    package var report: VerifyReport
     /// The login password (guarded memory); nil unless the verification succeeded, the release was allowed and a
     /// sealed password opened.
-    public var password: SecretBytes?
+    package var password: SecretBytes?
     /// Why nothing was released after a success, for the journal (never the password); nil when it was released or
     /// the verification failed.
-    public var withheld: String?
+    package var withheld: String?
 
     /// Creates a result.
-    public init(report: VerifyReport, password: consuming SecretBytes?, withheld: String?) {
+    package init(report: VerifyReport, password: consuming SecretBytes?, withheld: String?) {
         self.report = report
         self.password = password
         self.withheld = withheld
@@ -26,7 +26,7 @@ extension PINService {
     /// The key pair comes from the vault key the verification opened (`LoginKeyring`); the record's public key file
     /// is written when it is missing (a record made before the setting), damaged, or of an earlier record (its
     /// sealed password could never open again). A failed verification releases and writes nothing.
-    public func verifyOpeningLoginKeyring(
+    package func verifyOpeningLoginKeyring(
         _ interaction: some Interaction, method: VerificationMethod?, release: Bool
     ) throws(ServiceError) -> LoginKeyringVerification {
         var service = self
@@ -112,7 +112,7 @@ extension PINService {
     ///
     /// Refused with `login-keyring = off`, without a record, before the record has a public key (made before the
     /// setting and not verified since), and for a password that is empty, longer than 1024 bytes or holds a NUL.
-    public func sealLoginPassword(_ password: consuming SecretBytes) throws(ServiceError) {
+    package func sealLoginPassword(_ password: consuming SecretBytes) throws(ServiceError) {
         guard configuration.loginKeyring else {
             throw .permissionDenied("login-keyring = off in tokenpin.conf: no login password is kept")
         }
