@@ -127,9 +127,7 @@ package struct DaemonClient: Sendable {
     /// result's fields or throws the error the daemon sent.
     func run(_ request: Request, _ interaction: some Interaction) throws(ServiceError) -> [JSONMember] {
         let channel = try connect()
-        // A prompt this side could not answer (standard input ended, no terminal, the person cancelled): the
-        // daemon is told `cancel` and answers `cancelled`, but the reason the user sees is this side's own.
-        var localFailure: ServiceError?
+        var relay = PromptRelay(channel: channel, interaction: interaction)
         var request = request
         if request.invoker == nil { request.invoker = invoker }
         do {
@@ -138,54 +136,7 @@ package struct DaemonClient: Sendable {
                 var line = try channel.readLine(timeoutMilliseconds: timeoutMilliseconds)
                 let message = try ServerMessage.parse(line)
                 wipe(&line)
-                switch message {
-                case .prompt(let name, let card, let triesLeft):
-                    guard let prompt = SecretPrompt(name: name, card: card, triesLeft: triesLeft) else {
-                        try channel.send(ClientMessage.cancel)
-                        continue
-                    }
-                    let secret: SecretBytes
-                    do {
-                        // The PIN prompts carry the tries left before this attempt: the person sees them.
-                        if let triesLeft, prompt == .pin || prompt == .currentPIN {
-                            secret = try interaction.readPIN(prompt, remaining: triesLeft)
-                        } else {
-                            secret = try interaction.readSecret(prompt)
-                        }
-                    } catch {
-                        localFailure = localFailure ?? error
-                        try channel.send(ClientMessage.cancel)
-                        continue
-                    }
-                    try channel.sendSecret(prompt: name, secret)
-                case .choice(let text, let options):
-                    do {
-                        try channel.send(ClientMessage.choice(try interaction.choose(text, options: options)))
-                    } catch let error as ServiceError {
-                        localFailure = localFailure ?? error
-                        try channel.send(ClientMessage.cancel)
-                    }
-                case .question(let text, nil):
-                    let answer = (try? interaction.confirm(text)) ?? false
-                    try channel.send(ClientMessage.confirm(answer))
-                case .question(let text, let word?):
-                    // A key about to be replaced: the same typed confirmation as in local mode, and the same error
-                    // (naming --yes) when this side cannot ask.
-                    do {
-                        try channel.send(ClientMessage.confirm(try interaction.confirmTyped(text, word: word)))
-                    } catch let error as ServiceError {
-                        localFailure = localFailure ?? error
-                        try channel.send(ClientMessage.cancel)
-                    }
-                case .event(let name, let fields):
-                    if let event = Event(name: name, fields: fields) { interaction.report(event) }
-                case .result(_, let fields):
-                    return fields
-                case .error(let code, let message, _, let fields):
-                    let remote = ServiceError(protocolCode: code, message: message, fields: fields)
-                    if remote == .cancelled, let localFailure { throw localFailure }
-                    throw remote
-                }
+                if let ending = try relay.answer(message) { return try ending.get() }
             }
         } catch let error as ServiceError {
             throw error
@@ -194,6 +145,90 @@ package struct DaemonClient: Sendable {
         } catch {
             throw .serviceUnavailable("tokenpind: \(error)")
         }
+    }
+}
+
+/// `DaemonClient.run`'s side of one exchange: answers the daemon's prompts, questions and choices through a local
+/// `Interaction` and passes its events on, until the daemon sends a result or an error.
+///
+/// A secret read through the interaction goes out through `LineChannel.sendSecret` alone, never copied, and is wiped
+/// when sent. A prompt this side could not answer (standard input ended, no terminal, the person cancelled) is
+/// answered `cancel`: the daemon then ends with `cancelled`, but the reason the user sees is this side's own, the
+/// first such failure.
+private struct PromptRelay<Local: Interaction> {
+    /// The connection to the daemon.
+    let channel: LineChannel
+    /// Where prompts, questions and choices are answered and events reported.
+    let interaction: Local
+    /// The first prompt this side could not answer, and why.
+    private var localFailure: ServiceError?
+
+    init(channel: LineChannel, interaction: Local) {
+        self.channel = channel
+        self.interaction = interaction
+    }
+
+    /// Answers `message`: nil while the exchange goes on, else how it ended, with the result's fields or the error
+    /// to throw (the first local failure in place of the daemon's `cancelled`).
+    mutating func answer(_ message: ServerMessage) throws(ProtocolError) -> Result<[JSONMember], ServiceError>? {
+        switch message {
+        case .prompt(let name, let card, let triesLeft):
+            try answerPrompt(name, card: card, triesLeft: triesLeft)
+        case .choice(let text, let options):
+            try reply { local throws(ServiceError) in .choice(try local.choose(text, options: options)) }
+        case .question(let text, nil):
+            let answer = (try? interaction.confirm(text)) ?? false
+            try channel.send(ClientMessage.confirm(answer))
+        case .question(let text, let word?):
+            // A key about to be replaced: the same typed confirmation as in local mode, and the same error (naming
+            // --yes) when this side cannot ask.
+            try reply { local throws(ServiceError) in .confirm(try local.confirmTyped(text, word: word)) }
+        case .event(let name, let fields):
+            if let event = Event(name: name, fields: fields) { interaction.report(event) }
+        case .result(_, let fields):
+            return .success(fields)
+        case .error(let code, let message, _, let fields):
+            let remote = ServiceError(protocolCode: code, message: message, fields: fields)
+            if remote == .cancelled, let localFailure { return .failure(localFailure) }
+            return .failure(remote)
+        }
+        return nil
+    }
+
+    /// Reads the secret the daemon asks for and sends it; `cancel` for a prompt this side does not know or could not
+    /// answer. The secret is wiped once sent.
+    private mutating func answerPrompt(_ name: String, card: String?, triesLeft: Int?) throws(ProtocolError) {
+        guard let prompt = SecretPrompt(name: name, card: card, triesLeft: triesLeft) else {
+            try channel.send(ClientMessage.cancel)
+            return
+        }
+        let secret: SecretBytes
+        do {
+            // The PIN prompts carry the tries left before this attempt: the person sees them.
+            if let triesLeft, prompt == .pin || prompt == .currentPIN {
+                secret = try interaction.readPIN(prompt, remaining: triesLeft)
+            } else {
+                secret = try interaction.readSecret(prompt)
+            }
+        } catch {
+            localFailure = localFailure ?? error
+            try channel.send(ClientMessage.cancel)
+            return
+        }
+        try channel.sendSecret(prompt: name, secret)
+    }
+
+    /// Sends the answer `ask` gets from the interaction, or `cancel` when it cannot get one (keeping the first such
+    /// failure).
+    private mutating func reply(_ ask: (Local) throws(ServiceError) -> ClientMessage) throws(ProtocolError) {
+        let answer: ClientMessage
+        do {
+            answer = try ask(interaction)
+        } catch {
+            localFailure = localFailure ?? error
+            answer = .cancel
+        }
+        try channel.send(answer)
     }
 }
 

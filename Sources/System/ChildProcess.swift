@@ -106,28 +106,57 @@ package struct ChildProcess: Sendable, Equatable {
     package static func spawn(_ path: String, _ options: Options, textBusyRetries: Int = 0) throws(Errno)
         -> ChildProcess
     {
-        // A descriptor below 3 could be overwritten by another dup2 before it is read, or be its own target (which
-        // keeps FD_CLOEXEC on older C libraries): such ones are copied above 2 first.
+        // The copies `standardSources` makes are closed on every path out: the child has its own by then.
         var copies: [Int32] = []
         defer {
             for copy in copies { _ = Glibc.close(copy) }
         }
-        func placed(_ descriptor: Int32?) throws(Errno) -> Int32? {
-            guard let descriptor else { return nil }
-            guard descriptor <= 2 else { return descriptor }
-            let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 3)
-            guard copy >= 0 else { throw Errno.current }
-            copies.append(copy)
-            return copy
-        }
-        let sources = [
-            try placed(options.standardInput), try placed(options.standardOutput),
-            try placed(options.standardError),
-        ]
+        let sources = try standardSources(options, copies: &copies)
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        try addStandardDescriptors(sources, to: &actions)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        setDefaultSignals(&attributes, newProcessGroup: options.newProcessGroup)
+
+        let id = try start(path, options, &actions, &attributes, textBusyRetries: textBusyRetries)
+        return ChildProcess(id: id, ownsProcessGroup: options.newProcessGroup)
+    }
+
+    /// The descriptors the child gets as standard input, output and error, in that order (nil: `/dev/null`).
+    ///
+    /// A descriptor below 3 could be overwritten by another dup2 before it is read, or be its own target (which
+    /// keeps FD_CLOEXEC on older C libraries): such ones are copied above 2 first, close-on-exec, and each copy is
+    /// added to `copies` as soon as it is made, for the caller to close, also when this throws.
+    ///
+    /// The corresponding C function is `fcntl(F_DUPFD_CLOEXEC)`.
+    private static func standardSources(_ options: Options, copies: inout [Int32]) throws(Errno) -> [Int32?] {
+        var sources: [Int32?] = []
+        for descriptor in [options.standardInput, options.standardOutput, options.standardError] {
+            guard let descriptor, descriptor <= 2 else {
+                sources.append(descriptor)
+                continue
+            }
+            let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 3)
+            guard copy >= 0 else { throw Errno.current }
+            copies.append(copy)
+            sources.append(copy)
+        }
+        return sources
+    }
+
+    /// Has the child get `sources` as descriptors 0, 1 and 2 (`/dev/null`, read and write, for nil) and no
+    /// descriptor from 3 up.
+    ///
+    /// The corresponding C functions are `posix_spawn_file_actions_adddup2`, `posix_spawn_file_actions_addopen`
+    /// and `posix_spawn_file_actions_addclosefrom_np`.
+    private static func addStandardDescriptors(
+        _ sources: [Int32?], to actions: inout posix_spawn_file_actions_t
+    ) throws(Errno) {
         for (target, source) in sources.enumerated() {
             let result: Int32
             if let source {
@@ -139,10 +168,14 @@ package struct ChildProcess: Sendable, Equatable {
         }
         let closing = tokenpin_spawn_close_from(&actions, 3)
         guard closing == 0 else { throw Errno(rawValue: closing) }
+    }
 
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
+    /// Has the child start with default handling of every signal and an empty signal mask, and, when
+    /// `newProcessGroup`, in a process group of its own.
+    ///
+    /// The corresponding C functions are `posix_spawnattr_setsigdefault`, `posix_spawnattr_setsigmask`,
+    /// `posix_spawnattr_setpgroup` and `posix_spawnattr_setflags`.
+    private static func setDefaultSignals(_ attributes: inout posix_spawnattr_t, newProcessGroup: Bool) {
         var defaults = sigset_t()
         sigfillset(&defaults)
         var empty = sigset_t()
@@ -150,12 +183,22 @@ package struct ChildProcess: Sendable, Equatable {
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setsigmask(&attributes, &empty)
         var flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK
-        if options.newProcessGroup {
+        if newProcessGroup {
             posix_spawnattr_setpgroup(&attributes, 0)
             flags |= POSIX_SPAWN_SETPGROUP
         }
         posix_spawnattr_setflags(&attributes, Int16(flags))
+    }
 
+    /// Starts `path` with `options`' arguments and environment (as C strings, freed when it returns), `actions`
+    /// and `attributes`, trying again 10 ms later, `textBusyRetries` times at most, while the file is busy
+    /// (`ETXTBSY`); the child's process ID.
+    ///
+    /// The corresponding C function is `posix_spawn`.
+    private static func start(
+        _ path: String, _ options: Options, _ actions: inout posix_spawn_file_actions_t,
+        _ attributes: inout posix_spawnattr_t, textBusyRetries: Int
+    ) throws(Errno) -> Int32 {
         var pid: Int32 = 0
         var result: Int32 = 0
         for attempt in 0...max(0, textBusyRetries) {
@@ -168,7 +211,7 @@ package struct ChildProcess: Sendable, Equatable {
             if result != ETXTBSY { break }
         }
         guard result == 0 else { throw Errno(rawValue: result) }
-        return ChildProcess(id: pid, ownsProcessGroup: options.newProcessGroup)
+        return pid
     }
 
     /// Sends `signal` to the child, and to its whole process group when it leads one.
