@@ -134,8 +134,9 @@ package struct DaemonClient: Sendable {
             try channel.send(ClientMessage.request(request))
             while true {
                 var line = try channel.readLine(timeoutMilliseconds: timeoutMilliseconds)
+                // A result may carry a recovery or application key: the line is wiped whether or not it parses.
+                defer { wipe(&line) }
                 let message = try ServerMessage.parse(line)
-                wipe(&line)
                 if let ending = try relay.answer(message) { return try ending.get() }
             }
         } catch let error as ServiceError {
