@@ -203,14 +203,9 @@ bench-pkcs11: test-deps
 bench-daemon: bench-deps build
 	scripts/bench-daemon $(RELEASE_DIR)
 
+# Every figure of docs/performance.md's table in one run, with the machine's load beside each part; the table last.
 bench: bench-deps test-deps build pam
-	scripts/bench $(RELEASE_DIR)/tokenpin
-	scripts/bench-store
-	scripts/bench-derive $(RELEASE_DIR)
-	TOKENPIN_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin TOKENPIN_SIM_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin-sim scripts/bench-pkcs11-token
-	@if [ "$$(id -u)" = 0 ]; then TOKENPIN_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin TOKENPIN_SIM_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin-sim scripts/bench-token; \
-	BUILD_DIR=$(CURDIR)/$(RELEASE_DIR) TOKENPIN_SIM_BIN=$(CURDIR)/$(RELEASE_DIR)/tokenpin-sim scripts/bench-pam; \
-	else echo "note: scripts/bench-token and scripts/bench-pam need root (a private pcscd, a PAM service file)"; fi
+	scripts/bench-all $(RELEASE_DIR)
 
 # Copies only: it fails, saying what to run, when make has not built everything (so `sudo make install`
 # never compiles as root or needs swift on root's PATH).
