@@ -117,12 +117,14 @@ test: test-deps deb-deps pam pam-tests pinpad
 
 # make lint: the project's .swift-format (120 columns, 4 spaces) over every Swift file, strictly: any finding fails;
 # and no Swift file outside Sources/System imports Glibc but those scripts/glibc-allowlist names (a list that only
-# shrinks). make format rewrites the files the way lint wants them.
+# shrinks); and docs/architecture.md draws every module with exactly its Package.swift dependencies
+# (scripts/check-architecture). make format rewrites the files the way lint wants them.
 SWIFT_FORMAT_PATHS = Package.swift Sources Tests Simulator/Sources Simulator/Tests
 
 lint:
 	$(SWIFT) format lint --strict --recursive --parallel $(SWIFT_FORMAT_PATHS)
 	scripts/check-glibc-imports
+	scripts/check-architecture
 
 format:
 	$(SWIFT) format format --in-place --recursive --parallel $(SWIFT_FORMAT_PATHS)
