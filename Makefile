@@ -27,10 +27,13 @@ BUILD_FLAGS   ?=
 # Start-up (docs/packaging.md, "Start-up"): libstdc++ linked in as well (the Swift runtime's C++ library: loading
 # libstdc++.so.6 and binding its ~4,300 symbol relocations was a quarter of `tokenpin --version`), through a
 # directory that holds only GCC's libstdc++.a and comes first in the search; lld packs the ~40,000 relative
-# relocations into a few KB (DT_RELR, glibc 2.36).
+# relocations into a few KB (DT_RELR, glibc 2.36). --no-export-dynamic: SwiftPM exports every symbol of an
+# executable's modules (about 7,500 for tokenpin), which nothing loads by name; the dynamic loader and the runtime's
+# dladdr walked them at every start.
 STATIC_CXX_DIR = $(CURDIR)/.build/static-cxx
 RELEASE_FLAGS ?= --static-swift-stdlib -Xlinker -s -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now \
-                 -Xswiftc -L$(STATIC_CXX_DIR) -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
+                 -Xswiftc -L$(STATIC_CXX_DIR) -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
+                 -Xlinker --no-export-dynamic
 RELEASE_DIR    = .build/release
 DEBUG_DIR      = .build/debug
 
