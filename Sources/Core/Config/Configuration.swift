@@ -147,39 +147,15 @@ public struct Configuration: Sendable, Equatable {
     public var pkcs11Module: String?
     /// Colours and prompts.
     public var appearance = Appearance()
-    /// tokenpind: the memory all Argon2id work may use at once, in MiB (`daemon-kdf-memory`, default 1 GiB).
-    public var daemonKDFMemoryMiB: Int = 1024
-    /// tokenpind: seconds a connection may stay silent between requests (`daemon-idle-timeout`).
-    public var daemonIdleTimeoutSeconds: Int = 30
-    /// tokenpind: seconds a client may take to answer a prompt (`daemon-prompt-timeout`).
-    public var daemonPromptTimeoutSeconds: Int = 120
-    /// tokenpind: requests one connection may make per minute (`daemon-rate-limit`).
-    public var daemonRequestsPerMinute: Int = 60
-    /// tokenpind: what to do when the card a user verified with leaves its reader (`on-card-removal`).
-    public var onCardRemoval: CardRemovalAction = .none
-    /// tokenpind: seconds to wait for the card to come back before acting on its removal (`lock-grace`).
-    public var lockGraceSeconds: Int = 0
+    /// tokenpind's own limits and rules (the `.daemon` keys but `login-keyring`, which the service reads too).
+    public var daemon = DaemonSettings()
     /// Where `pin-blocklist` was set, so that a blocklist that cannot be read names that line.
     public var blocklistSetting: SettingSource?
-    /// tokenpind: the longest an operation waits for the user's lock or for key-derivation memory before it
-    /// answers `busy` (`daemon-wait-timeout`).
-    public var daemonWaitTimeoutSeconds: Int = 30
-    /// tokenpind: what a user proves before a first way in through the daemon, `enrol` or `import` (`enrol-auth`).
-    public var enrolAuth: EnrolAuthentication = .password
-    /// tokenpind: the PAM service that checks the login password for `enrol-auth = password` (`enrol-pam-service`).
-    public var enrolPAMService: String = "tokenpin-enrol"
-    /// tokenpind: what a remote login through PAM gets (`pam-remote`).
-    public var pamRemote: RemotePolicy = .ignore
-    /// tokenpind: what another user's PAM attempt (`su`) gets (`pam-other-user`).
-    public var pamOtherUser: OtherUserPolicy = .pin
-    /// tokenpind: who may bind a card no record binds (`card-bind`).
-    public var cardBind: CardBindPolicy = .activeSession
-    /// tokenpind: seconds a PAM conversation may take to answer a prompt (`daemon-pam-prompt-timeout`).
-    public var daemonPAMPromptTimeoutSeconds: Int = 30
     /// Whether `derive` releases keys at all (`derive`); each application may say otherwise.
     public var deriveEnabled = true
     /// tokenpind: keep the login password sealed and hand it to the PAM stack after a verification at the seat
-    /// (`login-keyring`, docs/what-the-pin-opens.md).
+    /// (`login-keyring`, docs/what-the-pin-opens.md). A daemon key, but not in `daemon`: the service reads it too,
+    /// when a new record replaces the login-keyring file.
     public var loginKeyring = false
     /// The `app.NAME.*` rules, by application name (ApplicationPolicy.swift).
     public var applicationPolicies: [String: ApplicationPolicy] = [:]
