@@ -11,8 +11,8 @@ extension Daemon {
     package func serveConnection(fd: Int32, peer: Peer) {
         let channel = LineChannel(fd: fd)
         let configuration = self.configuration
-        var limiter = RateLimiter(limit: configuration.daemonRequestsPerMinute, windowNanoseconds: 60_000_000_000)
-        let idle = Int32(clamping: min(configuration.daemonIdleTimeoutSeconds, 86_400) * 1000)
+        var limiter = RateLimiter(limit: configuration.daemon.requestsPerMinute, windowNanoseconds: 60_000_000_000)
+        let idle = Int32(clamping: min(configuration.daemon.idleTimeoutSeconds, 86_400) * 1000)
         while !isDraining {
             var line: [UInt8]
             do {

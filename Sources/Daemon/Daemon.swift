@@ -105,13 +105,13 @@ package final class Daemon: Sendable {
         revocations = Mutex(revoked.list)
         for problem in revoked.problems { logger.error("revoked.d: a line revokes nothing", [("problem", problem)]) }
         budget = MemoryBudget(
-            capacityKiB: Configuration.kibibytes(mebibytes: configuration.daemonKDFMemoryMiB),
+            capacityKiB: Configuration.kibibytes(mebibytes: configuration.daemon.kdfMemoryMiB),
             maximumHolders: options.maximumParallelKDF)
         connections = ConnectionTable(
             maximumTotal: options.maximumConnections,
             maximumPerUID: options.maximumConnectionsPerUID)
         var store = RecordStore(directory: options.stateDirectory)
-        store.lockWaitSeconds = Double(configuration.daemonWaitTimeoutSeconds)
+        store.lockWaitSeconds = Double(configuration.daemon.waitTimeoutSeconds)
         self.store = store
         let state = configurationState
         let hub = self.hub
@@ -119,10 +119,10 @@ package final class Daemon: Sendable {
         let records = self.store
         let tokenWatcher = PKCS11TokenWatcher(
             hub: hub, logger: logger, access: { PKCS11Access(configuration: state.value.withLock { $0 }) },
-            grace: { state.value.withLock { $0.lockGraceSeconds } })
+            grace: { state.value.withLock { $0.daemon.lockGraceSeconds } })
         cardRemoval = CardRemovalPolicy(
             locker: LoginctlLocker(loginctl: options.loginctl), logger: logger,
-            settings: { state.value.withLock { ($0.onCardRemoval, $0.lockGraceSeconds) } },
+            settings: { state.value.withLock { ($0.daemon.onCardRemoval, $0.daemon.lockGraceSeconds) } },
             schedule: CardRemovalPolicy.dispatchSchedule,
             locate: { user, serial in
                 let readers = cards?.withTimeouts(of: state.value.withLock { $0 })
@@ -184,8 +184,8 @@ package final class Daemon: Sendable {
         do {
             let fresh = try Self.loadConfiguration(options)
             configurationState.value.withLock { $0 = fresh }
-            budget.setCapacity(Configuration.kibibytes(mebibytes: fresh.daemonKDFMemoryMiB))
-            logger.info("configuration reloaded", [("daemon-kdf-memory.mib", String(fresh.daemonKDFMemoryMiB))])
+            budget.setCapacity(Configuration.kibibytes(mebibytes: fresh.daemon.kdfMemoryMiB))
+            logger.info("configuration reloaded", [("daemon-kdf-memory.mib", String(fresh.daemon.kdfMemoryMiB))])
             return true
         } catch {
             logger.error("configuration not reloaded; the old settings stay", [("error", error.description)])

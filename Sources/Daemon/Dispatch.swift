@@ -33,7 +33,7 @@ extension Daemon {
         let relay = RelayInteraction(
             channel: channel, daemon: self, user: user,
             promptTimeoutSeconds: fromPAM
-                ? configuration.daemonPAMPromptTimeoutSeconds : configuration.daemonPromptTimeoutSeconds,
+                ? configuration.daemon.pamPromptTimeoutSeconds : configuration.daemon.promptTimeoutSeconds,
             newPINAttempts: min(max(1, request.newPINAttempts ?? 1), 5))
         let service = service(
             for: request, user: user, peer: peer, context: context, configuration: configuration)
@@ -71,15 +71,15 @@ extension Daemon {
             store: store, configuration: requested, user: user, logger: logger,
             cards: options.cards, selection: selection)
         service.derivationGate = BudgetGate(
-            budget: budget, waitSeconds: Double(configuration.daemonWaitTimeoutSeconds),
-            capacityMiB: configuration.daemonKDFMemoryMiB)
+            budget: budget, waitSeconds: Double(configuration.daemon.waitTimeoutSeconds),
+            capacityMiB: configuration.daemon.kdfMemoryMiB)
         // A root daemon must not lend its pcscd rights: a user reaches only the card bound to their own record, or
         // to bind, a card no other record binds when `card-bind` lets them.
         service.cardScope = peer.isRoot ? .any : .boundCardOnly
         service.revokedCards = revokedCards
         if !peer.isRoot {
             service.cardAccess = DaemonCardAccess(
-                store: store, policy: configuration.cardBind, peer: peer, sessions: sessions, claims: cardClaims)
+                store: store, policy: configuration.daemon.cardBind, peer: peer, sessions: sessions, claims: cardClaims)
         }
         service.attempt = context
         service.callerIsRoot = peer.isRoot
@@ -119,7 +119,7 @@ extension Daemon {
                 request, service: service, user: user, relay: relay, configuration: configuration, peer: peer)
         }
         let lockKey = Self.lockKey(user: user, context: service.attempt)
-        guard userLocks.lock(lockKey, waitingAtMost: Double(configuration.daemonWaitTimeoutSeconds)) else {
+        guard userLocks.lock(lockKey, waitingAtMost: Double(configuration.daemon.waitTimeoutSeconds)) else {
             throw .busy("another operation for \(user) is running")
         }
         defer { userLocks.unlock(lockKey) }
@@ -159,7 +159,7 @@ extension Daemon {
         peer: Peer, user: String, relay: RelayInteraction,
         configuration: Configuration
     ) throws(ServiceError) -> SecretBytes? {
-        guard !peer.isRoot, configuration.enrolAuth == .password else { return nil }
+        guard !peer.isRoot, configuration.daemon.enrolAuth == .password else { return nil }
         let existing: EnrolmentRecord?
         do {
             existing = try store.load(user: user)
@@ -167,7 +167,7 @@ extension Daemon {
             throw .store(error)
         }
         if existing != nil { throw .alreadyEnrolled(user: user, path: store.recordPath(for: user)) }
-        let context = AttemptContext(class: .own, invokerUID: peer.uid, service: configuration.enrolPAMService)
+        let context = AttemptContext(class: .own, invokerUID: peer.uid, service: configuration.daemon.enrolPAMService)
         if let wait = passwordThrottle.begin(uid: peer.uid) {
             audit.record(
                 AuditEvent(.passwordRefused, user: user, context: context, method: "password", result: "delayed"))
@@ -175,7 +175,7 @@ extension Daemon {
         }
         var outcome = PasswordThrottle.Outcome.notTried
         defer { passwordThrottle.end(uid: peer.uid, outcome) }
-        let check = LoginPasswordCheck(service: configuration.enrolPAMService)
+        let check = LoginPasswordCheck(service: configuration.daemon.enrolPAMService)
         let kept: SecretBytes?
         do {
             kept = try check.verify(user: user, relay, keep: configuration.loginKeyring)
@@ -205,10 +205,10 @@ extension Daemon {
         guard operation.isPINAttempt else {
             throw .permissionDenied("a \(context.class.rawValue) PAM attempt may only verify or change the PIN")
         }
-        if context.class == .remote, configuration.pamRemote == .ignore {
+        if context.class == .remote, configuration.daemon.pamRemote == .ignore {
             throw .ignored("tokenpind does not answer remote logins (pam-remote = ignore); nothing was asked")
         }
-        if context.class == .other, configuration.pamOtherUser == .deny {
+        if context.class == .other, configuration.daemon.pamOtherUser == .deny {
             throw .permissionDenied(
                 "pam-other-user = deny: another user's PAM stack (\(context.service ?? "su")) may not verify as "
                     + "\(user); nothing was asked")

@@ -151,7 +151,7 @@ import TokenpinTestSupport
     func daemonKDFMemorySizes(text: String, mib: Int) throws {
         var configuration = Configuration()
         try configuration.apply(text: "daemon-kdf-memory = \(text)", file: "x")
-        #expect(configuration.daemonKDFMemoryMiB == mib)
+        #expect(configuration.daemon.kdfMemoryMiB == mib)
     }
 
     @Test(arguments: ["0", "4M", "1T", "lots", "-1G", ""])
@@ -164,14 +164,14 @@ import TokenpinTestSupport
 
     @Test func daemonDefaultsAndLimits() throws {
         var configuration = Configuration()
-        #expect(configuration.daemonKDFMemoryMiB == 1024)
-        #expect(configuration.daemonIdleTimeoutSeconds == 30)
+        #expect(configuration.daemon.kdfMemoryMiB == 1024)
+        #expect(configuration.daemon.idleTimeoutSeconds == 30)
         try configuration.apply(
             text: "daemon-idle-timeout = 5\ndaemon-prompt-timeout = 60\ndaemon-rate-limit = 10",
             file: "x")
-        #expect(configuration.daemonIdleTimeoutSeconds == 5)
-        #expect(configuration.daemonPromptTimeoutSeconds == 60)
-        #expect(configuration.daemonRequestsPerMinute == 10)
+        #expect(configuration.daemon.idleTimeoutSeconds == 5)
+        #expect(configuration.daemon.promptTimeoutSeconds == 60)
+        #expect(configuration.daemon.requestsPerMinute == 10)
         #expect {
             try configuration.apply(text: "daemon-idle-timeout = 0", file: "x")
         } throws: { isConfigError($0, line: 1, mentioning: "daemon-idle-timeout") }
@@ -181,11 +181,11 @@ import TokenpinTestSupport
 @Suite struct CardRemovalConfigTests {
     @Test func onCardRemovalAndGrace() throws {
         var configuration = Configuration()
-        #expect(configuration.onCardRemoval == .none)
-        #expect(configuration.lockGraceSeconds == 0)
+        #expect(configuration.daemon.onCardRemoval == .none)
+        #expect(configuration.daemon.lockGraceSeconds == 0)
         try configuration.apply(text: "on-card-removal = lock\nlock-grace = 10", file: "x")
-        #expect(configuration.onCardRemoval == .lock)
-        #expect(configuration.lockGraceSeconds == 10)
+        #expect(configuration.daemon.onCardRemoval == .lock)
+        #expect(configuration.daemon.lockGraceSeconds == 10)
         #expect {
             try configuration.apply(text: "on-card-removal = shutdown", file: "x")
         } throws: { isConfigError($0, line: 1, mentioning: "on-card-removal") }

@@ -55,8 +55,8 @@ import Testing
         try configuration.apply(
             text: "daemon-kdf-memory = 1024G\nkdf-memory-mib = 4096\nfail-delay = 86400\n",
             file: "max.conf")
-        #expect(configuration.daemonKDFMemoryMiB == 1 << 20)
-        #expect(configuration.daemonKDFMemoryMiB.multipliedReportingOverflow(by: 1024).overflow == false)
+        #expect(configuration.daemon.kdfMemoryMiB == 1 << 20)
+        #expect(configuration.daemon.kdfMemoryMiB.multipliedReportingOverflow(by: 1024).overflow == false)
         #expect(configuration.failDelay == [86_400])
     }
 }

@@ -115,40 +115,6 @@ public enum TextColour: Sendable, Equatable {
     }
 }
 
-/// What tokenpind does when the card a user verified with is removed (`on-card-removal`).
-public enum CardRemovalAction: String, Sendable, CaseIterable {
-    /// Nothing.
-    case none
-    /// Lock that user's sessions through logind (`loginctl lock-session`).
-    case lock
-}
-
-/// What tokenpind does with a PAM attempt from a remote login (`pam-remote`).
-public enum RemotePolicy: String, Sendable, CaseIterable {
-    /// The PIN only, counted on the remote/other counter; the card is never offered.
-    case pin
-    /// Nothing is asked: the module steps aside (unavailable) and the stack goes on, as pam_fprintd does.
-    case ignore
-}
-
-/// What tokenpind does with a PAM attempt made by another user (`su victim`, `pam-other-user`).
-public enum OtherUserPolicy: String, Sendable, CaseIterable {
-    /// The PIN only, counted on the remote/other counter; the card is never offered.
-    case pin
-    /// Refused before anything is asked (`PAM_PERM_DENIED`).
-    case deny
-}
-
-/// Who may bind, through tokenpind, a card no record binds (`card-bind`).
-public enum CardBindPolicy: String, Sendable, CaseIterable {
-    /// The user who owns the active local logind session (the person at the seat); without logind, no user.
-    case activeSession = "active-session"
-    /// Any user.
-    case anyUser = "any-user"
-    /// Root only.
-    case root
-}
-
 /// tokenpin's settings, from `tokenpin.conf` files (`key = value`, `#` comments).
 public struct Configuration: Sendable, Equatable {
     /// Wrong PINs before the PIN locks.
@@ -181,39 +147,15 @@ public struct Configuration: Sendable, Equatable {
     public var pkcs11Module: String?
     /// Colours and prompts.
     public var appearance = Appearance()
-    /// tokenpind: the memory all Argon2id work may use at once, in MiB (`daemon-kdf-memory`, default 1 GiB).
-    public var daemonKDFMemoryMiB: Int = 1024
-    /// tokenpind: seconds a connection may stay silent between requests (`daemon-idle-timeout`).
-    public var daemonIdleTimeoutSeconds: Int = 30
-    /// tokenpind: seconds a client may take to answer a prompt (`daemon-prompt-timeout`).
-    public var daemonPromptTimeoutSeconds: Int = 120
-    /// tokenpind: requests one connection may make per minute (`daemon-rate-limit`).
-    public var daemonRequestsPerMinute: Int = 60
-    /// tokenpind: what to do when the card a user verified with leaves its reader (`on-card-removal`).
-    public var onCardRemoval: CardRemovalAction = .none
-    /// tokenpind: seconds to wait for the card to come back before acting on its removal (`lock-grace`).
-    public var lockGraceSeconds: Int = 0
+    /// tokenpind's own limits and rules (the `.daemon` keys but `login-keyring`, which the service reads too).
+    public var daemon = DaemonSettings()
     /// Where `pin-blocklist` was set, so that a blocklist that cannot be read names that line.
     public var blocklistSetting: SettingSource?
-    /// tokenpind: the longest an operation waits for the user's lock or for key-derivation memory before it
-    /// answers `busy` (`daemon-wait-timeout`).
-    public var daemonWaitTimeoutSeconds: Int = 30
-    /// tokenpind: what a user proves before a first way in through the daemon, `enrol` or `import` (`enrol-auth`).
-    public var enrolAuth: EnrolAuthentication = .password
-    /// tokenpind: the PAM service that checks the login password for `enrol-auth = password` (`enrol-pam-service`).
-    public var enrolPAMService: String = "tokenpin-enrol"
-    /// tokenpind: what a remote login through PAM gets (`pam-remote`).
-    public var pamRemote: RemotePolicy = .ignore
-    /// tokenpind: what another user's PAM attempt (`su`) gets (`pam-other-user`).
-    public var pamOtherUser: OtherUserPolicy = .pin
-    /// tokenpind: who may bind a card no record binds (`card-bind`).
-    public var cardBind: CardBindPolicy = .activeSession
-    /// tokenpind: seconds a PAM conversation may take to answer a prompt (`daemon-pam-prompt-timeout`).
-    public var daemonPAMPromptTimeoutSeconds: Int = 30
     /// Whether `derive` releases keys at all (`derive`); each application may say otherwise.
     public var deriveEnabled = true
     /// tokenpind: keep the login password sealed and hand it to the PAM stack after a verification at the seat
-    /// (`login-keyring`, docs/what-the-pin-opens.md).
+    /// (`login-keyring`, docs/what-the-pin-opens.md). A daemon key, but not in `daemon`: the service reads it too,
+    /// when a new record replaces the login-keyring file.
     public var loginKeyring = false
     /// The `app.NAME.*` rules, by application name (ApplicationPolicy.swift).
     public var applicationPolicies: [String: ApplicationPolicy] = [:]
@@ -358,14 +300,6 @@ public struct Configuration: Sendable, Equatable {
             throw Message(text: "pkcs11-module must be a path of at most 4096 bytes without control characters")
         }
         return value
-    }
-
-    /// What a user proves to tokenpind before it creates a first way in for them (`enrol-auth`).
-    public enum EnrolAuthentication: String, Sendable, CaseIterable {
-        /// The login password, checked through the PAM service `enrol-pam-service`.
-        case password
-        /// Nothing: any process running as the user may enrol a PIN (a single-user machine's choice).
-        case none
     }
 
     /// The most entries `fail-delay` may list.

@@ -232,54 +232,54 @@ extension Configuration {
             name: "daemon-kdf-memory", audience: .daemon, values: "8M to 1024G (M, MiB, G, GiB; MiB without a unit)",
             summary: "The memory all Argon2id work may use at once; requests beyond it queue.",
             display: {
-                $0.daemonKDFMemoryMiB % 1024 == 0 ? "\($0.daemonKDFMemoryMiB / 1024)G" : "\($0.daemonKDFMemoryMiB)M"
+                $0.daemon.kdfMemoryMiB % 1024 == 0 ? "\($0.daemon.kdfMemoryMiB / 1024)G" : "\($0.daemon.kdfMemoryMiB)M"
             },
             source: nil,
             parse: { (c: inout Configuration, value: String) throws(Message) in
-                c.daemonKDFMemoryMiB = try daemonKDFMemory(value)
+                c.daemon.kdfMemoryMiB = try daemonKDFMemory(value)
             }),
         .integer(
-            "daemon-idle-timeout", 1...3600, \.daemonIdleTimeoutSeconds, .daemon,
+            "daemon-idle-timeout", 1...3600, \.daemon.idleTimeoutSeconds, .daemon,
             "Seconds a connection may stay silent between requests."),
         .integer(
-            "daemon-prompt-timeout", 5...3600, \.daemonPromptTimeoutSeconds, .daemon,
+            "daemon-prompt-timeout", 5...3600, \.daemon.promptTimeoutSeconds, .daemon,
             "Seconds a client may take to answer a prompt; then nothing is counted."),
         .integer(
-            "daemon-rate-limit", 1...100_000, \.daemonRequestsPerMinute, .daemon,
+            "daemon-rate-limit", 1...100_000, \.daemon.requestsPerMinute, .daemon,
             "Requests per connection per minute."),
         .choice(
-            "on-card-removal", \.onCardRemoval, .daemon,
+            "on-card-removal", \.daemon.onCardRemoval, .daemon,
             "lock: lock a user's sessions when the card they verified with leaves its reader."),
         .integer(
-            "lock-grace", 0...3600, \.lockGraceSeconds, .daemon,
+            "lock-grace", 0...3600, \.daemon.lockGraceSeconds, .daemon,
             "Seconds to wait before acting on a removal; the card back in time cancels it."),
         .integer(
-            "daemon-wait-timeout", 1...600, \.daemonWaitTimeoutSeconds, .daemon,
+            "daemon-wait-timeout", 1...600, \.daemon.waitTimeoutSeconds, .daemon,
             "Seconds an operation waits for its user's lock or for memory before it answers busy."),
         .choice(
-            "enrol-auth", \.enrolAuth, .daemon,
+            "enrol-auth", \.daemon.enrolAuth, .daemon,
             "What a user proves before enrol or import creates a first way in: the login password, or nothing."),
         ConfigurationKey(
             name: "enrol-pam-service", audience: .daemon, values: "a file in /etc/pam.d",
             summary: "The PAM service that checks the login password for enrol-auth = password.",
-            display: { $0.enrolPAMService }, source: nil,
+            display: { $0.daemon.enrolPAMService }, source: nil,
             parse: { (c: inout Configuration, value: String) throws(Message) in
                 guard RecordStore.validate(user: value) else {
                     throw Message(
                         text:
                             "enrol-pam-service must name a file in /etc/pam.d (letters, digits, - _ .), not `\(value)`")
                 }
-                c.enrolPAMService = value
+                c.daemon.enrolPAMService = value
             }),
         .choice(
-            "pam-remote", \.pamRemote, .daemon,
+            "pam-remote", \.daemon.pamRemote, .daemon,
             "A remote login through PAM: nothing is asked (ignore), or the PIN only (pin)."),
         .choice(
-            "pam-other-user", \.pamOtherUser, .daemon,
+            "pam-other-user", \.daemon.pamOtherUser, .daemon,
             "Another user's PAM stack (su): the PIN only (pin), or refused (deny)."),
-        .choice("card-bind", \.cardBind, .daemon, "Who may bind a card no other record binds."),
+        .choice("card-bind", \.daemon.cardBind, .daemon, "Who may bind a card no other record binds."),
         .integer(
-            "daemon-pam-prompt-timeout", 5...3600, \.daemonPAMPromptTimeoutSeconds, .daemon,
+            "daemon-pam-prompt-timeout", 5...3600, \.daemon.pamPromptTimeoutSeconds, .daemon,
             "Seconds a PAM stack may take to answer a prompt."),
         .onOff(
             "derive", \.deriveEnabled, synonyms: true, .policy,

@@ -155,7 +155,7 @@ logger.info(
     "started",
     [
         ("state-dir", options.stateDirectory),
-        ("daemon-kdf-memory.mib", String(daemon.configuration.daemonKDFMemoryMiB)),
+        ("daemon-kdf-memory.mib", String(daemon.configuration.daemon.kdfMemoryMiB)),
     ])
 daemon.serve()
 let finished = daemon.waitForOperations(seconds: 60)
