@@ -259,7 +259,7 @@ import TokenpinTestSupport
         }
         let json = try RecordStore.encode(big)
         #expect(!RecordCopies.fits(json, halfSize: size / 2))
-        try store.saveCopies(json, path: path)
+        try store.saveCopies(json, to: store.userFile(.record, user: "alice"))
         #expect(bytes(path).count > size)
         #expect(try RecordStore.currentJSON(Data(bytes(path)), path: path) == json)
         #expect(RecordCopies.read(Data(bytes(path))).current?.sequence == 2)

@@ -49,7 +49,7 @@ public struct RecordStore: Sendable {
     }
 
     /// The record file of `user`.
-    public func recordPath(for user: String) -> String { directory + "/" + user + ".json" }
+    public func recordPath(for user: String) -> String { path(of: .record, user: user) }
     /// The lock file of `user`.
     public func lockPath(for user: String) -> String { directory + "/" + user + ".lock" }
     /// The temporary file a save writes before renaming.
@@ -174,36 +174,9 @@ public struct RecordStore: Sendable {
     /// two-copy one), after the same checks as `load`, not decoded; nil only when the file does not exist. This is
     /// what `tokenpin import` sends and what tests read a record through.
     public func recordJSON(user: String) throws(StoreError) -> Data? {
-        guard Self.validate(user: user) else { throw StoreError(.invalidUser, path: directory, "invalid user name") }
-        let path = recordPath(for: user)
-        let file: FileDescriptor
-        do {
-            file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
-        } catch {
-            if error == .noSuchFileOrDirectory { return nil }
-            if error == .tooManySymbolicLinkLevels {
-                throw StoreError(.insecure, path: path, "the record is a symlink")
-            }
-            throw storeError(error, path, "cannot open the record")
-        }
-        let info: stat
-        do {
-            info = try file.status()
-        } catch {
-            throw storeError(error, path, "cannot inspect the record")
-        }
-        try checkRecord(info, path: path)
-        try checkSize(info, path: path)
-        let data: Data
-        do {
-            data = Data(try file.readAll(maximumCount: Self.maximumRecordSize))
-        } catch {
-            if error == .fileTooLarge {
-                throw StoreError(.corrupt, path: path, "the record is too large to be a tokenpin record")
-            }
-            throw storeError(error, path, "cannot read the record")
-        }
-        return try Self.currentJSON(data, path: path)
+        let file = try userFile(.record, user: user)
+        guard let bytes = try file.read() else { return nil }
+        return try Self.currentJSON(Data(bytes), path: file.path)
     }
 
     /// The record's JSON in a record file's bytes: the whole file in the legacy format, else the intact copy with
@@ -224,29 +197,6 @@ public struct RecordStore: Sendable {
             throw StoreError(.corrupt, path: path, "the record's two copies differ under one sequence number (edited?)")
         }
         return current.json
-    }
-
-    private func checkRecord(_ info: stat, path: String) throws(StoreError) {
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw StoreError(.insecure, path: path, "the record is not a regular file")
-        }
-        guard info.st_uid == owner else {
-            throw StoreError(.insecure, path: path, "the record belongs to uid \(info.st_uid), not \(owner)")
-        }
-        // 0600 only: a record others can read hands them the salted, wrapped keys an offline guess starts from.
-        guard info.st_mode & 0o077 == 0 else {
-            let verb = info.st_mode & 0o022 != 0 ? "write" : "read"
-            throw StoreError(
-                .insecure, path: path,
-                "others can \(verb) the record (mode \(String(info.st_mode & 0o777, radix: 8)); a record is 0600)")
-        }
-    }
-
-    private func checkSize(_ info: stat, path: String) throws(StoreError) {
-        guard Int(info.st_size) <= Self.maximumRecordSize else {
-            throw StoreError(
-                .corrupt, path: path, "the record is \(info.st_size) bytes, too large to be a tokenpin record")
-        }
     }
 
     /// The identities of the cards the records of users other than `user` bind (token or composite slot).
@@ -271,22 +221,11 @@ public struct RecordStore: Sendable {
     /// old record is intact (or, when only the directory sync failed, the new one is in place but not known to be
     /// durable). Two copies: see `saveCopies`. A symlinked store directory or record is refused.
     public func save(_ record: EnrolmentRecord) throws(StoreError) {
-        guard Self.validate(user: record.user) else {
-            throw StoreError(.invalidUser, path: directory, "invalid user name")
-        }
+        let file = try userFile(.record, user: record.user)
         let data = try Self.encode(record)
-        let path = recordPath(for: record.user)
         switch writeFormat {
-        case .json: try replace(path, with: [UInt8](data))
-        case .copies: try saveCopies(data, path: path)
-        }
-    }
-
-    private func replace(_ path: String, with contents: [UInt8]) throws(StoreError) {
-        do {
-            try AtomicFile.replace(path: path, contents: contents, mode: 0o600)
-        } catch {
-            throw storeError(error, path, "cannot save the record")
+        case .json: try file.replace(with: [UInt8](data))
+        case .copies: try saveCopies(data, to: file)
         }
     }
 
@@ -294,38 +233,16 @@ public struct RecordStore: Sendable {
     /// current copy, one `fdatasync`, then the old half blanked (not synced: the next save's sync carries it).
     ///
     /// A missing file, a legacy JSON file (the upgrade) or a copy too large for its half is written whole, as a
-    /// new two-copy file, through `AtomicFile.replace`. A file that is not a regular file of the owner, mode 0600,
-    /// with one link, or that holds no intact copy, is refused and left as it is.
-    func saveCopies(_ json: Data, path: String) throws(StoreError) {
-        let file: FileDescriptor
-        do {
-            file = try FileDescriptor.open(path, O_RDWR | O_NOFOLLOW)
-        } catch {
-            if error == .noSuchFileOrDirectory {
-                return try replace(path, with: RecordCopies.newFile(json: json, sequence: 1))
-            }
-            if error == .tooManySymbolicLinkLevels {
-                throw StoreError(.insecure, path: path, "the record is a symlink")
-            }
-            throw storeError(error, path, "cannot open the record")
+    /// new two-copy file, through `AtomicFile.replace`. A file that `UserFile` refuses for a write in place (not a
+    /// regular file of the owner, mode 0600, with one link) or that holds no intact copy is left as it is.
+    func saveCopies(_ json: Data, to record: UserFile) throws(StoreError) {
+        guard let file = try record.open(forUpdate: true) else {
+            return try record.replace(with: RecordCopies.newFile(json: json, sequence: 1))
         }
-        let info: stat
-        let bytes: Data
-        do {
-            info = try file.status()
-            try checkRecord(info, path: path)
-            guard info.st_nlink == 1 else {
-                throw StoreError(.insecure, path: path, "the record has other hard links; it is written in place")
-            }
-            try checkSize(info, path: path)
-            bytes = Data(try file.readAll(maximumCount: Self.maximumRecordSize))
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw storeError(error as? Errno ?? .current, path, "cannot read the record")
-        }
+        let bytes = Data(try record.checkedContents(of: file, inPlace: true))
+        let path = record.path
         if bytes.isEmpty || RecordCopies.isLegacyJSON(bytes) {
-            return try replace(path, with: RecordCopies.newFile(json: json, sequence: 1))
+            return try record.replace(with: RecordCopies.newFile(json: json, sequence: 1))
         }
         let reading = RecordCopies.read(bytes)
         guard let current = reading.current else {
@@ -337,7 +254,7 @@ public struct RecordStore: Sendable {
         }
         let half = bytes.count / 2
         guard RecordCopies.fits(json, halfSize: half) else {
-            return try replace(path, with: RecordCopies.newFile(json: json, sequence: current.sequence + 1))
+            return try record.replace(with: RecordCopies.newFile(json: json, sequence: current.sequence + 1))
         }
         let target = 1 - current.half
         let copy = RecordCopies.encode(json: json, sequence: current.sequence + 1, halfSize: half)
@@ -376,11 +293,9 @@ public struct RecordStore: Sendable {
 
     /// Deletes `user`'s record (not the lock file, which may be held).
     public func remove(user: String) throws(StoreError) {
-        let path = recordPath(for: user)
-        guard unlink(path) == 0 || errno == ENOENT else { throw systemError(path, "cannot remove the record") }
+        try userFile(.record, user: user).remove()
         // The login password sealed beside it opens with this record only: it goes with it.
-        let keyring = loginKeyringPath(for: user)
-        guard unlink(keyring) == 0 || errno == ENOENT else { throw systemError(keyring, "cannot remove the file") }
+        try userFile(.loginKeyring, user: user).remove()
         try syncDirectory()
     }
 
@@ -395,13 +310,23 @@ public struct RecordStore: Sendable {
     func systemError(_ path: String, _ what: String) -> StoreError { storeError(.current, path, what) }
 
     func storeError(_ error: Errno, _ path: String, _ what: String) -> StoreError {
-        if error == .permissionDenied || error == .notPermitted {
-            return StoreError(.permissionDenied, path: path, "\(what): \(error)")
-        }
-        if error == .tooManySymbolicLinkLevels {
-            return StoreError(.insecure, path: path, "\(what): a symlink is in the way")
-        }
-        return StoreError(.io, path: path, "\(what): \(error)")
+        StoreError(system: error, path: path, what)
+    }
+}
+
+// MARK: What UserFile needs of Glibc (UserFile.swift reaches the system through TokenpinSystem and these only)
+
+extension UserFile {
+    /// The flags a user's file is opened with: never through a symlink (`O_NOFOLLOW`).
+    static func openFlags(forUpdate: Bool) -> Int32 { (forUpdate ? O_RDWR : O_RDONLY) | O_NOFOLLOW }
+}
+
+extension UserFile.Status {
+    /// What `info` (from `fstat`) says.
+    init(_ info: stat) {
+        self.init(
+            isRegularFile: info.st_mode & S_IFMT == S_IFREG, owner: info.st_uid, permissions: info.st_mode & 0o777,
+            size: Int(info.st_size), links: Int(info.st_nlink))
     }
 }
 
