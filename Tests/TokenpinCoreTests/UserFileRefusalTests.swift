@@ -66,6 +66,8 @@ enum UserFileCase: String, CaseIterable, Sendable {
 enum UserFileFault: String, CaseIterable, Sendable {
     case symlink
     case directory
+    /// A FIFO in the file's place: refused as not a regular file, never waited on (the open does not block).
+    case fifo
     case otherOwner
     case groupWritable
     case worldWritable
@@ -99,6 +101,9 @@ enum UserFileFault: String, CaseIterable, Sendable {
         case .directory:
             try FileManager.default.removeItem(atPath: path)
             #expect(mkdir(path, 0o700) == 0)
+        case .fifo:
+            try FileManager.default.removeItem(atPath: path)
+            #expect(mkfifo(path, 0o600) == 0)
         case .otherOwner:
             store = RecordStore(directory: store.directory, owner: geteuid() &+ 4242)
             store.writeFormat = format
@@ -137,7 +142,7 @@ enum UserFileFault: String, CaseIterable, Sendable {
         case .symlink:
             return StoreError(
                 .insecure, path: path, file == .record ? "the record is a symlink" : "the file is a symlink")
-        case .directory: return StoreError(.insecure, path: path, "\(name) is not a regular file")
+        case .directory, .fifo: return StoreError(.insecure, path: path, "\(name) is not a regular file")
         case .otherOwner:
             return StoreError(.insecure, path: path, "\(name) belongs to uid \(geteuid()), not \(store.owner)")
         case .groupWritable: return others(0o620)

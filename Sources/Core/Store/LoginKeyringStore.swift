@@ -1,11 +1,5 @@
 import FoundationEssentials
 
-// This file no longer needs Glibc: its import stays only while scripts/glibc-allowlist names the file (the list
-// fails a listed file that stops importing Glibc); take both out together.
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 // The login keyring's file beside each record (`USER.login-keyring`, LoginKeyringFile): opened, checked, read and
 // written by the record's own rules (UserFile: 0600, the store's owner, no symlink, atomic replace), under the
 // caller's lock of the user.

@@ -317,8 +317,12 @@ public struct RecordStore: Sendable {
 // MARK: What UserFile needs of Glibc (UserFile.swift reaches the system through TokenpinSystem and these only)
 
 extension UserFile {
-    /// The flags a user's file is opened with: never through a symlink (`O_NOFOLLOW`).
-    static func openFlags(forUpdate: Bool) -> Int32 { (forUpdate ? O_RDWR : O_RDONLY) | O_NOFOLLOW }
+    /// The flags a user's file is opened with: never through a symlink (`O_NOFOLLOW`), and never waiting on what is
+    /// not a regular file (`O_NONBLOCK`: a FIFO in its place opens at once and is refused by the type check; on a
+    /// regular file the flag changes nothing).
+    static func openFlags(forUpdate: Bool) -> Int32 {
+        (forUpdate ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_NONBLOCK
+    }
 }
 
 extension UserFile.Status {
