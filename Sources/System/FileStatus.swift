@@ -26,6 +26,24 @@ package struct FileStatus: Sendable, Equatable {
     }
 }
 
+extension Paths {
+    /// Whether `path` itself is a Unix socket: a symbolic link to one is not, nor is a missing path.
+    ///
+    /// The corresponding C function is `lstat`.
+    package static func isSocket(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK
+    }
+
+    /// Whether something of any kind exists at `path`, following symbolic links (a dangling link is nothing).
+    ///
+    /// The corresponding C function is `stat`.
+    package static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
+    }
+}
+
 extension CurrentProcess {
     /// Whether this process may execute `path` (with its real uid, as `access` checks).
     ///
