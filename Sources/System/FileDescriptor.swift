@@ -217,6 +217,11 @@ package struct FileDescriptor: ~Copyable {
     /// The corresponding C function is `isatty`.
     package var isTerminal: Bool { isatty(rawValue) == 1 }
 
+    /// Whether the descriptor is open in this process (false for a number no file is open on).
+    ///
+    /// The corresponding C function is `fcntl(F_GETFD)`.
+    package var isOpen: Bool { fcntl(rawValue, F_GETFD) != -1 }
+
     /// The file's status (type, owner, mode, size).
     ///
     /// The corresponding C function is `fstat`.
