@@ -76,6 +76,13 @@ package struct FileDescriptor: ~Copyable {
         return file
     }
 
+    /// Opens `path` for reading only; see `open(_:_:mode:)`.
+    ///
+    /// The corresponding C function is `open(O_RDONLY)`.
+    package static func openForReading(_ path: String) throws(Errno) -> FileDescriptor {
+        try open(path, O_RDONLY)
+    }
+
     private static func retryingInterrupts(_ call: () -> Int32) throws(Errno) -> FileDescriptor {
         while true {
             let fd = call()

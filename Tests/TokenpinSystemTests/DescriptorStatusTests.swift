@@ -36,6 +36,16 @@ import TokenpinTestSupport
         }
     }
 
+    @Test func openForReadingReadsAndRefusesWrites() throws {
+        let specimens = try Specimens()
+        defer { specimens.close() }
+        let file = try FileDescriptor.openForReading(specimens.file)
+        #expect(fcntl(file.rawValue, F_GETFD) & FD_CLOEXEC != 0, "close-on-exec")
+        #expect(try file.readAll(maximumCount: 100) == Array("contents\n".utf8))
+        #expect(throws: Errno.badFileDescriptor) { try file.writeAll([1]) }
+        #expect(throws: Errno.noSuchFileOrDirectory) { _ = try FileDescriptor.openForReading(specimens.missing) }
+    }
+
     @Test func isOpenOnlyWhileOpen() throws {
         var fds: [Int32] = [-1, -1]
         #expect(pipe(&fds) == 0)
