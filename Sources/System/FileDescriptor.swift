@@ -6,7 +6,8 @@
 ///
 /// Non-copyable: exactly one value owns the descriptor, and its `deinit` closes it. `release()` hands the raw
 /// descriptor to code that manages it itself; `withBorrowed` lends this API to a descriptor owned elsewhere.
-/// Every read and write retries when a signal interrupts it (`EINTR`).
+/// Every read and write retries when a signal interrupts it (`EINTR`), but `receive(into:)`, whose callers poll
+/// between reads.
 package struct FileDescriptor: ~Copyable {
     /// The raw descriptor.
     package let rawValue: Int32
