@@ -160,7 +160,7 @@ let package = Package(
             name: "TokenpinService",
             dependencies: [
                 "TokenpinCore", "TokenpinAPDU", "TokenpinOpenPGP", "TokenpinCardCrypto", "TokenpinPIV",
-                "TokenpinPKCS11",
+                "TokenpinPKCS11", "TokenpinSystem",
             ],
             path: "Sources/Service",
             swiftSettings: strictSettings

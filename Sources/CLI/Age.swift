@@ -5,10 +5,6 @@ import TokenpinProtocol
 import TokenpinService
 import TokenpinSystem
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// `tokenpin age recipient|identity|plugin`: age files behind the PIN or the card.
 ///
 /// The age identity is the application key of `age` itself, an X25519 secret (X25519 clamps any 32 bytes); its
@@ -78,7 +74,7 @@ struct AgeCommand: Command {
                     try input.readAll(maximumCount: 1 << 20)
                 }
             } else {
-                let file = try FileDescriptor.open(path, O_RDONLY | O_CLOEXEC)
+                let file = try FileDescriptor.openForReading(path)
                 bytes = try file.readAll(maximumCount: 1 << 20)
             }
         } catch {

@@ -4,10 +4,6 @@ import TokenpinProtocol
 import TokenpinService
 import TokenpinSystem
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// `tokenpin derive APP`: a verification exactly like `verify`, then the 32-byte key of APP on a descriptor, in a
 /// new 0600 file, or on standard output when that is not a terminal.
 ///
@@ -90,7 +86,7 @@ struct DeriveCommand: Command {
     private func openDestination(_ context: Context) -> Opened {
         switch destination {
         case .standardOutput:
-            guard isatty(1) != 1 else {
+            guard !FileDescriptor.withBorrowed(1, { $0.isTerminal }) else {
                 return .refused(
                     usage(
                         context,
@@ -99,8 +95,10 @@ struct DeriveCommand: Command {
             }
             return .opened(1)
         case .descriptor(let fd):
-            guard fcntl(fd, F_GETFD) != -1 else { return .refused(usage(context, "descriptor \(fd) is not open")) }
-            guard isatty(fd) != 1 else {
+            guard FileDescriptor.withBorrowed(fd, { $0.isOpen }) else {
+                return .refused(usage(context, "descriptor \(fd) is not open"))
+            }
+            guard !FileDescriptor.withBorrowed(fd, { $0.isTerminal }) else {
                 return .refused(usage(context, "descriptor \(fd) is a terminal: the key would be shown"))
             }
             return .opened(fd)
@@ -123,7 +121,7 @@ struct DeriveCommand: Command {
         do throws(Errno) {
             try text.withUnsafeBytes { bytes in Result { () throws(Errno) in try file.writeAll(bytes) } }.get()
             if newline { try file.writeAll([0x0A]) }
-            if sync, (try? file.status()).map({ ($0.st_mode & S_IFMT) == S_IFREG }) == true { try file.fsync() }
+            if sync, (try? FileStatus.of(file))?.isRegularFile == true { try file.fsync() }
             return nil
         } catch {
             return error

@@ -1,5 +1,4 @@
 import Dispatch
-import Glibc
 import Synchronization
 import TokenpinSystem
 
@@ -21,7 +20,7 @@ final class SlowStepNotice: Sendable {
     /// from `TOKENPIN_SLOW_STEP_MS`, so a test can make a step slow for certain without racing the clock.
     static let delay: Int = {
         #if DEBUG
-            if let value = getenv("TOKENPIN_SLOW_STEP_MS").map({ String(cString: $0) }), let milliseconds = Int(value),
+            if let value = CurrentProcess.environmentValue("TOKENPIN_SLOW_STEP_MS"), let milliseconds = Int(value),
                 (0...60_000).contains(milliseconds)
             {
                 return milliseconds

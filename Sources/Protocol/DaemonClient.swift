@@ -1,10 +1,7 @@
 import FoundationEssentials
 internal import TokenpinCore
 package import TokenpinService
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+internal import TokenpinSystem
 
 /// Runs the PIN operations in `tokenpind` over its socket, relaying prompts to a local `Interaction`.
 ///
@@ -40,8 +37,7 @@ package struct DaemonClient: Sendable {
 
     /// Whether a daemon socket exists at `path` (the CLI's test for "use the daemon").
     package static func socketExists(at path: String = defaultSocketPath) -> Bool {
-        var info = stat()
-        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK
+        Paths.isSocket(path)
     }
 
     /// Files whose presence says tokenpind is meant to run on this machine: its units, from the package or
@@ -49,7 +45,7 @@ package struct DaemonClient: Sendable {
     /// `TOKENPIN_DAEMON_MARKERS` (colon-separated), so that a test decides without touching the machine.
     package static var daemonMarkers: [String] {
         #if DEBUG
-            if let list = getenv("TOKENPIN_DAEMON_MARKERS").map({ String(cString: $0) }) {
+            if let list = CurrentProcess.environmentValue("TOKENPIN_DAEMON_MARKERS") {
                 return list.split(separator: ":").map(String.init)
             }
         #endif
@@ -66,10 +62,7 @@ package struct DaemonClient: Sendable {
     /// The first marker present (`daemonMarkers`): why a missing socket means tokenpind is down, not absent;
     /// nil when nothing says it should run here.
     package static func expectedDaemonEvidence() -> String? {
-        daemonMarkers.first { path in
-            var info = stat()
-            return stat(path, &info) == 0
-        }
+        daemonMarkers.first { Paths.exists($0) }
     }
 
     // MARK: The exchange

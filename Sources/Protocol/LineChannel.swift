@@ -2,10 +2,6 @@ import Dispatch
 package import TokenpinCore
 internal import TokenpinSystem
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Newline-delimited frames over a connected stream socket, with a line limit and read timeouts.
 ///
 /// Owns the descriptor and closes it on release. Reads use `poll` so a silent peer times out; writes use
@@ -38,7 +34,7 @@ package final class LineChannel {
             secureZero(buffer)
             buffer.deallocate()
         }
-        if !closed { Glibc.close(fd) }
+        if !closed { try? FileDescriptor(owning: fd).close() }
     }
 
     /// The receive buffer, allocated zeroed on first use with room for the longest line, its newline and one read.
@@ -63,7 +59,7 @@ package final class LineChannel {
         let line = [UInt8](UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
         let rest = buffered - (length + 1)
         if rest > 0, let base = buffer.baseAddress {
-            memmove(base, base + length + 1, rest)
+            base.copyMemory(from: base + length + 1, byteCount: rest)  // the regions may overlap (memmove)
         }
         secureZero(UnsafeMutableRawBufferPointer(rebasing: buffer[rest..<buffered]))
         buffered = rest
@@ -80,13 +76,13 @@ package final class LineChannel {
     package func close() {
         guard !closed else { return }
         closed = true
-        Glibc.close(fd)
+        try? FileDescriptor(owning: fd).close()
     }
 
     /// Shuts both directions down, waking a thread blocked on it.
     package func shutdown() {
         guard !closed else { return }
-        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+        try? FileDescriptor.withBorrowed(fd) { (socket) throws(Errno) in try socket.shutdown() }
     }
 
     /// Connects to the Unix socket at `path`.
@@ -153,12 +149,13 @@ package final class LineChannel {
             }
             // At most `maximumLineLength` bytes are buffered here, so a whole read always fits behind them.
             let free = UnsafeMutableRawBufferPointer(rebasing: buffer[buffered..<(buffered + Self.readSize)])
-            let count = Glibc.recv(fd, free.baseAddress, free.count, 0)
-            if count < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                let reason = String(cString: strerror(errno))
+            let count: Int
+            do {
+                count = try FileDescriptor.withBorrowed(fd) { (socket) throws(Errno) in try socket.receive(into: free) }
+            } catch {
+                if error == .interrupted || error == .wouldBlock { continue }
                 discardBuffered()
-                throw ProtocolError(.io, "cannot read the socket: \(reason)")
+                throw ProtocolError(.io, "cannot read the socket: \(error)")
             }
             if count == 0 {
                 if buffered == 0 { throw ProtocolError(.closed, "the peer closed the connection") }
@@ -174,11 +171,16 @@ package final class LineChannel {
         var waited: Int32 = 0
         while true {
             let slice: Int32 = timeoutMilliseconds < 0 ? 200 : min(200, max(0, timeoutMilliseconds - waited))
-            var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&pollfd, 1, slice)
-            if ready > 0 { return }
-            if ready < 0 && errno != EINTR { throw ProtocolError(.io, "cannot poll the socket") }
-            if ready == 0 { waited += slice }
+            do {
+                let ready = try FileDescriptor.withBorrowed(fd) { (socket) throws(Errno) in
+                    try socket.waitForInput(timeoutMilliseconds: slice)
+                }
+                if ready { return }
+                waited += slice
+            } catch {
+                // A signal ended the wait early: it counts no time, and the wait goes on.
+                if error != .interrupted { throw ProtocolError(.io, "cannot poll the socket") }
+            }
             if let deadline, deadline() { throw ProtocolError(.busy, "the daemon is shutting down") }
             if timeoutMilliseconds >= 0 && waited >= timeoutMilliseconds {
                 throw ProtocolError(.timeout, "no complete message arrived in time")

@@ -3,10 +3,6 @@ import TokenpinAPDU
 import TokenpinPCSC
 internal import TokenpinSystem
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Who holds a card that another process opened exclusively. pcscd does not say; the running programs that do
 /// (gpg's scdaemon first: without `pcsc-shared` in its scdaemon.conf it keeps every card it has seen) are named,
 /// with what to do. One diagnosis, the same sentence in `verify`, in PAM (through tokenpind, which sees every
@@ -96,14 +92,13 @@ package enum CardHolders {
         return String(decoding: data, as: UTF8.self).split(separator: "\n").first.map(String.init)
     }
 
-    static func owner(of path: String) -> uid_t? {
-        var info = stat()
-        return stat(path, &info) == 0 ? info.st_uid : nil
+    static func owner(of path: String) -> UInt32? {
+        (try? FileStatus.of(path))?.owner
     }
 
     /// Whether the scdaemon `pid` (run by `uid`) reads `pcsc-shared` from its scdaemon.conf (in `GNUPGHOME`, else
     /// `~/.gnupg`); nil when the file cannot be read.
-    static func scdaemonShares(pid: String, uid: uid_t, proc: String) -> Bool? {
+    static func scdaemonShares(pid: String, uid: UInt32, proc: String) -> Bool? {
         var home = Paths.homeDirectory(uid: uid) + "/.gnupg"
         if let environment = FileManager.default.contents(atPath: proc + "/\(pid)/environ") {
             for entry in environment.split(separator: 0) where entry.starts(with: Array("GNUPGHOME=".utf8)) {

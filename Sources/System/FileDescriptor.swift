@@ -6,7 +6,8 @@
 ///
 /// Non-copyable: exactly one value owns the descriptor, and its `deinit` closes it. `release()` hands the raw
 /// descriptor to code that manages it itself; `withBorrowed` lends this API to a descriptor owned elsewhere.
-/// Every read and write retries when a signal interrupts it (`EINTR`).
+/// Every read and write retries when a signal interrupts it (`EINTR`), but `receive(into:)`, whose callers poll
+/// between reads.
 package struct FileDescriptor: ~Copyable {
     /// The raw descriptor.
     package let rawValue: Int32
@@ -74,6 +75,13 @@ package struct FileDescriptor: ~Copyable {
         let file = try open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
         try file.setPermissions(mode)
         return file
+    }
+
+    /// Opens `path` for reading only; see `open(_:_:mode:)`.
+    ///
+    /// The corresponding C function is `open(O_RDONLY)`.
+    package static func openForReading(_ path: String) throws(Errno) -> FileDescriptor {
+        try open(path, O_RDONLY)
     }
 
     private static func retryingInterrupts(_ call: () -> Int32) throws(Errno) -> FileDescriptor {
@@ -216,6 +224,11 @@ package struct FileDescriptor: ~Copyable {
     ///
     /// The corresponding C function is `isatty`.
     package var isTerminal: Bool { isatty(rawValue) == 1 }
+
+    /// Whether the descriptor is open in this process (false for a number no file is open on).
+    ///
+    /// The corresponding C function is `fcntl(F_GETFD)`.
+    package var isOpen: Bool { fcntl(rawValue, F_GETFD) != -1 }
 
     /// The file's status (type, owner, mode, size).
     ///

@@ -20,9 +20,41 @@ package struct FileStatus: Sendable, Equatable {
     package static func of(_ path: String) throws(Errno) -> FileStatus {
         var info = stat()
         guard stat(path, &info) == 0 else { throw Errno.current }
-        return FileStatus(
-            isRegularFile: info.st_mode & S_IFMT == S_IFREG, owner: info.st_uid,
-            isWritableByGroupOrOthers: info.st_mode & (S_IWGRP | S_IWOTH) != 0, isSticky: info.st_mode & S_ISVTX != 0)
+        return FileStatus(info)
+    }
+
+    /// The status of the open file `descriptor`.
+    ///
+    /// The corresponding C function is `fstat`.
+    package static func of(_ descriptor: borrowing FileDescriptor) throws(Errno) -> FileStatus {
+        var info = stat()
+        guard fstat(descriptor.rawValue, &info) == 0 else { throw Errno.current }
+        return FileStatus(info)
+    }
+
+    private init(_ info: stat) {
+        isRegularFile = info.st_mode & S_IFMT == S_IFREG
+        owner = info.st_uid
+        isWritableByGroupOrOthers = info.st_mode & (S_IWGRP | S_IWOTH) != 0
+        isSticky = info.st_mode & S_ISVTX != 0
+    }
+}
+
+extension Paths {
+    /// Whether `path` itself is a Unix socket: a symbolic link to one is not, nor is a missing path.
+    ///
+    /// The corresponding C function is `lstat`.
+    package static func isSocket(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK
+    }
+
+    /// Whether something of any kind exists at `path`, following symbolic links (a dangling link is nothing).
+    ///
+    /// The corresponding C function is `stat`.
+    package static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
     }
 }
 

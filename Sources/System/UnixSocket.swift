@@ -93,6 +93,25 @@ extension FileDescriptor {
         guard Glibc.listen(rawValue, backlog) == 0 else { throw Errno.current }
     }
 
+    /// Receives at most `buffer.count` bytes into `buffer` itself (no copy is made: a secret stays where the caller
+    /// wipes it); 0 means the peer closed its end.
+    ///
+    /// One call, not retried: a signal is `.interrupted` and an empty non-blocking socket `.wouldBlock`, for a caller
+    /// that polls with its own deadline before it reads again. The corresponding C function is `recv`.
+    package func receive(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+        let count = recv(rawValue, buffer.baseAddress, buffer.count, 0)
+        guard count >= 0 else { throw Errno.current }
+        return count
+    }
+
+    /// Shuts both directions of this socket down, waking a thread blocked reading or writing it; the descriptor
+    /// stays open.
+    ///
+    /// The corresponding C function is `shutdown(SHUT_RDWR)`.
+    package func shutdown() throws(Errno) {
+        guard Glibc.shutdown(rawValue, Int32(SHUT_RDWR)) == 0 else { throw Errno.current }
+    }
+
     /// Bounds every send (and, on a Unix stream socket, `connect`) to `milliseconds`; past it they fail with
     /// `.wouldBlock`.
     ///

@@ -1,9 +1,6 @@
 import Synchronization
 package import TokenpinCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+internal import TokenpinSystem
 
 /// Takes the vault key at the moment a verification opened it and keeps only the application key derived from it.
 ///
@@ -65,7 +62,7 @@ extension PINService {
         guard enabled else {
             throw .permissionDenied("derive is switched off for \(application) (tokenpin.conf); nothing was asked")
         }
-        if policy.callers == .root, !(callerIsRoot ?? (geteuid() == 0)) {
+        if policy.callers == .root, !(callerIsRoot ?? (CurrentProcess.effectiveUserID == 0)) {
             throw .permissionDenied(
                 "only root may ask for the key of \(application) (callers = root); nothing was asked")
         }
