@@ -47,11 +47,13 @@ let package = Package(
             providers: [.apt(["libsystemd-dev"])]
         ),
         // p11-kit: PKCS#11's header (pkcs11.h), module loading and RFC 7512 URIs; TokenpinPKCS11 is its only importer.
-        .systemLibrary(
+        // Not linked: libp11kit.c loads libp11-kit.so.0 the first time one of its functions is called, so processes
+        // that touch no PKCS#11 token do not pay its relocation at start. Its headers (libp11-kit-dev) are under
+        // /usr/include/p11-kit-1 (pkg-config p11-kit-1's --cflags), which the importer adds too.
+        .target(
             name: "CP11Kit",
             path: "Sources/C/CP11Kit",
-            pkgConfig: "p11-kit-1",
-            providers: [.apt(["libp11-kit-dev"])]
+            cSettings: [.unsafeFlags(["-I/usr/include/p11-kit-1"])]
         ),
         .target(name: "CTokenpinShims", path: "Sources/C/CTokenpinShims"),
         // libpam for tokenpind's login-password check before enrolment (the PAM module itself is pam/, plain C).
@@ -114,7 +116,7 @@ let package = Package(
             name: "TokenpinPKCS11",
             dependencies: ["CP11Kit", "TokenpinCore", "TokenpinCardCrypto", "TokenpinSystem"],
             path: "Sources/Cards/PKCS11",
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings + [.unsafeFlags(["-Xcc", "-I/usr/include/p11-kit-1"])]
         ),
         // The helper process PKCS#11 modules run in: a socket on standard input, nothing else inherited.
         .executableTarget(

@@ -197,10 +197,10 @@ fi
 ok "make deb: $(basename "$DEB") ($(stat -c %s "$DEB") bytes)"
 field() { dpkg-deb -f "$DEB" "$1"; }
 check "version from the sources: $VERSION" [ "$(field Version)" = "$VERSION" ]
-check "Depends computed: libc6, libsodium23, libpcsclite1, libpam-runtime, and libssl3 (loaded with dlopen)" bash -c \
+check "Depends computed: libc6, libsodium23, libpcsclite1, libpam-runtime, and libssl3, libp11-kit0 (loaded with dlopen)" bash -c \
     "dpkg-deb -f '$DEB' Depends | grep -q libc6 && dpkg-deb -f '$DEB' Depends | grep -q libsodium && \
      dpkg-deb -f '$DEB' Depends | grep -q libpcsclite1 && dpkg-deb -f '$DEB' Depends | grep -q libpam-runtime && \
-     dpkg-deb -f '$DEB' Depends | grep -q 'libssl3 (>= 3'"
+     dpkg-deb -f '$DEB' Depends | grep -q 'libssl3 (>= 3' && dpkg-deb -f '$DEB' Depends | grep -q 'libp11-kit0 (>= 0.23'"
 check "Recommends: pcscd" [ "$(field Recommends)" = pcscd ]
 dpkg-deb -c "$DEB" | awk '{print $6}' > "$WORK/contents"
 for path in ./usr/bin/tokenpin ./usr/bin/tokenpin-bench ./usr/bin/tokenpin-askpass ./usr/bin/age-plugin-tokenpin ./usr/sbin/tokenpind ./usr/libexec/tokenpin/tokenpin-pkcs11 ./lib/systemd/system/tokenpind.service ./lib/systemd/system/tokenpind.socket \

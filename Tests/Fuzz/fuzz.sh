@@ -34,19 +34,22 @@ mkdir -p "$OUT/lib" "$OUT/seeds"
 wanted() { [[ " $TARGETS " == *" $1 "* ]]; }
 
 # --- Building ----------------------------------------------------------------------------------------------------
-# p11-kit's headers, for CP11Kit (TokenpinPKCS11's system library).
+# p11-kit's headers, for CP11Kit (TokenpinPKCS11's C module).
 P11KIT_CFLAGS=()
 for flag in $(pkg-config --cflags p11-kit-1 2>/dev/null); do P11KIT_CFLAGS+=(-Xcc "$flag"); done
 SWIFTC=(swiftc -sanitize=fuzzer,address -parse-as-library -package-name tokenpin "${FUZZ_OPTIMIZE:--O}" -swift-version 6 -enable-upcoming-feature ExistentialAny
     -enable-upcoming-feature MemberImportVisibility -I "$OUT/lib" -I "$OUT/lib/CTokenpinShims" -I "$ROOT/Sources/C/CSodium"
-    -I "$OUT/lib/COpenSSL" -I "$ROOT/Sources/C/CP11Kit" -L "$OUT/lib"
+    -I "$OUT/lib/COpenSSL" -I "$OUT/lib/CP11Kit" -L "$OUT/lib"
     "${P11KIT_CFLAGS[@]}" -use-ld=lld)
 declare -A BUILT=()
-# libcrypto's headers as the COpenSSL module. The fuzz targets link libcrypto itself (-lcrypto below) rather than
-# Sources/C/COpenSSL/libcrypto.c, the loader the package's binaries use to load it only when first needed.
-mkdir -p "$OUT/lib/COpenSSL"
+# libcrypto's and p11-kit's headers as the COpenSSL and CP11Kit modules. The fuzz targets link libcrypto and p11-kit
+# themselves (-lcrypto, -lp11-kit below) rather than Sources/C/COpenSSL/libcrypto.c and Sources/C/CP11Kit/libp11kit.c,
+# the loaders the package's binaries use to load them only when first needed.
+mkdir -p "$OUT/lib/COpenSSL" "$OUT/lib/CP11Kit"
 printf 'module COpenSSL {\n    header "%s"\n    export *\n}\n' \
     "$ROOT/Sources/C/COpenSSL/include/COpenSSL.h" > "$OUT/lib/COpenSSL/module.modulemap"
+printf 'module CP11Kit {\n    header "%s"\n    export *\n}\n' \
+    "$ROOT/Sources/C/CP11Kit/include/CP11Kit.h" > "$OUT/lib/CP11Kit/module.modulemap"
 
 # module NAME FOLDER [FLAGS...]: a static library with its module interface, from every Swift file under FOLDER.
 module() {

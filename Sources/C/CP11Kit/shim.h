@@ -1,2 +1,0 @@
-#include <p11-kit/p11-kit.h>
-#include <p11-kit/uri.h>
