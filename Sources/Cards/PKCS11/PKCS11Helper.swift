@@ -202,7 +202,9 @@ package final class PKCS11Helper {
             let termination = (try? process.waitForExit(timeoutMilliseconds: 2000)) ?? nil
             if termination == nil { reap(process, graceMilliseconds: 0) }
             let how = termination.map { "\($0)" } ?? "closed its socket"
-            return .helperFailed("the PKCS#11 helper \(how) while \(activity)")
+            // 127: the helper could not load a library it needs (libp11-kit.so.0 is loaded on its first use).
+            let library = termination == .exited(127) ? " (a library it needs, libp11-kit.so.0, is missing)" : ""
+            return .helperFailed("the PKCS#11 helper \(how) while \(activity)\(library)")
         default:
             reap(process, graceMilliseconds: 0)
             return .malformed(
