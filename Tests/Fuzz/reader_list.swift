@@ -2,7 +2,7 @@
 // (`SCardListReaders`) and a card's ATR with its historical bytes. Both come from another process (and the ATR from
 // the card), so no byte string may trap, and whatever parses must hold what the parser promises.
 // Built by Tests/Fuzz/fuzz.sh with `swiftc -sanitize=fuzzer,address`, from ReaderList.swift and ATR.swift.
-import TokenpinAPDU
+internal import TokenpinAPDU
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzReaderList(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
