@@ -6,7 +6,8 @@
 // keys) use it, so `tokenpin --version`, a PIN verify or tokenpind's start need not pay it.
 //
 // Each libcrypto function TokenpinCardCrypto calls is defined here, hidden from every other object, and forwards
-// to libcrypto's own, which dlopen and dlsym find on its first call. The compiler checks each line below against
+// to libcrypto's own, which dlopen and dlsym find on its first call (the loader libp11kit.c uses too:
+// Sources/C/LazyLibrary/lazy_library.h). The compiler checks each line below against
 // OpenSSL's header; a function used in Swift and missing here fails the link ("undefined reference"): add its
 // prototype to LIBCRYPTO_FUNCTIONS, with the parameters named a, b, c...
 //
@@ -35,6 +36,7 @@
 
 #pragma GCC visibility push(hidden)
 #include "COpenSSL.h"
+#include "../LazyLibrary/lazy_library.h"
 
 // clang-format off
 #define LIBCRYPTO_FUNCTIONS(FUNCTION, PROCEDURE) \
@@ -168,58 +170,14 @@ static const char *const libcrypto_names[libcrypto_function_count] = {
     LIBCRYPTO_FUNCTIONS(NAME_OF_FUNCTION, NAME_OF_PROCEDURE)
 };
 
-static const char libcrypto_soname[] = "libcrypto.so.3";
-static pthread_once_t libcrypto_once = PTHREAD_ONCE_INIT;
-static void *libcrypto_handle;
-static char libcrypto_load_error[512];
 static void *_Atomic libcrypto_addresses[libcrypto_function_count];
+static struct lazy_library libcrypto = {
+    .soname = "libcrypto.so.3", .owner = "OpenSSL's", .needed_by = "the card's algorithms", .names = libcrypto_names,
+    .addresses = libcrypto_addresses, .once = PTHREAD_ONCE_INIT,
+};
+static void libcrypto_load(void) { lazy_library_load(&libcrypto); }
 
-static void libcrypto_load(void) {
-    // RTLD_LOCAL: libcrypto's symbols stay out of the global scope, so nothing else in the process binds to them
-    // by accident; the handle is never closed (libcrypto registers its own clean-up at exit).
-    libcrypto_handle = dlopen(libcrypto_soname, RTLD_NOW | RTLD_LOCAL);
-    if (libcrypto_handle == NULL) {
-        const char *message = dlerror();
-        snprintf(libcrypto_load_error, sizeof(libcrypto_load_error), "%s", message ? message : "dlopen failed");
-    }
-}
-
-static _Noreturn void libcrypto_unavailable(const char *function, const char *reason) {
-    dprintf(STDERR_FILENO, "%s: cannot call %s: OpenSSL's %s, which the card's algorithms need, cannot be loaded: %s\n",
-            program_invocation_short_name, function, libcrypto_soname, reason);
-    _exit(127);
-}
-
-// The address of libcrypto's function number `index`, loading the library on the first call of any of them.
-static void *libcrypto_function(int index) {
-    void *address = atomic_load_explicit(&libcrypto_addresses[index], memory_order_acquire);
-    if (address != NULL) {
-        return address;
-    }
-    pthread_once(&libcrypto_once, libcrypto_load);
-    if (libcrypto_handle == NULL) {
-        libcrypto_unavailable(libcrypto_names[index], libcrypto_load_error);
-    }
-    dlerror();
-    address = dlsym(libcrypto_handle, libcrypto_names[index]);
-    if (address == NULL) {
-        const char *message = dlerror();
-        libcrypto_unavailable(libcrypto_names[index], message ? message : "the library lacks it");
-    }
-    atomic_store_explicit(&libcrypto_addresses[index], address, memory_order_release);
-    return address;
-}
-
-#define FORWARD_FUNCTION(type, name, parameters, arguments) \
-    type name parameters { \
-        type(*const real) parameters = (type(*) parameters)libcrypto_function(index_of_##name); \
-        return real arguments; \
-    }
-#define FORWARD_PROCEDURE(name, parameters, arguments) \
-    void name parameters { \
-        void(*const real) parameters = (void(*) parameters)libcrypto_function(index_of_##name); \
-        real arguments; \
-    }
-LIBCRYPTO_FUNCTIONS(FORWARD_FUNCTION, FORWARD_PROCEDURE)
+#define LAZY_LIBRARY_FUNCTION(index) lazy_library_function(&libcrypto, libcrypto_load, index)
+LIBCRYPTO_FUNCTIONS(LAZY_FORWARD_FUNCTION, LAZY_FORWARD_PROCEDURE)
 
 #pragma GCC visibility pop

@@ -6,8 +6,8 @@
 // helper), so `tokenpin --version`, a PIN verify or tokenpind's start need not pay it.
 //
 // Each p11-kit function TokenpinPKCS11 calls is defined here, hidden from every other object, and forwards to
-// p11-kit's own, which dlopen and dlsym find on its first call: libcrypto.c (COpenSSL) does the same for libcrypto,
-// and this file follows it line for line. The compiler checks each line below against p11-kit's headers; a
+// p11-kit's own, which dlopen and dlsym find on its first call, through the loader libcrypto.c (COpenSSL) uses too
+// (Sources/C/LazyLibrary/lazy_library.h). The compiler checks each line below against p11-kit's headers; a
 // function used in Swift and missing here fails the link ("undefined reference"): add its prototype to
 // P11KIT_FUNCTIONS, with the parameters named a, b, c...
 //
@@ -30,6 +30,7 @@
 
 #pragma GCC visibility push(hidden)
 #include "CP11Kit.h"
+#include "../LazyLibrary/lazy_library.h"
 
 // clang-format off
 #define P11KIT_FUNCTIONS(FUNCTION, PROCEDURE) \
@@ -73,58 +74,14 @@ static const char *const p11kit_names[p11kit_function_count] = {
     P11KIT_FUNCTIONS(NAME_OF_FUNCTION, NAME_OF_PROCEDURE)
 };
 
-static const char p11kit_soname[] = "libp11-kit.so.0";
-static pthread_once_t p11kit_once = PTHREAD_ONCE_INIT;
-static void *p11kit_handle;
-static char p11kit_load_error[512];
 static void *_Atomic p11kit_addresses[p11kit_function_count];
+static struct lazy_library p11kit = {
+    .soname = "libp11-kit.so.0", .owner = "p11-kit's", .needed_by = "PKCS#11 tokens", .names = p11kit_names,
+    .addresses = p11kit_addresses, .once = PTHREAD_ONCE_INIT,
+};
+static void p11kit_load(void) { lazy_library_load(&p11kit); }
 
-static void p11kit_load(void) {
-    // RTLD_LOCAL: p11-kit's symbols stay out of the global scope, so nothing else in the process (a PKCS#11 module
-    // among them) binds to them by accident; the handle is never closed (p11-kit registers its own clean-up).
-    p11kit_handle = dlopen(p11kit_soname, RTLD_NOW | RTLD_LOCAL);
-    if (p11kit_handle == NULL) {
-        const char *message = dlerror();
-        snprintf(p11kit_load_error, sizeof(p11kit_load_error), "%s", message ? message : "dlopen failed");
-    }
-}
-
-static _Noreturn void p11kit_unavailable(const char *function, const char *reason) {
-    dprintf(STDERR_FILENO, "%s: cannot call %s: p11-kit's %s, which PKCS#11 tokens need, cannot be loaded: %s\n",
-            program_invocation_short_name, function, p11kit_soname, reason);
-    _exit(127);
-}
-
-// The address of p11-kit's function number `index`, loading the library on the first call of any of them.
-static void *p11kit_function(int index) {
-    void *address = atomic_load_explicit(&p11kit_addresses[index], memory_order_acquire);
-    if (address != NULL) {
-        return address;
-    }
-    pthread_once(&p11kit_once, p11kit_load);
-    if (p11kit_handle == NULL) {
-        p11kit_unavailable(p11kit_names[index], p11kit_load_error);
-    }
-    dlerror();
-    address = dlsym(p11kit_handle, p11kit_names[index]);
-    if (address == NULL) {
-        const char *message = dlerror();
-        p11kit_unavailable(p11kit_names[index], message ? message : "the library lacks it");
-    }
-    atomic_store_explicit(&p11kit_addresses[index], address, memory_order_release);
-    return address;
-}
-
-#define FORWARD_FUNCTION(type, name, parameters, arguments) \
-    type name parameters { \
-        type(*const real) parameters = (type(*) parameters)p11kit_function(index_of_##name); \
-        return real arguments; \
-    }
-#define FORWARD_PROCEDURE(name, parameters, arguments) \
-    void name parameters { \
-        void(*const real) parameters = (void(*) parameters)p11kit_function(index_of_##name); \
-        real arguments; \
-    }
-P11KIT_FUNCTIONS(FORWARD_FUNCTION, FORWARD_PROCEDURE)
+#define LAZY_LIBRARY_FUNCTION(index) lazy_library_function(&p11kit, p11kit_load, index)
+P11KIT_FUNCTIONS(LAZY_FORWARD_FUNCTION, LAZY_FORWARD_PROCEDURE)
 
 #pragma GCC visibility pop
