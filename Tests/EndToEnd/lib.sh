@@ -231,3 +231,33 @@ finish() {
     echo "$PASSED passed, $FAILED failed"
     [ "$FAILED" = 0 ]
 }
+
+# loaded_on_first_use SONAME NAME: for a library tokenpin loads the first time it calls it (Sources/C/LazyLibrary),
+# checks that no binary names SONAME as a needed library, then defines `without_library COMMAND...` (COMMAND in a
+# private mount namespace where dlopen(SONAME) fails: /dev/null bound over the file) and `tp` (tokenpin on $WORK's
+# local store, without the library), and checks that the library cannot be loaded there. Without root, unshare or
+# the library in the loader's cache, the calling script ends there.
+loaded_on_first_use() {
+    local soname=$1 name=$2 binary
+    for binary in "$BIN/tokenpin" "$BIN/tokenpin-bench" "$BIN/tokenpind" "$BIN/tokenpin-askpass" \
+        "$BIN/age-plugin-tokenpin" "$BIN/tokenpin-pkcs11"; do
+        check "$(basename "$binary") does not need $name at start" \
+            bash -c "readelf -d '$binary' | grep -q NEEDED && ! readelf -d '$binary' | grep -q '${soname%%.so*}'"
+    done
+    lazy_library=$(ldconfig -p | awk -v soname="$soname" '$1 == soname && /x86-64/ { print $NF; exit }')
+    if [ "$(id -u)" != 0 ] || [ -z "$lazy_library" ] || ! command -v unshare >/dev/null; then
+        echo "skipped: the checks without $name need root, unshare and $soname in the loader's cache"
+        finish; exit $?
+    fi
+    without_library() {
+        unshare -m bash -c 'mount --bind /dev/null "$1" && shift && exec "$@"' bash "$lazy_library" "$@"
+    }
+    tp() { without_library "$TOKENPIN" --local --store "$WORK/store" --config "$CONFIG" "$@"; }
+    check "$soname cannot be loaded in the namespace" \
+        without_library python3 -c 'import ctypes, sys
+try:
+    ctypes.CDLL(sys.argv[1])
+except OSError:
+    sys.exit(0)
+sys.exit(1)' "$soname"
+}

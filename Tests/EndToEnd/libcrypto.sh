@@ -6,35 +6,9 @@
 # Root only (unshare -m); the token paths that do load libcrypto run in token-algorithms.sh and piv-token.sh.
 . "$(dirname "$0")/lib.sh"
 
-binaries=("$BIN/tokenpin" "$BIN/tokenpin-bench" "$BIN/tokenpind" "$BIN/tokenpin-askpass" "$BIN/age-plugin-tokenpin" "$BIN/tokenpin-pkcs11")
-for binary in "${binaries[@]}"; do
-    check "$(basename "$binary") does not need libcrypto at start" \
-        bash -c "readelf -d '$binary' | grep -q NEEDED && ! readelf -d '$binary' | grep -q 'libcrypto'"
-done
-
-library=$(ldconfig -p | awk '$1 == "libcrypto.so.3" && /x86-64/ { print $NF; exit }')
-if [ "$(id -u)" != 0 ] || [ -z "$library" ] || ! command -v unshare >/dev/null; then
-    echo "skipped: the checks without libcrypto need root, unshare and libcrypto.so.3 in the loader's cache"
-    finish; exit $?
-fi
-
-# without_libcrypto COMMAND...: COMMAND where dlopen("libcrypto.so.3") fails ("file too short").
-without_libcrypto() {
-    unshare -m bash -c 'mount --bind /dev/null "$1" && shift && exec "$@"' bash "$library" "$@"
-}
-
-store=$WORK/store
-tp() { without_libcrypto "$TOKENPIN" --local --store "$store" --config "$CONFIG" "$@"; }
-
-check "libcrypto.so.3 cannot be loaded in the namespace" \
-    without_libcrypto python3 -c 'import ctypes, sys
-try:
-    ctypes.CDLL("libcrypto.so.3")
-except OSError:
-    sys.exit(0)
-sys.exit(1)'
-expect_code "tokenpin --version runs without libcrypto" 0 without_libcrypto "$TOKENPIN" --version
-expect_code "tokenpind --version runs without libcrypto" 0 without_libcrypto "$TOKENPIND" --version
+loaded_on_first_use libcrypto.so.3 libcrypto
+expect_code "tokenpin --version runs without libcrypto" 0 without_library "$TOKENPIN" --version
+expect_code "tokenpind --version runs without libcrypto" 0 without_library "$TOKENPIND" --version
 expect_code "a PIN enrols without libcrypto" 0 tp enrol --pin-stdin < <(printf '482916\n482916\n')
 expect_code "and verifies without libcrypto" 0 tp verify --pin-stdin < <(printf '482916\n')
 

@@ -7,35 +7,9 @@
 # pam-pkcs11.sh and pkcs11-opensc.sh.
 . "$(dirname "$0")/lib.sh"
 
-binaries=("$BIN/tokenpin" "$BIN/tokenpin-bench" "$BIN/tokenpind" "$BIN/tokenpin-askpass" "$BIN/age-plugin-tokenpin" "$BIN/tokenpin-pkcs11")
-for binary in "${binaries[@]}"; do
-    check "$(basename "$binary") does not need p11-kit at start" \
-        bash -c "readelf -d '$binary' | grep -q NEEDED && ! readelf -d '$binary' | grep -q 'libp11-kit'"
-done
-
-library=$(ldconfig -p | awk '$1 == "libp11-kit.so.0" && /x86-64/ { print $NF; exit }')
-if [ "$(id -u)" != 0 ] || [ -z "$library" ] || ! command -v unshare >/dev/null; then
-    echo "skipped: the checks without p11-kit need root, unshare and libp11-kit.so.0 in the loader's cache"
-    finish; exit $?
-fi
-
-# without_p11kit COMMAND...: COMMAND where dlopen("libp11-kit.so.0") fails ("file too short").
-without_p11kit() {
-    unshare -m bash -c 'mount --bind /dev/null "$1" && shift && exec "$@"' bash "$library" "$@"
-}
-
-store=$WORK/store
-tp() { without_p11kit "$TOKENPIN" --local --store "$store" --config "$CONFIG" "$@"; }
-
-check "libp11-kit.so.0 cannot be loaded in the namespace" \
-    without_p11kit python3 -c 'import ctypes, sys
-try:
-    ctypes.CDLL("libp11-kit.so.0")
-except OSError:
-    sys.exit(0)
-sys.exit(1)'
-expect_code "tokenpin --version runs without p11-kit" 0 without_p11kit "$TOKENPIN" --version
-expect_code "tokenpind --version runs without p11-kit" 0 without_p11kit "$TOKENPIND" --version
+loaded_on_first_use libp11-kit.so.0 p11-kit
+expect_code "tokenpin --version runs without p11-kit" 0 without_library "$TOKENPIN" --version
+expect_code "tokenpind --version runs without p11-kit" 0 without_library "$TOKENPIND" --version
 expect_code "a PIN enrols without p11-kit" 0 tp enrol --pin-stdin < <(printf '482916\n482916\n')
 expect_code "and verifies without p11-kit" 0 tp verify --pin-stdin < <(printf '482916\n')
 expect_code "tokenpin status reads the record without p11-kit" 0 tp status
@@ -44,7 +18,7 @@ expect_code "tokenpin status reads the record without p11-kit" 0 tp status
 # call into p11-kit ends it with exit 127 and the message, on the standard error it has when run by hand (tokenpin
 # gives it /dev/null), and tokenpin says how it ended.
 expect_code "tokenpin-pkcs11's first p11-kit call ends it with exit 127" 127 \
-    without_p11kit "$BIN/tokenpin-pkcs11" --p11-kit </dev/null
+    without_library "$BIN/tokenpin-pkcs11" --p11-kit </dev/null
 check "... naming the library and the function it could not call" \
     grep -qE "^tokenpin-pkcs11: cannot call p11_kit_modules_load_and_initialize: p11-kit's libp11-kit.so.0, which PKCS#11 tokens need, cannot be loaded: " "$WORK/err"
 expect_code "a PKCS#11 key through p11-kit's modules is unavailable (exit 6)" 6 \
