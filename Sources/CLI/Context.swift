@@ -76,7 +76,7 @@ package struct Context {
     static func make(
         _ options: ParsedCommandLine, mode: Backend, simulatedCards: CLIProgram.SimulatedCards?
     ) throws(ConfigError) -> Context {
-        let environment = ProcessInfo.processInfo.environment
+        let environment = ProcessEnvironment.current
         var (configuration, skipped) = try loadConfiguration(options, environment: environment)
         if options.global.noPinpad { configuration.pinpad = .off }
         let out = Style.resolve(appearance: configuration.appearance, noColor: options.global.noColor, fd: 1)

@@ -12,7 +12,7 @@ struct DoctorCommand: Command {
     func run(_ context: Context) -> ExitCode { Self.run(context.options, mode: context.mode) }
 
     static func run(_ options: ParsedCommandLine, mode: Backend) -> ExitCode {
-        let environment = ProcessInfo.processInfo.environment
+        let environment = ProcessEnvironment.current
         let socket: String
         if case .daemon(let path) = mode {
             socket = path

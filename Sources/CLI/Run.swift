@@ -156,7 +156,7 @@ func runMain(_ program: CLIProgram) -> ExitCode {
     if let completions = command as? CompletionsCommand { return CompletionsCommand.print(completions.shell) }
     let mode: Backend
     do {
-        mode = try ModeSelection.decide(parsed, environment: ProcessInfo.processInfo.environment)
+        mode = try ModeSelection.decide(parsed, environment: ProcessEnvironment.current)
     } catch {
         return failUsage(error, json: parsed.global.json)
     }

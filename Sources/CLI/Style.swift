@@ -11,7 +11,7 @@ package struct Style {
     /// `TERM` is not `dumb`; `--no-color` always wins.
     static func resolve(
         appearance: Appearance, noColor: Bool, fd: Int32,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessEnvironment.current
     ) -> Style {
         var enabled: Bool
         switch appearance.color {

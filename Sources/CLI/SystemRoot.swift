@@ -6,7 +6,7 @@ import FoundationEssentials
 enum SystemRoot {
     static let prefix: String = {
         #if DEBUG
-            if let root = ProcessInfo.processInfo.environment["TOKENPIN_SYSTEM_ROOT"], root.hasPrefix("/") {
+            if let root = ProcessEnvironment.current["TOKENPIN_SYSTEM_ROOT"], root.hasPrefix("/") {
                 return root.hasSuffix("/") ? String(root.dropLast()) : root
             }
         #endif
