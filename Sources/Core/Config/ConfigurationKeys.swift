@@ -38,62 +38,65 @@ extension Configuration {
     public typealias Setting<Value> = any WritableKeyPath<Configuration, Value> & Sendable
 }
 
+// Each helper takes its setting's key path as an autoclosure: a key path literal is made at run time (about 20,000
+// instructions each), and taken eagerly the 47 declarations cost a million instructions at every start, where a
+// file sets two or three keys. The closures make a key's path only when that key is read or shown.
 extension ConfigurationKey {
     /// A whole number within `range`.
     static func integer(
-        _ name: String, _ range: ClosedRange<Int>, _ path: Configuration.Setting<Int>,
+        _ name: String, _ range: ClosedRange<Int>, _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<Int>,
         _ audience: Audience, _ summary: String
     ) -> ConfigurationKey {
         ConfigurationKey(
             name: name, audience: audience, values: "\(range.lowerBound)-\(range.upperBound)", summary: summary,
-            display: { "\($0[keyPath: path])" }, source: nil,
+            display: { "\($0[keyPath: path()])" }, source: nil,
             parse: { (configuration: inout Configuration, value: String) throws(Configuration.Message) in
-                configuration[keyPath: path] = try Configuration.wholeNumber(name, value, range)
+                configuration[keyPath: path()] = try Configuration.wholeNumber(name, value, range)
             })
     }
 
     /// A whole number within `range`, or nothing (`unset` says what nothing means).
     static func integer(
-        _ name: String, _ range: ClosedRange<Int>, _ path: Configuration.Setting<Int?>,
+        _ name: String, _ range: ClosedRange<Int>, _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<Int?>,
         unset: String, _ audience: Audience, _ summary: String
     ) -> ConfigurationKey {
         ConfigurationKey(
             name: name, audience: audience, values: "\(range.lowerBound)-\(range.upperBound)", summary: summary,
-            display: { $0[keyPath: path].map { "\($0)" } ?? unset }, source: nil,
+            display: { $0[keyPath: path()].map { "\($0)" } ?? unset }, source: nil,
             parse: { (configuration: inout Configuration, value: String) throws(Configuration.Message) in
-                configuration[keyPath: path] = try Configuration.wholeNumber(name, value, range)
+                configuration[keyPath: path()] = try Configuration.wholeNumber(name, value, range)
             })
     }
 
     /// One of `T`'s cases, by its raw value.
     static func choice<T: RawRepresentable & CaseIterable & Sendable>(
-        _ name: String, _ path: Configuration.Setting<T>, _ audience: Audience, _ summary: String
+        _ name: String, _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<T>, _ audience: Audience, _ summary: String
     ) -> ConfigurationKey where T.RawValue == String {
         let names = T.allCases.map(\.rawValue).joined(separator: ", ")
         return ConfigurationKey(
             name: name, audience: audience, values: names, summary: summary,
-            display: { $0[keyPath: path].rawValue }, source: nil,
+            display: { $0[keyPath: path()].rawValue }, source: nil,
             parse: { (configuration: inout Configuration, value: String) throws(Configuration.Message) in
                 guard let result = T(rawValue: value) else {
                     throw Configuration.Message(text: "\(name) must be one of \(names), not `\(value)`")
                 }
-                configuration[keyPath: path] = result
+                configuration[keyPath: path()] = result
             })
     }
 
     /// `on` or `off`; `synonyms` also takes `yes`/`true` and `no`/`false`.
     static func onOff(
-        _ name: String, _ path: Configuration.Setting<Bool>, synonyms: Bool,
+        _ name: String, _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<Bool>, synonyms: Bool,
         _ audience: Audience, _ summary: String
     ) -> ConfigurationKey {
         ConfigurationKey(
             name: name, audience: audience, values: "on, off", summary: summary,
-            display: { $0[keyPath: path] ? "on" : "off" }, source: nil,
+            display: { $0[keyPath: path()] ? "on" : "off" }, source: nil,
             parse: { (configuration: inout Configuration, value: String) throws(Configuration.Message) in
                 if value == "on" || (synonyms && (value == "yes" || value == "true")) {
-                    configuration[keyPath: path] = true
+                    configuration[keyPath: path()] = true
                 } else if value == "off" || (synonyms && (value == "no" || value == "false")) {
-                    configuration[keyPath: path] = false
+                    configuration[keyPath: path()] = false
                 } else {
                     throw Configuration.Message(text: "\(name) must be on or off, not `\(value)`")
                 }
@@ -101,35 +104,35 @@ extension ConfigurationKey {
     }
 
     /// A colour name (`red`, `bright-blue`, `bold`) or a palette entry (`0`-`255`).
-    static func colour(_ name: String, _ path: Configuration.Setting<String>, _ summary: String)
+    static func colour(_ name: String, _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<String>, _ summary: String)
         -> ConfigurationKey
     {
         ConfigurationKey(
             name: name, audience: .client, values: "a colour: red, bright-blue, bold, 0-255", summary: summary,
-            display: { $0[keyPath: path] }, source: nil,
+            display: { $0[keyPath: path()] }, source: nil,
             parse: { (configuration: inout Configuration, value: String) throws(Configuration.Message) in
                 guard TextColour(name: value) != nil else {
                     throw Configuration.Message(
                         text: "\(name): unknown colour `\(value)` (use a name such as red, bright-blue, bold, or 0-255)"
                     )
                 }
-                configuration[keyPath: path] = value
+                configuration[keyPath: path()] = value
             })
     }
 
     /// A prompt: a non-empty line of at most 200 characters.
-    static func prompt(_ name: String, _ path: Configuration.Setting<String>, _ summary: String)
+    static func prompt(_ name: String, _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<String>, _ summary: String)
         -> ConfigurationKey
     {
         ConfigurationKey(
             name: name, audience: .client, values: "a line of text", summary: summary,
-            display: { $0[keyPath: path] }, source: nil,
+            display: { $0[keyPath: path()] }, source: nil,
             parse: { (configuration: inout Configuration, value: String) throws(Configuration.Message) in
                 guard !value.isEmpty, value.count <= 200, !value.unicodeScalars.contains(where: { $0.value < 0x20 })
                 else {
                     throw Configuration.Message(text: "\(name) must be a non-empty line of text")
                 }
-                configuration[keyPath: path] = value
+                configuration[keyPath: path()] = value
             })
     }
 }
@@ -294,7 +297,13 @@ extension Configuration {
     static let pinCheckSource: Configuration.Setting<SettingSource?> = \.pinCheckSetting
 
     /// The declarations by name.
-    static let declarationsByName = Dictionary(uniqueKeysWithValues: declarations.map { ($0.name, $0) })
+    static let declarationsByName = DeclarationIndex()
+
+    /// The declarations by name, searched in order: a file sets a few keys, and a dictionary of all 47 cost about
+    /// 230,000 instructions to build at every start.
+    struct DeclarationIndex: Sendable {
+        subscript(name: String) -> ConfigurationKey? { Configuration.declarations.first { $0.name == name } }
+    }
 
     /// Every key the files may set.
     public static let keys = declarations.map(\.name)
