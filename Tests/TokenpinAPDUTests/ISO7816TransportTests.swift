@@ -210,10 +210,14 @@ struct ISO7816TransportTests {
         #expect(connection.sent.last == [0x00, 0xC0, 0x00, 0x00, 0x03])
     }
 
-    @Test("instruction names: the interindustry ones, an application's added, the rest by hex")
+    @Test("instruction names: the interindustry ones, an application's added or replacing one, the rest by hex")
     func names() {
         #expect(InstructionNames.iso.name(of: 0xCB) == "GET DATA")
         #expect(InstructionNames.iso.adding([0xFD: "GET VERSION"]).name(of: 0xFD) == "GET VERSION")
+        let openPGP = InstructionNames.iso.adding([0x2A: "PSO:DECIPHER"])
+        #expect(openPGP.name(of: 0x2A) == "PSO:DECIPHER")
+        #expect(openPGP.name(of: 0xA4) == "SELECT")
+        #expect(InstructionNames.iso.name(of: 0x2A) == "PERFORM SECURITY OPERATION")
         #expect(InstructionNames.iso.name(of: 0x7F) == "instruction 7F")
     }
 }
