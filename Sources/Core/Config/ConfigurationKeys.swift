@@ -44,7 +44,8 @@ extension Configuration {
 extension ConfigurationKey {
     /// A whole number within `range`.
     static func integer(
-        _ name: String, _ range: ClosedRange<Int>, _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<Int>,
+        _ name: String, _ range: ClosedRange<Int>,
+        _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<Int>,
         _ audience: Audience, _ summary: String
     ) -> ConfigurationKey {
         ConfigurationKey(
@@ -57,7 +58,8 @@ extension ConfigurationKey {
 
     /// A whole number within `range`, or nothing (`unset` says what nothing means).
     static func integer(
-        _ name: String, _ range: ClosedRange<Int>, _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<Int?>,
+        _ name: String, _ range: ClosedRange<Int>,
+        _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<Int?>,
         unset: String, _ audience: Audience, _ summary: String
     ) -> ConfigurationKey {
         ConfigurationKey(
@@ -70,7 +72,8 @@ extension ConfigurationKey {
 
     /// One of `T`'s cases, by its raw value.
     static func choice<T: RawRepresentable & CaseIterable & Sendable>(
-        _ name: String, _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<T>, _ audience: Audience, _ summary: String
+        _ name: String, _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<T>, _ audience: Audience,
+        _ summary: String
     ) -> ConfigurationKey where T.RawValue == String {
         let names = T.allCases.map(\.rawValue).joined(separator: ", ")
         return ConfigurationKey(
@@ -104,9 +107,9 @@ extension ConfigurationKey {
     }
 
     /// A colour name (`red`, `bright-blue`, `bold`) or a palette entry (`0`-`255`).
-    static func colour(_ name: String, _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<String>, _ summary: String)
-        -> ConfigurationKey
-    {
+    static func colour(
+        _ name: String, _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<String>, _ summary: String
+    ) -> ConfigurationKey {
         ConfigurationKey(
             name: name, audience: .client, values: "a colour: red, bright-blue, bold, 0-255", summary: summary,
             display: { $0[keyPath: path()] }, source: nil,
@@ -121,9 +124,9 @@ extension ConfigurationKey {
     }
 
     /// A prompt: a non-empty line of at most 200 characters.
-    static func prompt(_ name: String, _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<String>, _ summary: String)
-        -> ConfigurationKey
-    {
+    static func prompt(
+        _ name: String, _ path: @autoclosure @escaping @Sendable () -> Configuration.Setting<String>, _ summary: String
+    ) -> ConfigurationKey {
         ConfigurationKey(
             name: name, audience: .client, values: "a line of text", summary: summary,
             display: { $0[keyPath: path()] }, source: nil,
