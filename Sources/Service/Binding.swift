@@ -184,7 +184,14 @@ extension PINService {
     func sealToken(
         record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, binding: TokenBinding, reader: String?
     ) throws {
-        let agreement = try freshAgreement(binding, reader: reader)
+        try sealToken(record: &record, vaultKey: vaultKey, agreement: freshAgreement(binding, reader: reader))
+    }
+
+    /// Seals the vault key into the `token` slot under `agreement` (made by `freshAgreement`, here or in advance)
+    /// and a fresh BLAKE2b salt.
+    func sealToken(
+        record: inout EnrolmentRecord, vaultKey: borrowing SecretBytes, agreement: consuming KeyAgreement
+    ) throws {
         let kdf = KDFParameters(algorithm: .blake2b)
         let tokenKey = try TokenKeys.tokenKey(
             sharedSecret: agreement.secret, binding: agreement.binding,
@@ -300,13 +307,20 @@ extension PINService {
     /// Only `freshAgreement` makes one, so no seal can take a secret a card answered: an answer that crossed the
     /// line (a sniffed USB bus, a hostile reader driver, a fake card replaying it) is only ever checked or used to
     /// open, never sealed under. The next opening sends the challenge to the card, and re-seals under a new one.
-    struct KeyAgreement: ~Copyable {
+    struct KeyAgreement: ~Copyable, Sendable {
         let binding: TokenBinding
         let secret: SecretBytes
 
         fileprivate init(binding: TokenBinding, secret: consuming SecretBytes) {
             self.binding = binding
             self.secret = secret
+        }
+
+        /// The same challenge, its binding naming `reader` (when known) as where the card was just used.
+        consuming func found(in reader: String?) -> KeyAgreement {
+            var binding = binding
+            if let reader { binding.reader = reader }
+            return KeyAgreement(binding: binding, secret: secret)
         }
     }
 

@@ -132,12 +132,14 @@ extension PINService {
     }
 
     /// One token verification, under the user's lock: open the token slot with the card, then re-seal it under
-    /// a fresh challenge so the card answer just used never opens it again. The PIN counter is not touched.
+    /// a fresh challenge (made while the card works) so the card answer just used never opens it again. The PIN
+    /// counter is not touched.
     func verifyToken(record: EnrolmentRecord, _ interaction: some Interaction) throws -> VerifyReport {
         guard let slot = record.slot(.token), let binding = slot.token else { throw ServiceError.tokenNotEnabled }
+        let next = AgreementInAdvance(self, binding: binding)  // made while the card works
         let opened = try openTokenSlot(slot, interaction)
         var record = record
-        try sealToken(record: &record, vaultKey: opened.vaultKey, binding: binding, reader: opened.card.reader)
+        try sealToken(record: &record, vaultKey: opened.vaultKey, agreement: next.take(reader: opened.card.reader))
         try releaseKey(opened.vaultKey)
         let notice = takeOtherAttempts(&record)
         record.updated = time.now
