@@ -178,16 +178,16 @@ package struct ApplicationRelatedData: Sendable, Equatable {
     /// Optional features.
     package var extendedCapabilities: ExtendedCapabilities?
     /// The algorithm each key slot is set up for.
-    package var algorithmAttributes: [KeyReference: AlgorithmAttributes]
+    package var algorithmAttributes: PerKey<AlgorithmAttributes>
     /// Maximum lengths and retry counters.
     package var passwordStatus: PasswordStatus
     /// The 20-byte fingerprints of the keys present; a slot whose fingerprint is all zero is absent.
-    package var fingerprints: [KeyReference: [UInt8]]
+    package var fingerprints: PerKey<[UInt8]>
     /// Whether each key is absent, generated on the card or imported (key information `DE`, OpenPGP 3.3
     /// and later, §4.4.3.8); empty when the card does not say.
-    package var keyStatus: [KeyReference: KeyStatus]
+    package var keyStatus: PerKey<KeyStatus>
     /// When each key was generated or imported (`CD`), in seconds since 1970; empty when the card does not say.
-    package var generationTimes: [KeyReference: UInt32]
+    package var generationTimes: PerKey<UInt32>
 
     /// Parses the answer to GET DATA `6E`: one `6E` object, nothing after it.
     ///
@@ -211,7 +211,7 @@ package struct ApplicationRelatedData: Sendable, Equatable {
         extendedCapabilities = try find(DataObject.extendedCapabilities).map {
             bytes throws(APDUError) in try ExtendedCapabilities(parsing: bytes)
         }
-        var attributes: [KeyReference: AlgorithmAttributes] = [:]
+        var attributes: PerKey<AlgorithmAttributes> = [:]
         for key in KeyReference.allCases {
             if let value = try find(key.attributesTag) { attributes[key] = try AlgorithmAttributes(parsing: value) }
         }
@@ -220,7 +220,7 @@ package struct ApplicationRelatedData: Sendable, Equatable {
             throw APDUError(.truncated, "application related data without PW status (C4)")
         }
         passwordStatus = try PasswordStatus(parsing: status)
-        var prints: [KeyReference: [UInt8]] = [:]
+        var prints: PerKey<[UInt8]> = [:]
         if let value = try find(DataObject.fingerprints) {
             guard value.count >= 60, value.count % 20 == 0 else {
                 throw APDUError(.invalidLength, "fingerprints of \(value.count) bytes, expected 3 × 20")
@@ -231,7 +231,7 @@ package struct ApplicationRelatedData: Sendable, Equatable {
             }
         }
         fingerprints = prints
-        var statuses: [KeyReference: KeyStatus] = [:]
+        var statuses: PerKey<KeyStatus> = [:]
         if let value = try find(DataObject.keyInformation) {
             guard value.count % 2 == 0 else {
                 throw APDUError(.invalidLength, "key information of \(value.count) bytes, expected pairs")

@@ -63,12 +63,12 @@ package struct CardKeyDescription: Sendable, Equatable, CustomStringConvertible 
     }
 
     /// The generation times in a `CD` object: three 4-byte times; zero means none.
-    static func generationTimes(_ value: [UInt8]?) throws(APDUError) -> [KeyReference: UInt32] {
+    static func generationTimes(_ value: [UInt8]?) throws(APDUError) -> PerKey<UInt32> {
         guard let value else { return [:] }
         guard value.count >= 12, value.count % 4 == 0 else {
             throw APDUError(.invalidLength, "generation dates of \(value.count) bytes, expected 3 × 4")
         }
-        var times: [KeyReference: UInt32] = [:]
+        var times: PerKey<UInt32> = [:]
         for key in KeyReference.allCases {
             let start = key.fingerprintIndex * 4
             let seconds = value[start..<(start + 4)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
