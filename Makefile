@@ -62,7 +62,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps test-deps bench-deps deb-deps build debug test demo bench bench-daemon bench-pkcs11 install uninstall clean \
         pam pam-tests pinpad man install-check install-daemon install-pam install-units install-udev install-man install-completions deb \
-        completions lint format
+        completions lint format profile-build
 
 CC            ?= cc
 PAM_CFLAGS    ?= -std=c11 -O2 -Wall -Wextra -Werror -fPIC -D_FORTIFY_SOURCE=2 -fstack-protector-strong
@@ -123,6 +123,14 @@ test: test-deps deb-deps pam pam-tests pinpad
 # shrinks); and docs/architecture.md draws every module with exactly its Package.swift dependencies
 # (scripts/check-architecture). make format rewrites the files the way lint wants them.
 SWIFT_FORMAT_PATHS = Package.swift Sources Tests Simulator/Sources Simulator/Tests
+
+# An unstripped release tokenpin and tokenpind in .build/profile for callgrind (docs/performance.md): the release
+# flags without -s, debug info taken out (valgrind 3.19 reads no DWARF 5); the release build is relinked stripped.
+profile-build: deps $(STATIC_CXX_DIR)/libstdc++.a
+	$(SWIFT) build -c release $(subst -Xlinker -s ,,$(RELEASE_FLAGS)) $(BUILD_FLAGS)
+	mkdir -p .build/profile
+	for program in tokenpin tokenpind; do objcopy --strip-debug $(RELEASE_DIR)/$$program .build/profile/$$program; done
+	$(SWIFT) build -c release $(RELEASE_FLAGS) $(BUILD_FLAGS)
 
 lint:
 	$(SWIFT) format lint --strict --recursive --parallel $(SWIFT_FORMAT_PATHS)
