@@ -5,10 +5,6 @@ import TokenpinProtocol
 import TokenpinService
 internal import TokenpinSystem
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Where tokenpind listens and keeps state, and the limits that are not in the configuration file.
 package struct DaemonOptions: Sendable {
     /// The Unix socket (ignored under socket activation).

@@ -2,10 +2,6 @@ import Synchronization
 import TokenpinProtocol
 internal import TokenpinSystem
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The `watch` subscribers and the fan-out of events to them.
 ///
 /// A subscriber sees the events of its own user; root sees everyone's. Writes never block: they use
@@ -49,12 +45,10 @@ package final class EventHub: Sendable {
             // they never block (MSG_DONTWAIT), so the lock is held only briefly.
             for (id, subscriber) in state.all
             where Authorization.sees(peer: subscriber.peer, filter: subscriber.filter, eventUser: user) {
-                let sent = FileDescriptor.withBorrowed(subscriber.fd) { socket in
-                    (try? socket.sendAll(line, flags: Int32(MSG_DONTWAIT))) != nil
-                }
-                if !sent {
+                FileDescriptor.withBorrowed(subscriber.fd) { socket in
+                    guard (try? socket.sendAllWithoutWaiting(line)) == nil else { return }
                     state.all.removeValue(forKey: id)
-                    _ = Glibc.shutdown(subscriber.fd, Int32(SHUT_RDWR))
+                    try? socket.shutdown()
                 }
             }
         }

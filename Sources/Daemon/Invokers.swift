@@ -3,10 +3,7 @@ import Synchronization
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+internal import TokenpinSystem
 
 // Who is asking: the class of each request, the budgets a class may use, the login-password throttle, and which
 // cards a user may touch.
@@ -42,13 +39,10 @@ extension Authorization {
 extension Peer {
     /// The uid of the login name `user`, or nil when the password database has none.
     ///
-    /// The corresponding C function is `getpwnam_r`.
+    /// An entry that does not fit the look-up's 4 KiB buffer counts as none. The corresponding C function is
+    /// `getpwnam_r`.
     package static func uid(ofUser user: String) -> UInt32? {
-        var entry = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 4096)
-        guard getpwnam_r(user, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
-        return entry.pw_uid
+        (try? UserDatabase.user(named: user, bufferSize: 4096))??.userID
     }
 
     /// The login name of `uid`, or nil when it has none.

@@ -4,10 +4,6 @@ import TokenpinCore
 import TokenpinProtocol
 internal import TokenpinSystem
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 // Listening: the socket (bound or passed by systemd), the accept loop, and shutdown.
 extension Daemon {
     /// Takes the socket systemd passed (`LISTEN_FDS`), or binds `options.socketPath` (mode 0666: every user
@@ -25,13 +21,14 @@ extension Daemon {
                 atPath: parent, withIntermediateDirectories: true,
                 attributes: [.posixPermissions: 0o755])
         }
-        var info = stat()
-        if lstat(path, &info) == 0 {
-            guard info.st_mode & S_IFMT == S_IFSOCK else { throw DaemonError("\(path) exists and is not a socket") }
+        // Something at the path (lstat succeeds): only a socket no daemon answers on is removed, never a file or
+        // a symbolic link.
+        if let isSocket = try? UnixSocket.isSocketEntry(at: path) {
+            guard isSocket else { throw DaemonError("\(path) exists and is not a socket") }
             if (try? LineChannel.connect(path: path)) != nil {
                 throw DaemonError("another tokenpind answers on \(path)")
             }
-            unlink(path)
+            try? Paths.removeFile(path)
         }
         let socket: FileDescriptor
         do {
@@ -52,14 +49,12 @@ extension Daemon {
     /// The first socket passed by systemd socket activation, or nil.
     static func activationSocket() -> Int32? {
         let environment = ProcessInfo.processInfo.environment
-        guard let pid = environment["LISTEN_PID"].flatMap(Int32.init), pid == getpid(),
+        guard let pid = environment["LISTEN_PID"].flatMap(Int32.init), pid == CurrentProcess.id,
             let count = environment["LISTEN_FDS"].flatMap(Int.init), count >= 1
         else { return nil }
-        unsetenv("LISTEN_PID")
-        unsetenv("LISTEN_FDS")
-        unsetenv("LISTEN_FDNAMES")
+        for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] { try? CurrentProcess.removeEnvironmentValue(name) }
         let fd: Int32 = 3  // SD_LISTEN_FDS_START
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        FileDescriptor.withBorrowed(fd) { try? $0.setCloseOnExec() }
         return fd
     }
 
@@ -71,18 +66,16 @@ extension Daemon {
                 retrySeconds: options.readerRetrySeconds
             ) { [self] in isDraining }.start()
         }
-        let fd = listenFD.load(ordering: .acquiring)
+        let listening = FileDescriptor(owning: listenFD.load(ordering: .acquiring))  // closed when the loop ends
         while !isDraining {
-            var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pollfd, 1, 200) > 0 else { continue }
-            let client = accept(fd, nil, nil)
-            guard client >= 0 else { continue }
-            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-            Self.limitWrites(socket: client, milliseconds: options.sendTimeoutMilliseconds)
-            guard let peer = Peer.of(socket: client) else {
-                close(client)
-                continue
-            }
+            guard (try? listening.waitForInput(timeoutMilliseconds: 200)) == true,
+                let accepted = try? listening.accept()
+            else { continue }
+            // A peer that stops reading makes a write fail after the timeout, so no reply or prompt can block a
+            // thread (and what it holds) for longer.
+            try? accepted.setSendTimeout(milliseconds: options.sendTimeoutMilliseconds)
+            guard let peer = Peer.of(socket: accepted.rawValue) else { continue }  // `accepted` closes it
+            let client = accepted.release()
             guard connections.open(uid: peer.accountingUID) else {
                 let channel = LineChannel(fd: client)
                 try? channel.send(ProtocolError(.busy, "too many connections; try again").message)
@@ -96,16 +89,6 @@ extension Daemon {
             thread.stackSize = 1 << 20
             thread.start()
         }
-        close(fd)
-    }
-
-    /// Bounds every write to `fd`: a peer that stops reading makes a write fail after `milliseconds`, so no reply
-    /// or prompt can block a thread (and what it holds) for longer.
-    ///
-    /// The corresponding C function is `setsockopt(SO_SNDTIMEO)`.
-    static func limitWrites(socket fd: Int32, milliseconds: Int) {
-        var limit = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
-        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
 
     /// Stops accepting; idle connections close and prompts are abandoned; running operations finish.

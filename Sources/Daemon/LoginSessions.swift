@@ -1,9 +1,6 @@
 internal import CSystemd
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+internal import TokenpinSystem
 
 /// Who sits at this machine: the owners of the active sessions of logind's seats, through sd-login.
 ///
@@ -51,22 +48,17 @@ package final class LoginSessions: Sendable {
         case .success(let library): loaded = library
         case .failure(let failure): return .unavailable(failure.reason)
         }
-        var seats: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-        let count = loaded.getSeats(&seats)
-        defer {
-            if let seats {
-                for index in 0..<max(0, Int(count)) { free(seats[index]) }
-                free(seats)
-            }
-        }
-        guard count > 0, let seats else { return .unavailable("logind reports no seats") }
-        for index in 0..<Int(count) {
-            guard let seat = seats[index] else { continue }
-            var session: UnsafeMutablePointer<CChar>?
-            var owner: uid_t = 0
-            guard loaded.seatGetActive(seat, &session, &owner) >= 0, let session else { continue }
-            defer { free(session) }
-            var sessionUID: uid_t = 0
+        var seatList: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        let count = loaded.getSeats(&seatList)
+        let listed = seatList != nil
+        let seats = [String](takingMallocated: seatList, count: Int(count))  // sd-login's copies, freed here
+        guard count > 0, listed else { return .unavailable("logind reports no seats") }
+        for seat in seats {
+            var active: UnsafeMutablePointer<CChar>?
+            var owner: UInt32 = 0
+            guard loaded.seatGetActive(seat, &active, &owner) >= 0, let session = String(takingMallocated: active)
+            else { continue }
+            var sessionUID: UInt32 = 0
             guard owner == uid, loaded.sessionGetUID(session, &sessionUID) >= 0, sessionUID == uid else { continue }
             if loaded.sessionIsActive(session) > 0 && loaded.sessionIsRemote(session) == 0 { return .owned }
         }
@@ -86,11 +78,11 @@ package final class LoginSessions: Sendable {
     }
 
     private static func open(_ name: String) -> Result<Library, LoadFailure> {
-        guard let handle = dlopen(name, RTLD_NOW | RTLD_LOCAL) else {
+        guard let handle = try? DynamicLibrary(loading: name) else {
             return .failure(LoadFailure(reason: "\(name) cannot be loaded (no systemd)"))
         }
         func symbol<T>(_ symbolName: String, as type: T.Type) -> T? {
-            guard let address = dlsym(handle, symbolName) else { return nil }
+            guard let address = handle.symbol(named: symbolName) else { return nil }
             return unsafeBitCast(address, to: type)
         }
         guard let getSeats = symbol("sd_get_seats", as: tokenpin_sd_get_seats.self),
@@ -101,6 +93,7 @@ package final class LoginSessions: Sendable {
         else {
             return .failure(LoadFailure(reason: "\(name) lacks the sd-login functions"))
         }
+        handle.keepLoaded()  // the function pointers outlive `handle`
         return .success(
             Library(
                 getSeats: getSeats, seatGetActive: seatGetActive, sessionIsRemote: sessionIsRemote,

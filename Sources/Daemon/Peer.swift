@@ -1,11 +1,6 @@
-internal import CTokenpinShims
 import Foundation
 import TokenpinService
 internal import TokenpinSystem
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The process at the other end of a connection, as the kernel reports it (`SO_PEERCRED`).
 package struct Peer: Sendable, Equatable {
@@ -40,7 +35,7 @@ package struct Peer: Sendable, Equatable {
     /// connection into another uid's share.
     package static func realUID(ofProcess pid: Int32) -> UInt32? {
         guard pid > 0,
-            let file = try? FileDescriptor.open("/proc/\(pid)/status", O_RDONLY | O_CLOEXEC),
+            let file = try? FileDescriptor.openForReading("/proc/\(pid)/status"),
             let bytes = try? file.readAll(maximumCount: 8192)
         else { return nil }
         // `Uid:\t<real>\t<effective>\t<saved>\t<filesystem>`.
@@ -55,24 +50,19 @@ package struct Peer: Sendable, Equatable {
     ///
     /// The corresponding C function is `getsockopt(SO_PEERCRED)`.
     package static func of(socket fd: Int32) -> Peer? {
-        var pid: pid_t = 0
-        var uid: uid_t = 0
-        var gid: gid_t = 0
-        guard tokenpin_peer_credentials(fd, &pid, &uid, &gid) == 0 else { return nil }
+        let read = { (socket: borrowing FileDescriptor) throws(Errno) in try socket.peerCredentials() }
+        guard let credentials = try? FileDescriptor.withBorrowed(fd, read) else { return nil }
+        let (pid, uid, gid) = (credentials.processID, credentials.userID, credentials.groupID)
         let accounting = uid == 0 ? realUID(ofProcess: pid) ?? 0 : uid
         return Peer(pid: pid, uid: uid, gid: gid, name: userName(uid: uid), accountingUID: accounting)
     }
 
     /// The login name of `uid` from the password database, or `uid<N>`.
     ///
-    /// The corresponding C function is `getpwuid_r`.
+    /// An entry that does not fit the look-up's 4 KiB buffer counts as none. The corresponding C function is
+    /// `getpwuid_r`.
     package static func userName(uid: UInt32) -> String {
-        var entry = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let status = getpwuid_r(uid, &entry, &buffer, buffer.count, &result)
-        guard status == 0, result != nil, let name = entry.pw_name else { return "uid\(uid)" }
-        return String(cString: name)
+        (try? UserDatabase.user(id: uid, bufferSize: 4096))??.name ?? "uid\(uid)"
     }
 }
 

@@ -70,3 +70,18 @@ extension String {
         self.init(cString: pointer)
     }
 }
+
+extension Array where Element == String {
+    /// Copies a C array of `count` C strings that a C library allocated for the caller (`sd_get_seats`), and frees
+    /// each string and the array; empty for a null array or a count below 1. A null string in it is skipped.
+    ///
+    /// The corresponding C function is `free`.
+    package init(takingMallocated strings: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, count: Int) {
+        self = []
+        guard let strings else { return }
+        defer { free(strings) }
+        for index in 0..<Swift.max(0, count) {
+            if let string = String(takingMallocated: strings[index]) { append(string) }
+        }
+    }
+}

@@ -64,3 +64,22 @@ package struct JournalSocket: Sendable {
         try socket.sendDatagram(datagram, to: address)
     }
 }
+
+/// The journal's stream of a service's standard output and error (systemd's `StandardError=journal`).
+package enum JournalStream {
+    /// Whether `descriptor` (standard error unless told) is the journal's stream: systemd sets `JOURNAL_STREAM` to
+    /// that stream's `DEVICE:INODE`, and the descriptor's device and inode must be those, so an inherited variable
+    /// on a descriptor that was redirected since does not count. The journal stamps each line itself.
+    ///
+    /// `journalStream` is the variable's value (nil: unset); by default it is read with `getenv` alone, not
+    /// `ProcessInfo.environment`, which builds a dictionary of the whole environment at the first log line. The
+    /// corresponding C function is `fstat`.
+    package static func isConnected(
+        to descriptor: Int32 = 2, journalStream: String? = CurrentProcess.environmentValue("JOURNAL_STREAM")
+    ) -> Bool {
+        guard let journalStream else { return false }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return false }
+        return journalStream == "\(info.st_dev):\(info.st_ino)"
+    }
+}

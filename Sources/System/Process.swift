@@ -9,16 +9,25 @@ package enum CurrentProcess {
     /// The corresponding C function is `geteuid`.
     package static var effectiveUserID: uid_t { geteuid() }
 
-    /// The login name of `uid` in the password database, or nil when it has none.
+    /// The process ID.
+    ///
+    /// The corresponding C function is `getpid`.
+    package static var id: Int32 { getpid() }
+
+    /// The login name of `uid` in the password database, or nil when it has none (or its entry does not fit 16 KiB).
     ///
     /// The corresponding C function is `getpwuid_r`.
     package static func userName(of uid: uid_t) -> String? {
-        var entry = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 16_384)
-        let status = getpwuid_r(uid, &entry, &buffer, buffer.count, &result)
-        guard status == 0, result != nil, let name = entry.pw_name else { return nil }
-        return String(cString: name)
+        (try? UserDatabase.user(id: uid, bufferSize: 16_384))??.name
+    }
+
+    /// Removes the environment variable `name`, so that programs started from now on do not inherit it; removing one
+    /// that is not set does nothing. A name that is empty or holds `=` is `.invalidArgument`.
+    ///
+    /// Not thread-safe against other threads reading or changing the environment: call it at start. The corresponding
+    /// C function is `unsetenv`.
+    package static func removeEnvironmentValue(_ name: String) throws(Errno) {
+        guard unsetenv(name) == 0 else { throw Errno.current }
     }
 
     /// Ignores `SIGPIPE`, so a write to a closed pipe or socket fails with `.brokenPipe` instead of ending the

@@ -104,6 +104,27 @@ extension FileDescriptor {
         return count
     }
 
+    /// Accepts a connection on this listening socket, then makes the new socket close-on-exec (Glibc hides
+    /// `accept4`; a failure to set the flag on the new descriptor, which cannot happen, is not reported).
+    ///
+    /// One call, not retried: a signal is `.interrupted`, a peer that gave up first `ECONNABORTED`, for an accept loop
+    /// that polls and tries again. The corresponding C functions are `accept` and `fcntl(F_SETFD, FD_CLOEXEC)`.
+    package func accept() throws(Errno) -> FileDescriptor {
+        let client = Glibc.accept(rawValue, nil, nil)
+        guard client >= 0 else { throw Errno.current }
+        let accepted = FileDescriptor(owning: client)
+        try? accepted.setCloseOnExec()
+        return accepted
+    }
+
+    /// Sends all of `bytes` on this socket without ever blocking (`MSG_DONTWAIT`): a peer whose buffer is full is
+    /// `.wouldBlock`, one that went away `.brokenPipe`; see `sendAll(_:flags:)`.
+    ///
+    /// The corresponding C function is `send(MSG_DONTWAIT)`.
+    package func sendAllWithoutWaiting(_ bytes: [UInt8]) throws(Errno) {
+        try sendAll(bytes, flags: Int32(MSG_DONTWAIT))
+    }
+
     /// Shuts both directions of this socket down, waking a thread blocked reading or writing it; the descriptor
     /// stays open.
     ///
@@ -125,8 +146,18 @@ extension FileDescriptor {
     }
 }
 
-/// The two things done with a Unix socket path: connect to it, or bind and listen on it.
+/// The things done with a Unix socket path: connect to it, bind and listen on it, or check what is there.
 package enum UnixSocket {
+    /// Whether the entry at `path` itself is a socket (a symbolic link, even to a socket, is not); throws what
+    /// `lstat` reports when there is no entry to look at (`.noSuchFileOrDirectory` when nothing is there).
+    ///
+    /// The corresponding C function is `lstat`.
+    package static func isSocketEntry(at path: String) throws(Errno) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw Errno.current }
+        return info.st_mode & S_IFMT == S_IFSOCK
+    }
+
     /// A stream socket connected to `path`, its sends (and the connect itself) bounded by
     /// `sendTimeoutMilliseconds` when given.
     ///
