@@ -254,6 +254,7 @@ let package = Package(
             name: "tokenpind",
             dependencies: [
                 "TokenpinDaemon", "TokenpinCore", "TokenpinReaders", "TokenpinSimulatedReaders", "TokenpinArguments",
+                "TokenpinSystem",
             ],
             path: "Sources/Executables/tokenpind",
             swiftSettings: strictSettings

@@ -5,10 +5,7 @@ import TokenpinCore
 import TokenpinDaemon
 import TokenpinReaders
 import TokenpinSimulatedReaders
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import TokenpinSystem
 
 // tokenpind: the tokenpin daemon. Runs in the foreground, logs to stderr (the journal under systemd).
 
@@ -55,12 +52,12 @@ enum Options {
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
     FileHandle.standardError.write(Data(("tokenpind: error: " + message + "\n").utf8))
-    exit(code)
+    CurrentProcess.exit(code)
 }
 
 // No core files and not dumpable, before any secret or Argon2 memory exists.
 if !CoreDumps.disable() { fail("cannot disable core dumps", code: 71) }
-signal(SIGPIPE, SIG_IGN)
+CurrentProcess.ignoreBrokenPipeSignal()
 
 let parsed: ParsedArguments
 do {
@@ -71,11 +68,11 @@ do {
 }
 if parsed.isSet(Options.help) {
     print(Options.program.helpText(), terminator: "")
-    exit(0)
+    CurrentProcess.exit(0)
 }
 if parsed.isSet(Options.version) {
     print("tokenpind \(tokenpinVersion) (protocol \(Daemon.protocolVersion))")
-    exit(0)
+    CurrentProcess.exit(0)
 }
 var options = DaemonOptions()
 if let socket = parsed.value(Options.socket) { options.socketPath = socket }
@@ -100,23 +97,15 @@ if simulatedCard {
     if !parsed.isSet(Options.noReaders) { options.readerEvents = PCSCReaderEvents() }
 }
 
-/// Whether standard error is the journal's stream (systemd sets `JOURNAL_STREAM` to its device and inode): the journal
-/// stamps each line itself; anywhere else (a terminal, a file, a container's log) the line carries its own time.
-/// `getenv`, not `ProcessInfo.environment`: that builds a dictionary of the whole environment, 1.4 million
-/// instructions at the first log line of a start (callgrind), for the one variable read here.
-func stderrIsTheJournal() -> Bool {
-    guard let value = getenv("JOURNAL_STREAM") else { return false }
-    let stream = String(cString: value)
-    var info = stat()
-    guard fstat(2, &info) == 0 else { return false }
-    return stream == "\(info.st_dev):\(info.st_ino)"
-}
-
-let stampsLines = !stderrIsTheJournal()
+// Where standard error is the journal's stream (systemd sets `JOURNAL_STREAM` to its device and inode), the journal
+// stamps each line itself; anywhere else (a terminal, a file, a container's log) the line carries its own time. The
+// check reads that one variable with `getenv`, not `ProcessInfo.environment`: that builds a dictionary of the whole
+// environment, 1.4 million instructions at the first log line of a start (callgrind).
+let stampsLines = !JournalStream.isConnected()
 let logger = Logger(label: "tokenpind", minimumLevel: level) { record in
     let stamp = stampsLines ? Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)) + " " : ""
     let line = Array((stamp + record.formatted + "\n").utf8)
-    line.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
+    FileDescriptor.withBorrowed(2) { try? $0.writeAll(line) }
 }
 
 let daemon: Daemon
@@ -132,12 +121,13 @@ do {
 /// A plain function, not top-level code: top-level closures would be main-actor isolated and the handlers run
 /// on a dispatch queue.
 func installSignalHandlers(daemon: Daemon, logger: Logger) -> [any DispatchSourceSignal] {
-    for number in [SIGTERM, SIGINT, SIGHUP] { signal(number, SIG_IGN) }
+    let handled: [Signal] = [.terminate, .interrupt, .hangUp]
+    for signal in handled { try? Signals.ignore(signal) }
     let queue = DispatchQueue(label: "tokenpind.signals")
-    return [SIGTERM, SIGINT, SIGHUP].map { number in
-        let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+    return handled.map { signal in
+        let source = DispatchSource.makeSignalSource(signal: signal.rawValue, queue: queue)
         source.setEventHandler {
-            if number == SIGHUP {
+            if signal == .hangUp {
                 daemon.reload()
             } else {
                 logger.info("shutting down: finishing running operations")
@@ -161,6 +151,6 @@ daemon.serve()
 let finished = daemon.waitForOperations(seconds: 60)
 logger.info("stopped", [("operations.unfinished", String(daemon.operationsInFlight))])
 withExtendedLifetime(sources) {}
-if !finished { exit(1) }
-if daemon.boundSocketPath { unlink(options.socketPath) }  // systemd's socket stays with systemd
-exit(0)
+if !finished { CurrentProcess.exit(1) }
+if daemon.boundSocketPath { try? Paths.removeFile(options.socketPath) }  // systemd's socket stays with systemd
+CurrentProcess.exit(0)
