@@ -56,4 +56,6 @@ package struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringC
     package static let connectionRefused = Errno(rawValue: ECONNREFUSED)
     /// `ECONNRESET`: the peer reset the connection.
     package static let connectionReset = Errno(rawValue: ECONNRESET)
+    /// `ENOTSOCK`: the descriptor is not a socket.
+    package static let notSocket = Errno(rawValue: ENOTSOCK)
 }
