@@ -119,6 +119,8 @@ package struct FileDescriptor: ~Copyable {
         package static let noFollow = OpenOptions(rawValue: O_NOFOLLOW)
         /// `O_NONBLOCK`: open without waiting (a FIFO with no writer opens at once).
         package static let nonBlocking = OpenOptions(rawValue: O_NONBLOCK)
+        /// `O_APPEND`: every write goes to the end of the file, as one step.
+        package static let append = OpenOptions(rawValue: O_APPEND)
         /// `O_DIRECTORY`: anything but a directory is `.notDirectory`.
         package static let directory = OpenOptions(rawValue: O_DIRECTORY)
     }
