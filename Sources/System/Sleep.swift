@@ -4,18 +4,9 @@
 
 /// The calling thread, for what blocks it.
 package enum CurrentThread {
-    /// Blocks the calling thread for about `microseconds` (longer when the system is busy; a signal may end it
-    /// early). Only for threads of their own, never the cooperative pool.
-    ///
-    /// The corresponding C function is `usleep`.
-    package static func sleep(microseconds: UInt32) {
-        _ = usleep(microseconds)
-    }
-}
-
-extension CurrentThread {
-    /// Blocks the calling thread for `duration` (nothing for zero or less). A signal that interrupts the wait
-    /// ends it early unless `resumeAfterSignal` says to sleep what is left (the default always does).
+    /// Blocks the calling thread for `duration` (nothing for zero or less; longer when the system is busy). A
+    /// signal that interrupts the wait ends it early unless `resumeAfterSignal` says to sleep what is left (the
+    /// default always does). Only for threads of their own, never the cooperative pool.
     ///
     /// The corresponding C function is `nanosleep`.
     package static func sleep(for duration: Duration, resumeAfterSignal: () -> Bool = { true }) {

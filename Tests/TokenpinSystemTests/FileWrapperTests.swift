@@ -7,7 +7,7 @@ import TokenpinTestSupport
 #endif
 
 /// The wrappers the record store, the configuration and the doctor reach files through: `lstat`, `mkdir`, `open`
-/// with named options, `pwrite`, `fdatasync`, `flock`, `dup2`, `SO_PEERCRED` and `usleep`.
+/// with named options, `pwrite`, `fdatasync`, `flock`, `dup2` and `SO_PEERCRED`.
 @Suite struct FileWrapperTests {
     @Test func ofLinkReportsTheLinkAndOfFollowsIt() throws {
         let specimens = try Specimens()
@@ -134,11 +134,5 @@ import TokenpinTestSupport
         defer { specimens.close() }
         let file = try FileDescriptor.openForReading(specimens.file)
         #expect(throws: Errno.notSocket) { _ = try file.peerCredentials() }
-    }
-
-    @Test func sleepBlocksAtLeastThatLong() {
-        let start = MonotonicClock.nanoseconds
-        CurrentThread.sleep(microseconds: 2_000)
-        #expect(MonotonicClock.nanoseconds - start >= 2_000_000)
     }
 }

@@ -175,7 +175,7 @@ public struct RecordStore: Sendable {
         let deadline = time.monotonicNanoseconds &+ UInt64(max(0, min(lockWaitSeconds, 3600)) * 1e9)
         while try !file.tryLockExclusively() {
             guard time.monotonicNanoseconds < deadline else { return false }
-            CurrentThread.sleep(microseconds: 10_000)
+            CurrentThread.sleep(for: .milliseconds(10), resumeAfterSignal: { false })
         }
         return true
     }
