@@ -226,7 +226,7 @@ let package = Package(
             name: "TokenpinDoctor",
             dependencies: [
                 "TokenpinReaders", "TokenpinProtocol", "TokenpinService", "TokenpinCore", "TokenpinArguments",
-                "CTokenpinShims",
+                "TokenpinSystem",
             ],
             path: "Sources/Doctor",
             swiftSettings: strictSettings

@@ -1,14 +1,10 @@
-internal import CTokenpinShims
 import FoundationEssentials
 import TokenpinArguments
 package import TokenpinCore
 import TokenpinProtocol
 import TokenpinReaders
 package import TokenpinService
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+internal import TokenpinSystem
 
 /// One thing `tokenpin doctor` looked at, and what it found.
 package struct Finding: Sendable, Equatable {
@@ -176,8 +172,7 @@ package struct Doctor: Sendable {
 
     func daemon() -> [Finding] {
         let socket = setup.socket
-        var info = stat()
-        guard stat(socket, &info) == 0, (info.st_mode & S_IFMT) == S_IFSOCK else {
+        guard (try? FileStatus.of(socket))?.isSocket == true else {
             if let evidence = setup.daemonEvidence {
                 return [
                     Finding(
@@ -203,12 +198,10 @@ package struct Doctor: Sendable {
                     exitCode: .serviceUnavailable)
             ]
         }
-        var pid: pid_t = 0
-        var uid: uid_t = 0
-        var gid: gid_t = 0
-        let known = tokenpin_peer_credentials(channel.fd, &pid, &uid, &gid) == 0
+        let peer = FileDescriptor.withBorrowed(channel.fd) { try? $0.peerCredentials() }
         channel.close()
-        guard known, uid == 0 else {
+        let uid = peer?.userID ?? 0  // unknown credentials are refused, under the uid the message always gave
+        guard let peer, peer.userID == 0 else {
             return [
                 Finding(
                     "tokenpind", .error,
@@ -229,7 +222,7 @@ package struct Doctor: Sendable {
         return [
             Finding(
                 "tokenpind", .ok,
-                "tokenpind answers on \(socket) (\(version)), \(supervision(pid: Int(pid)))"
+                "tokenpind answers on \(socket) (\(version)), \(supervision(pid: Int(peer.processID)))"
                     + (setup.throughDaemon ? "" : "; this command line does not use it (local mode)"))
         ]
     }

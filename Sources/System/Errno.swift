@@ -56,4 +56,8 @@ package struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringC
     package static let connectionRefused = Errno(rawValue: ECONNREFUSED)
     /// `ECONNRESET`: the peer reset the connection.
     package static let connectionReset = Errno(rawValue: ECONNRESET)
+    /// `EHOSTUNREACH`: no route to the host (for a TCP connection: a name that resolves to no address too).
+    package static let hostUnreachable = Errno(rawValue: EHOSTUNREACH)
+    /// `ENOTSOCK`: the descriptor is not a socket.
+    package static let notSocket = Errno(rawValue: ENOTSOCK)
 }

@@ -84,6 +84,57 @@ package struct FileDescriptor: ~Copyable {
         try open(path, O_RDONLY)
     }
 
+    /// How a file is opened: for reading, writing or both.
+    package enum AccessMode: Sendable {
+        /// `O_RDONLY`.
+        case readOnly
+        /// `O_WRONLY`.
+        case writeOnly
+        /// `O_RDWR`.
+        case readWrite
+
+        /// The `open` flag.
+        package var rawValue: Int32 {
+            switch self {
+            case .readOnly: O_RDONLY
+            case .writeOnly: O_WRONLY
+            case .readWrite: O_RDWR
+            }
+        }
+    }
+
+    /// The `open` flags beside the access mode (`O_CLOEXEC` is always added).
+    package struct OpenOptions: OptionSet, Sendable {
+        /// The `open` flags.
+        package let rawValue: Int32
+
+        /// Wraps `open` flags.
+        package init(rawValue: Int32) { self.rawValue = rawValue }
+
+        /// `O_CREAT`: create the file when it does not exist, with the given permissions.
+        package static let create = OpenOptions(rawValue: O_CREAT)
+        /// `O_EXCL` (with `create`): fail with `.fileExists` when the path exists, a symbolic link included.
+        package static let exclusiveCreate = OpenOptions(rawValue: O_EXCL)
+        /// `O_NOFOLLOW`: a symbolic link as the last component is `.tooManySymbolicLinkLevels`.
+        package static let noFollow = OpenOptions(rawValue: O_NOFOLLOW)
+        /// `O_NONBLOCK`: open without waiting (a FIFO with no writer opens at once).
+        package static let nonBlocking = OpenOptions(rawValue: O_NONBLOCK)
+        /// `O_APPEND`: every write goes to the end of the file, as one step.
+        package static let append = OpenOptions(rawValue: O_APPEND)
+        /// `O_DIRECTORY`: anything but a directory is `.notDirectory`.
+        package static let directory = OpenOptions(rawValue: O_DIRECTORY)
+    }
+
+    /// Opens `path` for `access` with `options` (`O_CLOEXEC` is always added), creating it with `permissions`
+    /// when `.create` is given.
+    ///
+    /// The corresponding C function is `open`.
+    package static func open(
+        _ path: String, _ access: AccessMode, options: OpenOptions = [], permissions: mode_t = 0
+    ) throws(Errno) -> FileDescriptor {
+        try open(path, access.rawValue | options.rawValue, mode: permissions)
+    }
+
     private static func retryingInterrupts(_ call: () -> Int32) throws(Errno) -> FileDescriptor {
         while true {
             let fd = call()
@@ -137,6 +188,21 @@ package struct FileDescriptor: ~Copyable {
             guard count > 0 else { throw Errno.ioError }  // no progress on a non-empty write: never loop forever
             offset += count
         }
+    }
+
+    /// Writes all of `bytes` at `offset` in the file, retrying short writes and `EINTR`; the file offset does not
+    /// move. Any other failure throws.
+    ///
+    /// The corresponding C function is `pwrite`.
+    package func writeAll(_ bytes: [UInt8], atOffset offset: Int) throws(Errno) {
+        let fd = rawValue
+        try bytes.withUnsafeBytes { buffer in
+            Result { () throws(Errno) in
+                try Self.transferAll(buffer) { rest in
+                    pwrite(fd, rest.baseAddress, rest.count, off_t(offset + buffer.count - rest.count))
+                }
+            }
+        }.get()
     }
 
     // MARK: Reading
@@ -211,6 +277,44 @@ package struct FileDescriptor: ~Copyable {
         while Glibc.fsync(rawValue) != 0 {
             guard errno == EINTR else { throw Errno.current }
         }
+    }
+
+    /// Flushes the file's data (and the metadata needed to read it back, such as its size) to the device.
+    ///
+    /// The corresponding C function is `fdatasync`.
+    package func dataSync() throws(Errno) {
+        while fdatasync(rawValue) != 0 {
+            guard errno == EINTR else { throw Errno.current }
+        }
+    }
+
+    /// Takes the exclusive `flock` lock on the file, waiting while another open file description holds it;
+    /// retries `EINTR`. The lock ends when the last descriptor of this open file closes (a crash releases it).
+    ///
+    /// The corresponding C function is `flock(LOCK_EX)`.
+    package func lockExclusively() throws(Errno) {
+        while flock(rawValue, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw Errno.current }
+        }
+    }
+
+    /// Takes the exclusive `flock` lock on the file if no one else holds it: false, at once, when someone does.
+    ///
+    /// The corresponding C function is `flock(LOCK_EX | LOCK_NB)`.
+    package func tryLockExclusively() throws(Errno) -> Bool {
+        while flock(rawValue, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EWOULDBLOCK { return false }
+            guard errno == EINTR else { throw Errno.current }
+        }
+        return true
+    }
+
+    /// Makes `target` another descriptor of this open file, closing what `target` was first (as `dup2` does);
+    /// `target` is not owned by this value afterwards any more than before.
+    ///
+    /// The corresponding C function is `dup2`.
+    package func duplicate(onto target: Int32) throws(Errno) {
+        guard dup2(rawValue, target) != -1 else { throw Errno.current }
     }
 
     /// Sets the file's permission bits to exactly `mode`.

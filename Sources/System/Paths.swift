@@ -22,6 +22,14 @@ package enum Paths {
         guard unlink(path) == 0 else { throw Errno.current }
     }
 
+    /// Creates the directory `path` with `mode` (less the umask); its parent must exist, and anything already
+    /// at `path` is `.fileExists`.
+    ///
+    /// The corresponding C function is `mkdir`.
+    package static func makeDirectory(_ path: String, mode: mode_t) throws(Errno) {
+        guard mkdir(path, mode) == 0 else { throw Errno.current }
+    }
+
     /// The home directory of the effective user from the password database, or "/" when it has none.
     ///
     /// The corresponding C function is `getpwuid_r`.

@@ -4,13 +4,14 @@ internal import CTokenpinShims
     import Glibc
 #endif
 
-/// The process at the other end of a connected Unix socket, as the kernel recorded it when the connection was made.
+/// Who is at the other end of a connected Unix socket, as the kernel recorded it when the peer connected or made
+/// the pair (`SO_PEERCRED`): not what the peer says of itself.
 package struct PeerCredentials: Sendable, Equatable {
     /// The peer's process ID.
     package let processID: Int32
-    /// The peer's (effective) user ID.
+    /// The peer's effective user ID.
     package let userID: UInt32
-    /// The peer's (effective) group ID.
+    /// The peer's effective group ID.
     package let groupID: UInt32
 
     /// Credentials with these IDs.
@@ -22,10 +23,10 @@ package struct PeerCredentials: Sendable, Equatable {
 }
 
 extension FileDescriptor {
-    /// The credentials of this connected Unix socket's peer; a descriptor that is not a socket is `ENOTSOCK`.
+    /// The credentials of the peer of this connected Unix socket; a descriptor that is not a socket is
+    /// `.notSocket`, a closed one `.badFileDescriptor`.
     ///
-    /// The kernel's record (`struct ucred`, which Glibc hides, read by the C shim), not anything the peer sent. The
-    /// corresponding C function is `getsockopt(SO_PEERCRED)`.
+    /// The corresponding C function is `getsockopt(SO_PEERCRED)`.
     package func peerCredentials() throws(Errno) -> PeerCredentials {
         var pid: pid_t = 0
         var uid: uid_t = 0

@@ -23,6 +23,14 @@ package struct TerminalSettings: @unchecked Sendable {
         return TerminalSettings(rawValue: raw)
     }
 
+    /// These settings with echo off (`ECHO` cleared) and nothing else changed: lines are still edited and
+    /// Ctrl-C still sends its signal, for a passphrase typed and ended with Enter.
+    package var withoutEcho: TerminalSettings {
+        var quiet = rawValue
+        quiet.c_lflag &= ~tcflag_t(ECHO)
+        return TerminalSettings(rawValue: quiet)
+    }
+
     /// Whether typed characters are echoed (`ECHO`).
     package var echoes: Bool { rawValue.c_lflag & tcflag_t(ECHO) != 0 }
 

@@ -1,9 +1,6 @@
 import FoundationEssentials
 import TokenpinAPDU
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+internal import TokenpinSystem
 
 /// An in-process `CardConnection` to a `SimulatedCard`: what `tokenpin --reader sim` and the tests use.
 ///
@@ -51,11 +48,7 @@ package final class SimulatedCardConnection: CardConnection {
 
     /// Blocks the current thread for `duration`.
     package static func blockingSleep(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        guard seconds > 0 || attoseconds > 0 else { return }
-        var request = timespec(tv_sec: Int(clamping: seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-        var remaining = timespec()
-        // Interrupted by a signal: sleep what is left.
-        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+        // Interrupted by a signal: sleeps what is left.
+        CurrentThread.sleep(for: duration)
     }
 }

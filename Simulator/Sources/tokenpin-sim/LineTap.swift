@@ -2,10 +2,6 @@ import TokenpinAPDU
 import TokenpinSimulator
 internal import TokenpinSystem
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// `--tap FILE`: what an eavesdropper on the reader's line keeps of a session, for replay tests. Each answer of a
 /// card key, one hex line with its status word: a successful PSO:DECIPHER, or a PIV GENERAL AUTHENTICATE with a
 /// key slot (not the management key's challenges), its `61xx` parts fetched with GET RESPONSE joined into one
@@ -46,7 +42,7 @@ final class LineTap {
 
     private func append(_ answer: [UInt8]) {
         do {
-            let file = try FileDescriptor.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode: 0o600)
+            let file = try FileDescriptor.open(path, .writeOnly, options: [.append, .create], permissions: 0o600)
             try file.writeAll(Array((Hex.encode(answer) + "\n").utf8))
         } catch {
             printError("tokenpin-sim: cannot write the tap file \(path): \(error)")

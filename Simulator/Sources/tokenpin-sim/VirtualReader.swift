@@ -5,10 +5,6 @@ import TokenpinArguments
 import TokenpinSimulator
 internal import TokenpinSystem
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Exit codes; the same table is in Simulator/README.md.
 enum ExitCode: Int32 {
     /// Stopped by SIGTERM or SIGINT.
@@ -147,42 +143,18 @@ func printError(_ message: String) {
 
 /// Sleeps, waking early when a stop is requested.
 func pause(_ duration: Duration) {
-    let (seconds, attoseconds) = duration.components
-    var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-    var remaining = timespec()
-    while !isStopping && nanosleep(&request, &remaining) != 0 && errno == EINTR {
-        request = remaining
-    }
+    guard !isStopping else { return }
+    CurrentThread.sleep(for: duration, resumeAfterSignal: { !isStopping })
 }
 
 /// A TCP connection to vpcd.
 final class VPCDSocket {
     private let socket: FileDescriptor
-    private var descriptor: Int32 { socket.rawValue }
 
     /// Connects to `host:port`; nil when nothing listens there (yet).
     init?(host: String, port: UInt16) {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { return nil }
-        defer { freeaddrinfo(list) }
-        var entry: UnsafeMutablePointer<addrinfo>? = first
-        while let current = entry {
-            let raw = Glibc.socket(current.pointee.ai_family, current.pointee.ai_socktype, current.pointee.ai_protocol)
-            if raw >= 0 {
-                let candidate = FileDescriptor(owning: raw)  // closed when it goes away unconnected
-                if connect(raw, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0 {
-                    var one: Int32 = 1
-                    setsockopt(raw, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                    socket = candidate
-                    return
-                }
-            }
-            entry = current.pointee.ai_next
-        }
-        return nil
+        guard let socket = try? FileDescriptor.tcpConnection(host: host, port: port) else { return nil }
+        self.socket = socket
     }
 
     /// Reads exactly `count` bytes; nil at end of stream, on an error, or when a signal asked to stop.
@@ -195,15 +167,17 @@ final class VPCDSocket {
             // vpcd writes the 2-byte length and the APDU in separate send() calls without TCP_NODELAY, so
             // its second write waits (Nagle) for our ACK of the first; a delayed ACK would add ~40 ms to
             // every APDU. TCP_QUICKACK is not sticky in Linux, so it is set before every read.
-            var one: Int32 = 1
-            setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_QUICKACK, &one, socklen_t(MemoryLayout<Int32>.size))
-            let result = buffer[offset...].withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if result < 0 && errno == EINTR {
+            try? socket.acknowledgeQuickly()
+            let result = buffer[offset...].withUnsafeMutableBytes { part in
+                Result { () throws(Errno) in try socket.receive(into: part) }
+            }
+            switch result {
+            case .failure(.interrupted):
                 if isStopping { return nil }
                 continue
+            case .success(let count) where count > 0: offset += count
+            default: return nil
             }
-            guard result > 0 else { return nil }
-            offset += result
         }
         return buffer
     }

@@ -4,8 +4,6 @@
 // 2-byte big-endian length and that many bytes. From vpcd a 1-byte message is a control code (0 power off,
 // 1 power on, 2 reset, 4 send the ATR); anything longer is a command APDU, answered by the response APDU.
 
-#if canImport(Glibc)
-    import Glibc
-#endif
+internal import TokenpinSystem
 
-exit(run())
+CurrentProcess.exit(run())

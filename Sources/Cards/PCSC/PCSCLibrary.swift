@@ -1,5 +1,4 @@
 internal import CPCSCLite
-internal import Glibc
 
 /// The pcsc-lite functions tokenpin uses, each wrapped once.
 ///
@@ -203,10 +202,15 @@ enum PCSCLibrary {
         entries: inout [ReaderStateEntry]
     ) throws(PCSCError) -> Bool {
         guard !entries.isEmpty else { return false }
-        // The reader names must stay valid C strings for the whole call.
-        let names: [UnsafeMutablePointer<CChar>?] = entries.map { strdup($0.reader) }
+        // The reader names must stay valid C strings for the whole call: copies that live until it returns.
+        let names: [UnsafeMutablePointer<CChar>] = entries.map { entry in
+            let bytes = entry.reader.utf8CString
+            let name = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count)
+            _ = UnsafeMutableBufferPointer(start: name, count: bytes.count).initialize(from: bytes)
+            return name
+        }
         defer {
-            for name in names { free(name) }
+            for name in names { name.deallocate() }
         }
         var states = entries.indices.map { index in
             var state = SCARD_READERSTATE()

@@ -1,10 +1,6 @@
 import FoundationEssentials
 internal import TokenpinSystem
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The file and line a setting came from.
 public struct SettingSource: Sendable, Equatable {
     /// The configuration file.
@@ -342,13 +338,12 @@ extension Configuration {
     /// tokenpin) could change: the program runs with this process's rights (root, in tokenpind) on every new PIN.
     public func checkPINCheckSetting() throws(ConfigError) {
         guard pinCheckProgram != nil, let setting = pinCheckSetting else { return }
-        var info = stat()
-        guard stat(setting.file, &info) == 0 else {
+        guard let info = try? FileStatus.of(setting.file) else {
             throw ConfigError(file: setting.file, line: setting.line, message: "pin-check: cannot inspect this file")
         }
-        let owner = info.st_uid
-        let mode = UInt16(truncatingIfNeeded: info.st_mode & 0o7777)
-        guard owner == 0 || owner == geteuid(), mode & 0o022 == 0 else {
+        let owner = info.owner
+        let mode = UInt16(truncatingIfNeeded: info.permissions)
+        guard owner == 0 || owner == CurrentProcess.effectiveUserID, mode & 0o022 == 0 else {
             throw ConfigError(
                 file: setting.file, line: setting.line,
                 message: "pin-check is set in a file others can change (owner uid \(owner), mode "

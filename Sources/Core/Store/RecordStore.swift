@@ -1,10 +1,6 @@
 import FoundationEssentials
 internal import TokenpinSystem
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The directory of enrolment records: one file per user, guarded by a lock file.
 ///
 /// A record file is either the legacy single JSON document, replaced atomically (a temporary file in the same
@@ -18,7 +14,7 @@ public struct RecordStore: Sendable {
     /// The directory.
     public let directory: String
     /// The uid that must own the directory and records (the effective uid).
-    public let owner: uid_t
+    public let owner: UInt32
     /// The largest record accepted; anything bigger is not ours.
     public static let maximumRecordSize = 1 << 20
     /// The longest `withLock` waits for another process's lock (nil: as long as it takes, as local mode's
@@ -36,7 +32,12 @@ public struct RecordStore: Sendable {
     var tornWrite: (@Sendable (RecordCopies.Step, _ old: [UInt8], _ new: [UInt8]) -> [UInt8]?)?
 
     /// A store in `directory`, owned by the effective user.
-    public init(directory: String, owner: uid_t = geteuid()) {
+    public init(directory: String) {
+        self.init(directory: directory, owner: CurrentProcess.effectiveUserID)
+    }
+
+    /// A store in `directory`, owned by `owner`.
+    public init(directory: String, owner: UInt32) {
         self.directory = directory
         self.owner = owner
     }
@@ -71,12 +72,18 @@ public struct RecordStore: Sendable {
 
     /// Creates the directory (0700) if needed and checks that only its owner can write it.
     public func prepare() throws(StoreError) {
-        var info = stat()
-        if lstat(directory, &info) != 0 {
-            guard errno == ENOENT else { throw systemError(directory, "cannot inspect the store directory") }
+        let info: FileStatus
+        do {
+            info = try FileStatus.ofLink(directory)
+        } catch {
+            guard error == .noSuchFileOrDirectory else {
+                throw storeError(error, directory, "cannot inspect the store directory")
+            }
             try createDirectory()
-            guard lstat(directory, &info) == 0 else {
-                throw systemError(directory, "cannot inspect the store directory")
+            do {
+                info = try FileStatus.ofLink(directory)
+            } catch {
+                throw storeError(error, directory, "cannot inspect the store directory")
             }
         }
         try checkDirectory(info)
@@ -84,10 +91,12 @@ public struct RecordStore: Sendable {
 
     /// Checks the directory without creating it; false when it does not exist.
     public func exists() throws(StoreError) -> Bool {
-        var info = stat()
-        guard lstat(directory, &info) == 0 else {
-            if errno == ENOENT { return false }
-            throw systemError(directory, "cannot inspect the store directory")
+        let info: FileStatus
+        do {
+            info = try FileStatus.ofLink(directory)
+        } catch {
+            if error == .noSuchFileOrDirectory { return false }
+            throw storeError(error, directory, "cannot inspect the store directory")
         }
         try checkDirectory(info)
         return true
@@ -105,23 +114,25 @@ public struct RecordStore: Sendable {
                 throw StoreError(.io, path: parent, "cannot create the parent directory")
             }
         }
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw systemError(directory, "cannot create the store directory")
+        do {
+            try Paths.makeDirectory(directory, mode: 0o700)
+        } catch {
+            if error != .fileExists { throw storeError(error, directory, "cannot create the store directory") }
         }
     }
 
-    private func checkDirectory(_ info: stat) throws(StoreError) {
-        guard info.st_mode & S_IFMT == S_IFDIR else {
+    private func checkDirectory(_ info: FileStatus) throws(StoreError) {
+        guard info.isDirectory else {
             throw StoreError(.insecure, path: directory, "the store is not a directory (a symlink or a file?)")
         }
-        guard info.st_uid == owner else {
+        guard info.owner == owner else {
             throw StoreError(
-                .insecure, path: directory, "the store directory belongs to uid \(info.st_uid), not \(owner)")
+                .insecure, path: directory, "the store directory belongs to uid \(info.owner), not \(owner)")
         }
-        guard info.st_mode & 0o022 == 0 else {
+        guard info.permissions & 0o022 == 0 else {
             throw StoreError(
                 .insecure, path: directory,
-                "others can write the store directory (mode \(String(info.st_mode & 0o777, radix: 8))); run chmod 700 on it"
+                "others can write the store directory (mode \(String(info.permissions & 0o777, radix: 8))); run chmod 700 on it"
             )
         }
     }
@@ -134,25 +145,39 @@ public struct RecordStore: Sendable {
     public func withLock<R: ~Copyable>(user: String, _ body: () throws -> R) throws -> R {
         guard Self.validate(user: user) else { throw StoreError(.invalidUser, path: directory, "invalid user name") }
         let path = lockPath(for: user)
-        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw systemError(path, "cannot open the lock file") }
-        defer { close(fd) }
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, .readWrite, options: [.create, .noFollow], permissions: 0o600)
+        } catch {
+            throw storeError(error, path, "cannot open the lock file")
+        }
+        let acquired: Bool
+        do {
+            acquired = try lock(file)
+        } catch {
+            throw storeError(error, path, "cannot lock the record")
+        }
+        guard acquired else {
+            throw StoreError(.busy, path: path, "another process holds the record's lock; try again")
+        }
+        // The lock ends when the descriptor closes: after the body, or when a crash ends the process.
+        return try withExtendedLifetime(file) { try body() }
+    }
+
+    /// Takes the exclusive lock on the open lock file `file`, waiting as long as it takes without
+    /// `lockWaitSeconds`; false when that wait ran out first. It is held until `file` closes.
+    private func lock(_ file: borrowing FileDescriptor) throws(Errno) -> Bool {
         guard let lockWaitSeconds else {
-            while flock(fd, LOCK_EX) != 0 {
-                guard errno == EINTR else { throw systemError(path, "cannot lock the record") }
-            }
-            return try body()
+            try file.lockExclusively()
+            return true
         }
         // A bounded wait: poll the non-blocking lock until the deadline (flock has no timed form).
         let deadline = time.monotonicNanoseconds &+ UInt64(max(0, min(lockWaitSeconds, 3600)) * 1e9)
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            guard errno == EWOULDBLOCK || errno == EINTR else { throw systemError(path, "cannot lock the record") }
-            guard time.monotonicNanoseconds < deadline else {
-                throw StoreError(.busy, path: path, "another process holds the record's lock; try again")
-            }
-            usleep(10_000)
+        while try !file.tryLockExclusively() {
+            guard time.monotonicNanoseconds < deadline else { return false }
+            CurrentThread.sleep(for: .milliseconds(10), resumeAfterSignal: { false })
         }
-        return try body()
+        return true
     }
 
     // MARK: Records
@@ -259,7 +284,11 @@ public struct RecordStore: Sendable {
         let target = 1 - current.half
         let copy = RecordCopies.encode(json: json, sequence: current.sequence + 1, halfSize: half)
         try write(copy, at: target * half, step: .copy, in: file, old: bytes, path: path)
-        if fdatasync(file.rawValue) != 0 { throw systemError(path, "cannot sync the record") }
+        do {
+            try file.dataSync()
+        } catch {
+            throw storeError(error, path, "cannot sync the record")
+        }
         let blank = [UInt8](repeating: 0, count: half)
         try write(blank, at: current.half * half, step: .blank, in: file, old: bytes, path: path)
     }
@@ -277,16 +306,10 @@ public struct RecordStore: Sendable {
                 crash = true
             }
         }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { buffer in
-                pwrite(file.rawValue, buffer.baseAddress! + written, buffer.count - written, off_t(offset + written))
-            }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw systemError(path, "cannot write the record")
-            }
-            written += count
+        do {
+            try file.writeAll(bytes, atOffset: offset)
+        } catch {
+            throw storeError(error, path, "cannot write the record")
         }
         if crash { throw StoreError(.io, path: path, "simulated crash after a torn write (test hook)") }
     }
@@ -301,36 +324,36 @@ public struct RecordStore: Sendable {
 
     private func syncDirectory() throws(StoreError) {
         do {
-            try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY).fsync()
+            try FileDescriptor.open(directory, .readOnly, options: .directory).fsync()
         } catch {
             throw storeError(error, directory, "cannot sync the store directory")
         }
     }
-
-    func systemError(_ path: String, _ what: String) -> StoreError { storeError(.current, path, what) }
 
     func storeError(_ error: Errno, _ path: String, _ what: String) -> StoreError {
         StoreError(system: error, path: path, what)
     }
 }
 
-// MARK: What UserFile needs of Glibc (UserFile.swift reaches the system through TokenpinSystem and these only)
+// MARK: What UserFile needs of the system beside FileDescriptor: its open flags, `fstat`'s fields
 
 extension UserFile {
     /// The flags a user's file is opened with: never through a symlink (`O_NOFOLLOW`), and never waiting on what is
     /// not a regular file (`O_NONBLOCK`: a FIFO in its place opens at once and is refused by the type check; on a
     /// regular file the flag changes nothing).
     static func openFlags(forUpdate: Bool) -> Int32 {
-        (forUpdate ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_NONBLOCK
+        let access: FileDescriptor.AccessMode = forUpdate ? .readWrite : .readOnly
+        return access.rawValue | FileDescriptor.OpenOptions([.noFollow, .nonBlocking]).rawValue
     }
 }
 
 extension UserFile.Status {
     /// What `info` (from `fstat`) says.
-    init(_ info: stat) {
+    init(_ info: FileStatus.CStatus) {
+        let status = FileStatus(info)
         self.init(
-            isRegularFile: info.st_mode & S_IFMT == S_IFREG, owner: info.st_uid, permissions: info.st_mode & 0o777,
-            size: Int(info.st_size), links: Int(info.st_nlink))
+            isRegularFile: status.isRegularFile, owner: status.owner, permissions: status.permissions & 0o777,
+            size: status.size, links: status.links)
     }
 }
 
@@ -343,8 +366,8 @@ public enum RecordFormat: String, Sendable, Equatable {
 
     /// `TOKENPIN_RECORD_FORMAT` (`json` or `copies`), else `copies`.
     public static var fromEnvironment: RecordFormat {
-        guard let value = getenv("TOKENPIN_RECORD_FORMAT") else { return .copies }
-        return RecordFormat(rawValue: String(cString: value)) ?? .copies
+        guard let value = CurrentProcess.environmentValue("TOKENPIN_RECORD_FORMAT") else { return .copies }
+        return RecordFormat(rawValue: value) ?? .copies
     }
 }
 

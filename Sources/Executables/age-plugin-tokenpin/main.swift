@@ -1,10 +1,6 @@
 import TokenpinCore
 import TokenpinSystem
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 // age-plugin-tokenpin: age's plugin for tokenpin identities (AGE-PLUGIN-TOKENPIN-1…).
 //
 // age runs it with `--age-plugin=identity-v1` and speaks the plugin protocol on its standard input and output.
@@ -43,7 +39,6 @@ guard arguments.count == 1, arguments[0].hasPrefix("--age-plugin=") else {
 }
 let directory = CurrentProcess.executablePath.map { Paths.parent(of: $0) } ?? "/usr/bin"
 let path = directory + "/tokenpin"
-var argv: [UnsafeMutablePointer<CChar>?] = (["tokenpin", "age", "plugin"] + arguments).map { strdup($0) } + [nil]
-execv(path, &argv)
-write(2, "age-plugin-tokenpin: cannot run \(path) (\(Errno.current)); it is installed beside age-plugin-tokenpin\n")
+let error = CurrentProcess.replace(withProgramAt: path, arguments: ["tokenpin", "age", "plugin"] + arguments)
+write(2, "age-plugin-tokenpin: cannot run \(path) (\(error)); it is installed beside age-plugin-tokenpin\n")
 CurrentProcess.exit(69)

@@ -1,10 +1,6 @@
 import TokenpinCore
 import TokenpinSystem
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 // tokenpin-askpass: SSH_ASKPASS for keys whose passphrase is a tokenpin application key (`ssh:NAME`).
 //
 // ssh, ssh-add and ssh-keygen (with SSH_ASKPASS_REQUIRE=force) run it with their prompt as the only argument and
@@ -27,7 +23,7 @@ let usage = """
     """
 
 func environment(_ name: String) -> String? {
-    getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+    CurrentProcess.environmentValue(name).flatMap { $0.isEmpty ? nil : $0 }
 }
 
 /// Writes `text` on standard error, and on the terminal too when standard error is not one (ssh-agent's is
@@ -49,9 +45,7 @@ func refuse(_ refusal: AskpassRefusal) -> Never {
 func runTokenpin(_ arguments: [String]) -> Never {
     let directory = CurrentProcess.executablePath.map { Paths.parent(of: $0) } ?? "/usr/bin"
     let path = directory + "/tokenpin"
-    var argv: [UnsafeMutablePointer<CChar>?] = (["tokenpin"] + arguments).map { strdup($0) } + [nil]
-    execv(path, &argv)
-    let error = Errno.current
+    let error = CurrentProcess.replace(withProgramAt: path, arguments: ["tokenpin"] + arguments)
     tell("tokenpin-askpass: cannot run \(path) (\(error)); it is installed beside tokenpin-askpass\n")
     CurrentProcess.exit(69)
 }
@@ -67,10 +61,8 @@ func passTyped(_ prompt: String) -> Never {
     guard let terminal = try? Terminal.openControlling(), let settings = try? terminal.settings() else {
         refuse(.noTerminal)
     }
-    var quiet = settings
-    quiet.rawValue.c_lflag &= ~tcflag_t(ECHO)
     TerminalSignalGuard.arm(terminal: terminal, restoring: settings)
-    guard (try? terminal.apply(quiet)) != nil else { refuse(.noTerminal) }
+    guard (try? terminal.apply(settings.withoutEcho)) != nil else { refuse(.noTerminal) }
     try? terminal.write(Array(prompt.utf8))
     let capacity = 1024
     let typed = SecretBytes(count: capacity)
@@ -148,7 +140,9 @@ case .confirmation:
     // ssh-agent reads "yes" or nothing as consent and a failure as refusal: the verification's exit status is the
     // answer, and tokenpin's messages go to standard error, never to the agent.
     tell("\(prompt)\nConfirm with your tokenpin PIN or card (Enter alone refuses).\n")
-    guard dup2(2, 1) == 1 else { CurrentProcess.exit(74) }
+    guard (try? FileDescriptor.withBorrowed(2, { (error) throws(Errno) in try error.duplicate(onto: 1) })) != nil else {
+        CurrentProcess.exit(74)
+    }
     runTokenpin(["verify"])
 case .notice:
     tell(prompt.hasSuffix("\n") ? prompt : prompt + "\n")
