@@ -119,9 +119,9 @@ test: test-deps deb-deps pam pam-tests pinpad
 	scripts/run-tests
 
 # make lint: the project's .swift-format (120 columns, 4 spaces) over every Swift file, strictly: any finding fails;
-# and no Swift file outside Sources/System imports Glibc but those scripts/glibc-allowlist names (a list that only
-# shrinks); and docs/architecture.md draws every module with exactly its Package.swift dependencies
-# (scripts/check-architecture). make format rewrites the files the way lint wants them.
+# and no Swift file outside Sources/System imports Glibc (scripts/check-glibc-imports); and docs/architecture.md
+# draws every module with exactly its Package.swift dependencies (scripts/check-architecture). make format rewrites
+# the files the way lint wants them.
 SWIFT_FORMAT_PATHS = Package.swift Sources Tests Simulator/Sources Simulator/Tests
 
 # An unstripped release tokenpin and tokenpind in .build/profile for callgrind (docs/performance.md): the release

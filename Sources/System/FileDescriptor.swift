@@ -334,12 +334,4 @@ package struct FileDescriptor: ~Copyable {
     /// The corresponding C function is `fcntl(F_GETFD)`.
     package var isOpen: Bool { fcntl(rawValue, F_GETFD) != -1 }
 
-    /// The file's status (type, owner, mode, size).
-    ///
-    /// The corresponding C function is `fstat`.
-    package func status() throws(Errno) -> stat {
-        var info = stat()
-        guard fstat(rawValue, &info) == 0 else { throw Errno.current }
-        return info
-    }
 }

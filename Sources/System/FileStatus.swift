@@ -5,9 +5,6 @@
 /// What `stat` says about a file that tokenpin checks before it trusts it (a program it runs, a record, a socket):
 /// its kind, its owner, its mode, size and links.
 package struct FileStatus: Sendable, Equatable {
-    /// C's `struct stat`, as `FileDescriptor.status()` returns it; `FileStatus(_:)` reads it.
-    package typealias CStatus = stat
-
     /// A regular file (not a directory, device, socket or FIFO).
     package let isRegularFile: Bool
     /// A directory.
@@ -57,7 +54,7 @@ package struct FileStatus: Sendable, Equatable {
     }
 
     /// What `info` says.
-    package init(_ info: CStatus) {
+    init(_ info: stat) {
         let type = info.st_mode & S_IFMT
         isRegularFile = type == S_IFREG
         isDirectory = type == S_IFDIR

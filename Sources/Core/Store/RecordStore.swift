@@ -348,9 +348,8 @@ extension UserFile {
 }
 
 extension UserFile.Status {
-    /// What `info` (from `fstat`) says.
-    init(_ info: FileStatus.CStatus) {
-        let status = FileStatus(info)
+    /// What `status` (from `fstat`) says.
+    init(_ status: FileStatus) {
         self.init(
             isRegularFile: status.isRegularFile, owner: status.owner, permissions: status.permissions & 0o777,
             size: status.size, links: status.links)

@@ -8,8 +8,8 @@ internal import TokenpinSystem
 /// file of the store's owner that no one else can read or write (0600) and no larger than its kind allows; one about
 /// to be written in place must have no other hard link. A save replaces the file through `AtomicFile` (a temporary
 /// file, synced, renamed over it), mode 0600, never through a symlink. The kinds differ only in the wording of
-/// some messages, kept as each has always said it. The few Glibc names this needs (open flags, `stat`'s fields)
-/// are in RecordStore.swift, the one file of the store that may import Glibc.
+/// some messages, kept as each has always said it. The system calls are TokenpinSystem's (`FileDescriptor`,
+/// `FileStatus`, `AtomicFile`, `Paths`).
 struct UserFile: Sendable {
     /// Which of a user's files.
     enum Kind: Sendable, CaseIterable {
@@ -73,7 +73,7 @@ struct UserFile: Sendable {
     func checkedContents(of file: borrowing FileDescriptor, inPlace: Bool = false) throws(StoreError) -> [UInt8] {
         let status: Status
         do {
-            status = Status(try file.status())
+            status = Status(try FileStatus.of(file))
         } catch {
             throw StoreError(system: error, path: path, "cannot inspect \(kind.name)")
         }
