@@ -57,7 +57,12 @@ package struct JSONParser {
     }
 
     private mutating func skipSpace() {
-        while index < bytes.count, [0x20, 0x09, 0x0D, 0x0A].contains(bytes[index]) { index += 1 }
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0D, 0x0A: index += 1
+            default: return
+            }
+        }
     }
 
     private func fail(_ what: String) -> JSONError {
@@ -193,19 +198,22 @@ package struct JSONParser {
     private mutating func recordNumber() -> JSONValue {
         let start = index
         index += 1
-        let tokenBytes: Set<UInt8> = [
-            UInt8(ascii: "."), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "e"), UInt8(ascii: "E"),
-        ]
-        while index < bytes.count,
-            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index])
-                || tokenBytes.contains(bytes[index])
-        {
+        var plain = true
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"): break
+            case UInt8(ascii: "."), UInt8(ascii: "+"), UInt8(ascii: "e"), UInt8(ascii: "E"): plain = false
+            default: return recordNumber(bytes[start..<index], plain: plain)
+            }
             index += 1
         }
-        let token = bytes[start..<index]
+        return recordNumber(bytes[start..<index], plain: plain)
+    }
+
+    /// The value of a number token: `plain` when it holds only digits and `-`.
+    private func recordNumber(_ token: ArraySlice<UInt8>, plain: Bool) -> JSONValue {
         guard Self.isNumber(token) else { return .unread }
         let text = String(decoding: token, as: UTF8.self)
-        let plain = !token.contains { tokenBytes.contains($0) && $0 != UInt8(ascii: "-") }
         if plain, let number = Int64(text) { return .integer(number) }
         return .decimal(text)
     }

@@ -1,8 +1,8 @@
 /// tokenpin's one JSON value: the daemon protocol's messages, the CLI's `--json` output and the store's records.
 ///
 /// Strings stay bytes so that a secret (a PIN in a `secret` message) can be moved into guarded memory and the
-/// ordinary copy wiped; no `String` of a secret is ever made. The protocol carries whole numbers only: the parser
-/// never produces `decimal`, which only reports (the CLI's `bench` figures) write.
+/// ordinary copy wiped; no `String` of a secret is ever made. The protocol carries whole numbers only: its grammar
+/// never produces `decimal` (which reports, the CLI's `bench` figures, write) nor `unread`; the record grammar does.
 package enum JSONValue: Sendable, Equatable {
     /// A string's UTF-8 bytes.
     case string([UInt8])

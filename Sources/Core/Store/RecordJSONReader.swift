@@ -34,7 +34,7 @@ private struct Fields {
     let members: [JSONMember]
 
     init(_ value: JSONValue?) throws(Refusal) {
-        guard case .object(let members) = value, members.allSatisfy(\.isKeyRead) else { throw Refusal() }
+        guard case .object(let members) = value, members.allSatisfy({ $0.isKeyRead }) else { throw Refusal() }
         self.members = members
     }
 
