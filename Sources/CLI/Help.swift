@@ -1,4 +1,5 @@
 import TokenpinArguments
+import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
 

@@ -1,4 +1,5 @@
 import Synchronization
+import TokenpinCore
 import TokenpinProtocol
 internal import TokenpinSystem
 

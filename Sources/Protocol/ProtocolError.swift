@@ -1,5 +1,4 @@
-// No imports: the parser (JSON.swift) and this file build on their own, for the fuzz target
-// (Tests/Fuzz/fuzz.sh).
+// No imports: this file builds on its own.
 
 /// A frame or message that breaks the protocol: a code tests compare, and a human detail.
 package struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzzes every parser that reads input someone else controls, for FUZZ_SECONDS each (default 10):
-#   json       the daemon's JSON parser (a local user's socket lines)
+#   json       the JSON parser: the daemon's grammar (a local user's socket lines) and the records'
 #   pam        the PAM module's flat parser (C, AddressSanitizer and UBSan)
 #   apdu       the APDU layer: BER-TLV, command and response APDUs, historical bytes
 #   record     the record decoder and its structural check (records on disk and `tokenpin import`)
@@ -185,8 +185,8 @@ sed -E 's/^#([a-z-]+ = )/\1/' "$ROOT/config/tokenpin.conf.example" > "$OUT/seeds
 
 # --- The targets -------------------------------------------------------------------------------------------------
 if wanted json; then
-    if "${SWIFTC[@]}" -o "$OUT/fuzz-json" "$ROOT/Sources/Protocol/JSON.swift" \
-        "$ROOT/Sources/Protocol/ProtocolError.swift" "$HARNESS/json_parser.swift" >"$OUT/build-json.log" 2>&1; then
+    if "${SWIFTC[@]}" -o "$OUT/fuzz-json" "$ROOT/Sources/Core/JSON/"*.swift \
+        "$HARNESS/json_parser.swift" >"$OUT/build-json.log" 2>&1; then
         fuzz json 4096 "$OUT/seeds/lines"
     else
         not_ok "build the json fuzz target: $(grep -m2 'error' "$OUT/build-json.log")"

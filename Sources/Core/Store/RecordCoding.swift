@@ -1,20 +1,23 @@
 import FoundationEssentials
 
 /// A record's bytes: decoded and checked as every reader of the store needs, encoded as the store writes them.
+///
+/// Both without Foundation's `JSONDecoder` and `JSONEncoder`, whose first use in a process (the Swift runtime's type
+/// and conformance look-ups for the generic Codable containers) cost a `tokenpin verify` about a quarter of its
+/// instructions; the records read and written are the same (`RecordJSONTests`). The types keep their `Codable`
+/// conformances for the library's users.
 extension RecordStore {
     /// Decodes and checks a record's bytes.
     public static func decode(_ data: Data, path: String, user: String? = nil) throws(StoreError) -> EnrolmentRecord {
         guard !data.isEmpty else { throw StoreError(.corrupt, path: path, "the record is empty (truncated?)") }
-        struct Header: Decodable { var version: Int }
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = RecordDate.decoding
-        // One decoding pass in the common case; the header alone is read only to explain a failure.
-        guard let record = try? decoder.decode(EnrolmentRecord.self, from: data) else {
-            guard let header = try? decoder.decode(Header.self, from: data) else {
+        // One reading in the common case; the version alone is read only to explain a failure.
+        let value = RecordJSONReader.parse(data)
+        guard let value, let record = RecordJSONReader.record(value) else {
+            guard let version = value.flatMap(RecordJSONReader.version) else {
                 throw StoreError(
                     .corrupt, path: path, "the record is not valid JSON or has no version (truncated or edited?)")
             }
-            if header.version != EnrolmentRecord.currentVersion { throw unknownVersion(header.version, path: path) }
+            if version != EnrolmentRecord.currentVersion { throw unknownVersion(version, path: path) }
             throw StoreError(
                 .corrupt, path: path, "the record does not have the expected fields (truncated or edited?)")
         }
@@ -32,15 +35,10 @@ extension RecordStore {
             "the record has format version \(version); this tokenpin reads version \(EnrolmentRecord.currentVersion)")
     }
 
-    /// Encodes a record as the store writes it.
+    /// Encodes a record as the store writes it: pretty-printed JSON with sorted keys, byte for byte what
+    /// `JSONEncoder` with `[.prettyPrinted, .sortedKeys]` wrote (`RecordJSONWriter`). It does not fail; the
+    /// signature stays for callers.
     public static func encode(_ record: EnrolmentRecord) throws(StoreError) -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        encoder.dateEncodingStrategy = RecordDate.encoding
-        do {
-            return try encoder.encode(record)
-        } catch {
-            throw StoreError(.io, path: "", "cannot encode the record")
-        }
+        Data(RecordJSONWriter.encode(record))
     }
 }

@@ -1,3 +1,4 @@
+internal import TokenpinCore
 package import TokenpinService
 
 extension Operation {
