@@ -1,7 +1,9 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Synchronization
 import TokenpinCore
 import TokenpinService
+internal import TokenpinSystem
 
 /// Locks a user's graphical and terminal sessions.
 package protocol SessionLocker: Sendable {
@@ -30,21 +32,24 @@ package struct LoginctlLocker: SessionLocker {
 
     /// Runs loginctl with `arguments` (no shell); its standard output, or nil when it failed.
     private func run(_ arguments: [String]) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: loginctl)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        guard let output = try? PipeEnds.make() else { return nil }
+        var options = ChildProcess.Options()
+        options.arguments = arguments
+        // As Foundation's `Process` started it: this process's environment and standard input; errors discarded.
+        options.environment = CurrentProcess.environment
+        options.standardInput = 0
+        options.standardOutput = output.writeEnd.rawValue
+        guard let child = try? ChildProcess.spawn(loginctl, options) else { return nil }
+        let reading = output.keepingReadEnd()
+        let bytes = try? reading.readAll(maximumCount: 1 << 20)
+        var ended: ChildProcess.Termination?
         do {
-            try process.run()
+            while ended == nil { ended = try child.waitForExit(timeoutMilliseconds: 60_000) }
         } catch {
             return nil
         }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return nil }
-        return String(decoding: data, as: UTF8.self)
+        guard ended == .exited(0), let bytes else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 

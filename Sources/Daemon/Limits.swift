@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
+internal import TokenpinSystem
 
 /// A semaphore weighted in KiB: Argon2id work takes its slot's memory from the budget and gives it back.
 ///
@@ -11,7 +12,7 @@ import Synchronization
 /// Every wait is bounded: a waiter whose time runs out leaves the queue, and those behind it move up.
 package final class MemoryBudget: @unchecked Sendable {
     // @unchecked Sendable: every stored property is read and written only while `condition` is locked.
-    private let condition = NSCondition()
+    private let condition = Condition()
     private var capacity: Int
     private let maximumHolders: Int
     private var holders = 0
@@ -47,8 +48,8 @@ package final class MemoryBudget: @unchecked Sendable {
     /// Returns false, holding nothing, when the time ran out.
     @discardableResult
     package func acquire(_ kib: Int, waitingAtMost seconds: Double = .infinity) -> Bool {
-        // NSCondition.wait(until: .distantFuture) traps on Linux: no deadline means a plain wait.
-        let deadline = seconds.isFinite ? Date(timeIntervalSinceNow: max(0, min(seconds, 86_400))) : nil
+        // No deadline means a plain wait (NSCondition.wait(until: .distantFuture) trapped on Linux).
+        let deadline = seconds.isFinite ? Condition.Deadline(secondsFromNow: max(0, min(seconds, 86_400))) : nil
         condition.lock()
         defer { condition.unlock() }
         let ticket = nextTicket
@@ -59,7 +60,7 @@ package final class MemoryBudget: @unchecked Sendable {
                 condition.wait()
                 continue
             }
-            if !condition.wait(until: deadline) && Date() >= deadline {
+            if !condition.wait(until: deadline) && deadline.hasPassed {
                 queue.removeAll { $0 == ticket }
                 condition.broadcast()
                 return false
@@ -96,7 +97,7 @@ package final class MemoryBudget: @unchecked Sendable {
 /// (only around a key derivation). Every wait is bounded.
 package final class UserLocks: @unchecked Sendable {
     // @unchecked Sendable: `busy` is read and written only while `condition` is locked.
-    private let condition = NSCondition()
+    private let condition = Condition()
     private var busy = Set<String>()
 
     /// Creates the table.
@@ -107,7 +108,7 @@ package final class UserLocks: @unchecked Sendable {
     /// Returns false, holding nothing, when the time ran out.
     @discardableResult
     package func lock(_ user: String, waitingAtMost seconds: Double = .infinity) -> Bool {
-        let deadline = seconds.isFinite ? Date(timeIntervalSinceNow: max(0, min(seconds, 86_400))) : nil
+        let deadline = seconds.isFinite ? Condition.Deadline(secondsFromNow: max(0, min(seconds, 86_400))) : nil
         condition.lock()
         defer { condition.unlock() }
         while busy.contains(user) {
@@ -115,7 +116,7 @@ package final class UserLocks: @unchecked Sendable {
                 condition.wait()
                 continue
             }
-            if !condition.wait(until: deadline) && Date() >= deadline && busy.contains(user) { return false }
+            if !condition.wait(until: deadline) && deadline.hasPassed && busy.contains(user) { return false }
         }
         busy.insert(user)
         return true

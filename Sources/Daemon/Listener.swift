@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 import TokenpinCore
 import TokenpinProtocol
@@ -82,12 +82,17 @@ extension Daemon {
                 logger.warning("connection refused: limit reached", [("peer.uid", String(peer.uid))])
                 continue
             }
-            let thread = Thread { [self] in
-                defer { connections.close(uid: peer.accountingUID) }
-                serveConnection(fd: client, peer: peer)
+            do {
+                try DetachedThread.start(stackSize: 1 << 20) { [self] in
+                    defer { connections.close(uid: peer.accountingUID) }
+                    serveConnection(fd: client, peer: peer)
+                }
+            } catch {
+                // No thread, so nothing serves the client: its slot and descriptor go back now.
+                connections.close(uid: peer.accountingUID)
+                try? FileDescriptor(owning: client).close()
+                logger.warning("connection dropped: no thread for it", [("error", error.description)])
             }
-            thread.stackSize = 1 << 20
-            thread.start()
         }
     }
 
@@ -108,7 +113,7 @@ extension Daemon {
 /// Counts running operations, so shutdown can wait for them.
 final class OperationCounter: @unchecked Sendable {
     // @unchecked Sendable: `value` is read and written only while `condition` is locked.
-    private let condition = NSCondition()
+    private let condition = Condition()
     private var value = 0
 
     func increment() {
@@ -131,7 +136,7 @@ final class OperationCounter: @unchecked Sendable {
     }
 
     func waitForZero(seconds: Double) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
+        let deadline = Condition.Deadline(secondsFromNow: seconds)
         condition.lock()
         defer { condition.unlock() }
         while value > 0 {

@@ -1,5 +1,5 @@
 internal import CTokenpinPAM
-import Foundation
+import FoundationEssentials
 import TokenpinCore
 import TokenpinService
 

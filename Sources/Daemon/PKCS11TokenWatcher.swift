@@ -1,8 +1,9 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
+internal import TokenpinSystem
 
 /// Card removal for PKCS#11 tokens, which pcscd's reader events do not cover (SoftHSM, a token behind a module's
 /// own transport) or name differently (OpenSC's slot is a reader, but the binding knows the key by its URI).
@@ -55,13 +56,17 @@ final class PKCS11TokenWatcher: Sendable {
         }
         guard start else { return }
         let access = access()
-        let thread = Thread { [self] in
-            let probe = PKCS11PresenceProbe(uri: uri, identity: identity, access: access)
-            follow(probe)
-            probe.close()
+        do {
+            try DetachedThread.start(stackSize: 1 << 20) { [self] in
+                let probe = PKCS11PresenceProbe(uri: uri, identity: identity, access: access)
+                follow(probe)
+                probe.close()
+            }
+        } catch {
+            // Nobody follows the URI, so a later watch may try again.
+            watching.withLock { _ = $0.removeValue(forKey: uri) }
+            logger.warning("PKCS#11 token not watched: no thread for it", [("uri", uri), ("error", error.description)])
         }
-        thread.stackSize = 1 << 20
-        thread.start()
     }
 
     private func follow(_ probe: PKCS11PresenceProbe) {
@@ -105,7 +110,7 @@ final class PKCS11TokenWatcher: Sendable {
         var left = intervalSeconds
         while left > 0 && !stopped() {
             let step = min(left, 0.2)
-            usleep(UInt32(step * 1_000_000))
+            CurrentThread.sleep(microseconds: UInt32(step * 1_000_000))
             left -= step
         }
     }

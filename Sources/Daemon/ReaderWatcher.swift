@@ -1,8 +1,9 @@
-import Foundation
+import FoundationEssentials
 import TokenpinAPDU
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
+internal import TokenpinSystem
 
 /// Watches readers and cards on a thread of its own and publishes `readerAdded`, `readerRemoved`,
 /// `cardInserted` and `cardRemoved` to `watch` subscribers, and tells `on-card-removal` what left.
@@ -37,9 +38,11 @@ final class ReaderWatcher: Sendable {
 
     /// Starts the thread.
     func start() {
-        let thread = Thread { [self] in run() }
-        thread.stackSize = 1 << 20
-        thread.start()
+        do {
+            try DetachedThread.start(stackSize: 1 << 20) { [self] in run() }
+        } catch {
+            logger.warning("reader events not watched: no thread for it", [("error", error.description)])
+        }
     }
 
     private func run() {
@@ -85,7 +88,7 @@ final class ReaderWatcher: Sendable {
         var left = seconds
         while left > 0 && !stopped() {
             let step = min(left, 0.2)
-            usleep(UInt32(step * 1_000_000))
+            CurrentThread.sleep(microseconds: UInt32(step * 1_000_000))
             left -= step
         }
     }

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import TokenpinArguments
 import TokenpinCore
 import TokenpinDaemon
@@ -51,7 +51,8 @@ enum Options {
 }
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
-    FileHandle.standardError.write(Data(("tokenpind: error: " + message + "\n").utf8))
+    let line = Array(("tokenpind: error: " + message + "\n").utf8)
+    FileDescriptor.withBorrowed(2) { try? $0.writeAll(line) }
     CurrentProcess.exit(code)
 }
 
