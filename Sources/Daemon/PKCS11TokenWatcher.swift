@@ -110,7 +110,7 @@ final class PKCS11TokenWatcher: Sendable {
         var left = intervalSeconds
         while left > 0 && !stopped() {
             let step = min(left, 0.2)
-            CurrentThread.sleep(microseconds: UInt32(step * 1_000_000))
+            CurrentThread.sleep(for: .microseconds(Int(step * 1_000_000)), resumeAfterSignal: { false })
             left -= step
         }
     }

@@ -76,13 +76,3 @@ package enum DetachedThread {
         try comm.close()
     }
 }
-
-/// The calling thread.
-package enum CurrentThread {
-    /// Sleeps `microseconds` (less when a signal handler runs meanwhile).
-    ///
-    /// The corresponding C function is `usleep`.
-    package static func sleep(microseconds: UInt32) {
-        _ = usleep(microseconds)
-    }
-}

@@ -64,10 +64,19 @@ struct HostileSetup {
         setup.card.faults = CardFaults(rules: [.init(instruction: instruction, fault: fault, times: 1)])
         let reason: String
         do {
+            let start = setup.card.processedCount
             let report = try setup.service.verify(ScriptedInteraction([cardPIN]), method: .token)
             guard case .tokenRejected(let why) = report.outcome else {
                 // The real key still answered: junk data after a 90 00 that carries nothing tokenpin reads, or a
                 // wrong-PIN status to the tries query (the VERIFY itself then went through).
+                if fault == .malformed(.truncated), report.outcome == .verified(method: .token) {
+                    // A truncated answer whose last data byte (the key's output, random) made its status `6Cxx`,
+                    // which ISO 7816 answers by sending the command again: the key's real answer to that opened
+                    // the slot, one command more than a verify sends.
+                    let faulty = setup.card.processedCount - start
+                    #expect(faulty == (try Self.cleanVerifyCommands(setup)) + 1, "a truncated answer verified")
+                    return
+                }
                 let harmless =
                     (fault == .malformed(.badTLV) && [0xA4, 0x20].contains(instruction))
                     || (fault == .status(.wrongPIN(retriesLeft: 2)) && instruction == 0x20)
@@ -92,6 +101,32 @@ struct HostileSetup {
         setup.card.faults = .none
         let recovered = try setup.service.verify(ScriptedInteraction([cardPIN]), method: .token).outcome
         #expect(recovered == .verified(method: .token), "recovers")
+    }
+
+    /// The way a truncated answer can still verify (above), made certain: a `6Cxx` to the key's command is a
+    /// wrong length, the transport sends the command again, and the key's real answer to that opens the slot.
+    @Test(arguments: [(TokenApplicationKind.openpgp, UInt8(0x2A)), (.piv, 0x87)])
+    func aWrongLengthStatusToTheKeyCommandIsAnsweredAgain(application: TokenApplicationKind, instruction: UInt8)
+        throws
+    {
+        let setup = try HostileSetup(application)
+        let clean = try Self.cleanVerifyCommands(setup)
+        setup.card.faults = CardFaults(rules: [
+            .init(instruction: instruction, fault: .status(StatusWord(sw1: 0x6C, sw2: 0x90)), times: 1)
+        ])
+        let start = setup.card.processedCount
+        let report = try setup.service.verify(ScriptedInteraction([cardPIN]), method: .token)
+        #expect(report.outcome == .verified(method: .token))
+        // The faked status is answered without the card's processing (uncounted); the command sent again is the
+        // one the key answered, so the card processed as many commands as a verify without the fault.
+        #expect(setup.card.processedCount - start == clean, "the key's command was answered once, when sent again")
+    }
+
+    /// How many commands a verify with no fault sends (one is made, and counted).
+    static func cleanVerifyCommands(_ setup: HostileSetup) throws(ServiceError) -> Int {
+        let start = setup.card.processedCount
+        _ = try setup.service.verify(ScriptedInteraction([cardPIN]), method: .token)
+        return setup.card.processedCount - start
     }
 
     /// A card whose key answers the bind's challenge with a secret that does not match its public key: refused,
