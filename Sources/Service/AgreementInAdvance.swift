@@ -9,8 +9,12 @@ extension PINService {
     /// depends only on the card's public key in the binding, never on what the card answers, so the host's part
     /// of it (an ephemeral key pair and its agreement with the card's key, or a secret encrypted to the card's RSA
     /// key) is made by `freshAgreement` while the card verifies its PIN and answers the current challenge. The
-    /// secret stays in guarded memory; an agreement never taken (the card refused, the verification failed) is
-    /// wiped when the thread that made it lets it go.
+    /// secret stays in guarded memory and is wiped when the agreement is dropped.
+    ///
+    /// The thread never outlives its owner: an agreement dropped untaken (the card refused, the verification
+    /// failed) waits for it first. A process that exits at once after a failed verification must not have a
+    /// thread still inside libcrypto (a PIV or NIST key's agreement) while `exit` runs OpenSSL's clean-up: that
+    /// crashed the CLI with SIGSEGV after it had printed its error.
     struct AgreementInAdvance: ~Copyable {
         private let outcome = Outcome()
 
@@ -30,10 +34,14 @@ extension PINService {
         ///
         /// - Throws: what `freshAgreement` threw.
         consuming func take(reader: String?) throws -> KeyAgreement {
-            switch outcome.wait() {
+            switch outcome.take() {
             case .made(let agreement): return agreement.found(in: reader)
             case .failed(let error): throw error
             }
+        }
+
+        deinit {
+            outcome.waitUntilFinished()
         }
     }
 
@@ -53,9 +61,15 @@ extension PINService {
             done.signal()
         }
 
-        /// The outcome, once it is there. Called once (`AgreementInAdvance.take` consumes its owner).
-        func wait() -> Made {
+        /// Returns once the thread has finished (at once after the first time).
+        func waitUntilFinished() {
             done.wait()
+            done.signal()
+        }
+
+        /// The outcome, once it is there. Called once (`AgreementInAdvance.take` consumes its owner).
+        func take() -> Made {
+            waitUntilFinished()
             // `finish` stored it before it signalled.
             return made.withLock { $0.take()! }
         }
