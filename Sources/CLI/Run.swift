@@ -237,6 +237,6 @@ package func runTokenpin(_ program: CLIProgram) -> Never {
         Console.write(2, "error: cannot disable core dumps, so a PIN could end up in a core file\n")
         CurrentProcess.exit(ExitCode.ioError.rawValue)
     }
-    CurrentProcess.ignoreBrokenPipeSignal()
+    try? Signals.ignore(.brokenPipe)  // a write to a closed pipe or socket fails (EPIPE), not the process
     CurrentProcess.exit(runMain(program).rawValue)
 }

@@ -30,14 +30,6 @@ package enum CurrentProcess {
         guard unsetenv(name) == 0 else { throw Errno.current }
     }
 
-    /// Ignores `SIGPIPE`, so a write to a closed pipe or socket fails with `.brokenPipe` instead of ending the
-    /// process.
-    ///
-    /// The corresponding C function is `signal(SIGPIPE, SIG_IGN)`.
-    package static func ignoreBrokenPipeSignal() {
-        _ = signal(SIGPIPE, SIG_IGN)
-    }
-
     /// Ends the process with `status`, running `atexit` handlers and flushing C streams.
     ///
     /// The corresponding C function is `exit`.

@@ -269,7 +269,7 @@ public struct Configuration: Sendable, Equatable {
             } catch let message {
                 throw ConfigError(file: file, line: entry.line, message: message.text)
             }
-            if let source = Self.declarationsByName[entry.key]?.source {
+            if let source = Self.declaration(named: entry.key)?.source {
                 self[keyPath: source] = SettingSource(file: file, line: entry.line)
             }
         }

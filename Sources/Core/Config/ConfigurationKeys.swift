@@ -299,14 +299,9 @@ extension Configuration {
     static let blocklistSource: Configuration.Setting<SettingSource?> = \.blocklistSetting
     static let pinCheckSource: Configuration.Setting<SettingSource?> = \.pinCheckSetting
 
-    /// The declarations by name.
-    static let declarationsByName = DeclarationIndex()
-
-    /// The declarations by name, searched in order: a file sets a few keys, and a dictionary of all 47 cost about
-    /// 230,000 instructions to build at every start.
-    struct DeclarationIndex: Sendable {
-        subscript(name: String) -> ConfigurationKey? { Configuration.declarations.first { $0.name == name } }
-    }
+    /// The declaration of the key `name`, searched in order: a file sets a few keys, and a dictionary of all 47 cost
+    /// about 230,000 instructions to build at every start.
+    static func declaration(named name: String) -> ConfigurationKey? { declarations.first { $0.name == name } }
 
     /// Every key the files may set.
     public static let keys = declarations.map(\.name)
@@ -363,7 +358,7 @@ extension Configuration {
 
     /// Sets one key; an `app.NAME.*` key goes to the application rules.
     mutating func set(key: String, value: String) throws(Message) {
-        if let declaration = Self.declarationsByName[key] {
+        if let declaration = Self.declaration(named: key) {
             try declaration.parse(&self, value)
         } else if try !setApplicationKey(key, value: value) {
             throw Message(text: "unknown key `\(key)`")

@@ -8,7 +8,7 @@ import TokenpinSystem
 // Core dumps off first (PINs pass through here), SIGPIPE ignored (a client that went away is an error, not a
 // signal), and the kernel ends it with its parent, so a module hung in a call never outlives tokenpin.
 _ = CoreDumps.disable()
-CurrentProcess.ignoreBrokenPipeSignal()
+try? Signals.ignore(.brokenPipe)  // a write to a closed pipe or socket fails (EPIPE), not the process
 try? CurrentProcess.endWithParent()
 
 let arguments = Array(CommandLine.arguments.dropFirst())

@@ -58,7 +58,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 
 // No core files and not dumpable, before any secret or Argon2 memory exists.
 if !CoreDumps.disable() { fail("cannot disable core dumps", code: 71) }
-CurrentProcess.ignoreBrokenPipeSignal()
+try? Signals.ignore(.brokenPipe)  // a write to a closed pipe or socket fails (EPIPE), not the process
 
 let parsed: ParsedArguments
 do {
