@@ -129,7 +129,7 @@ SWIFT_FORMAT_PATHS = Package.swift Sources Tests Simulator/Sources Simulator/Tes
 profile-build: deps $(STATIC_CXX_DIR)/libstdc++.a
 	$(SWIFT) build -c release $(subst -Xlinker -s ,,$(RELEASE_FLAGS)) $(BUILD_FLAGS)
 	mkdir -p .build/profile
-	for program in tokenpin tokenpind; do objcopy --strip-debug $(RELEASE_DIR)/$$program .build/profile/$$program; done
+	for program in tokenpin tokenpind tokenpin-bench; do objcopy --strip-debug $(RELEASE_DIR)/$$program .build/profile/$$program; done
 	$(SWIFT) build -c release $(RELEASE_FLAGS) $(BUILD_FLAGS)
 
 lint:

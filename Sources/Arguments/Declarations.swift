@@ -120,8 +120,16 @@ package struct Positional: Sendable, Equatable {
     package var values: Values
     /// Whether it may be left out (only trailing arguments may be).
     package var isOptional: Bool
-    /// How usage lines and the "missing" message show it; by default the words `on|off` or `<name>`.
-    package var label: String
+    /// The label the declaration gave, if any.
+    private var givenLabel: String?
+
+    /// How usage lines and the "missing" message show it; by default the words `on|off` or `<name>`. Made when
+    /// shown, not when declared: every command line declares all of them and most never show one.
+    package var label: String {
+        if let givenLabel { return givenLabel }
+        if case .oneOf(let words) = values { return words.joined(separator: "|") }
+        return "<\(name)>"
+    }
 
     /// Declares an argument; `label` overrides how usage shows it (`<type>` rather than `pin|token`).
     package init(
@@ -131,13 +139,7 @@ package struct Positional: Sendable, Equatable {
         self.name = name
         self.values = values
         self.isOptional = isOptional
-        if let label {
-            self.label = label
-        } else if case .oneOf(let words) = values {
-            self.label = words.joined(separator: "|")
-        } else {
-            self.label = "<\(name)>"
-        }
+        givenLabel = label
     }
 
     /// The argument in a usage line: `<type>`, `on|off`, `[<command>]`.
