@@ -197,8 +197,8 @@ package struct ApplicationRelatedData: Sendable, Equatable {
         guard outer.tag == DataObject.applicationRelatedData else {
             throw APDUError(.invalidTag, "expected application related data (6E), got \(Hex.encode(outer.tagBytes))")
         }
-        let objects = try outer.children()
-        func find(_ tag: UInt32) throws(APDUError) -> [UInt8]? { try TLV.find(tag, in: objects)?.value }
+        let index = TLVIndex(try outer.children())  // parsed once for the dozen lookups below
+        func find(_ tag: UInt32) throws(APDUError) -> [UInt8]? { try index.find(tag)?.value }
 
         guard let aidBytes = try find(DataObject.applicationIdentifier) else {
             throw APDUError(.truncated, "application related data without an AID (4F)")
