@@ -63,6 +63,17 @@ enum RecordDate {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// `date` as the store keeps it: the seconds rounded down, as `string(from:)` writes them and `date(from:)` reads
+    /// them back. Nil for a date written another way (outside the years converted here), which is not kept exactly.
+    static func stored(_ date: Date) -> Date? {
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        guard seconds.isFinite, abs(seconds) < 1e15 else { return nil }
+        let total = Int(seconds)
+        let days = total >= 0 ? total / 86_400 : (total - 86_399) / 86_400
+        guard gregorianYears.contains(civil(fromDays: days).year) else { return nil }
+        return Date(timeIntervalSince1970: Double(total))
+    }
+
     /// The date `text` names: `YYYY-MM-DDTHH:MM:SSZ` converted here, anything else as Foundation's `.iso8601`
     /// reads it; nil when it names none.
     static func date(from text: String) -> Date? {

@@ -252,6 +252,11 @@ public struct RecordStore: Sendable {
         case .json: try file.replace(with: [UInt8](data))
         case .copies: try saveCopies(data, to: file)
         }
+        // What the next read of these bytes decodes to, so that it need not: a verification reads the record it
+        // (or the one before it) wrote. Any other bytes on disk, a hand edit included, are decoded as they are.
+        if let stored = record.asStored {
+            recent.remember(stored, path: recordPath(for: record.user), user: record.user, bytes: data)
+        }
     }
 
     /// The two-copy save: the new copy, with the next sequence number, over the half that does not hold the
