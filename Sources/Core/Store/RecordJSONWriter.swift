@@ -175,7 +175,9 @@ struct RecordJSONWriter {
     private mutating func key(_ name: String) {
         element()
         string(name)
-        bytes += [0x20, UInt8(ascii: ":"), 0x20]
+        bytes.append(0x20)
+        bytes.append(UInt8(ascii: ":"))
+        bytes.append(0x20)
     }
 
     /// A member the encoder leaves out when `value` is nil.
@@ -189,7 +191,7 @@ struct RecordJSONWriter {
         for _ in 0..<depth * 2 { bytes.append(0x20) }
     }
 
-    private mutating func integer(_ number: Int) { bytes += Array(String(number).utf8) }
+    private mutating func integer(_ number: Int) { bytes.append(contentsOf: String(number).utf8) }
 
     private mutating func date(_ date: Date) { string(RecordDate.string(from: date)) }
 
@@ -198,22 +200,35 @@ struct RecordJSONWriter {
     /// `text` quoted as the encoder quotes it: `"`, `\` and `/` escaped, `\b \t \n \f \r`, other control characters
     /// as `\u00xx` (lower-case hex), everything else (DEL, non-ASCII) as it is.
     private mutating func string(_ text: String) {
-        let hex = Array("0123456789abcdef".utf8)
         bytes.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
             switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): bytes += [UInt8(ascii: "\\"), byte]
-            case 0x08: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
-            case 0x09: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0x0A: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0x0C: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
-            case 0x0D: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): escape(byte)
+            case 0x08: escape(UInt8(ascii: "b"))
+            case 0x09: escape(UInt8(ascii: "t"))
+            case 0x0A: escape(UInt8(ascii: "n"))
+            case 0x0C: escape(UInt8(ascii: "f"))
+            case 0x0D: escape(UInt8(ascii: "r"))
             case 0..<0x20:
-                bytes += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")]
-                bytes += [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+                escape(UInt8(ascii: "u"))
+                bytes.append(UInt8(ascii: "0"))
+                bytes.append(UInt8(ascii: "0"))
+                bytes.append(Self.hexDigit(byte >> 4))
+                bytes.append(Self.hexDigit(byte & 0xF))
             default: bytes.append(byte)
             }
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// A backslash, then `byte`.
+    private mutating func escape(_ byte: UInt8) {
+        bytes.append(UInt8(ascii: "\\"))
+        bytes.append(byte)
+    }
+
+    /// The lower-case hex digit of a value below 16.
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
     }
 }
