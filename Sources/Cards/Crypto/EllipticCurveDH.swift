@@ -53,6 +53,19 @@ package enum WeierstrassCurve: String, CaseIterable, Sendable, Hashable {
         case .brainpoolP512r1: "brainpoolP512r1"
         }
     }
+
+    /// The prefixes of the x coordinates of G, 2G, ... `EllipticCurveDH.smallMultipleBound`·G, entry i for k = i + 1
+    /// (scripts/known-multiples wrote them).
+    var multiplePrefixes: [UInt64] {
+        switch self {
+        case .nistP256: Self.nistP256MultiplePrefixes
+        case .nistP384: Self.nistP384MultiplePrefixes
+        case .nistP521: Self.nistP521MultiplePrefixes
+        case .brainpoolP256r1: Self.brainpoolP256r1MultiplePrefixes
+        case .brainpoolP384r1: Self.brainpoolP384r1MultiplePrefixes
+        case .brainpoolP512r1: Self.brainpoolP512r1MultiplePrefixes
+        }
+    }
 }
 
 /// Elliptic-curve Diffie-Hellman on the NIST and brainpool curves, through libcrypto's EVP API.
@@ -112,36 +125,28 @@ package enum EllipticCurveDH {
     /// 1 ≤ k ≤ `smallMultipleBound` (the generator itself is private key 1), else nil.
     ///
     /// An agreement with such a key is computed by anyone from the challenge alone (and the x coordinate, the
-    /// secret, is the same for -k·G). Throws for a point that is not on the curve. The corresponding C functions
-    /// are `EC_POINT_oct2point`, `EC_POINT_add` and `EC_POINT_cmp`.
+    /// secret, is the same for -k·G). Throws for a point that is not on the curve. The x coordinate's first 8 bytes
+    /// are looked up in the curve's constant table (`multiplePrefixes`, written by scripts/known-multiples); a
+    /// prefix found is confirmed by libcrypto (k·G by `EC_POINT_mul`, the whole x coordinate compared: on the
+    /// curve, a point with k·G's x is k·G or -k·G). A few microseconds beside the point's validation.
     package static func knownLogarithm(of point: [UInt8], on curve: WeierstrassCurve) throws(CardCryptoError) -> Int? {
         try validate(point: point, on: curve)
-        guard let group = EC_GROUP_new_by_curve_name(curve.nid) else {
-            throw libcryptoError("EC_GROUP_new_by_curve_name(\(curve.groupName))")
-        }
-        defer { EC_GROUP_free(group) }
-        let context = try BigNumberContext()
-        guard let target = EC_POINT_new(group), let negated = EC_POINT_new(group), let multiple = EC_POINT_new(group),
-            let generator = EC_GROUP_get0_generator(group)
-        else { throw libcryptoError("EC_POINT_new") }
-        defer {
-            EC_POINT_free(target)
-            EC_POINT_free(negated)
-            EC_POINT_free(multiple)
-        }
-        guard EC_POINT_oct2point(group, target, point, point.count, context.pointer) == 1,
-            EC_POINT_copy(negated, target) == 1, EC_POINT_invert(group, negated, context.pointer) == 1,
-            EC_POINT_copy(multiple, generator) == 1
-        else { throw libcryptoError("EC_POINT_oct2point") }
-        for k in 1...smallMultipleBound {
-            if EC_POINT_cmp(group, multiple, target, context.pointer) == 0
-                || EC_POINT_cmp(group, multiple, negated, context.pointer) == 0
-            {
-                return k
-            }
-            guard EC_POINT_add(group, multiple, multiple, generator, context.pointer) == 1 else {
-                throw libcryptoError("EC_POINT_add")
-            }
+        return try knownMultiple(of: point, on: curve, among: curve.multiplePrefixes)
+    }
+
+    /// The k of the first entry of `prefixes` (entry i is for k = i + 1) that equals the prefix of the validated
+    /// `point`'s x coordinate and whose k·G has the same x; nil when none has. A prefix shared with a point that is
+    /// not ±k·G is passed over, and the scan goes on. `prefixes` is a parameter for the tests.
+    static func knownMultiple(
+        of point: [UInt8], on curve: WeierstrassCurve, among prefixes: [UInt64]
+    ) throws(CardCryptoError) -> Int? {
+        let x = point[1...curve.coordinateLength]
+        let prefix = x.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+        for (index, candidate) in prefixes.enumerated() where candidate == prefix {
+            let k = index + 1
+            let scalar = try BigNumber(withUnsafeBytes(of: UInt64(k).bigEndian) { Array($0) })
+            let multiple = try multiplyGenerator(by: scalar, curve: curve)
+            if multiple[1...curve.coordinateLength] == x { return k }
         }
         return nil
     }

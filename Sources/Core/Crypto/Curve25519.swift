@@ -76,40 +76,49 @@ public enum X25519 {
     /// u-coordinate of 3·B (k·B with 1 ≤ k ≤ `smallMultipleBound`; B the base point, u = 9), `2^254` for the public
     /// key of the all-zero secret (clamped to 2^254). Nil for any other key.
     ///
-    /// An agreement with such a key is computed by anyone from the challenge alone. The multiples are walked on
-    /// the birationally equivalent Edwards curve and mapped to Montgomery u, through libsodium
-    /// (`crypto_scalarmult_ed25519_base_noclamp`, `crypto_core_ed25519_add`, `crypto_sign_ed25519_pk_to_curve25519`).
+    /// An agreement with such a key is computed by anyone from the challenge alone. The key's first 8 bytes are
+    /// looked up in constant tables (`baseMultiplePrefixes`, `zeroSecretKeyPrefix`, written by
+    /// scripts/known-multiples); a prefix found is confirmed by libsodium, all 32 bytes, before the key is called
+    /// known (`crypto_scalarmult_base`, `crypto_scalarmult_ed25519_base_noclamp`,
+    /// `crypto_sign_ed25519_pk_to_curve25519`). A few microseconds for a key that is not known.
     public static func knownLogarithm(of publicKey: [UInt8]) -> String? {
-        Sodium.ensureReady()
         guard publicKey.count == keyLength else { return nil }
-        var zero = [UInt8](repeating: 0, count: keyLength)
-        if let zeroKey = try? X25519.publicKey(for: SecretBytes(consuming: &zero)), zeroKey == publicKey {
-            return "2^254"
+        let prefix = publicKey[..<8].reversed().reduce(0) { $0 << 8 | UInt64($1) }
+        if prefix == zeroSecretKeyPrefix, zeroSecretKey() == publicKey { return "2^254" }
+        return knownMultiple(of: publicKey, prefix: prefix, among: baseMultiplePrefixes).map { String($0) }
+    }
+
+    /// The k of the first entry of `prefixes` (entry i is for k = i + 1) that equals `prefix` and whose k·B is
+    /// `publicKey`; nil when none is. A prefix shared with a key that is not k·B is passed over, and the scan goes
+    /// on. `prefixes` is a parameter for the tests.
+    static func knownMultiple(of publicKey: [UInt8], prefix: UInt64, among prefixes: [UInt64]) -> Int? {
+        for (index, candidate) in prefixes.enumerated() where candidate == prefix {
+            if baseMultiple(index + 1) == publicKey { return index + 1 }
         }
-        if let index = baseMultiples.firstIndex(of: publicKey) { return String(index + 1) }
         return nil
     }
 
-    /// The u-coordinates of B, 2B, ... `smallMultipleBound`·B, computed once.
-    private static let baseMultiples: [[UInt8]] = {
+    /// The u-coordinate of k·B, through the birationally equivalent Edwards curve; nil if libsodium refuses.
+    ///
+    /// The corresponding C functions are `crypto_scalarmult_ed25519_base_noclamp` and
+    /// `crypto_sign_ed25519_pk_to_curve25519`.
+    static func baseMultiple(_ k: Int) -> [UInt8]? {
         Sodium.ensureReady()
-        var multiples: [[UInt8]] = []
-        multiples.reserveCapacity(smallMultipleBound)
-        var one = [UInt8](repeating: 0, count: 32)
-        one[0] = 1  // little-endian scalar 1
-        var base = [UInt8](repeating: 0, count: 32)
-        guard crypto_scalarmult_ed25519_base_noclamp(&base, one) == 0 else { return [] }
-        var point = base
-        for _ in 1...smallMultipleBound {
-            var u = [UInt8](repeating: 0, count: 32)
-            guard crypto_sign_ed25519_pk_to_curve25519(&u, point) == 0 else { return multiples }
-            multiples.append(u)
-            var next = [UInt8](repeating: 0, count: 32)
-            guard crypto_core_ed25519_add(&next, point, base) == 0 else { return multiples }
-            point = next
-        }
-        return multiples
-    }()
+        var scalar = [UInt8](repeating: 0, count: keyLength)
+        for index in 0..<8 { scalar[index] = UInt8(truncatingIfNeeded: k >> (8 * index)) }  // little-endian
+        var edwards = [UInt8](repeating: 0, count: keyLength)
+        var u = [UInt8](repeating: 0, count: keyLength)
+        guard crypto_scalarmult_ed25519_base_noclamp(&edwards, scalar) == 0,
+            crypto_sign_ed25519_pk_to_curve25519(&u, edwards) == 0
+        else { return nil }
+        return u
+    }
+
+    /// The public key of the all-zero secret; nil if libsodium refuses.
+    private static func zeroSecretKey() -> [UInt8]? {
+        var zero = [UInt8](repeating: 0, count: keyLength)
+        return try? publicKey(for: SecretBytes(consuming: &zero))
+    }
 }
 
 /// Ed25519 signatures (RFC 8032) through libsodium.
