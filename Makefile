@@ -120,8 +120,9 @@ test: test-deps deb-deps pam pam-tests pinpad
 
 # make lint: the project's .swift-format (120 columns, 4 spaces) over every Swift file, strictly: any finding fails;
 # and no Swift file outside Sources/System imports Glibc (scripts/check-glibc-imports); and docs/architecture.md
-# draws every module with exactly its Package.swift dependencies (scripts/check-architecture). make format rewrites
-# the files the way lint wants them.
+# draws every module with exactly its Package.swift dependencies (scripts/check-architecture); and the known-key
+# tables are what scripts/known-multiples computes from the curves' parameters. make format rewrites the files the
+# way lint wants them.
 SWIFT_FORMAT_PATHS = Package.swift Sources Tests Simulator/Sources Simulator/Tests
 
 # An unstripped release tokenpin and tokenpind in .build/profile for callgrind (docs/performance.md): the release
@@ -136,6 +137,7 @@ lint:
 	$(SWIFT) format lint --strict --recursive --parallel $(SWIFT_FORMAT_PATHS)
 	scripts/check-glibc-imports
 	scripts/check-architecture
+	scripts/known-multiples --check
 
 format:
 	$(SWIFT) format format --in-place --recursive --parallel $(SWIFT_FORMAT_PATHS)
