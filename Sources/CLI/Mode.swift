@@ -118,6 +118,7 @@ struct UnreachableDaemon: PINBackend {
 
     var error: ServiceError { .serviceUnavailable(Backend.unreachableMessage(socket: socket, evidence: evidence)) }
 
+    /// Every performable operation (`status`, `types`, `readers`...) says so too.
     func perform<Performed: PerformableOperation>(_ operation: Performed, _ interaction: some Interaction)
         throws(ServiceError) -> Performed.Outcome
     { throw error }

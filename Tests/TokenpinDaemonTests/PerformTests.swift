@@ -17,8 +17,11 @@ import TokenpinTestSupport
 
     /// A daemon that answers each connection's request with the next of `answers` and keeps the request lines.
     final class CannedDaemon: Sendable {
+        /// Where it listens.
         let socket: String
+        /// The request lines received, in order.
         let requests = Mutex<[String]>([])
+        /// Signalled once every answer was given.
         private let done = DispatchSemaphore(value: 0)
 
         init(answers: [String]) throws {
