@@ -51,7 +51,7 @@ extension Context {
     func tokenFailureJSON(_ reason: String, askCard: Bool) -> JSONValue {
         let tries =
             interaction.tokenFailureCardTries
-            ?? (askCard ? (try? backend.status())?.token?.cardPINTriesLeft : nil)
+            ?? (askCard ? (try? backend.perform(Operation.Status()))?.token?.cardPINTriesLeft : nil)
         return .object([("reason", .string(reason)), ("cardTriesLeft", .optional(tries))])
     }
 

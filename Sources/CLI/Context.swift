@@ -52,7 +52,7 @@ package struct Context {
     }
 
     /// Where operations run: the daemon, this process, or nowhere when tokenpind should run and does not.
-    package var backend: any PINOperations {
+    package var backend: any PINBackend {
         switch mode {
         case .local: service
         case .daemon: daemon ?? DaemonClient()

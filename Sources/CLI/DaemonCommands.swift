@@ -14,7 +14,7 @@ struct ImportCommand: Command {
             guard try context.store.exists(), try context.store.load(user: context.user) != nil,
                 let data = try context.store.recordJSON(user: context.user)
             else {
-                if (try? daemon.types()) != nil {
+                if (try? daemon.perform(Operation.Types())) != nil {
                     return context.console.fail(
                         .usage, errorCode: "already-enrolled",
                         message: "the record of \(context.user) is already in tokenpind (imported or enrolled there); "

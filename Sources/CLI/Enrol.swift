@@ -55,7 +55,7 @@ struct EnrolCommand: Command {
             context.console.say("PIN enrolled for \(context.user). Recovery key written to \(recoveryKeyFile).")
         }
         // Every figure comes from the record as written (through tokenpind, the daemon's retries-max applies).
-        let status = try? context.backend.status()
+        let status = try? context.backend.perform(Operation.Status())
         let remaining = status?.remaining
         context.console.emit([
             ("ok", .bool(true)), ("event", .string("created")), ("user", .string(context.user)),

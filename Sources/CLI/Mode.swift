@@ -112,20 +112,22 @@ enum ModeSelection {
 }
 
 /// The operations when tokenpind should run here and does not: each says so (exit 69) instead of going local.
-struct UnreachableDaemon: PINOperations {
+struct UnreachableDaemon: PINBackend {
     let socket: String
     let evidence: String
 
     var error: ServiceError { .serviceUnavailable(Backend.unreachableMessage(socket: socket, evidence: evidence)) }
 
+    /// Every performable operation (`status`, `types`, `readers`...) says so too.
+    func perform<Performed: PerformableOperation>(_ operation: Performed, _ interaction: some Interaction)
+        throws(ServiceError) -> Performed.Outcome
+    { throw error }
     func enrol(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult { throw error }
     func verify(_ interaction: some Interaction, method: VerificationMethod?) throws(ServiceError) -> VerifyReport {
         throw error
     }
     func change(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport { throw error }
     func reset(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport { throw error }
-    func status() throws(ServiceError) -> StatusReport { throw error }
-    func types() throws(ServiceError) -> [TypeStatus] { throw error }
     func togglePIN(on: Bool, _ interaction: some Interaction) throws(ServiceError) { throw error }
     func enableToken(
         _ interaction: some Interaction, generateKey: Bool, assumeYes: Bool, mode: VerificationMode?, slot: String?
@@ -133,7 +135,6 @@ struct UnreachableDaemon: PINOperations {
     func disableToken(_ interaction: some Interaction, method: VerificationMethod?) throws(ServiceError)
         -> VerifyReport
     { throw error }
-    func listReaders() throws(ServiceError) -> [ReaderInfo] { throw error }
     func changeCardPIN(_ interaction: some Interaction) throws(ServiceError) { throw error }
     func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError) { throw error }
     func unenrol(_ interaction: some Interaction, method: VerificationMethod?, administrator: Bool)

@@ -10,7 +10,8 @@ extension Context {
         // Scripts never have their lines guessed: with the token enabled a line could be the card PIN or the
         // PIN, and a PIN sent to the card as its card PIN costs card tries (three block it).
         if method == nil, !interaction.asksOnTerminal,
-            let types = try? backend.types(), types.contains(where: { $0.type == .token && $0.enabled })
+            let types = try? backend.perform(Operation.Types()),
+            types.contains(where: { $0.type == .token && $0.enabled })
         {
             return console.fail(
                 .usage, errorCode: "usage",

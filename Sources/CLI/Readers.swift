@@ -9,7 +9,7 @@ struct TypesCommand: Command {
     func run(_ context: Context) -> ExitCode {
         do {
             // One status read gives the types and the readers: the record is loaded and the cards probed once.
-            let status = try context.backend.status()
+            let status = try context.backend.perform(Operation.Status())
             guard status.enrolled else { return context.fail(.notEnrolled(user: status.user, path: status.recordPath)) }
             let types = status.types
             let serial = types.first { $0.type == .token }?.serial
@@ -85,9 +85,9 @@ func describeReaders(_ token: TokenStatus, context: Context, enrolledSerial: Str
 struct ReadersCommand: Command {
     func run(_ context: Context) -> ExitCode {
         let backend = context.backend
-        let enrolled = (try? backend.types())?.first { $0.type == .token }?.serial
+        let enrolled = (try? backend.perform(Operation.Types()))?.first { $0.type == .token }?.serial
         do {
-            let readers = try backend.listReaders().filter {
+            let readers = try backend.perform(Operation.Readers()).filter {
                 context.selection.serial == nil || matches($0.serial, context.selection.serial)
             }
             describeReaders(TokenStatus(readers: readers), context: context, enrolledSerial: enrolled)

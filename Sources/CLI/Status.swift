@@ -15,7 +15,7 @@ struct StatusCommand: Command {
     func run(_ context: Context) -> ExitCode {
         let report: StatusReport
         do {
-            report = try context.backend.status()
+            report = try context.backend.perform(Operation.Status())
         } catch {
             return context.fail(error)
         }

@@ -60,13 +60,12 @@ struct ToggleCommand: Command {
             return .success
         case (.token, true):
             do {
-                let wasOn =
-                    mode == .both
-                    && ((try? context.backend.types())?.contains { $0.type == .token && $0.enabled } ?? false)
+                let before = mode == .both ? try? context.backend.perform(Operation.Types()) : nil
+                let wasOn = before?.contains { $0.type == .token && $0.enabled } ?? false
                 let report = try context.backend.enableToken(
                     context.interaction, generateKey: generateKey,
                     assumeYes: assumeYes, mode: mode, slot: slot)
-                let serial = (try? context.backend.types())?.first { $0.type == .token }?.serial
+                let serial = (try? context.backend.perform(Operation.Types()))?.first { $0.type == .token }?.serial
                 let card = serial.map { cardLabel(serial: $0) } ?? "?"
                 return context.finish(
                     report,

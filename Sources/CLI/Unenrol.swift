@@ -18,7 +18,7 @@ struct UnenrolCommand: Command {
         let administrator = actsAsAdministrator(context)
         let status: StatusReport
         do {
-            status = try context.backend.status()
+            status = try context.backend.perform(Operation.Status())
         } catch {
             return context.fail(error)
         }
@@ -78,7 +78,7 @@ struct UnenrolCommand: Command {
 /// vault key, so it is a new record with a new recovery key (shown once, for the user) and no token binding.
 struct AdministratorResetCommand: Command {
     func run(_ context: Context) -> ExitCode {
-        let before = try? context.backend.status()
+        let before = try? context.backend.perform(Operation.Status())
         let result: EnrolmentResult
         do {
             result = try context.backend.administratorReset(context.interaction)

@@ -227,16 +227,16 @@ extension Daemon {
 
     /// Runs the operation and builds the final message.
     ///
-    /// This is the one place a decoded request becomes a call of `PINOperations`; `ping` and `import` are the
-    /// daemon's own.
+    /// This is the one place a decoded request becomes a call of the service: an operation with behaviour of the
+    /// daemon's own (counted attempts, audit, events, the login keyring, `import`) has its case here; any other is a
+    /// `PerformableOperation` and runs through `served`. What is neither (`watch`, which `Connection` streams) is
+    /// refused.
     func execute(
         _ request: Request, service: PINService, user: String, relay: RelayInteraction,
         configuration: Configuration, peer: Peer, checkedPassword: consuming SecretBytes? = nil
     ) throws(ServiceError) -> Reply {
         let context = service.attempt
         switch request.operation {
-        case .ping:
-            return Reply(.result(exitCode: 0, fields: [JSONMember("version", .int(ProtocolLimits.version))]))
         case .enrol:
             let result = try service.enrol(relay)
             if let password = checkedPassword.take() { sealAfterEnrolment(password, service: service, user: user) }
@@ -257,17 +257,8 @@ extension Daemon {
             return try administratorReset(service: service, user: user, relay: relay, peer: peer)
         case .reset:
             return counted(try service.reset(relay), user: user, context: context, success: .reset)
-        case .status:
-            let report = try service.status()
-            return Reply(.result(exitCode: 0, fields: [JSONMember("status", report.protocolValue)]))
-        case .types:
-            let types = try service.types()
-            return Reply(.result(exitCode: 0, fields: [JSONMember("types", TypeStatus.protocolValue(types))]))
         case .toggle(let toggle):
             return try self.toggle(toggle, service: service, user: user, relay: relay)
-        case .readers:
-            let readers = try service.listReaders()
-            return Reply(.result(exitCode: 0, fields: [JSONMember("readers", .array(readers.map(\.protocolValue)))]))
         case .cardChangePIN:
             return try cardPIN(unblockWithAdminPIN: nil, service: service, user: user, relay: relay)
         case .cardUnblock(let unblock):
@@ -278,9 +269,24 @@ extension Daemon {
             let path = try importRecord(values.record, user: user, configuration: configuration, peer: peer)
             audit.record(AuditEvent(.imported, user: user, context: context, result: "imported"))
             return Reply(.result(exitCode: 0, fields: [JSONMember("record", .text(path))]))
-        case .watch:
-            throw .input("watch is not an operation")
+        default:
+            guard let operation = request.operation.performable else {
+                throw .input("\(request.operation.name) is not an operation")
+            }
+            return try served(operation, service: service, relay: relay)
         }
+    }
+
+    /// Runs an operation that has no behaviour of the daemon's own, as its declaration says: on the service, its
+    /// outcome written as the result's fields.
+    private func served<Performed: PerformableOperation>(
+        _ operation: Performed, service: PINService, relay: RelayInteraction
+    ) throws(ServiceError) -> Reply {
+        let outcome = try operation.run(on: service, relay)
+        return Reply(
+            .result(
+                exitCode: Int(operation.exitCode(for: outcome).rawValue),
+                fields: operation.resultFields(for: outcome)))
     }
 
     /// The reply to a counted attempt (verify, change, reset), once its outcome is published and audited.

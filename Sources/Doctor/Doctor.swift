@@ -211,7 +211,7 @@ package struct Doctor: Sendable {
         }
         let version: String
         do {
-            version = "protocol \(try DaemonClient(socketPath: socket).ping())"
+            version = "protocol \(try DaemonClient(socketPath: socket).perform(Operation.Ping()))"
         } catch {
             return [
                 Finding(

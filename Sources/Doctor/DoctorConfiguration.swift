@@ -95,7 +95,7 @@ extension Doctor {
     func record() -> [Finding] {
         if setup.throughDaemon {
             do {
-                let status = try DaemonClient(socketPath: setup.socket).status()
+                let status = try DaemonClient(socketPath: setup.socket).perform(Operation.Status())
                 return [recordFinding(status, where: "in tokenpind")]
             } catch {
                 return [Finding("record", .warning, "tokenpind's status: \(error.message)", exitCode: ExitCode(error))]

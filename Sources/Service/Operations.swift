@@ -1,10 +1,13 @@
 package import TokenpinCore
 
-/// The operations of the PIN service, declared once.
+/// The operations of the PIN service that tokenpind runs with behaviour of its own (counted attempts with their
+/// audit records and events, the login keyring, the card's PIN), declared once.
 ///
 /// `PINService` runs them in this process on a store; the daemon client (TokenpinProtocol) runs them in tokenpind
 /// over its socket; the CLI is written against this protocol, and tokenpind dispatches each decoded request to it
 /// in one place. Both give the same values and errors, so the CLI's output and exit codes are the same in both modes.
+/// The operations with no such behaviour (`status`, `types`, `readers`, `ping`) are not here: each is declared once
+/// as a `PerformableOperation` in TokenpinProtocol, which the CLI runs through `PINBackend.perform`.
 package protocol PINOperations {
     /// Enrols a first PIN and returns the recovery key (`created`).
     func enrol(_ interaction: some Interaction) throws(ServiceError) -> EnrolmentResult
@@ -18,10 +21,6 @@ package protocol PINOperations {
     func change(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport
     /// Sets a new PIN with the recovery key and resets the counter.
     func reset(_ interaction: some Interaction) throws(ServiceError) -> VerifyReport
-    /// The record's state, with the token's.
-    func status() throws(ServiceError) -> StatusReport
-    /// The authentication types and whether each is on.
-    func types() throws(ServiceError) -> [TypeStatus]
     /// Switches the PIN type on or off (off is always refused: the PIN is the first type).
     func togglePIN(on: Bool, _ interaction: some Interaction) throws(ServiceError)
     /// Binds a card and switches the token on (`mode`: `either`, or `both` for the composite slot), with the key
@@ -32,8 +31,6 @@ package protocol PINOperations {
     /// Switches the token off after a counted PIN attempt or the card (`method`).
     func disableToken(_ interaction: some Interaction, method: VerificationMethod?) throws(ServiceError)
         -> VerifyReport
-    /// The readers and the cards in them, as far as the caller may see them.
-    func listReaders() throws(ServiceError) -> [ReaderInfo]
     /// Changes the card's own PIN.
     func changeCardPIN(_ interaction: some Interaction) throws(ServiceError)
     /// Unblocks the card's PIN with the reset code or, with `admin`, the admin PIN.

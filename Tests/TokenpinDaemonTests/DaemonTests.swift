@@ -190,7 +190,7 @@ final class TestDaemon: Sendable {
         let test = try TestDaemon()
         defer { test.stop() }
         let client = test.client
-        #expect(try client.ping() == ProtocolLimits.version)
+        #expect(try client.perform(TokenpinProtocol.Operation.Ping()) == ProtocolLimits.version)
         #expect {
             try client.verify(ScriptedInteraction(["482916"]))
         } throws: { ($0 as? ServiceError)?.code == "not-enrolled" }
@@ -200,12 +200,12 @@ final class TestDaemon: Sendable {
         #expect(try client.verify(ScriptedInteraction(["482916"])).outcome == .verified(method: .pin))
         let wrong = try client.verify(ScriptedInteraction(["000000"]))
         #expect(wrong.outcome == .rejected(remaining: 4, lastTry: false))
-        #expect(try client.status().remaining == 4)
+        #expect(try client.perform(TokenpinProtocol.Operation.Status()).remaining == 4)
         let change = try client.change(ScriptedInteraction(["482916", "739154", "739154"]))
         #expect(change.outcome == .verified(method: .pin))
         #expect(try client.verify(ScriptedInteraction(["739154"])).outcome == .verified(method: .pin))
         #expect(throws: ServiceError.pinAlwaysEnabled) { try client.toggle(.pin, on: false, ScriptedInteraction([])) }
-        #expect(try client.types().count == 2)
+        #expect(try client.perform(TokenpinProtocol.Operation.Types()).count == 2)
         for _ in 0..<5 { _ = try client.verify(ScriptedInteraction(["000000"])) }
         #expect(try client.verify(ScriptedInteraction(["739154"])).outcome == .locked)
         let reset = try client.reset(ScriptedInteraction([recovery, "615283", "615283"]))
@@ -238,7 +238,7 @@ final class TestDaemon: Sendable {
             try test.raw(Array("{\"v\":1,\"type\":\"secret\",\"prompt\":\"pin\",\"value\":\"1\"}\n".utf8))
                 .contains("protocol-unexpected"))
         #expect(try test.client.verify(ScriptedInteraction(["482916"])).outcome == .verified(method: .pin))
-        #expect(try test.client.status().remaining == 5)  // nothing above counted
+        #expect(try test.client.perform(TokenpinProtocol.Operation.Status()).remaining == 5)  // nothing above counted
         stalled.close()
     }
 
@@ -251,7 +251,7 @@ final class TestDaemon: Sendable {
         _ = try channel.readLine(timeoutMilliseconds: 5000)  // the prompt
         channel.close()
         usleep(300_000)
-        #expect(try test.client.status().remaining == 5)
+        #expect(try test.client.perform(TokenpinProtocol.Operation.Status()).remaining == 5)
     }
 
     @Test func disconnectAfterThePINLeavesACompletedAttempt() throws {
@@ -266,7 +266,7 @@ final class TestDaemon: Sendable {
         var remaining = 5
         for _ in 0..<50 where remaining == 5 {
             usleep(100_000)
-            remaining = try test.client.status().remaining ?? -1
+            remaining = try test.client.perform(TokenpinProtocol.Operation.Status()).remaining ?? -1
         }
         #expect(remaining == 4)
         #expect(test.daemon.waitForOperations(seconds: 5))
@@ -287,7 +287,8 @@ final class TestDaemon: Sendable {
         #expect(try test.client.verify(ScriptedInteraction(["482916"])).outcome == .verified(method: .pin))
         _ = try test.client.verify(ScriptedInteraction(["000000"]))
         #expect { try test.client.importRecord(data) } throws: { ($0 as? ServiceError)?.code == "already-enrolled" }
-        #expect(try test.client.status().remaining == 4)  // the fresh counter of the copy did not come back
+        // The fresh counter of the copy did not come back.
+        #expect(try test.client.perform(TokenpinProtocol.Operation.Status()).remaining == 4)
         var other = DaemonClient(socketPath: test.socket)
         other.user = "bob"
         // root's record is not bob's

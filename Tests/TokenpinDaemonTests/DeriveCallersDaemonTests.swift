@@ -69,7 +69,8 @@ import TokenpinTestSupport
         }
         #expect(code == "permission-denied" && exitCode == 77)
         #expect(message.contains("callers = root"))
-        #expect(try test.client(for: "nobody").status().remaining == 5)  // nothing was asked, nothing counted
+        // Nothing was asked, nothing counted.
+        #expect(try test.client(for: "nobody").perform(TokenpinProtocol.Operation.Status()).remaining == 5)
 
         // The same peer, another application: asked and served, so the rule and not the peer refused above.
         let served = try exchange(test, peer: nobody, derive("restic"), secrets: ["482916"])
@@ -90,6 +91,6 @@ import TokenpinTestSupport
             return
         }
         #expect(rootFields.contains { $0.key == "applicationKey" })
-        #expect(try test.client(for: "nobody").status().remaining == 5)
+        #expect(try test.client(for: "nobody").perform(TokenpinProtocol.Operation.Status()).remaining == 5)
     }
 }

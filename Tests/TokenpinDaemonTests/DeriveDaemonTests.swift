@@ -70,7 +70,7 @@ import TokenpinTestSupport
             } throws: { ($0 as? ServiceError)?.code == "permission-denied" }
             #expect(script.prompts.isEmpty, "\(invoker)")
         }
-        #expect(try test.client(for: "nobody").status().remaining == 5)
+        #expect(try test.client(for: "nobody").perform(TokenpinProtocol.Operation.Status()).remaining == 5)
     }
 
     @Test(arguments: [

@@ -119,7 +119,7 @@ private func elapsed(since start: Date) -> Double { Date().timeIntervalSince(sta
         let second = try RawClient(test)
         try second.request("verify", user: "dave", extra: #","method":"pin""#)
         #expect(second.until("error")?["code"]?.stringValue == "busy")
-        let status = try test.client(for: "dave").status()
+        let status = try test.client(for: "dave").perform(TokenpinProtocol.Operation.Status())
         #expect(status.remaining == 5)
         try waiting.secret("pin", "482916")
         #expect(waiting.until("result")?["exitCode"]?.intValue == 0)
@@ -174,7 +174,7 @@ private func elapsed(since start: Date) -> Double { Date().timeIntervalSince(sta
             attacker.channel.close()
         }
         #expect(longestStall < 3)
-        #expect(try test.client(for: "erin").status().remaining ?? 100 < 100)
+        #expect(try test.client(for: "erin").perform(TokenpinProtocol.Operation.Status()).remaining ?? 100 < 100)
     }
 
     /// With all key-derivation memory held elsewhere, a verify answers `busy` within the wait bound and its
@@ -191,7 +191,7 @@ private func elapsed(since start: Date) -> Double { Date().timeIntervalSince(sta
             _ = try test.client(for: "gina").verify(ScriptedInteraction(["000000"]))
         }
         #expect(elapsed(since: start) < 5)
-        #expect(try test.client(for: "gina").status().remaining == 5)
+        #expect(try test.client(for: "gina").perform(TokenpinProtocol.Operation.Status()).remaining == 5)
     }
 
     /// SIGTERM's drain ends with an operation parked at a prompt: the prompt is abandoned, nothing is held.

@@ -63,7 +63,7 @@ import TokenpinTestSupport
         for (field, edit) in hostile {
             let bytes = try record(in: test, edit)
             expectBadData({ _ = try test.client.importRecord(bytes) }, naming: field)
-            #expect(try test.client.ping() == ProtocolLimits.version)
+            #expect(try test.client.perform(TokenpinProtocol.Operation.Ping()) == ProtocolLimits.version)
         }
         // Nothing was stored: a good record still imports and verifies.
         _ = try test.client.importRecord(try record(in: test) { _ in })
@@ -77,7 +77,7 @@ import TokenpinTestSupport
         try RecordFiles.write(json: Data(bytes), toPath: test.directory + "/state/root.json")
         for _ in 0..<3 {
             expectBadData({ _ = try test.client.verify(ScriptedInteraction(["482916"])) }, naming: "counter.failures")
-            #expect(try test.client.ping() == ProtocolLimits.version)
+            #expect(try test.client.perform(TokenpinProtocol.Operation.Ping()) == ProtocolLimits.version)
         }
     }
 
@@ -94,14 +94,14 @@ import TokenpinTestSupport
             object["updated"] = "9999-12-31T23:59:59Z"
         }
         _ = try test.client.importRecord(bytes)
-        let status = try test.client.status()
+        let status = try test.client.perform(TokenpinProtocol.Operation.Status())
         #expect(status.remaining == 4)
         #expect(status.delaySeconds == 0)  // one failure: the schedule's first entry, no pause
         #expect(
             try test.client.verify(ScriptedInteraction(["000000"])).outcome == .rejected(remaining: 3, lastTry: false))
         // Two failures now, the last one just made: the second entry's pause, never more.
-        let delayed = try test.client.status()
+        let delayed = try test.client.perform(TokenpinProtocol.Operation.Status())
         #expect((1...30).contains(delayed.delaySeconds))
-        #expect(try test.client.ping() == ProtocolLimits.version)
+        #expect(try test.client.perform(TokenpinProtocol.Operation.Ping()) == ProtocolLimits.version)
     }
 }

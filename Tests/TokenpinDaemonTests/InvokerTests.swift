@@ -115,7 +115,7 @@ private func pam(_ test: TestDaemon, _ user: String, _ invoker: Invoker) -> Daem
         let report = try su.verify(locked)
         #expect(report.outcome == .locked && report.countedApart)
         #expect(locked.prompts.isEmpty)
-        let status = try test.client(for: "dave").status()
+        let status = try test.client(for: "dave").perform(TokenpinProtocol.Operation.Status())
         #expect(status.remaining == 3 && !status.locked)
         #expect(status.otherFailures == 3 && status.otherLocked)
         #expect(status.otherLast?.service == "su" && status.otherLast?.invokerUID == 4242)
@@ -124,7 +124,7 @@ private func pam(_ test: TestDaemon, _ user: String, _ invoker: Invoker) -> Daem
         let verified = try test.client(for: "dave").verify(own)
         #expect(verified.outcome == .verified(method: .pin))
         #expect(own.events.contains { if case .otherAttempts(let notice) = $0 { notice.failures == 3 } else { false } })
-        #expect(try test.client(for: "dave").status().otherFailures == 0)
+        #expect(try test.client(for: "dave").perform(TokenpinProtocol.Operation.Status()).otherFailures == 0)
     }
 
     @Test func remoteLoginsAreIgnoredByDefaultAndOtherUsersMayBeDenied() throws {
@@ -146,8 +146,10 @@ private func pam(_ test: TestDaemon, _ user: String, _ invoker: Invoker) -> Daem
         #expect { _ = try su.verify(denied) } throws: { ($0 as? ServiceError)?.code == "permission-denied" }
         #expect(denied.prompts.isEmpty)
         // Only verify and change, for remote and other attempts.
-        #expect { _ = try ssh.status() } throws: { ($0 as? ServiceError)?.code == "permission-denied" }
-        #expect(try test.client(for: "erin").status().remaining == 5)
+        #expect { _ = try ssh.perform(TokenpinProtocol.Operation.Status()) } throws: {
+            ($0 as? ServiceError)?.code == "permission-denied"
+        }
+        #expect(try test.client(for: "erin").perform(TokenpinProtocol.Operation.Status()).remaining == 5)
     }
 
     @Test func aParkedSuHoldsNothingTheUsersOwnVerifyNeeds() throws {
@@ -171,7 +173,7 @@ private func pam(_ test: TestDaemon, _ user: String, _ invoker: Invoker) -> Daem
         #expect { _ = try again.verify(ScriptedInteraction(["000000"])) } throws: {
             ($0 as? ServiceError)?.code == "busy"
         }
-        #expect(try test.client(for: "fay").status().otherFailures == 0)
+        #expect(try test.client(for: "fay").perform(TokenpinProtocol.Operation.Status()).otherFailures == 0)
         for channel in parked { channel.close() }
     }
 

@@ -153,7 +153,7 @@ extension BenchCommand {
     /// The card the benchmark may use and whether it may give it a key: the card bound to the current user
     /// (never a new key), or the simulated card. Any other card is refused before anything is asked.
     func benchCard(_ context: Context) throws(ServiceError) -> (CardSelection, generateKey: Bool) {
-        let bound = (try? context.backend.types())?.first { $0.type == .token && $0.enabled }?.serial
+        let bound = (try? context.backend.perform(Operation.Types()))?.first { $0.type == .token && $0.enabled }?.serial
         var service = context.service
         // A card bound through PIV is looked at through PIV (a YubiKey carries OpenPGP too).
         if let bound, bound.hasPrefix("piv-"), service.selection.application == nil {

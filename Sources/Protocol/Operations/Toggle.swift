@@ -95,7 +95,8 @@ extension DaemonClient {
     }
 }
 
-extension DaemonClient: PINOperations {
+extension DaemonClient {
+    /// Switches the PIN type on (`PINOperations`, which `PINBackend` refines; off is refused as in local mode).
     package func togglePIN(on: Bool, _ interaction: some Interaction) throws(ServiceError) {
         try toggle(.pin, on: on, interaction)
     }
