@@ -21,12 +21,18 @@ extension RecordStore {
             throw StoreError(
                 .corrupt, path: path, "the record does not have the expected fields (truncated or edited?)")
         }
+        try check(record, path: path, user: user)
+        return record
+    }
+
+    /// The checks every decoded record passes: the version this tokenpin reads, the structure (`structuralProblem`),
+    /// and the user it belongs to.
+    static func check(_ record: EnrolmentRecord, path: String, user: String?) throws(StoreError) {
         if record.version != EnrolmentRecord.currentVersion { throw unknownVersion(record.version, path: path) }
         if let problem = record.structuralProblem { throw StoreError(.corrupt, path: path, problem) }
         if let user, record.user != user {
             throw StoreError(.corrupt, path: path, "the record belongs to \(record.user), not \(user)")
         }
-        return record
     }
 
     static func unknownVersion(_ version: Int, path: String) -> StoreError {

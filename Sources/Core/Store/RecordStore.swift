@@ -247,15 +247,25 @@ public struct RecordStore: Sendable {
     /// durable). Two copies: see `saveCopies`. A symlinked store directory or record is refused.
     public func save(_ record: EnrolmentRecord) throws(StoreError) {
         let file = try userFile(.record, user: record.user)
+        // A record that reading would refuse is never written over the one on disk: it would lock its user out.
+        do throws(StoreError) {
+            try Self.check(record, path: file.path, user: record.user)
+        } catch {
+            throw StoreError(
+                .corrupt, path: file.path,
+                "not written, it would not read back (\(error.detail)); the record on disk is unchanged")
+        }
         let data = try Self.encode(record)
         switch writeFormat {
         case .json: try file.replace(with: [UInt8](data))
         case .copies: try saveCopies(data, to: file)
         }
         // What the next read of these bytes decodes to, so that it need not: a verification reads the record it
-        // (or the one before it) wrote. Any other bytes on disk, a hand edit included, are decoded as they are.
+        // (or the one before it) wrote; it passed `decode`'s checks above. Any other bytes on disk, a hand edit
+        // included, are decoded as they are.
+        let path = recordPath(for: record.user)
         if let stored = record.asStored {
-            recent.remember(stored, path: recordPath(for: record.user), user: record.user, bytes: data)
+            recent.remember(stored, path: path, user: record.user, bytes: data)
         }
     }
 
