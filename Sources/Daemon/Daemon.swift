@@ -30,10 +30,12 @@ package struct DaemonOptions: Sendable {
     package var cards: (any CardReaders)?
     /// The loginctl binary `on-card-removal = lock` runs.
     package var loginctl = "/usr/bin/loginctl"
-    /// The most operations holding Argon2id memory at once (default: the cores). Memory is held around the derivation
-    /// alone, so record writes and fsyncs already overlap other derivations; more derivations than cores only
-    /// time-slice them (scripts/bench-daemon: fewer verifications per second, and a status request waits longer).
-    package var maximumParallelKDF = ProcessInfo.processInfo.activeProcessorCount
+    /// The most operations holding Argon2id memory at once (default: the cores, at least two). Memory is held around
+    /// the counted write and the derivation only (`busy` then counts nothing), so the other writes of a verification
+    /// overlap other derivations; more derivations than cores only time-slice them (scripts/bench-daemon: fewer
+    /// verifications per second, and a status request waits longer). Two on one core, so that an enrolment's
+    /// calibration does not hold up every verification.
+    package var maximumParallelKDF = max(2, ProcessInfo.processInfo.activeProcessorCount)
     /// The longest one write to a client may block (`SO_SNDTIMEO`): a client that stops reading is dropped then.
     package var sendTimeoutMilliseconds = 5000
     /// The journal's socket for the audit trail (nil: log lines on stderr only).
