@@ -139,4 +139,14 @@ import TokenpinTestSupport
         #expect(try service.perform(Operations.Types()) == service.types())
         #expect(try service.perform(Operations.Ping()) == ProtocolLimits.version)
     }
+
+    /// Dispatch's `default` runs any performable operation without a case of its own: exactly these four may go
+    /// that way. An operation with the daemon's own behaviour (a counted attempt, audit, events) must not become
+    /// performable by accident: this list changes only on purpose.
+    @Test("only ping, status, types and readers take the generic path")
+    func performableOperationsAreExactlyThese() {
+        let performable = Operations.all.filter { $0.type is any PerformableOperation.Type }.map { $0.type.name }
+        #expect(Set(performable) == ["ping", "status", "types", "readers"])
+        #expect(Operations.all.count == 16)
+    }
 }
