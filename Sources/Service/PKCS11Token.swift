@@ -96,6 +96,7 @@ final class PKCS11Token: TokenApplication {
         guard slot == nil else {
             throw .unusable("a PKCS#11 key is chosen by its URI (--token-uri), not by a slot (--slot is for PIV)")
         }
+        if let problem = Self.uriProblem(key.uri) { throw .unusable(problem) }
         let raw: (key: [UInt8], exponent: [UInt8]?) =
             switch key.publicKey {
             case .ec(let point): (point, nil)
@@ -107,6 +108,18 @@ final class PKCS11Token: TokenApplication {
         } catch {
             throw .unusable(error.description)
         }
+    }
+
+    /// Why a record could not keep `uri` as the URI a binding finds its key by (a record that holds one is unreadable),
+    /// or nil: a `pkcs11:` URI of 8 to `TokenBinding.maximumURILength` bytes. A module's long key id (each byte
+    /// written `%XX`) can pass the limit; p11-kit's fallback when it cannot format a URI, a bare `pkcs11:`, names no key.
+    static func uriProblem(_ uri: String) -> String? {
+        let length = uri.utf8.count
+        guard uri.hasPrefix("pkcs11:"), (8...TokenBinding.maximumURILength).contains(length) else {
+            return "this key's PKCS#11 URI is \(length) bytes (`\(uri.prefix(60))`); a record keeps a pkcs11: URI of "
+                + "8 to \(TokenBinding.maximumURILength) bytes"
+        }
+        return nil
     }
 
     /// What a binding of this key records beside the common fields: the URI and the RSA padding.

@@ -110,6 +110,18 @@ struct PKCS11TokenServiceTests {
         #expect((try strict.status()).remaining == 5)
     }
 
+    @Test("a key whose URI a record cannot keep is refused before it is bound: too long, or p11-kit's bare fallback")
+    func overlongURIIsRefused() {
+        let long = "pkcs11:token=ci;id=" + String(repeating: "%AB", count: 350)
+        #expect(PKCS11Token.uriProblem(long)?.contains("is \(long.utf8.count) bytes") == true)
+        #expect(PKCS11Token.uriProblem("pkcs11:")?.contains("8 to 1024 bytes") == true)
+        #expect(PKCS11Token.uriProblem("slot:1") != nil)
+        let longest = "pkcs11:id=" + String(repeating: "a", count: 1024 - 10)
+        #expect(PKCS11Token.uriProblem(longest) == nil)
+        #expect(PKCS11Token.uriProblem(longest + "a") != nil)
+        #expect(PKCS11Token.uriProblem("pkcs11:token=ci;id=%01;type=private") == nil)
+    }
+
     @Test("two usable keys and no --token-uri: refused with both URIs, before any PIN is asked")
     func ambiguityRefused() throws {
         let hsm = try softHSM(keys: ["EC:prime256v1", "rsa:2048"])
