@@ -29,13 +29,10 @@ enum RecordDate {
 
     /// `date` as `YYYY-MM-DDTHH:MM:SSZ`, the seconds rounded down, as Foundation's `.iso8601` writes it.
     static func string(from date: Date) -> String {
-        let seconds = date.timeIntervalSince1970.rounded(.down)
-        guard seconds.isFinite, abs(seconds) < 1e15 else { return date.formatted(.iso8601) }
-        let total = Int(seconds)
+        guard let total = keptSeconds(date) else { return date.formatted(.iso8601) }
         let days = total >= 0 ? total / 86_400 : (total - 86_399) / 86_400
         let secondOfDay = total - days * 86_400
         let (year, month, day) = civil(fromDays: days)
-        guard gregorianYears.contains(year) else { return date.formatted(.iso8601) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(20)
         func append(_ value: Int, digits: Int) {
@@ -66,12 +63,17 @@ enum RecordDate {
     /// `date` as the store keeps it: the seconds rounded down, as `string(from:)` writes them and `date(from:)` reads
     /// them back. Nil for a date written another way (outside the years converted here), which is not kept exactly.
     static func stored(_ date: Date) -> Date? {
+        keptSeconds(date).map { Date(timeIntervalSince1970: Double($0)) }
+    }
+
+    /// The whole seconds since 1970 that `string(from:)` writes for `date` as `YYYY-MM-DDTHH:MM:SSZ` (rounded down);
+    /// nil for a date it hands to Foundation instead (not finite, too far out, or outside `gregorianYears`).
+    private static func keptSeconds(_ date: Date) -> Int? {
         let seconds = date.timeIntervalSince1970.rounded(.down)
         guard seconds.isFinite, abs(seconds) < 1e15 else { return nil }
         let total = Int(seconds)
         let days = total >= 0 ? total / 86_400 : (total - 86_399) / 86_400
-        guard gregorianYears.contains(civil(fromDays: days).year) else { return nil }
-        return Date(timeIntervalSince1970: Double(total))
+        return gregorianYears.contains(civil(fromDays: days).year) ? total : nil
     }
 
     /// The date `text` names: `YYYY-MM-DDTHH:MM:SSZ` converted here, anything else as Foundation's `.iso8601`
