@@ -123,7 +123,7 @@ test: test-deps deb-deps pam pam-tests pinpad
 # draws every module with exactly its Package.swift dependencies (scripts/check-architecture); and the known-key
 # tables are what scripts/known-multiples computes from the curves' parameters. make format rewrites the files the
 # way lint wants them.
-SWIFT_FORMAT_PATHS = Package.swift Sources Tests Simulator/Sources Simulator/Tests
+SWIFT_FORMAT_PATHS = Package.swift Plugins Sources Tests Simulator/Sources Simulator/Tests
 
 # An unstripped release tokenpin and tokenpind in .build/profile for callgrind (docs/performance.md): the release
 # flags without -s, debug info taken out (valgrind 3.19 reads no DWARF 5); the release build is relinked stripped.

@@ -232,13 +232,23 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
-        // The daemon protocol: messages, framing, and the client the CLI uses.
+        // The daemon protocol: messages, framing, and the client the CLI uses. Its list of operations is written at
+        // build time from the files in Operations/ (Registries).
         .target(
             name: "TokenpinProtocol",
             dependencies: ["TokenpinService", "TokenpinCore", "TokenpinSystem"],
             path: "Sources/Protocol",
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings,
+            plugins: ["Registries"]
         ),
+        // The lists of operations and of CLI commands, written at build time from their folders' file names.
+        .plugin(
+            name: "Registries",
+            capability: .buildTool(),
+            dependencies: ["tokenpin-registries"],
+            path: "Plugins/Registries"
+        ),
+        .executableTarget(name: "tokenpin-registries", path: "Sources/BuildTools/tokenpin-registries"),
         // The daemon: server, peer authorization, relayed prompts, memory budget, limits.
         .target(
             name: "TokenpinDaemon",

@@ -1,8 +1,8 @@
 internal import TokenpinCore
 
-// Every operation a client may ask for, declared once: each is a type in Operations/ holding its typed values,
-// its wire name, the lock the daemon takes around it, how its own fields are read and written, and the client's
-// call. This file is the one list of them.
+// Every operation a client may ask for, declared once: each is a type in Operations/, in a file named after it,
+// holding its typed values, its wire name, the lock the daemon takes around it, how its own fields are read and
+// written, and the client's call.
 
 /// What the daemon holds while an operation runs (the order is Dispatch's: login password, then the user's lock).
 package enum OperationLock: Sendable {
@@ -40,47 +40,9 @@ extension FieldlessOperation {
     func encode(into writer: inout LineWriter) {}
 }
 
-/// An operation a client asks for, with its typed values.
-package enum Operation: Sendable, Equatable {
-    case ping(Ping)
-    case enrol(Enrol)
-    case verify(Verify)
-    case change(Change)
-    case reset(Reset)
-    case status(Status)
-    case types(Types)
-    case toggle(Toggle)
-    case `import`(Import)
-    case watch(Watch)
-    case readers(Readers)
-    case cardChangePIN(CardChangePIN)
-    case cardUnblock(CardUnblock)
-    case unenrol(Unenrol)
-    case derive(Derive)
-    case sealLoginPassword(SealLoginPassword)
-
-    /// The operation's values, as the wire sees them.
-    var values: any WireOperation {
-        switch self {
-        case .ping(let values): values
-        case .enrol(let values): values
-        case .verify(let values): values
-        case .change(let values): values
-        case .reset(let values): values
-        case .status(let values): values
-        case .types(let values): values
-        case .toggle(let values): values
-        case .import(let values): values
-        case .watch(let values): values
-        case .readers(let values): values
-        case .cardChangePIN(let values): values
-        case .cardUnblock(let values): values
-        case .unenrol(let values): values
-        case .derive(let values): values
-        case .sealLoginPassword(let values): values
-        }
-    }
-
+// The enum itself, `Operation`, with a case per file in Operations/, its `values` and its `all`, is written at build
+// time by the Registries plugin (Plugins/Registries): declaring an operation is adding its file.
+extension Operation {
     /// How a request's own fields become its operation: one per operation, found by its wire name.
     struct Entry: Sendable {
         let type: any WireOperation.Type
@@ -91,17 +53,6 @@ package enum Operation: Sendable, Equatable {
             read = { (fields: MessageFields) throws(ProtocolError) -> Operation in wrap(try Values(fields: fields)) }
         }
     }
-
-    /// Every operation.
-    static let all: [Entry] = [
-        Entry(Ping.self, Operation.ping), Entry(Enrol.self, Operation.enrol), Entry(Verify.self, Operation.verify),
-        Entry(Change.self, Operation.change), Entry(Reset.self, Operation.reset), Entry(Status.self, Operation.status),
-        Entry(Types.self, Operation.types), Entry(Toggle.self, Operation.toggle), Entry(Import.self, Operation.import),
-        Entry(Watch.self, Operation.watch), Entry(Readers.self, Operation.readers),
-        Entry(CardChangePIN.self, Operation.cardChangePIN), Entry(CardUnblock.self, Operation.cardUnblock),
-        Entry(Unenrol.self, Operation.unenrol), Entry(Derive.self, Operation.derive),
-        Entry(SealLoginPassword.self, Operation.sealLoginPassword),
-    ]
 
     /// Every operation's wire name.
     package static var names: [String] { all.map { $0.type.name } }

@@ -2,14 +2,6 @@ internal import TokenpinCore
 package import TokenpinService
 
 extension Operation {
-    /// Change the card's own PIN (PW1).
-    package struct CardChangePIN: FieldlessOperation {
-        static let name = "card-change-pin"
-        static let lock = OperationLock.user
-        /// Creates the operation.
-        package init() {}
-    }
-
     /// Unblock the card's PIN with the Reset Code, or with the admin PIN.
     package struct CardUnblock: WireOperation {
         static let name = "card-unblock"
@@ -33,11 +25,6 @@ extension Operation {
 }
 
 extension DaemonClient {
-    /// `tokenpin token change-pin` through the daemon.
-    package func changeCardPIN(_ interaction: some Interaction) throws(ServiceError) {
-        _ = try run(selected(Request(.cardChangePIN(.init()), user: user)), interaction)
-    }
-
     /// `tokenpin token unblock [--admin]` through the daemon.
     package func unblockCardPIN(_ interaction: some Interaction, admin: Bool) throws(ServiceError) {
         _ = try run(selected(Request(.cardUnblock(.init(withAdminPIN: admin)), user: user)), interaction)
