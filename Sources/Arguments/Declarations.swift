@@ -152,6 +152,8 @@ package struct Subcommand: Sendable, Equatable {
     package var name: String
     /// Other spellings accepted for it (`enroll`); results carry `name`.
     package var aliases: [String]
+    /// The heading the main help lists it under (one of the program's `groups`), or nil: under `SUBCOMMANDS:`.
+    package var group: String?
     /// One sentence ending in a period.
     package var abstract: String
     /// Further paragraphs for `help <name>`.
@@ -163,11 +165,12 @@ package struct Subcommand: Sendable, Equatable {
 
     /// Declares a subcommand.
     package init(
-        _ name: String, aliases: [String] = [], abstract: String, discussion: String? = nil,
+        _ name: String, aliases: [String] = [], group: String? = nil, abstract: String, discussion: String? = nil,
         arguments: [Positional] = [], options: [Option] = []
     ) {
         self.name = name
         self.aliases = aliases
+        self.group = group
         self.abstract = abstract
         self.discussion = discussion
         self.arguments = arguments
@@ -211,6 +214,9 @@ package struct Program: Sendable {
     package var options: [Option]
     /// Subcommands; when there are none, `arguments` are the program's own.
     package var subcommands: [Subcommand]
+    /// The headings subcommands are grouped under in the main help, in the order it shows them (`Subcommand.group`
+    /// names one); the program's own words, none of the library's.
+    package var groups: [String]
     /// Positional arguments of a program without subcommands.
     package var arguments: [Positional]
     /// Spellings refused with a reason.
@@ -221,14 +227,15 @@ package struct Program: Sendable {
     /// Declares a program.
     package init(
         _ name: String, overview: String, discussion: String? = nil, options: [Option],
-        subcommands: [Subcommand] = [], arguments: [Positional] = [], refusedOptions: [RefusedOption] = [],
-        sections: [HelpSection] = []
+        subcommands: [Subcommand] = [], groups: [String] = [], arguments: [Positional] = [],
+        refusedOptions: [RefusedOption] = [], sections: [HelpSection] = []
     ) {
         self.name = name
         self.overview = overview
         self.discussion = discussion
         self.options = options
         self.subcommands = subcommands
+        self.groups = groups
         self.arguments = arguments
         self.refusedOptions = refusedOptions
         self.sections = sections
@@ -237,5 +244,20 @@ package struct Program: Sendable {
     /// The subcommand called `name` or one of its aliases.
     package func subcommand(named name: String) -> Subcommand? {
         subcommands.first { $0.name == name || $0.aliases.contains(name) }
+    }
+
+    /// The subcommands as the main help lists them: those without a group first, in declaration order (`title`
+    /// nil: `SUBCOMMANDS:`), then one list per group in `groups` order, alphabetical within it. A group that
+    /// `groups` does not name follows those it does, in the order subcommands first name it: none is left out.
+    package var subcommandGroups: [(title: String?, subcommands: [Subcommand])] {
+        let ungrouped = subcommands.filter { $0.group == nil }
+        var titles = groups
+        for subcommand in subcommands {
+            if let group = subcommand.group, !titles.contains(group) { titles.append(group) }
+        }
+        let grouped = titles.map { title in
+            (title: Optional(title), subcommands: subcommands.filter { $0.group == title }.sorted { $0.name < $1.name })
+        }
+        return ([(title: nil, subcommands: ungrouped)] + grouped).filter { !$0.subcommands.isEmpty }
     }
 }

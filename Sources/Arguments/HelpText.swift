@@ -24,8 +24,12 @@ extension Program {
         if let discussion { text += "\n\(discussion)\n" }
         text += "\n" + usageBlock(for: nil) + "\n"
         text += "\nOPTIONS:\n" + Self.columns(options.map { ($0.label, $0.help) }) + "\n"
-        if !subcommands.isEmpty {
-            text += "\nSUBCOMMANDS:\n" + Self.columns(subcommands.map { ($0.name, $0.abstract) }) + "\n"
+        // One column width for every group, so the abstracts line up down the whole list.
+        let width = Self.columnWidth(subcommands.map(\.name))
+        for group in subcommandGroups {
+            text +=
+                "\n\(group.title ?? "SUBCOMMANDS"):\n"
+                + Self.columns(group.subcommands.map { ($0.name, $0.abstract) }, width: width) + "\n"
         }
         for section in sections {
             if let paragraph = section.text {
@@ -65,10 +69,14 @@ extension Program {
         return lines.joined(separator: "\n")
     }
 
-    /// Two columns, indented two spaces; the second starts at column 24 or after the longest first one.
+    /// The first column's width for these labels: 22, or the longest and two spaces.
+    static func columnWidth(_ labels: [String]) -> Int { max(22, (labels.map(\.count).max() ?? 0) + 2) }
+
+    /// Two columns, indented two spaces; the second starts at column 24 or after the longest first one (`width`:
+    /// at 2 + `width`, for columns that line up with others).
     /// A line break in the second column continues under it.
-    package static func columns(_ rows: [(String, String)]) -> String {
-        let width = max(22, (rows.map(\.0.count).max() ?? 0) + 2)
+    package static func columns(_ rows: [(String, String)], width: Int? = nil) -> String {
+        let width = width ?? columnWidth(rows.map(\.0))
         let continuation = "\n" + String(repeating: " ", count: 2 + width)
         return rows.map { row in
             let padding = String(repeating: " ", count: width - row.0.count)

@@ -39,6 +39,63 @@ import Testing
         #expect(!text.contains("--recovery-key-file"), "a subcommand's options are in its own help")
     }
 
+    @Test func groupedSubcommandsAreListedUnderTheirHeadingsInTheProgramsOrder() {
+        var program = Fixture.program
+        program.groups = ["PIN", "MORE"]
+        program.subcommands = [
+            Subcommand("verify", group: "PIN", abstract: "Verify."),
+            Subcommand("help", abstract: "Help."),
+            Subcommand("status", group: "MORE", abstract: "Status."),
+            Subcommand("change", group: "PIN", abstract: "Change."),
+            Subcommand("a-long-subcommand-name", group: "OTHER", abstract: "Long."),
+            Subcommand("completions", abstract: "Completions."),
+            Subcommand("enrol", group: "PIN", abstract: "Enrol."),
+        ]
+        let text = program.helpText()
+        let start = text.firstRange(of: "\nSUBCOMMANDS:\n")?.lowerBound ?? text.endIndex
+        let end = text.firstRange(of: "\nEXIT CODES:")?.lowerBound ?? text.endIndex
+        // Ungrouped first in declaration order; then the declared groups in order, alphabetical within each; then a
+        // group the program did not declare. One column for all.
+        #expect(
+            String(text[start..<end]) == """
+
+                SUBCOMMANDS:
+                  help                    Help.
+                  completions             Completions.
+
+                PIN:
+                  change                  Change.
+                  enrol                   Enrol.
+                  verify                  Verify.
+
+                MORE:
+                  status                  Status.
+
+                OTHER:
+                  a-long-subcommand-name  Long.
+
+                """)
+        #expect(program.subcommandGroups.map(\.title) == [nil, "PIN", "MORE", "OTHER"])
+    }
+
+    @Test func withEveryCommandInAGroupThereIsNoSubcommandsHeading() {
+        var program = Fixture.program
+        program.groups = ["ALL"]
+        program.subcommands = program.subcommands.map {
+            var grouped = $0
+            grouped.group = "ALL"
+            return grouped
+        }
+        let text = program.helpText()
+        #expect(!text.contains("SUBCOMMANDS:"))
+        #expect(
+            text.contains(
+                "\nALL:\n  completions           Completions.\n  enrol                 Enrol.\n"
+                    + "  help                  Help.\n  toggle                Toggle.\n  verify                Verify.\n"
+            ))
+        #expect(program.completionScript(for: .bash).contains("words=\"enrol verify toggle help completions $global\""))
+    }
+
     @Test func subcommandHelpListsItsOptionsThenTheProgramOnes() throws {
         let text = program.helpText(for: try #require(program.subcommand(named: "verify")))
         #expect(
