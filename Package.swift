@@ -177,7 +177,8 @@ let package = Package(
                 "TokenpinAge",
             ],
             path: "Sources/CLI",
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings,
+            plugins: ["Registries"]
         ),
         // The production CLI: TokenpinCLI, handing bench, demo and the simulated card to tokenpin-bench beside it.
         .executableTarget(

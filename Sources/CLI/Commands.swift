@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenpinArguments
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
@@ -9,7 +10,49 @@ package protocol Command {
     func run(_ context: Context) -> ExitCode
 }
 
+/// A command of tokenpin's command line, declared in its one file in Sources/CLI/Commands (named after the type:
+/// Verify.swift declares `VerifyCommand`): its declaration, the options only it takes (`extension Options`), how it
+/// is made from the parsed command line, and its `run`. The Registries build plugin lists every such file in
+/// `Commands.all`, so adding a command is adding its file.
+protocol DeclaredCommand: Sendable {
+    /// Its declaration: what parsing, help, usage lines and completions read.
+    static var declaration: Subcommand { get }
+
+    /// The command for the parsed command line (the parser has checked its options and values); a usage error for
+    /// what the declaration cannot say (which flags go together). Nil when this executable does not run it:
+    /// tokenpin's `bench` and `demo`, which it hands to tokenpin-bench before this is asked.
+    static func make(_ parsed: ParsedCommandLine, program: CLIProgram) throws(UsageError) -> (any Command)?
+}
+
+/// tokenpin's commands: `all` is written at build time from the files in Sources/CLI/Commands (Registries).
+enum Commands {
+    /// The command called `name` or one of its aliases.
+    static func named(_ name: String) -> (any DeclaredCommand.Type)? {
+        all.first { $0.declaration.name == name || $0.declaration.aliases.contains(name) }
+    }
+}
+
 extension Context {
+    /// What refuses a verification (`verify`, `derive`) before anything is asked, or nil.
+    func verificationRefusal(method: VerificationMethod?, command: String) -> ExitCode? {
+        // Scripts never have their lines guessed: with the token enabled a line could be the card PIN or the
+        // PIN, and a PIN sent to the card as its card PIN costs card tries (three block it).
+        if method == nil, !interaction.asksOnTerminal,
+            let types = try? backend.perform(Operation.Types()),
+            types.contains(where: { $0.type == .token && $0.enabled })
+        {
+            return console.fail(
+                .usage, errorCode: "usage",
+                message:
+                    "the token is enabled: without a terminal, \(command) needs --method pin|token to know what the line is",
+                hint: "echo \"$PIN\" | " + hints.command(adding: ["--method", "pin", "--pin-stdin"])
+                    + " (or --method token for the card PIN)")
+        }
+        // Which card the card PIN may go to (`--serial` naming another than the bound one) is the verifier's to
+        // decide (PINService.verificationPlan), in this process and in tokenpind alike.
+        return nil
+    }
+
     /// Why a command that only tokenpind can run (`import`, `watch`) cannot run here.
     var noDaemon: ServiceError {
         if case .unreachable(let socket, let evidence) = mode {

@@ -5,105 +5,15 @@ import TokenpinProtocol
 import TokenpinService
 import TokenpinSystem
 
-/// Turns the parsed command line into a command, or a usage error for what the declarations cannot say
-/// (which flags go together). The parser has checked the options, their values and the arguments.
+/// Turns the parsed command line into a command: the declared command of its name makes it (`DeclaredCommand.make`),
+/// or says what the declarations cannot (which flags go together). The parser has checked the options, their values
+/// and the arguments, and lets no undeclared name through.
 func makeCommand(_ parsed: ParsedCommandLine, program: CLIProgram) throws(UsageError) -> (any Command)? {
     guard let name = parsed.command else { return nil }
-    let values = parsed.values
-    let arguments = parsed.arguments
-    func method(_ option: Option) -> VerificationMethod? {
-        values.value(option).flatMap(VerificationMethod.init(rawValue:))
-    }
-    switch name {
-    case "enrol":
-        return EnrolCommand(recoveryKeyFile: values.value(Options.recoveryKeyFile))
-    case "verify":
-        return VerifyCommand(method: method(Options.verifyMethod))
-    case "derive":
-        return try DeriveCommand(parsing: values, arguments: arguments, command: name)
-    case "age":
-        return try AgeCommand(parsing: values, arguments: arguments, command: name)
-    case "change":
-        return ChangeCommand()
-    case "reset":
-        if parsed.global.user != nil && CurrentProcess.effectiveUserID == 0 { return AdministratorResetCommand() }
-        return ResetCommand()
-    case "unenrol":
-        return UnenrolCommand(method: method(Options.unenrolMethod), assumeYes: values.isSet(Options.unenrolYes))
-    case "types":
-        return TypesCommand()
-    case "status":
-        return StatusCommand()
-    case "toggle":
-        return try ToggleCommand(parsing: values, arguments: arguments, command: name)
-    case "readers":
-        return ReadersCommand()
-    case "import":
-        return ImportCommand()
-    case "watch":
-        return WatchCommand()
-    case "token":
-        return try TokenCommand(parsing: values, arguments: arguments, command: name)
-    case "doctor":
-        return DoctorCommand()
-    case "help":
-        return HelpCommand(topic: arguments.first)
-    case "completions":
-        return try CompletionsCommand(parsing: arguments, command: name)
-    default:
-        // The executable's own commands (tokenpin-bench's bench and demo); every other declared command is handled
-        // above, and the parser lets no other name through.
-        if let made = try program.makeCommand(parsed) { return made }
+    guard let declared = Commands.named(name) else {
         throw UsageError(message: "unknown command '\(name)'", command: nil)
     }
-}
-
-struct HelpCommand: Command {
-    var topic: String?
-
-    func run(_ context: Context) -> ExitCode {
-        HelpCommand.print(topic, json: context.console.json)
-    }
-
-    /// Prints help; needs no configuration, so it works when the configuration is broken.
-    static func print(_ topic: String?, json: Bool = false) -> ExitCode {
-        let console = Console.plain(json: json)
-        guard let topic else {
-            if json {
-                console.emit([
-                    ("ok", .bool(true)), ("version", .string(tokenpinVersion)),
-                    ("options", Help.optionsJSON(Options.global)),
-                    ("commands", .array(Help.program.subcommands.map(Help.json))),
-                    (
-                        "exitCodes",
-                        .array(
-                            ExitCode.allCases.map {
-                                .object([("code", .int(Int($0.rawValue))), ("meaning", .string($0.meaning))])
-                            })
-                    ),
-                ])
-            } else {
-                Console.write(1, Help.main)
-            }
-            return .success
-        }
-        guard let entry = Help.entry(topic) else {
-            return console.fail(
-                .usage, errorCode: "usage",
-                message: "unknown command '\(topic)'"
-                    + Suggestion.didYouMean(topic, among: Help.program.subcommands.map(\.name)),
-                hint: "see 'tokenpin help'")
-        }
-        if json {
-            console.emit([
-                ("ok", .bool(true)), ("command", Help.json(entry)),
-                ("options", Help.optionsJSON(Options.global)),
-            ])
-        } else {
-            Console.write(1, Help.text(for: entry))
-        }
-        return .success
-    }
+    return try declared.make(parsed, program: program)
 }
 
 /// What sets apart the executables that share this CLI (the declarations, `Context`, every command's code):

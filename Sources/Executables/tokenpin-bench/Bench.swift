@@ -12,8 +12,9 @@ func makeTemporaryDirectory(_ prefix: String) -> String? {
     return try? TemporaryDirectory.make(prefix: prefix, in: base)
 }
 
-/// `tokenpin bench`: the Argon2id calibration, then verify latency split into KDF time and everything else.
-struct BenchCommand: Command {
+/// `tokenpin bench` (declared in TokenpinCLI's Commands/Bench.swift): the Argon2id calibration, then verify latency
+/// split into KDF time and everything else.
+struct BenchRun: Command {
     var iterations: Int
     var token = false
 

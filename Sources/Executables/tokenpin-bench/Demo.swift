@@ -9,7 +9,7 @@ import TokenpinSimulator
 /// `tokenpin demo`: every flow this build supports, in a temporary store, without asking anything.
 ///
 /// The demo PINs and the demo recovery key live only in the throwaway store, which is deleted at the end.
-struct DemoCommand: Command {
+struct DemoRun: Command {
     func run(_ context: Context) -> ExitCode {
         guard let directory = makeTemporaryDirectory("tokenpin-demo") else {
             return context.console.fail(.ioError, errorCode: "io", message: "cannot create a temporary directory")
@@ -155,7 +155,7 @@ struct DemoCommand: Command {
     }
 }
 
-extension DemoCommand {
+extension DemoRun {
     /// The token story on the simulated card: bind it, verify with it, pull it and fall back, change the PIN and
     /// verify with it again, switch it off.
     func walkToken(_ service: PINService, card: SimulatedCard, pin: String, _ narrator: inout Narrator)

@@ -4,7 +4,7 @@ import TokenpinPKCS11
 import TokenpinProtocol
 import TokenpinService
 
-extension BenchCommand {
+extension BenchRun {
     /// `tokenpin bench --token --app pkcs11`: PKCS#11 calls per token verify, as the helpers report them, and the
     /// verify's wall time against the same calls made bare: the same module loaded into this process (once, before
     /// the rounds), the same key listed by its URI and answering the same mechanism (`C_DeriveKey` or `C_Decrypt`)

@@ -68,7 +68,7 @@ final class BenchInteraction: Interaction {
     var newPINAttempts: Int { 1 }
 }
 
-extension BenchCommand {
+extension BenchRun {
     /// `tokenpin bench --token`: APDUs per token verify, and its wall time against the same APDUs sent bare
     /// through the same readers (open; SELECT, GET DATA in one transaction; [GET DATA F9,] VERIFY, PSO:DECIPHER in a
     /// second, as the card PIN is asked between them; close). What tokenpin adds outside the card, the record read

@@ -7,12 +7,12 @@ import TokenpinService
 /// `PKCS11Bench.swift`): a private temporary directory, a fast KDF, `mode = either`; and the card they may use.
 struct TokenBenchScratch {
     let directory: String
-    /// The card (`BenchCommand.benchCard`), and whether it may be given a key (the simulated card).
+    /// The card (`BenchRun.benchCard`), and whether it may be given a key (the simulated card).
     let selection: CardSelection
     let generateKey: Bool
 
     /// Picks the card, refusing any the benchmark may not use before anything is asked, and makes the directory.
-    init(_ context: Context, _ bench: BenchCommand) throws {
+    init(_ context: Context, _ bench: BenchRun) throws {
         (selection, generateKey) = try bench.benchCard(context)
         guard let directory = makeTemporaryDirectory("tokenpin-bench-token") else {
             throw BenchFailure("cannot create a temporary directory", code: .ioError, errorCode: "io")
@@ -67,7 +67,7 @@ struct BenchFailure: Error {
     }
 }
 
-extension BenchCommand {
+extension BenchRun {
     /// Runs `body` on a fresh scratch store for the card the benchmark may use, removed after it; what stops it
     /// (the card refused, no directory, a failed round) is reported as any command reports it.
     func withTokenBenchScratch(_ context: Context, _ body: (TokenBenchScratch) throws -> ExitCode) -> ExitCode {

@@ -11,8 +11,8 @@ runTokenpin(
     CLIProgram(
         makeCommand: { parsed throws(UsageError) -> (any Command)? in
             switch parsed.command {
-            case "bench": try BenchCommand(parsing: parsed)
-            case "demo": DemoCommand()
+            case "bench": try BenchRun(parsing: parsed)
+            case "demo": DemoRun()
             default: nil
             }
         },

@@ -5,32 +5,6 @@ import TokenpinProtocol
 import TokenpinService
 import TokenpinSystem
 
-/// `tokenpin token change-pin | unblock [--admin]`: the card's own PIN.
-struct TokenCommand: Command {
-    enum Action { case changePIN, unblock }
-    var action: Action
-    var admin: Bool
-
-    func run(_ context: Context) -> ExitCode {
-        do {
-            switch action {
-            case .changePIN:
-                try context.backend.changeCardPIN(context.interaction)
-                context.console.say(context.console.out.success("Card PIN changed."))
-            case .unblock:
-                try context.backend.unblockCardPIN(context.interaction, admin: admin)
-                context.console.say(context.console.out.success("Card PIN set; the card's PIN counter is reset."))
-            }
-            context.console.emit([
-                ("ok", .bool(true)), ("event", .string(action == .changePIN ? "cardPINChanged" : "cardPINUnblocked")),
-            ])
-            return .success
-        } catch {
-            return context.fail(error)
-        }
-    }
-}
-
 /// `tokenpin toggle TYPE on|off [--generate-key] [--yes] [--method pin|token]`.
 struct ToggleCommand: Command {
     var type: AuthenticationType
@@ -108,21 +82,6 @@ struct ToggleCommand: Command {
     }
 }
 
-extension TokenCommand {
-    /// The command from its parsed arguments (the action first); `--admin` with `change-pin` is a usage error.
-    init(parsing values: ParsedArguments, arguments: [String], command: String) throws(UsageError) {
-        switch arguments.first {
-        case "change-pin":
-            guard !values.isSet(Options.admin) else {
-                throw UsageError(message: "--admin applies to `token unblock`", command: command)
-            }
-            self.init(action: .changePIN, admin: false)
-        case "unblock": self.init(action: .unblock, admin: values.isSet(Options.admin))
-        default: throw UsageError(message: "expected change-pin or unblock", command: command)
-        }
-    }
-}
-
 extension ToggleCommand {
     /// The command from its parsed arguments (`<type> on|off`); what the declarations cannot check is a usage
     /// error here: a flag given to the wrong type or direction, a `--slot` that is no PIV slot or comes without
@@ -159,4 +118,46 @@ extension ToggleCommand {
             method: values.value(Options.toggleMethod).flatMap(VerificationMethod.init(rawValue:)),
             mode: values.value(Options.toggleMode).flatMap(VerificationMode.init(rawValue:)), slot: slot)
     }
+}
+
+extension ToggleCommand: DeclaredCommand {
+    static let declaration = Subcommand(
+        "toggle", group: CommandGroup.card, abstract: "Switch an authentication type on or off.",
+        discussion: "Types: pin (always enabled; `toggle pin off` is refused), token.\n"
+            + "Prompts for `token on`: PIN, card PIN; with --generate-key then the admin PIN (PIV: management key).\n"
+            + "`token on --mode both` on a card bound in either re-binds it in both (prompts: PIN, card PIN): "
+            + "one composite slot that no copy of the record opens without the card.\n"
+            + "Prompts for `token off`: PIN (a wrong one counts), or card PIN with --method token; "
+            + "mode = both: PIN, card PIN.",
+        arguments: [
+            Positional("type", values: .oneOf(AuthenticationType.allCases.map(\.rawValue)), label: "<type>"),
+            Positional("state", values: .oneOf(["on", "off"])),
+        ],
+        options: [
+            Options.generateKey, Options.yes, Options.toggleMethod, Options.toggleMode, Options.app, Options.slot,
+            Options.tokenURI, Options.pkcs11Module,
+        ])
+
+    static func make(_ parsed: ParsedCommandLine, program: CLIProgram) throws(UsageError) -> (any Command)? {
+        try ToggleCommand(parsing: parsed.values, arguments: parsed.arguments, command: declaration.name)
+    }
+}
+
+extension Options {
+    static let toggleMethod = Option.value(
+        "--method", valueName: "method", allowedValues: ["pin", "token"],
+        help: "Verify `token off` with the PIN (default) or the card.")
+    static let toggleMode = Option.value(
+        "--mode", valueName: "mode", allowedValues: ["either", "both"],
+        help: "Bind `token on` in this mode; the stricter of it and `mode` wins.")
+    static let generateKey = Option.flag(
+        "--generate-key",
+        help:
+            "Replace the card's decryption key with a new cv25519 key (admin PIN; PIV: a new P-256 key in an empty "
+            + "retired slot, management key); without it, the key is used as it is."
+    )
+    static let yes = Option.flag("--yes", help: "Confirm that --generate-key replaces the card's decryption key.")
+    static let slot = Option.value(
+        "--slot", valueName: "slot",
+        help: "PIV: the slot whose key to bind (9d by default; 9a, 9c, 9e, 82-95), or to generate into.")
 }

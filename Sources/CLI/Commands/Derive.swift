@@ -166,6 +166,34 @@ extension DeriveCommand {
     }
 }
 
+extension DeriveCommand: DeclaredCommand {
+    static let declaration = Subcommand(
+        "derive", group: CommandGroup.verifyAndKeys,
+        abstract: "Verify, then release the 32-byte key of an application.",
+        discussion: "Prompts: as verify. A wrong PIN counts and releases nothing.\n"
+            + "The key goes to --fd N, a new --output FILE, or standard output when it is not a terminal; "
+            + "it is the same after change, reset and re-binding the card, and new after a new enrolment.\n"
+            + "APP: 1 to 64 of a-z 0-9 . _ : - (ssh:work, restic, age).",
+        arguments: [Positional("app", label: "<app>")],
+        options: [Options.deriveMethod, Options.keyFormat, Options.keyFD, Options.keyOutput])
+
+    static func make(_ parsed: ParsedCommandLine, program: CLIProgram) throws(UsageError) -> (any Command)? {
+        try DeriveCommand(parsing: parsed.values, arguments: parsed.arguments, command: declaration.name)
+    }
+}
+
+extension Options {
+    static let deriveMethod = Option.value(
+        "--method", valueName: "method", allowedValues: ["pin", "token"],
+        help: "Verify with only this type, without fallback (the same as verify's).")
+    static let keyFormat = Option.value(
+        "--format", valueName: "format", allowedValues: KeyEncoding.allCases.map(\.rawValue),
+        help: "Write the key as raw bytes (default), hex or base64 (the text forms end with a newline).")
+    static let keyFD = Option.value("--fd", valueName: "n", help: "Write the key to this open file descriptor.")
+    static let keyOutput = Option.value(
+        "--output", valueName: "file", help: "Write the key to a new file (mode 0600; an existing file is refused).")
+}
+
 extension UnreachableDaemon {
     func derive(_ interaction: some Interaction, application: ApplicationName, method: VerificationMethod?)
         throws(ServiceError) -> DerivedKey

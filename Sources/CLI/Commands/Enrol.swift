@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenpinArguments
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
@@ -119,6 +120,25 @@ struct EnrolCommand: Command {
     }
 }
 
+extension EnrolCommand: DeclaredCommand {
+    static let declaration = Subcommand(
+        "enrol", aliases: ["enroll"], group: CommandGroup.pinAndRecord,
+        abstract: "Enrol a new PIN and show the recovery key once.",
+        discussion: "Prompts: PIN, PIN again. The alias `enroll` works too.",
+        options: [Options.recoveryKeyFile])
+
+    static func make(_ parsed: ParsedCommandLine, program: CLIProgram) -> (any Command)? {
+        EnrolCommand(recoveryKeyFile: parsed.values.value(Options.recoveryKeyFile))
+    }
+}
+
+extension Options {
+    static let recoveryKeyFile = Option.value(
+        "--recovery-key-file", valueName: "file",
+        help: "Write the recovery key to a new file (mode 0600) instead of showing it.")
+}
+
+/// A record's key derivation in `--json` (enrol, reset as root, status).
 func kdfJSON(_ kdf: KDFParameters) -> JSONValue {
     .object([
         ("algorithm", .string(kdf.algorithm.rawValue)), ("memoryMiB", .int(kdf.memoryKiB / 1024)),

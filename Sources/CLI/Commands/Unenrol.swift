@@ -1,3 +1,4 @@
+import TokenpinArguments
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
@@ -74,38 +75,26 @@ struct UnenrolCommand: Command {
     }
 }
 
-/// `tokenpin --user NAME reset` as root: a new PIN without the recovery key. Nothing of the old record opens the
-/// vault key, so it is a new record with a new recovery key (shown once, for the user) and no token binding.
-struct AdministratorResetCommand: Command {
-    func run(_ context: Context) -> ExitCode {
-        let before = try? context.backend.perform(Operation.Status())
-        let result: EnrolmentResult
-        do {
-            result = try context.backend.administratorReset(context.interaction)
-        } catch {
-            return context.fail(error)
-        }
-        let hadToken = before?.types.contains { $0.type == .token && $0.enabled } ?? false
-        if context.console.json {
-            EnrolCommand(recoveryKeyFile: nil).showRecoveryKey(result.recoveryKeyText, fd: 2, context: context)
-        } else {
-            Console.write(
-                1,
-                "New PIN set for \(context.user) without the recovery key (logged by tokenpind). The old recovery "
-                    + "key\(hadToken ? " and the token binding" : "") no longer open anything"
-                    + (hadToken ? " (bind the card again: `tokenpin toggle token on`)" : "") + ".\n"
-                    + "The record is new, so are its application keys: what `tokenpin derive` opened before "
-                    + "(ssh keys, backups, age files) no longer opens with its keys.\n"
-                    + "Give \(context.user) the new recovery key.\n")
-            EnrolCommand(recoveryKeyFile: nil).showRecoveryKey(result.recoveryKeyText, fd: 1, context: context)
-        }
-        context.console.emit([
-            ("ok", .bool(true)), ("event", .string("reset")), ("method", .string("administrator")),
-            ("user", .string(context.user)),
-            ("recoveryKeyShownOn", .string(context.console.json ? "stderr" : "stdout")),
-            ("kdf", kdfJSON(result.kdf)), ("record", .string(result.recordPath)),
-            ("removed", .array(hadToken ? [.string("token")] : [])), ("applicationKeysReplaced", .bool(true)),
-        ])
-        return .success
+extension UnenrolCommand: DeclaredCommand {
+    static let declaration = Subcommand(
+        "unenrol", aliases: ["unenroll"], group: CommandGroup.pinAndRecord,
+        abstract: "Remove the record: the PIN, the recovery key, the token.",
+        discussion: "Prompts: as verify (the PIN, or the card PIN); a wrong PIN counts and removes nothing.\n"
+            + "Root with --user NAME (through tokenpind): no verification; the user's name typed to go "
+            + "ahead, or --yes.",
+        options: [Options.unenrolMethod, Options.unenrolYes])
+
+    static func make(_ parsed: ParsedCommandLine, program: CLIProgram) -> (any Command)? {
+        UnenrolCommand(
+            method: parsed.values.value(Options.unenrolMethod).flatMap(VerificationMethod.init(rawValue:)),
+            assumeYes: parsed.values.isSet(Options.unenrolYes))
     }
+}
+
+extension Options {
+    static let unenrolMethod = Option.value(
+        "--method", valueName: "method", allowedValues: ["pin", "token"],
+        help: "Verify with this type before the record goes (the same as verify's).")
+    static let unenrolYes = Option.flag(
+        "--yes", help: "Root with --user: remove the record without the typed confirmation.")
 }

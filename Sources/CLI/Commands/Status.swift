@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenpinArguments
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
@@ -108,6 +109,14 @@ struct StatusCommand: Command {
         if let token = report.token { object.append(("token", tokenJSON(token, enrolledSerial: enrolledSerial))) }
         return object
     }
+}
+
+extension StatusCommand: DeclaredCommand {
+    static let declaration = Subcommand(
+        "status", group: CommandGroup.pinAndRecord,
+        abstract: "Show enrolment, tries left, lock, delay and key derivation.")
+
+    static func make(_ parsed: ParsedCommandLine, program: CLIProgram) -> (any Command)? { StatusCommand() }
 }
 
 /// The serial of the card bound to the record a status describes.

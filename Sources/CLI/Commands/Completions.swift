@@ -23,3 +23,15 @@ extension CompletionsCommand {
         self.init(shell: shell)
     }
 }
+
+extension CompletionsCommand: DeclaredCommand {
+    static let declaration = Subcommand(
+        "completions", group: CommandGroup.machine, abstract: "Print a shell completion script for bash, zsh or fish.",
+        discussion: "Installed as /usr/share/bash-completion/completions/tokenpin, "
+            + "/usr/share/zsh/vendor-completions/_tokenpin and /usr/share/fish/vendor_completions.d/tokenpin.fish.",
+        arguments: [Positional("shell", values: .oneOf(Shell.allCases.map(\.rawValue)))])
+
+    static func make(_ parsed: ParsedCommandLine, program: CLIProgram) throws(UsageError) -> (any Command)? {
+        try CompletionsCommand(parsing: parsed.arguments, command: declaration.name)
+    }
+}

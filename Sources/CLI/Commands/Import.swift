@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenpinArguments
 import TokenpinCore
 import TokenpinProtocol
 import TokenpinService
@@ -44,38 +45,10 @@ struct ImportCommand: Command {
     }
 }
 
-/// `tokenpin watch`: tokenpind's events as JSON lines until interrupted.
-struct WatchCommand: Command {
-    func run(_ context: Context) -> ExitCode {
-        guard let daemon = context.daemon else { return context.fail(context.noDaemon) }
-        let quiet = context.console.quiet
-        do {
-            try daemon.watch { event in
-                Console.write(1, Self.stamped(event, at: Date()) + "\n")
-                return true
-            } onSubscribed: { user in
-                // On stderr, so stdout stays JSON lines; a script waits for it instead of sleeping.
-                if !quiet { Console.write(2, Self.subscribed(user) + "\n") }
-            }
-        } catch {
-            return context.fail(error)
-        }
-        // The handler never stops the stream: it ended because the daemon went away.
-        return context.fail(
-            .serviceUnavailable("tokenpind closed the connection (it stopped or restarted); no more events"))
-    }
+extension ImportCommand: DeclaredCommand {
+    static let declaration = Subcommand(
+        "import", group: CommandGroup.pinAndRecord, abstract: "Move the local record into tokenpind's store.",
+        discussion: "The daemon refuses to overwrite a record it has; the local copy is removed after the move.")
 
-    /// The line that says the daemon confirmed the subscription: whose events follow (nil: every user's).
-    static func subscribed(_ user: String?) -> String {
-        "Watching tokenpind's events for " + (user ?? "every user") + "."
-    }
-
-    /// The event's JSON line with `time` (ISO 8601, UTC) after its name, unless the daemon already gave one.
-    static func stamped(_ event: WatchedEvent, at date: Date) -> String {
-        let line = event.jsonLine
-        let head = "{\"event\":" + JSONValue.quote(event.name)
-        guard line.hasPrefix(head), !event.fields.contains(where: { $0.key == "time" }) else { return line }
-        let time = date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
-        return head + ",\"time\":" + JSONValue.quote(time) + line.dropFirst(head.count)
-    }
+    static func make(_ parsed: ParsedCommandLine, program: CLIProgram) -> (any Command)? { ImportCommand() }
 }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TokenpinArguments
 import TokenpinCore
 import TokenpinDoctor
 import TokenpinProtocol
@@ -63,4 +64,16 @@ struct DoctorCommand: Command {
         Console.write(1, text)
         return code
     }
+}
+
+extension DoctorCommand: DeclaredCommand {
+    static let declaration = Subcommand(
+        "doctor", group: CommandGroup.machine,
+        abstract: "Check this machine's tokenpin: cards, tokenpind, PAM, configuration, record.",
+        discussion: "pcscd and who holds each card; tokenpind and how it runs; every PAM stack that loads "
+            + "pam_tokenpin (would it fail open, or lock out root or the users without a record?); the "
+            + "configuration files and which set each value; the record; polkit; udev.\n"
+            + "The exit code is the worst finding's. It works with a broken configuration.")
+
+    static func make(_ parsed: ParsedCommandLine, program: CLIProgram) -> (any Command)? { DoctorCommand() }
 }
