@@ -381,10 +381,10 @@ let package = Package(
         .testTarget(
             name: "TokenpinCLITests",
             // The simulator and the OpenPGP session put a key on a simulated card as gpg would, between CLI runs.
-            // tokenpin-bench runs `tokenpin bench` and `tokenpin demo`.
+            // tokenpin-bench runs `tokenpin bench` and `tokenpin demo`. TokenpinCLI for its list of declared commands.
             dependencies: [
                 "tokenpin", "tokenpin-bench", "TokenpinTestSupport", "TokenpinSimulator", "TokenpinOpenPGP",
-                "TokenpinCore", "TokenpinAge",
+                "TokenpinCore", "TokenpinAge", "TokenpinCLI", "TokenpinArguments",
             ],
             exclude: ["Support/keyboard.py"],
             swiftSettings: strictSettings

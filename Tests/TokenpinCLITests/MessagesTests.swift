@@ -37,6 +37,10 @@ import Testing
         #expect(help.status == 0)
         let names = (help.json["commands"] as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
         #expect(names.contains("verify") && names.contains("bench"), "\(help.stdout)")
+        // In help order (by group), each with its group.
+        #expect(Array(names.prefix(4)) == ["age", "derive", "verify", "change"], "\(names)")
+        let groups = (help.json["commands"] as? [[String: Any]])?.compactMap { $0["group"] as? String } ?? []
+        #expect(groups.count == names.count && groups.first == "VERIFY AND KEYS" && groups.last == "THIS MACHINE")
         #expect((help.json["exitCodes"] as? [Any])?.count == 14)
         let verify = try cli.run(["--json", "help", "verify"], plain: true)
         #expect(

@@ -62,7 +62,7 @@ extension HelpCommand: DeclaredCommand {
     }
 }
 
-/// Help in the argument-parser layout (OVERVIEW, USAGE, OPTIONS, SUBCOMMANDS), as text or JSON, generated from
+/// Help in the argument-parser layout (OVERVIEW, USAGE, OPTIONS, the commands by group), as text or JSON, made from
 /// the declarations in `Program.tokenpin`.
 enum Help {
     static var program: Program { .tokenpin }
