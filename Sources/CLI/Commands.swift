@@ -13,7 +13,7 @@ package protocol Command {
 /// A command of tokenpin's command line, declared in its one file in Sources/CLI/Commands (named after the type:
 /// Verify.swift declares `VerifyCommand`): its declaration, the options only it takes (`extension Options`), how it
 /// is made from the parsed command line, and its `run`. The Registries build plugin lists every such file in
-/// `Commands.all`, so adding a command is adding its file.
+/// `Commands.all`, so adding a command is adding its file. Sendable, so that list of its types may be a `static let`.
 protocol DeclaredCommand: Sendable {
     /// Its declaration: what parsing, help, usage lines and completions read.
     static var declaration: Subcommand { get }

@@ -57,10 +57,12 @@ func operations(_ names: [String]) -> String {
     """
 }
 
+/// TokenpinCLI's list of its commands, one `<Name>Command` type per file, in file-name order (help orders them by
+/// their groups).
 func commands(_ names: [String]) -> String {
     """
     extension Commands {
-        /// Every command: one per file in Sources/CLI/Commands.
+        /// Every command: one per file in Sources/CLI/Commands, in file-name order.
         static let all: [any DeclaredCommand.Type] = [
     \(names.map { "        \($0)Command.self," }.joined(separator: "\n"))
         ]
