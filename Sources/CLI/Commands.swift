@@ -22,6 +22,33 @@ protocol DeclaredCommand: Sendable {
     /// what the declaration cannot say (which flags go together). Nil when this executable does not run it:
     /// tokenpin's `bench` and `demo`, which it hands to tokenpin-bench before this is asked.
     static func make(_ parsed: ParsedCommandLine, program: CLIProgram) throws(UsageError) -> (any Command)?
+
+    /// What it needs of the record, the configuration and tokenpind, which the mode and the configuration are
+    /// chosen by before it runs; none for most.
+    static var traits: CommandTraits { get }
+}
+
+extension DeclaredCommand {
+    static var traits: CommandTraits { [] }
+}
+
+/// What a command needs of the record, the configuration and tokenpind (`DeclaredCommand.traits`): what
+/// `ModeSelection` and `Context` ask instead of its name.
+struct CommandTraits: OptionSet, Sendable {
+    let rawValue: Int
+
+    /// It touches no record, so its flags say nothing about where one is: local mode, whatever they say (help,
+    /// completions, demo).
+    static let recordless = CommandTraits(rawValue: 1 << 0)
+    /// It changes nothing: a broken system configuration file is a warning for it, not the end (the daemon keeps
+    /// serving with the settings it had, and the command still says what is there).
+    static let readOnly = CommandTraits(rawValue: 1 << 1)
+    /// It reads the local record and tokenpind's side alike (import, doctor): a flag naming a local resource does
+    /// not choose local mode.
+    static let bothSides = CommandTraits(rawValue: 1 << 2)
+    /// It reads the configuration itself, file by file (doctor): a `--config` file's store settings are not refused
+    /// on the way to tokenpind.
+    static let readsConfigurationItself = CommandTraits(rawValue: 1 << 3)
 }
 
 /// tokenpin's commands: `all` is written at build time from the files in Sources/CLI/Commands (Registries).
@@ -29,6 +56,11 @@ enum Commands {
     /// The command called `name` or one of its aliases.
     static func named(_ name: String) -> (any DeclaredCommand.Type)? {
         all.first { $0.declaration.name == name || $0.declaration.aliases.contains(name) }
+    }
+
+    /// The traits of the command the command line gives; none without one.
+    static func traits(of parsed: ParsedCommandLine) -> CommandTraits {
+        parsed.command.flatMap(named)?.traits ?? []
     }
 }
 

@@ -132,10 +132,6 @@ package struct Context {
         return context
     }
 
-    /// Commands that change nothing: a broken system file is a warning for them, not the end (the daemon keeps
-    /// serving with the settings it had, and these commands still say what is there).
-    static let readOnlyCommands: Set<String> = ["status", "types", "readers", "watch"]
-
     /// The configuration, and the broken system files (`/etc/tokenpin`) left out for a read-only command.
     static func loadConfiguration(_ options: ParsedCommandLine, environment: [String: String]) throws(ConfigError)
         -> (Configuration, [ConfigError])
@@ -147,7 +143,7 @@ package struct Context {
             do {
                 return (try Configuration.load(files: files, explicitFile: options.global.config), skipped)
             } catch {
-                guard readOnlyCommands.contains(options.command ?? ""), error.file.hasPrefix(system + "/"),
+                guard Commands.traits(of: options).contains(.readOnly), error.file.hasPrefix(system + "/"),
                     files.contains(error.file)
                 else { throw error }
                 skipped.append(error)

@@ -40,14 +40,12 @@ enum Backend: Equatable {
 }
 
 enum ModeSelection {
-    /// Commands that talk to no record at all, so their flags say nothing about where one is.
-    static let recordless: Set<String> = ["help", "completions", "demo"]
-
     /// The backend for `options`, or the usage error of flags that contradict each other.
     static func decide(_ options: ParsedCommandLine, environment: [String: String]) throws(UsageError) -> Backend {
         let global = options.global
         let command = options.command ?? ""
-        if recordless.contains(command) { return .local(reason: command) }
+        let traits = Commands.traits(of: options)
+        if traits.contains(.recordless) { return .local(reason: command) }
         var localFlags: [String] = []
         if let store = global.store { localFlags.append("--store \(store)") }
         if global.reader == "sim" {
@@ -68,8 +66,7 @@ enum ModeSelection {
         }
         // `import` reads the local record (`--store` names where) and moves it into tokenpind; `doctor` looks at
         // both: for them a local flag does not choose the mode.
-        let bothSides = command == "import" || command == "doctor"
-        if !bothSides, let local = localFlags.first {
+        if !traits.contains(.bothSides), let local = localFlags.first {
             if let daemon = daemonFlags.first {
                 throw UsageError(
                     message: "\(local) means local mode, and \(daemon) talks to tokenpind: give one of them "
@@ -94,7 +91,7 @@ enum ModeSelection {
             return .local(reason: nil)
         }
         // Settings for a local store would be dropped on the way: tokenpind keeps its own.
-        if let file = global.config, command != "doctor", let entry = storeEntries(file).first {
+        if let file = global.config, !traits.contains(.readsConfigurationItself), let entry = storeEntries(file).first {
             throw UsageError(
                 message: "\(file) sets \(entry.key) (line \(entry.line)), which tokenpind does not take from its "
                     + "clients: add --local to use the file with a local store, or keep only colours, prompts and "

@@ -90,10 +90,21 @@ import TokenpinArguments
         #expect(BenchHandOver.commands == ["bench", "demo"])
     }
 
-    @Test func theSetsThatNameCommandsNameDeclaredOnes() {
-        let names = Set(Commands.all.map { $0.declaration.name })
-        for set in [ModeSelection.recordless, Context.readOnlyCommands, BenchHandOver.commands] {
-            #expect(set.isSubset(of: names), "\(set.subtracting(names))")
+    /// The traits that choose the mode and the configuration, each on the commands it always applied to.
+    @Test func traitsAreOnTheCommandsTheyNamed() throws {
+        func having(_ trait: CommandTraits) -> Set<String> {
+            Set(Commands.all.filter { $0.traits.contains(trait) }.map { $0.declaration.name })
         }
+        #expect(having(.recordless) == ["help", "completions", "demo"])
+        #expect(having(.readOnly) == ["status", "types", "readers", "watch"])
+        #expect(having(.bothSides) == ["import", "doctor"])
+        #expect(having(.readsConfigurationItself) == ["doctor"])
+        #expect(Commands.traits(of: try ArgumentParser.parse(["unenroll"])) == [])
+        #expect(Commands.traits(of: ParsedCommandLine()) == [])
+    }
+
+    @Test func theCommandsHandedOverAreDeclared() {
+        let names = Set(Commands.all.map { $0.declaration.name })
+        #expect(BenchHandOver.commands.isSubset(of: names), "\(BenchHandOver.commands.subtracting(names))")
     }
 }

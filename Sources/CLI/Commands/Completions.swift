@@ -31,6 +31,8 @@ extension CompletionsCommand: DeclaredCommand {
             + "/usr/share/zsh/vendor-completions/_tokenpin and /usr/share/fish/vendor_completions.d/tokenpin.fish.",
         arguments: [Positional("shell", values: .oneOf(Shell.allCases.map(\.rawValue)))])
 
+    static let traits: CommandTraits = [.recordless]
+
     static func make(_ parsed: ParsedCommandLine, program: CLIProgram) throws(UsageError) -> (any Command)? {
         try CompletionsCommand(parsing: parsed.arguments, command: declaration.name)
     }

@@ -7,6 +7,8 @@ enum DemoCommand: DeclaredCommand {
         "demo", group: CommandGroup.machine,
         abstract: "Walk through every flow in a temporary store, narrating each step.")
 
+    static let traits: CommandTraits = [.recordless]
+
     /// tokenpin-bench's demo; nil in tokenpin, which hands `demo` over (BenchHandOver) before asking.
     static func make(_ parsed: ParsedCommandLine, program: CLIProgram) throws(UsageError) -> (any Command)? {
         try program.makeCommand(parsed)

@@ -75,5 +75,7 @@ extension DoctorCommand: DeclaredCommand {
             + "configuration files and which set each value; the record; polkit; udev.\n"
             + "The exit code is the worst finding's. It works with a broken configuration.")
 
+    static let traits: CommandTraits = [.bothSides, .readsConfigurationItself]
+
     static func make(_ parsed: ParsedCommandLine, program: CLIProgram) -> (any Command)? { DoctorCommand() }
 }

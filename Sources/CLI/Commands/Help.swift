@@ -57,6 +57,8 @@ extension HelpCommand: DeclaredCommand {
         "help", group: CommandGroup.machine, abstract: "Show help for tokenpin or one of its commands.",
         arguments: [Positional("command", values: .subcommand, isOptional: true)])
 
+    static let traits: CommandTraits = [.recordless]
+
     static func make(_ parsed: ParsedCommandLine, program: CLIProgram) -> (any Command)? {
         HelpCommand(topic: parsed.arguments.first)
     }

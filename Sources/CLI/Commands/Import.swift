@@ -50,5 +50,7 @@ extension ImportCommand: DeclaredCommand {
         "import", group: CommandGroup.pinAndRecord, abstract: "Move the local record into tokenpind's store.",
         discussion: "The daemon refuses to overwrite a record it has; the local copy is removed after the move.")
 
+    static let traits: CommandTraits = [.bothSides]
+
     static func make(_ parsed: ParsedCommandLine, program: CLIProgram) -> (any Command)? { ImportCommand() }
 }

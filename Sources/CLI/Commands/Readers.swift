@@ -31,6 +31,8 @@ extension ReadersCommand: DeclaredCommand {
         "readers", group: CommandGroup.card, abstract: "List the card readers and the card in each.",
         options: [Options.app, Options.tokenURI, Options.pkcs11Module])
 
+    static let traits: CommandTraits = [.readOnly]
+
     static func make(_ parsed: ParsedCommandLine, program: CLIProgram) -> (any Command)? { ReadersCommand() }
 }
 

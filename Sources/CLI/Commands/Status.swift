@@ -116,6 +116,8 @@ extension StatusCommand: DeclaredCommand {
         "status", group: CommandGroup.pinAndRecord,
         abstract: "Show enrolment, tries left, lock, delay and key derivation.")
 
+    static let traits: CommandTraits = [.readOnly]
+
     static func make(_ parsed: ParsedCommandLine, program: CLIProgram) -> (any Command)? { StatusCommand() }
 }
 

@@ -40,5 +40,7 @@ extension TypesCommand: DeclaredCommand {
         "types", group: CommandGroup.pinAndRecord,
         abstract: "List the authentication types and whether each is enabled.")
 
+    static let traits: CommandTraits = [.readOnly]
+
     static func make(_ parsed: ParsedCommandLine, program: CLIProgram) -> (any Command)? { TypesCommand() }
 }

@@ -46,5 +46,7 @@ extension WatchCommand: DeclaredCommand {
         "watch", group: CommandGroup.daemon, abstract: "Print tokenpind's events as JSON lines.",
         discussion: "Verified, wrong PIN, locked, reader and card events; a user sees their own, root everyone's.")
 
+    static let traits: CommandTraits = [.readOnly]
+
     static func make(_ parsed: ParsedCommandLine, program: CLIProgram) -> (any Command)? { WatchCommand() }
 }
