@@ -98,12 +98,29 @@ package enum PCSCReaderPinpad {
     package static func detect(reader: String, within timeout: Duration) throws(CardTransportError) -> Pinpad? {
         let watchdog = PCSCWatchdog(reader: reader)
         return try watchdog.run("SCardControl", timeout: timeout) { () throws(PCSCError) -> Pinpad? in
-            let context = try PCSCLibrary.establishContext()
-            defer { PCSCLibrary.releaseContext(context) }
-            let card = try PCSCLibrary.connect(
-                context, reader: reader, shareMode: PCSCLibrary.shareDirect, protocols: 0
-            ).card
-            defer { try? PCSCLibrary.disconnect(card, disposition: CardDisposition.leave.rawValue) }
+            // A context of the process's pool, back in it when the direct connection was dropped within the deadline.
+            var lease = try PCSCContextPool.shared.lease()
+            var mustRelease = false
+            defer {
+                if mustRelease || watchdog.hasGivenUp {
+                    PCSCContextPool.shared.release(lease.context)
+                } else {
+                    PCSCContextPool.shared.giveBack(lease.context)
+                }
+            }
+            let card: PCSCLibrary.Card
+            do throws(PCSCError) {
+                card = try lease.firstCall { context throws(PCSCError) in
+                    try PCSCLibrary.connect(context, reader: reader, shareMode: PCSCLibrary.shareDirect, protocols: 0)
+                        .card
+                }
+            } catch {
+                mustRelease = PCSCContextPool.meansDeadContext(error)
+                throw error
+            }
+            defer {
+                mustRelease = (try? PCSCLibrary.disconnect(card, disposition: CardDisposition.leave.rawValue)) == nil
+            }
             let list: [UInt8]
             do throws(PCSCError) {
                 list = try PCSCLibrary.control(

@@ -3,7 +3,8 @@ package import TokenpinAPDU
 /// A connection to the card in one PC/SC reader: the `CardConnection` tokenpin uses for real tokens.
 ///
 /// The owner of an `SCARDHANDLE` and of the `SCARDCONTEXT` it lives in (a class, since `CardConnection` is
-/// `AnyObject`; `deinit` releases both). Commands are sent with `SCardTransmit`; GET RESPONSE, `6Cxx` and
+/// `AnyObject`; `deinit` disconnects the card and gives the context back to `PCSCContextPool` for the next connection,
+/// or releases it when the handle could not be dropped or a call overran). Commands are sent with `SCardTransmit`; GET RESPONSE, `6Cxx` and
 /// chaining come from `CardConnection.send(_:)`. The length capabilities start from the card capabilities in
 /// the ATR's historical bytes and can be refined by the caller (an OpenPGP session reads `7F66`).
 ///
@@ -73,6 +74,8 @@ package final class PCSCCardConnection: CardConnection {
     private(set) var card: Int
     private var isConnected = true
     private var transactionDepth = 0
+    /// Whether `disconnect()` dropped the card handle (so the context holds none and may serve the next connection).
+    private var handleDropped = false
     /// We reset the card at the end of a transaction; pcscd reports that reset to our own handle once.
     private var expectsOwnReset = false
     /// The receive buffer, reused; the bytes of each answer are wiped once copied out.
@@ -80,7 +83,8 @@ package final class PCSCCardConnection: CardConnection {
 
     /// Connects to the card in `reader`.
     ///
-    /// Opens a context of its own, then connects in `shareMode` (shared by default, so gpg's scdaemon in
+    /// Takes a context of its own (one established earlier in this process when one waits, `PCSCContextPool`), then
+    /// connects in `shareMode` (shared by default, so gpg's scdaemon in
     /// shared mode and other tokenpin processes can coexist) with T=1 or T=0, each call within `timeouts`.
     /// Throws what pcsc-lite reports (`SCARD_E_NO_SERVICE`, `SCARD_E_UNKNOWN_READER`, `SCARD_E_NO_SMARTCARD`,
     /// `SCARD_E_SHARING_VIOLATION`, `SCARD_W_UNRESPONSIVE_CARD`, ...) as a `CardTransportError`; `.timeout` when
@@ -95,23 +99,31 @@ package final class PCSCCardConnection: CardConnection {
                 CardTimeoutError(reader: reader, timeout: timeouts.command, call: "SCardConnect", stillWaiting: true))
         }
         let watchdog = PCSCWatchdog(reader: reader)
-        let context = try watchdog.run("SCardEstablishContext", timeout: timeouts.command) { () throws(PCSCError) in
-            let context = try PCSCLibrary.establishContext()
-            watchdog.watch(context: context)
-            return context
+        let lease = try watchdog.run("SCardEstablishContext", timeout: timeouts.command) { () throws(PCSCError) in
+            let lease = try PCSCContextPool.shared.lease()
+            watchdog.watch(context: lease.context)
+            return lease
         }
-        let connected: (card: Int, activeProtocol: UInt32)
+        let connected: (card: Int, activeProtocol: UInt32, context: Int)
         do {
             connected = try watchdog.run("SCardConnect", timeout: timeouts.command) { () throws(PCSCError) in
-                let connected = try PCSCLibrary.connect(
-                    context, reader: reader, shareMode: shareMode.rawValue, protocols: protocols.rawValue)
+                var lease = lease
+                let connected = try lease.firstCall { context throws(PCSCError) in
+                    watchdog.watch(context: context)
+                    return try PCSCLibrary.connect(
+                        context, reader: reader, shareMode: shareMode.rawValue, protocols: protocols.rawValue)
+                }
                 watchdog.watch(card: connected.card)
-                return connected
+                return (connected.card, connected.activeProtocol, lease.context)
             }
         } catch {
-            if !watchdog.hasGivenUp { PCSCLibrary.releaseContext(context) }
+            // No card handle was made: the context goes back to the pool unless it is dead (or the watchdog owns it).
+            if !watchdog.hasGivenUp, let context = watchdog.watchedContext {
+                PCSCContextPool.shared.end(context, after: error.pcscError)
+            }
             throw error
         }
+        let context = connected.context
         let status = try? watchdog.run("SCardStatus", timeout: timeouts.command) { () throws(PCSCError) in
             try PCSCLibrary.status(connected.card)
         }
@@ -135,11 +147,20 @@ package final class PCSCCardConnection: CardConnection {
         let (card, context, connected) = (self.card, self.context, isConnected)
         let disposition = verified.isEmpty ? CardDisposition.leave : .reset
         let watchdog = self.watchdog
+        let handleDropped = self.handleDropped
         try? watchdog.run("SCardDisconnect", timeout: timeouts.command) { () throws(PCSCError) in
-            if connected { try? PCSCLibrary.disconnect(card, disposition: disposition.rawValue) }
-            PCSCLibrary.releaseContext(context)
+            // The context is kept for the next connection only when no card handle is left on it.
+            var reusable = handleDropped
+            if connected {
+                reusable = (try? PCSCLibrary.disconnect(card, disposition: disposition.rawValue)) != nil
+            }
             watchdog.watch(card: nil)
             watchdog.watch(context: nil)
+            if reusable && !watchdog.hasGivenUp {
+                PCSCContextPool.shared.giveBack(context)
+            } else {
+                PCSCContextPool.shared.release(context)
+            }
         }
     }
 
@@ -386,6 +407,7 @@ package final class PCSCCardConnection: CardConnection {
             throw error
         }
         watchdog.watch(card: nil)
+        handleDropped = true
     }
 
     /// Records the PINs a successful VERIFY, CHANGE REFERENCE DATA or RESET RETRY COUNTER left verified

@@ -37,10 +37,27 @@ package struct PCSCContext: ~Copyable, Sendable {
     package static func readerStatuses(within timeout: Duration) throws(CardTransportError) -> [ReaderStatus] {
         let watchdog = PCSCWatchdog(reader: nil)
         return try watchdog.run("SCardGetStatusChange", timeout: timeout) { () throws(PCSCError) in
-            let context = try PCSCContext()
-            watchdog.watch(context: context.handle)
-            defer { watchdog.watch(context: nil) }  // released by the context itself, not by the watchdog
-            return try context.readerStatuses()
+            // A context of the process's pool (`PCSCContextPool`), back in it afterwards unless the call overran
+            // (then pcscd may be wedged, and the context is released) or failed as on a dead context.
+            var lease = try PCSCContextPool.shared.lease()
+            var statuses: [ReaderStatus] = []
+            var failure: PCSCError?
+            do throws(PCSCError) {
+                statuses = try lease.firstCall { context throws(PCSCError) in
+                    watchdog.watch(context: context)
+                    return try readerStatuses(context)
+                }
+            } catch {
+                failure = error
+            }
+            watchdog.watch(context: nil)
+            if watchdog.hasGivenUp {
+                PCSCContextPool.shared.release(lease.context)
+            } else {
+                PCSCContextPool.shared.end(lease.context, after: failure)
+            }
+            if let failure { throw failure }
+            return statuses
         }
     }
 
@@ -48,25 +65,31 @@ package struct PCSCContext: ~Copyable, Sendable {
     ///
     /// The corresponding C function is `SCardListReaders`.
     package func readers() throws(PCSCError) -> [String] {
-        do {
-            return ReaderList.parse(try PCSCLibrary.listReaders(handle))
-        } catch  where error == .noReadersAvailable {
-            return []
-        }
+        try Self.readers(handle)
     }
 
     /// Every reader with the state of its card, read without waiting.
     ///
     /// The corresponding C function is `SCardGetStatusChange` with a zero timeout.
     package func readerStatuses() throws(PCSCError) -> [ReaderStatus] {
-        try statuses(of: readers())
+        try Self.readerStatuses(handle)
     }
 
-    /// The state of the named readers, read without waiting; a reader that vanished reports `.unknown`.
-    func statuses(of names: [String]) throws(PCSCError) -> [ReaderStatus] {
+    /// The names of the readers pcscd knows, asked on `context`; empty when there is none.
+    static func readers(_ context: PCSCLibrary.Context) throws(PCSCError) -> [String] {
+        do {
+            return ReaderList.parse(try PCSCLibrary.listReaders(context))
+        } catch  where error == .noReadersAvailable {
+            return []
+        }
+    }
+
+    /// Every reader with the state of its card, read on `context` without waiting.
+    static func readerStatuses(_ context: PCSCLibrary.Context) throws(PCSCError) -> [ReaderStatus] {
+        let names = try readers(context)
         guard !names.isEmpty else { return [] }
         var entries = names.map { PCSCLibrary.ReaderStateEntry(reader: $0, currentState: 0) }
-        _ = try PCSCLibrary.getStatusChange(handle, timeout: 0, entries: &entries)
+        _ = try PCSCLibrary.getStatusChange(context, timeout: 0, entries: &entries)
         return entries.map { ReaderStatus(name: $0.reader, state: ReaderState(rawValue: $0.eventState), atr: $0.atr) }
     }
 

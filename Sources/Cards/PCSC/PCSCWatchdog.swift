@@ -46,6 +46,9 @@ final class PCSCWatchdog: Sendable {
     /// The context `SCardCancel` is called on when a call overruns (and released after it); nil once released.
     func watch(context: Int?) { state.withLock { $0.context = context } }
 
+    /// The context being watched, if any.
+    var watchedContext: Int? { state.withLock { $0.context } }
+
     /// The card handle to disconnect after an overrun; nil once the connection disconnected it.
     func watch(card: Int?) { state.withLock { $0.card = card } }
 
