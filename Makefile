@@ -29,11 +29,13 @@ BUILD_FLAGS   ?=
 # directory that holds only GCC's libstdc++.a and comes first in the search; lld packs the ~40,000 relative
 # relocations into a few KB (DT_RELR, glibc 2.36). --no-export-dynamic: SwiftPM exports every symbol of an
 # executable's modules (about 7,500 for tokenpin), which nothing loads by name; the dynamic loader and the runtime's
-# dladdr walked them at every start.
+# dladdr walked them at every start. --disable-local-rpath: no RUNPATH of $ORIGIN, which nothing beside the
+# binaries fills (the Swift libraries are inside), and which made the loader look for each library in a dozen
+# directories under /usr/bin before the system's (25 failed system calls of 132 in `tokenpin --version`).
 STATIC_CXX_DIR = $(CURDIR)/.build/static-cxx
 RELEASE_FLAGS ?= --static-swift-stdlib -Xlinker -s -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now \
                  -Xswiftc -L$(STATIC_CXX_DIR) -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
-                 -Xlinker --no-export-dynamic
+                 -Xlinker --no-export-dynamic --disable-local-rpath
 RELEASE_DIR    = .build/release
 DEBUG_DIR      = .build/debug
 
