@@ -218,12 +218,23 @@ struct SandboxTests {
         }
     }
 
+    /// An exclusive connection to `reader`, tried for up to two seconds while another process reads the card.
+    static func exclusiveConnection(to reader: String) throws -> PCSCCardConnection {
+        for _ in 1..<40 {
+            if let connection = try? PCSCCardConnection(reader: reader, shareMode: .exclusive) { return connection }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return try PCSCCardConnection(reader: reader, shareMode: .exclusive)
+    }
+
     @Test("a card held exclusively gives a sharing violation naming scdaemon")
     func sharingViolation() throws {
         let (index, reader) = Sandbox.slot(0)
         let simulator = try SimulatedCardInReader(portIndex: index)
         defer { simulator.stop() }
-        let holder = try PCSCCardConnection(reader: reader, shareMode: .exclusive)
+        // Other suites' processes list every reader and read the cards in them (`tokenpin readers`, `status`): a card
+        // another process reads for a moment refuses an exclusive connection, so the holder tries for a while.
+        let holder = try Self.exclusiveConnection(to: reader)
         do {
             _ = try PCSCCardConnection(reader: reader)
             Issue.record("a second connection got a card held exclusively")

@@ -84,12 +84,13 @@ package final class PCSCCardConnection: CardConnection {
     /// Connects to the card in `reader`.
     ///
     /// Takes a context of its own (one established earlier in this process when one waits, `PCSCContextPool`), then
-    /// connects in `shareMode` (shared by default, so gpg's scdaemon in
-    /// shared mode and other tokenpin processes can coexist) with T=1 or T=0, each call within `timeouts`.
+    /// connects in `shareMode` (shared by default, so gpg's scdaemon in shared mode and other tokenpin processes can
+    /// coexist) with T=1 or T=0 and reads the ATR, the three within one command deadline of `timeouts`.
     /// Throws what pcsc-lite reports (`SCARD_E_NO_SERVICE`, `SCARD_E_UNKNOWN_READER`, `SCARD_E_NO_SMARTCARD`,
     /// `SCARD_E_SHARING_VIOLATION`, `SCARD_W_UNRESPONSIVE_CARD`, ...) as a `CardTransportError`; `.timeout` when
     /// pcscd or the reader did not answer in time, or an earlier call to the reader still waits for its answer.
-    /// The corresponding C functions are `SCardEstablishContext` and `SCardConnect`.
+    /// The corresponding C functions are `SCardEstablishContext` (when no context waits), `SCardConnect` and
+    /// `SCardStatus`.
     package init(
         reader: String, shareMode: ShareMode = .shared, protocols: CardProtocols = .any,
         timeouts: CardTimeouts = .standard
@@ -99,22 +100,21 @@ package final class PCSCCardConnection: CardConnection {
                 CardTimeoutError(reader: reader, timeout: timeouts.command, call: "SCardConnect", stillWaiting: true))
         }
         let watchdog = PCSCWatchdog(reader: reader)
-        let lease = try watchdog.run("SCardEstablishContext", timeout: timeouts.command) { () throws(PCSCError) in
-            let lease = try PCSCContextPool.shared.lease()
-            watchdog.watch(context: lease.context)
-            return lease
-        }
-        let connected: (card: Int, activeProtocol: UInt32, context: Int)
+        // The context (from the pool, else new), the connection and the card's ATR in one trip to the connection's
+        // thread and one deadline: what a connection costs beyond pcscd's own answers is the hops.
+        let connected: (card: Int, activeProtocol: UInt32, context: Int, atr: [UInt8]?)
         do {
             connected = try watchdog.run("SCardConnect", timeout: timeouts.command) { () throws(PCSCError) in
-                var lease = lease
+                var lease = try PCSCContextPool.shared.lease()
+                watchdog.watch(context: lease.context)
                 let connected = try lease.firstCall { context throws(PCSCError) in
                     watchdog.watch(context: context)
                     return try PCSCLibrary.connect(
                         context, reader: reader, shareMode: shareMode.rawValue, protocols: protocols.rawValue)
                 }
                 watchdog.watch(card: connected.card)
-                return (connected.card, connected.activeProtocol, lease.context)
+                let atr = (try? PCSCLibrary.status(connected.card))?.atr
+                return (connected.card, connected.activeProtocol, lease.context, atr)
             }
         } catch {
             // No card handle was made: the context goes back to the pool unless it is dead (or the watchdog owns it).
@@ -123,20 +123,16 @@ package final class PCSCCardConnection: CardConnection {
             }
             throw error
         }
-        let context = connected.context
-        let status = try? watchdog.run("SCardStatus", timeout: timeouts.command) { () throws(PCSCError) in
-            try PCSCLibrary.status(connected.card)
-        }
         self.watchdog = watchdog
         self.timeouts = timeouts
-        self.context = context
+        self.context = connected.context
         self.card = connected.card
         self.readerName = reader
         self.shareMode = shareMode
         self.protocols = protocols
         self.activeProtocol = CardProtocols(rawValue: connected.activeProtocol)
-        self.atr = status?.atr ?? []
-        self.lengthCapabilities = ATR(status?.atr ?? [])?.lengthCapabilities ?? .shortOnly
+        self.atr = connected.atr ?? []
+        self.lengthCapabilities = ATR(connected.atr ?? [])?.lengthCapabilities ?? .shortOnly
         if watchdog.hasGivenUp { isConnected = false }
     }
 
