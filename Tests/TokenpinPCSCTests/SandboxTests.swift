@@ -232,8 +232,9 @@ struct SandboxTests {
         let (index, reader) = Sandbox.slot(0)
         let simulator = try SimulatedCardInReader(portIndex: index)
         defer { simulator.stop() }
-        // Other suites' processes list every reader and read the cards in them (`tokenpin readers`, `status`): a card
-        // another process reads for a moment refuses an exclusive connection, so the holder tries for a while.
+        // A connection an earlier test of this suite left to its watchdog (the deadline tests abandon calls that
+        // overran) is dropped only once pcscd answers that call; until then pcscd counts it on the reader and refuses
+        // an exclusive connection, so the holder tries for a while.
         let holder = try Self.exclusiveConnection(to: reader)
         do {
             _ = try PCSCCardConnection(reader: reader)
