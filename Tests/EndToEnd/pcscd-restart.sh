@@ -22,6 +22,11 @@ check "the sandbox's pcscd runs (pid $OLD_PCSCD)" test -n "$OLD_PCSCD"
 kill -TERM $OLD_PCSCD
 for _ in $(seq 100); do kill -0 "$OLD_PCSCD" 2>/dev/null || break; sleep 0.05; done
 check "... and is stopped" bash -c "! kill -0 $OLD_PCSCD 2>/dev/null"
+# While no pcscd runs: the kept contexts are dead and no new one can be made; the token is unavailable, said so,
+# and nothing is counted.
+expect_code "a verification by token without pcscd: the service is unavailable (69)" 69 tp verify --method token <<<123456
+check "... saying pcscd is not running" grep -q "pcscd, the smart card service, is not running" "$WORK/out"
+expect_code "... and the status still answers" 0 client status
 pcscd -f -c "$PCSCD_CONFIG" >"$WORK/pcscd.log" 2>&1 &
 PCSCD_PID=$!
 trap 'stop_sim; kill "$PCSCD_PID" 2>/dev/null; wait "$PCSCD_PID" 2>/dev/null; cleanup' EXIT

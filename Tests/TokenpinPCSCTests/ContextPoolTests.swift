@@ -31,9 +31,11 @@ struct ContextPoolTests {
     func reuse() throws {
         let ledger = ContextLedger()
         let pool = ledger.pool()
-        let first = try pool.lease()
+        var first = try pool.lease()
         #expect(first.context == 100 && !first.reused)
-        pool.giveBack(first.context)
+        first.end(reusable: true)
+        #expect(first.context == nil)
+        first.end(reusable: true)  // a second end does nothing
         let second = try pool.lease()
         #expect(second.context == 100 && second.reused)
         let third = try pool.lease()
@@ -46,8 +48,8 @@ struct ContextPoolTests {
     func capacity() throws {
         let ledger = ContextLedger()
         let pool = ledger.pool(capacity: 2)
-        let leases = try (0..<3).map { _ in try pool.lease() }
-        for lease in leases { pool.giveBack(lease.context) }
+        var leases = try (0..<3).map { _ in try pool.lease() }
+        for index in leases.indices { leases[index].end(reusable: true) }
         #expect(pool.statistics.waiting == 2)
         #expect(ledger.released == [102])
     }
@@ -58,9 +60,9 @@ struct ContextPoolTests {
     func deadContextIsReplaced(error: PCSCError) throws {
         let ledger = ContextLedger()
         let pool = ledger.pool()
-        let (a, b) = (try pool.lease(), try pool.lease())
-        pool.giveBack(a.context)
-        pool.giveBack(b.context)
+        var (a, b) = (try pool.lease(), try pool.lease())
+        a.end(reusable: true)
+        b.end(reusable: true)
         var lease = try pool.lease()
         #expect(lease.context == 101 && lease.reused)
         var calls: [Int] = []
@@ -97,7 +99,8 @@ struct ContextPoolTests {
     func cardFailureIsThrown() throws {
         let ledger = ContextLedger()
         let pool = ledger.pool()
-        pool.giveBack(try pool.lease().context)
+        var first = try pool.lease()
+        first.end(reusable: true)
         var lease = try pool.lease()
         var calls = 0
         #expect(throws: PCSCError.noSmartCard) {
@@ -114,7 +117,7 @@ struct ContextPoolTests {
     func replacementFails() throws {
         let ledger = ContextLedger()
         let working = ledger.pool()
-        let context = try working.lease().context
+        let context = try #require(try working.lease().context)
         // A pool whose next establish fails, holding the context made above.
         let pool = ledger.pool(failing: .noService)
         pool.giveBack(context)
@@ -122,26 +125,46 @@ struct ContextPoolTests {
         #expect(throws: PCSCError.noService) {
             try lease.firstCall { _ throws(PCSCError) -> Int in throw PCSCError.serviceStopped }
         }
+        // The dead context was released once, and the lease holds none: ending it, or a call on it, releases and
+        // hands out nothing more (pcscd still down: the restart case).
+        #expect(lease.context == nil)
+        lease.end(reusable: true, after: .noService)
+        lease.end(reusable: false)
+        #expect(throws: PCSCError.invalidHandle) { try lease.firstCall { $0 } }
         #expect(ledger.released == [100])
+        #expect(pool.statistics.waiting == 0)
     }
 
     @Test("ending a use: back to the pool unless the error says the context is dead")
     func end() throws {
         let ledger = ContextLedger()
         let pool = ledger.pool(capacity: 4)
-        let leases = try (0..<4).map { _ in try pool.lease() }
-        pool.end(leases[0].context, after: nil)
-        pool.end(leases[1].context, after: .noSmartCard)
-        pool.end(leases[2].context, after: .sharingViolation)
-        pool.end(leases[3].context, after: .noService)
+        var leases = try (0..<5).map { _ in try pool.lease() }
+        leases[0].end(reusable: true)
+        leases[1].end(reusable: true, after: .noSmartCard)
+        leases[2].end(reusable: true, after: .sharingViolation)
+        leases[3].end(reusable: true, after: .noService)
+        leases[4].end(reusable: false)  // an overrun, or a card handle left on it
         #expect(pool.statistics.waiting == 3)
-        #expect(ledger.released == [103])
+        #expect(ledger.released == [103, 104])
         pool.releaseWaiting()
-        #expect(Set(ledger.released) == [100, 101, 102, 103] && pool.statistics.waiting == 0)
+        #expect(Set(ledger.released) == [100, 101, 102, 103, 104] && pool.statistics.waiting == 0)
     }
 }
 
 extension SandboxTests {
+    /// A pool of its own over pcsc-lite, so that other suites' connections (which use the shared one) do not move
+    /// what these tests count.
+    static func ownPool() -> PCSCContextPool {
+        PCSCContextPool(
+            establish: { () throws(PCSCError) in try PCSCLibrary.establishContext() },
+            release: { PCSCLibrary.releaseContext($0) })
+    }
+
+    static func connect(_ reader: String, _ pool: PCSCContextPool) throws -> PCSCCardConnection {
+        try PCSCCardConnection(reader: reader, shareMode: .shared, protocols: .any, timeouts: .standard, pool: pool)
+    }
+
     @Test("contexts pcscd no longer knows wait in the pool (as after its restart): the next connection makes a new one")
     func deadContextsInThePool() throws {
         let (index, reader) = Sandbox.slot(0)
@@ -149,34 +172,37 @@ extension SandboxTests {
         defer { simulator.stop() }
         // What a pcscd restart leaves: contexts this process established, which pcscd no longer knows (pcsc-lite's
         // client answers SCARD_E_INVALID_HANDLE for a released one, SCARD_E_NO_SERVICE after a restart).
-        PCSCContextPool.shared.releaseWaiting()
-        for _ in 0..<PCSCContextPool.shared.capacity {
+        let pool = Self.ownPool()
+        for _ in 0..<pool.capacity {
             let dead = try PCSCLibrary.establishContext()
             PCSCLibrary.releaseContext(dead)
-            PCSCContextPool.shared.giveBack(dead)
+            pool.giveBack(dead)
         }
-        let before = PCSCContextPool.shared.statistics
-        let connection = try PCSCCardConnection(reader: reader)
+        let connection = try Self.connect(reader, pool)
         #expect(try connection.send(RawCommand.select).statusWord == .success)
         try connection.disconnect()
-        #expect(PCSCContextPool.shared.statistics.established > before.established)
-        let statuses = try PCSCContext.readerStatuses(within: .seconds(5))
-        #expect(statuses.contains { $0.name == reader && $0.isCardPresent })
+        // One new context for both dead ones, which are gone from the pool.
+        #expect(pool.statistics.established == 1 && pool.statistics.reused == 1 && pool.statistics.waiting == 0)
     }
 
-    @Test("a connection closed cleanly leaves its context for the next one")
+    @Test("a connection closed cleanly leaves its context for the next one; one that failed to connect too")
     func contextIsReused() throws {
         let (index, reader) = Sandbox.slot(0)
         let simulator = try SimulatedCardInReader(portIndex: index)
         defer { simulator.stop() }
+        let pool = Self.ownPool()
         do {
-            let first = try PCSCCardConnection(reader: reader)
+            let first = try Self.connect(reader, pool)
             try first.disconnect()
         }
-        let before = PCSCContextPool.shared.statistics
-        #expect(before.waiting >= 1)
-        let second = try PCSCCardConnection(reader: reader)
-        #expect(try second.send(RawCommand.select).statusWord == .success)
-        #expect(PCSCContextPool.shared.statistics.reused > before.reused)
+        #expect(pool.statistics.established == 1 && pool.statistics.waiting == 1)
+        do {
+            let second = try Self.connect(reader, pool)
+            #expect(try second.send(RawCommand.select).statusWord == .success)
+        }
+        #expect(pool.statistics.established == 1 && pool.statistics.reused == 1 && pool.statistics.waiting == 1)
+        #expect(throws: CardTransportError.self) { _ = try Self.connect(Sandbox.slot(1).reader, pool) }
+        #expect(pool.statistics.established == 1 && pool.statistics.reused == 2 && pool.statistics.waiting == 1)
+        pool.releaseWaiting()
     }
 }

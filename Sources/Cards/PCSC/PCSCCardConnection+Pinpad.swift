@@ -100,14 +100,6 @@ package enum PCSCReaderPinpad {
         return try watchdog.run("SCardControl", timeout: timeout) { () throws(PCSCError) -> Pinpad? in
             // A context of the process's pool, back in it when the direct connection was dropped within the deadline.
             var lease = try PCSCContextPool.shared.lease()
-            var mustRelease = false
-            defer {
-                if mustRelease || watchdog.hasGivenUp {
-                    PCSCContextPool.shared.release(lease.context)
-                } else {
-                    PCSCContextPool.shared.giveBack(lease.context)
-                }
-            }
             let card: PCSCLibrary.Card
             do throws(PCSCError) {
                 card = try lease.firstCall { context throws(PCSCError) in
@@ -115,11 +107,12 @@ package enum PCSCReaderPinpad {
                         .card
                 }
             } catch {
-                mustRelease = PCSCContextPool.meansDeadContext(error)
+                lease.end(reusable: !watchdog.hasGivenUp, after: error)
                 throw error
             }
             defer {
-                mustRelease = (try? PCSCLibrary.disconnect(card, disposition: CardDisposition.leave.rawValue)) == nil
+                let dropped = (try? PCSCLibrary.disconnect(card, disposition: CardDisposition.leave.rawValue)) != nil
+                lease.end(reusable: dropped && !watchdog.hasGivenUp)
             }
             let list: [UInt8]
             do throws(PCSCError) {

@@ -67,6 +67,8 @@ package final class PCSCCardConnection: CardConnection {
     package var timeouts: CardTimeouts
     /// Runs each pcsc-lite call with its deadline, and owns the handles once a call overran.
     private let watchdog: PCSCWatchdog
+    /// Where its context came from, and goes back to.
+    private let pool: PCSCContextPool
 
     private let shareMode: ShareMode
     private let protocols: CardProtocols
@@ -91,9 +93,17 @@ package final class PCSCCardConnection: CardConnection {
     /// pcscd or the reader did not answer in time, or an earlier call to the reader still waits for its answer.
     /// The corresponding C functions are `SCardEstablishContext` (when no context waits), `SCardConnect` and
     /// `SCardStatus`.
-    package init(
+    package convenience init(
         reader: String, shareMode: ShareMode = .shared, protocols: CardProtocols = .any,
         timeouts: CardTimeouts = .standard
+    ) throws(CardTransportError) {
+        try self.init(reader: reader, shareMode: shareMode, protocols: protocols, timeouts: timeouts, pool: .shared)
+    }
+
+    /// Connects as above, taking its context from `pool` and giving it back there (tests give a pool of their own).
+    init(
+        reader: String, shareMode: ShareMode, protocols: CardProtocols, timeouts: CardTimeouts,
+        pool: PCSCContextPool
     ) throws(CardTransportError) {
         if PCSCWatchdog.isStillWaiting(reader) {
             throw CardTransportError(
@@ -102,28 +112,30 @@ package final class PCSCCardConnection: CardConnection {
         let watchdog = PCSCWatchdog(reader: reader)
         // The context (from the pool, else new), the connection and the card's ATR in one trip to the connection's
         // thread and one deadline: what a connection costs beyond pcscd's own answers is the hops.
-        let connected: (card: Int, activeProtocol: UInt32, context: Int, atr: [UInt8]?)
-        do {
-            connected = try watchdog.run("SCardConnect", timeout: timeouts.command) { () throws(PCSCError) in
-                var lease = try PCSCContextPool.shared.lease()
-                watchdog.watch(context: lease.context)
+        let connected = try watchdog.run("SCardConnect", timeout: timeouts.command) {
+            () throws(PCSCError) -> (card: Int, activeProtocol: UInt32, context: Int, atr: [UInt8]?) in
+            var lease = try pool.lease()
+            var used = 0
+            do throws(PCSCError) {
                 let connected = try lease.firstCall { context throws(PCSCError) in
+                    used = context
                     watchdog.watch(context: context)
                     return try PCSCLibrary.connect(
                         context, reader: reader, shareMode: shareMode.rawValue, protocols: protocols.rawValue)
                 }
                 watchdog.watch(card: connected.card)
                 let atr = (try? PCSCLibrary.status(connected.card))?.atr
-                return (connected.card, connected.activeProtocol, lease.context, atr)
+                return (connected.card, connected.activeProtocol, used, atr)
+            } catch {
+                // No card handle was made. The watchdog lets go of the context first, so that after an overrun it
+                // is released once, here, and back in the pool only when no call overran and it is not dead.
+                watchdog.watch(context: nil)
+                lease.end(reusable: !watchdog.hasGivenUp, after: error)
+                throw error
             }
-        } catch {
-            // No card handle was made: the context goes back to the pool unless it is dead (or the watchdog owns it).
-            if !watchdog.hasGivenUp, let context = watchdog.watchedContext {
-                PCSCContextPool.shared.end(context, after: error.pcscError)
-            }
-            throw error
         }
         self.watchdog = watchdog
+        self.pool = pool
         self.timeouts = timeouts
         self.context = connected.context
         self.card = connected.card
@@ -142,7 +154,7 @@ package final class PCSCCardConnection: CardConnection {
         guard !watchdog.hasGivenUp else { return }
         let (card, context, connected) = (self.card, self.context, isConnected)
         let disposition = verified.isEmpty ? CardDisposition.leave : .reset
-        let watchdog = self.watchdog
+        let (watchdog, pool) = (self.watchdog, self.pool)
         let handleDropped = self.handleDropped
         try? watchdog.run("SCardDisconnect", timeout: timeouts.command) { () throws(PCSCError) in
             // The context is kept for the next connection only when no card handle is left on it.
@@ -153,9 +165,9 @@ package final class PCSCCardConnection: CardConnection {
             watchdog.watch(card: nil)
             watchdog.watch(context: nil)
             if reusable && !watchdog.hasGivenUp {
-                PCSCContextPool.shared.giveBack(context)
+                pool.giveBack(context)
             } else {
-                PCSCContextPool.shared.release(context)
+                pool.release(context)
             }
         }
     }

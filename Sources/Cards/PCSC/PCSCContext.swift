@@ -51,11 +51,7 @@ package struct PCSCContext: ~Copyable, Sendable {
                 failure = error
             }
             watchdog.watch(context: nil)
-            if watchdog.hasGivenUp {
-                PCSCContextPool.shared.release(lease.context)
-            } else {
-                PCSCContextPool.shared.end(lease.context, after: failure)
-            }
+            lease.end(reusable: !watchdog.hasGivenUp, after: failure)
             if let failure { throw failure }
             return statuses
         }

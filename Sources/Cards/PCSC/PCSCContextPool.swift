@@ -44,26 +44,39 @@ final class PCSCContextPool: Sendable {
         releaseContext = release
     }
 
-    /// A context for one user: a waiting one, else a new one.
+    /// A context for one user: a waiting one, else a new one. Its user ends it once (`end`), which gives the context
+    /// back or releases it; after that, or after a dead context could not be replaced, it holds none.
     struct Lease {
-        /// The context.
-        private(set) var context: PCSCLibrary.Context
+        /// The context; nil once the lease ended, or when a dead one was released and no new one could be made.
+        private(set) var context: PCSCLibrary.Context?
         /// Whether it waited in the pool (and so may be dead, if pcscd restarted since).
         private(set) var reused: Bool
         let pool: PCSCContextPool
 
         /// Runs `call` on the context; when it waited in the pool and `call` fails as on a dead context, releases
-        /// the pool's contexts, establishes a new one and runs `call` again.
+        /// it and the pool's other waiting contexts, establishes a new one and runs `call` again. Throws
+        /// `.invalidHandle` on a lease that holds no context.
         mutating func firstCall<R>(_ call: (PCSCLibrary.Context) throws(PCSCError) -> R) throws(PCSCError) -> R {
+            guard let current = context else { throw .invalidHandle }
             do {
-                return try call(context)
+                return try call(current)
             } catch  where reused && PCSCContextPool.meansDeadContext(error) {
-                pool.releaseContext(context)
-                pool.releaseWaiting()
-                context = try pool.establish()
+                context = nil
                 reused = false
-                return try call(context)
+                pool.releaseContext(current)
+                pool.releaseWaiting()
+                let fresh = try pool.establish()
+                context = fresh
+                return try call(fresh)
             }
+        }
+
+        /// Ends the lease: the context goes back to the pool when `reusable` (its user overran no deadline and left
+        /// no card handle on it) and `error` does not say it is dead; else it is released. Nothing after the first.
+        mutating func end(reusable: Bool, after error: PCSCError? = nil) {
+            guard let current = context else { return }
+            context = nil
+            if reusable { pool.end(current, after: error) } else { pool.releaseContext(current) }
         }
     }
 
