@@ -14,15 +14,18 @@ struct Registries: BuildToolPlugin {
         case "TokenpinCLI": (kind, folder) = ("commands", "Commands")
         default: return []
         }
+        // Every Swift file under the folder, subfolders too: the tool refuses one that is not directly in it, so no
+        // file there goes unlisted without a word.
+        let directory = module.directoryURL.appending(path: folder).path(percentEncoded: false)
         let declarations = module.sourceFiles(withSuffix: "swift").map(\.url)
-            .filter { $0.deletingLastPathComponent().lastPathComponent == folder }
-            .sorted { $0.lastPathComponent < $1.lastPathComponent }
+            .filter { $0.path(percentEncoded: false).hasPrefix(directory + "/") }
+            .sorted { $0.path(percentEncoded: false) < $1.path(percentEncoded: false) }
         let output = context.pluginWorkDirectoryURL.appending(path: "Registry+\(folder).swift")
         return [
             .buildCommand(
                 displayName: "Listing \(target.name)'s \(kind)",
                 executable: try context.tool(named: "tokenpin-registries").url,
-                arguments: [kind, output.path(percentEncoded: false)]
+                arguments: [kind, output.path(percentEncoded: false), directory]
                     + declarations.map { $0.path(percentEncoded: false) },
                 inputFiles: declarations, outputFiles: [output])
         ]
