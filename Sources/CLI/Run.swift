@@ -13,7 +13,11 @@ func makeCommand(_ parsed: ParsedCommandLine, program: CLIProgram) throws(UsageE
     guard let declared = Commands.named(name) else {
         throw UsageError(message: "unknown command '\(name)'", command: nil)
     }
-    return try declared.make(parsed, program: program)
+    guard let made = try declared.make(parsed, program: program) else {
+        // Only tokenpin-bench runs bench and demo; tokenpin hands them to it before this is asked.
+        throw UsageError(message: "'\(name)' is not run by this program; tokenpin-bench runs it", command: name)
+    }
+    return made
 }
 
 /// What sets apart the executables that share this CLI (the declarations, `Context`, every command's code):

@@ -81,7 +81,14 @@ import TokenpinArguments
     @Test(arguments: [["bench", "--iterations", "3"], ["demo"]])
     func benchAndDemoAreMadeByTheExecutableAndHandedOverByTokenpin(argv: [String]) throws {
         let parsed = try ArgumentParser.parse(argv)
-        #expect(try makeCommand(parsed, program: CLIProgram()) == nil, "tokenpin runs neither")
+        // tokenpin runs neither: reached without the hand-over, the command line is refused, saying who runs it.
+        #expect(throws: UsageError.self) { try makeCommand(parsed, program: CLIProgram()) }
+        do {
+            _ = try makeCommand(parsed, program: CLIProgram())
+        } catch {
+            #expect(error.message == "'\(argv[0])' is not run by this program; tokenpin-bench runs it")
+            #expect(error.command == argv[0])
+        }
         // tokenpin-bench's program makes its own command; a help for the name stands in for it here.
         let program = CLIProgram(makeCommand: { parsed throws(UsageError) in HelpCommand(topic: parsed.command) })
         let made = try makeCommand(parsed, program: program) as? HelpCommand
