@@ -152,7 +152,8 @@ package struct Subcommand: Sendable, Equatable {
     package var name: String
     /// Other spellings accepted for it (`enroll`); results carry `name`.
     package var aliases: [String]
-    /// The heading the main help lists it under (one of the program's `groups`), or nil: under `SUBCOMMANDS:`.
+    /// The group the main help lists it under, as `GROUP SUBCOMMANDS:` (one of the program's `groups`, as
+    /// swift-argument-parser heads its command groups), or nil: under `SUBCOMMANDS:`.
     package var group: String?
     /// One sentence ending in a period.
     package var abstract: String

@@ -28,7 +28,7 @@ extension Program {
         let width = Self.columnWidth(subcommands.map(\.name))
         for group in subcommandGroups {
             text +=
-                "\n\(group.title ?? "SUBCOMMANDS"):\n"
+                "\n\(group.title.map { "\($0) SUBCOMMANDS" } ?? "SUBCOMMANDS"):\n"
                 + Self.columns(group.subcommands.map { ($0.name, $0.abstract) }, width: width) + "\n"
         }
         for section in sections {

@@ -97,15 +97,15 @@ package enum Options {
 /// The headings `tokenpin help` lists the commands under; each command's declaration names its own.
 enum CommandGroup {
     /// verify, derive, age: what a verification opens.
-    static let verifyAndKeys = "VERIFY AND KEYS"
+    static let verifyAndKeys = "VERIFICATION"
     /// enrol, change, reset, unenrol, status, types, import: the PIN and the record that keeps it.
-    static let pinAndRecord = "THE PIN AND THE RECORD"
+    static let pinAndRecord = "PIN AND RECORD"
     /// toggle, token, readers: the card bound to the record, and its own PIN.
-    static let card = "THE CARD"
+    static let card = "CARD"
     /// watch: what only the daemon does.
-    static let daemon = "TOKENPIND"
+    static let daemon = "DAEMON"
     /// doctor, bench, demo, help, completions: this machine's tokenpin.
-    static let machine = "THIS MACHINE"
+    static let machine = "UTILITY"
 
     /// The groups in the order help shows them.
     static let all = [verifyAndKeys, pinAndRecord, card, daemon, machine]

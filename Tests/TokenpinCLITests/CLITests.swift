@@ -20,21 +20,21 @@ import Testing
         for heading in ["OVERVIEW:", "USAGE:", "OPTIONS:", "EXIT CODES:"] {
             #expect(result.stdout.contains(heading))
         }
-        // The commands by group, in the groups' order and alphabetical within each: every command has one, so
-        // there is no SUBCOMMANDS heading.
-        #expect(!result.stdout.contains("SUBCOMMANDS:"))
-        let start = result.stdout.firstRange(of: "\nVERIFY AND KEYS:\n")?.lowerBound ?? result.stdout.endIndex
+        // The commands by group (`GROUP SUBCOMMANDS:`), in the groups' order and alphabetical within each: every
+        // command has one, so there is no plain SUBCOMMANDS heading.
+        #expect(!result.stdout.contains("\nSUBCOMMANDS:"))
+        let start = result.stdout.firstRange(of: "\nVERIFICATION SUBCOMMANDS:\n")?.lowerBound ?? result.stdout.endIndex
         let end = result.stdout.firstRange(of: "\nEXIT CODES:\n")?.lowerBound ?? result.stdout.endIndex
         let commands = result.stdout[start..<end].split(separator: "\n").map {
             $0.hasPrefix("  ") ? String($0.dropFirst(2).prefix { $0 != " " }) : String($0)
         }
         #expect(
             commands == [
-                "VERIFY AND KEYS:", "age", "derive", "verify",
-                "THE PIN AND THE RECORD:", "change", "enrol", "import", "reset", "status", "types", "unenrol",
-                "THE CARD:", "readers", "toggle", "token",
-                "TOKENPIND:", "watch",
-                "THIS MACHINE:", "bench", "completions", "demo", "doctor", "help",
+                "VERIFICATION SUBCOMMANDS:", "age", "derive", "verify",
+                "PIN AND RECORD SUBCOMMANDS:", "change", "enrol", "import", "reset", "status", "types", "unenrol",
+                "CARD SUBCOMMANDS:", "readers", "toggle", "token",
+                "DAEMON SUBCOMMANDS:", "watch",
+                "UTILITY SUBCOMMANDS:", "bench", "completions", "demo", "doctor", "help",
             ], "\(result.stdout)")
         #expect(
             result.stdout.contains(

@@ -40,7 +40,7 @@ import Testing
         // In help order (by group), each with its group.
         #expect(Array(names.prefix(4)) == ["age", "derive", "verify", "change"], "\(names)")
         let groups = (help.json["commands"] as? [[String: Any]])?.compactMap { $0["group"] as? String } ?? []
-        #expect(groups.count == names.count && groups.first == "VERIFY AND KEYS" && groups.last == "THIS MACHINE")
+        #expect(groups.count == names.count && groups.first == "VERIFICATION" && groups.last == "UTILITY")
         #expect((help.json["exitCodes"] as? [Any])?.count == 14)
         let verify = try cli.run(["--json", "help", "verify"], plain: true)
         #expect(
