@@ -206,3 +206,28 @@ extension SandboxTests {
         pool.releaseWaiting()
     }
 }
+
+extension SandboxTests {
+    @Test("a connection's last reference is its user's: it goes, and its context is back, as soon as the user drops it")
+    func connectionEndsWhereItsUserDropsIt() throws {
+        let (index, reader) = Sandbox.slot(0)
+        let simulator = try SimulatedCardInReader(portIndex: index)
+        defer { simulator.stop() }
+        let pool = Self.ownPool()
+        var lingered = 0
+        for _ in 0..<200 {
+            weak var dropped: PCSCCardConnection?
+            do {
+                let connection = try Self.connect(reader, pool)
+                dropped = connection
+                _ = try connection.transmit(RawCommand.select.encoded())
+            }
+            // Had the connection's PC/SC thread still held it, its deinit would run there, waiting on that same
+            // thread for its own disconnect until the deadline, and the reader would be refused meanwhile.
+            if dropped != nil { lingered += 1 }
+        }
+        #expect(lingered == 0)
+        #expect(pool.statistics.established == 1 && pool.statistics.waiting == 1)
+        pool.releaseWaiting()
+    }
+}

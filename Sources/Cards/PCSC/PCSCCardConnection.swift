@@ -80,8 +80,10 @@ package final class PCSCCardConnection: CardConnection {
     private var handleDropped = false
     /// We reset the card at the end of a transaction; pcscd reports that reset to our own handle once.
     private var expectsOwnReset = false
-    /// The receive buffer, reused; the bytes of each answer are wiped once copied out.
-    private var receiveBuffer = [UInt8](repeating: 0, count: PCSCLibrary.maxBufferSizeExtended)
+    /// The receive buffer, reused; the bytes of each answer are wiped once copied out. An object of its own, so that
+    /// what `SCardTransmit` runs on the connection's PC/SC thread holds the buffer and never the connection: the last
+    /// reference to a connection is its user's, and its `deinit` never runs on the thread it waits for.
+    private let receiveBuffer = ReceiveBuffer()
 
     /// Connects to the card in `reader`.
     ///
@@ -204,8 +206,8 @@ package final class PCSCCardConnection: CardConnection {
             count = try rawTransmit(command)
         }
         expectsOwnReset = false
-        let answer = Array(receiveBuffer[0..<count])
-        receiveBuffer.withUnsafeMutableBufferPointer { buffer in
+        let answer = Array(receiveBuffer.bytes[0..<count])
+        receiveBuffer.bytes.withUnsafeMutableBufferPointer { buffer in
             for index in 0..<count { buffer[index] = 0 }
         }
         noteSecurityState(command: command, answer: answer)
@@ -322,7 +324,7 @@ package final class PCSCCardConnection: CardConnection {
         }
         let cleared = verified.clear { command throws(CardTransportError) -> [UInt8] in
             let count = try rawTransmit(command)
-            return Array(receiveBuffer[0..<count])
+            return Array(receiveBuffer.bytes[0..<count])
         }
         let disposition: CardDisposition = cleared ? .leave : .reset
         lastSecurityRelease = disposition
@@ -361,8 +363,9 @@ package final class PCSCCardConnection: CardConnection {
     /// SCardTransmit of `command` into the receive buffer within the command's deadline; the answer's length.
     private func rawTransmit(_ command: [UInt8]) throws(CardTransportError) -> Int {
         let (card, t1) = (self.card, activeProtocol != .t0)
-        return try call("SCardTransmit", timeout: timeouts.deadline(for: command)) { [self] () throws(PCSCError) in
-            try PCSCLibrary.transmit(card, protocolT1: t1, command: command, receive: &receiveBuffer)
+        let buffer = receiveBuffer
+        return try call("SCardTransmit", timeout: timeouts.deadline(for: command)) { () throws(PCSCError) in
+            try PCSCLibrary.transmit(card, protocolT1: t1, command: command, receive: &buffer.bytes)
         }
     }
 
@@ -423,4 +426,10 @@ package final class PCSCCardConnection: CardConnection {
     private func noteSecurityState(command: [UInt8], answer: [UInt8]) {
         verified.note(command: command, answer: answer)
     }
+}
+
+/// A connection's receive buffer (`PCSCCardConnection.receiveBuffer`), used by one call at a time: the connection's
+/// calls run one after another on its PC/SC thread, each waited for, and after an overrun nothing more is sent.
+private final class ReceiveBuffer: @unchecked Sendable {
+    var bytes = [UInt8](repeating: 0, count: PCSCLibrary.maxBufferSizeExtended)
 }
