@@ -3,9 +3,9 @@ package import TokenpinAPDU
 /// A connection to the card in one PC/SC reader: the `CardConnection` tokenpin uses for real tokens.
 ///
 /// The owner of an `SCARDHANDLE` and of the `SCARDCONTEXT` it lives in (a class, since `CardConnection` is
-/// `AnyObject`; `deinit` disconnects the card and gives the context back to `PCSCContextPool` for the next connection,
-/// or releases it when the handle could not be dropped or a call overran). Commands are sent with `SCardTransmit`; GET RESPONSE, `6Cxx` and
-/// chaining come from `CardConnection.send(_:)`. The length capabilities start from the card capabilities in
+/// `AnyObject`; `deinit` disconnects the card and gives the context back to `PCSCContextPool` for the next
+/// connection, or releases it when the handle could not be dropped or a call overran). Commands are sent with
+/// `SCardTransmit`; GET RESPONSE, `6Cxx` and chaining come from `CardConnection.send(_:)`. The length capabilities start from the card capabilities in
 /// the ATR's historical bytes and can be refined by the caller (an OpenPGP session reads `7F66`).
 ///
 /// **Security state.** A successful VERIFY, CHANGE REFERENCE DATA or RESET RETRY COUNTER (ISO/IEC 7816-4

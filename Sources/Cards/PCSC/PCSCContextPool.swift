@@ -104,8 +104,8 @@ final class PCSCContextPool: Sendable {
     }
 
     /// Ends the use of a context whose user left no card handle on it: back to the pool, unless `error` says the
-    /// context is dead.
-    func end(_ context: PCSCLibrary.Context, after error: PCSCError?) {
+    /// context is dead (`Lease.end`).
+    private func end(_ context: PCSCLibrary.Context, after error: PCSCError?) {
         if let error, Self.meansDeadContext(error) {
             releaseContext(context)
         } else {
